@@ -1,0 +1,57 @@
+"""frontier-qa: find where an AI agent's ability ends.
+
+``import frontier_qa`` is light: it loads no torch, transformers, trl, vllm or
+sentence-transformers. Public names are imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it (loaded lazily, PEP 562)
+_EXPORTS: dict[str, str] = {
+    # errors
+    "FrontierQAError": "frontier_qa.errors",
+    "ConfigError": "frontier_qa.errors",
+    "MissingExtraError": "frontier_qa.errors",
+    # target seam
+    "Case": "frontier_qa.target",
+    "Sampling": "frontier_qa.target",
+    "Trajectory": "frontier_qa.target",
+    "ToolCall": "frontier_qa.target",
+    "Target": "frontier_qa.target",
+    "Adapter": "frontier_qa.target",
+    # scoring core
+    "extract_answer": "frontier_qa.answers",
+    "extract_boxed": "frontier_qa.answers",
+    "equivalent": "frontier_qa.equivalence",
+    "self_consistency": "frontier_qa.consistency",
+    "Consistency": "frontier_qa.consistency",
+    "semantic_consistency": "frontier_qa.semantic",
+    "uncertainty_reward": "frontier_qa.rewards",
+    "tool_reward": "frontier_qa.rewards",
+    "repetition_penalty": "frontier_qa.rewards",
+    "format_reward": "frontier_qa.rewards",
+    "composite_reward": "frontier_qa.rewards",
+    "in_band": "frontier_qa.bands",
+    "soft_band": "frontier_qa.bands",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'frontier_qa' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+__all__ = ["__version__", *_EXPORTS]

@@ -1,0 +1,256 @@
+"""The target seam: what frontier-qa asks of anything it probes.
+
+A *target* answers a case ``n`` times and returns ``n`` trajectories (one protocol,
+like inspect_ai's ``ModelAPI``). Backends are *adapters*: small classes that make one
+attempt at a call and say how their errors should be treated. Retrying, rate limiting,
+concurrency caps, budgets and caching live in one place (:mod:`frontier_qa.runtime`)
+and wrap every adapter the same way ("adapters decide, the core retries").
+
+Everything here is a frozen value; nothing imports an I/O or ML library.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+Message = Mapping[str, Any]
+"""A chat message in OpenAI form: ``{"role": "user", "content": "..."}``."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One task put to a target.
+
+    Attributes:
+        id: stable identifier (used in cache keys, reports and test ids).
+        prompt: the user-facing task text.
+        system: optional system prompt prepended to ``messages``.
+        topic: free-form topic label for the frontier map.
+        answer_format: how to read the final answer from a trajectory: ``"boxed"``,
+            ``"final_answer"``, ``"json:<field>"`` or ``"text"`` (open-ended).
+        tools: OpenAI-style tool schemas the target may call (tool-calling tasks).
+        reference: the curriculum's reference answer, if any (unverified unless said so).
+        metadata: anything else, JSON-serialisable.
+        history: messages after the task (earlier assistant turns, tool outputs). When the
+            last one is an assistant message, adapters with ``supports_prefill`` continue it.
+    """
+
+    id: str
+    prompt: str
+    system: str | None = None
+    topic: str = "general"
+    answer_format: str = "boxed"
+    tools: tuple[Mapping[str, Any], ...] = ()
+    reference: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    history: tuple[Message, ...] = ()
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation that opens the case: optional system prompt, then the task."""
+        out: list[dict[str, Any]] = []
+        if self.system:
+            out.append({"role": "system", "content": self.system})
+        out.append({"role": "user", "content": self.prompt})
+        out.extend(dict(m) for m in self.history)
+        return out
+
+    @property
+    def continues_assistant(self) -> bool:
+        """Whether the conversation ends in a partial assistant turn to be continued."""
+        return bool(self.history) and self.history[-1].get("role") == "assistant"
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling parameters for one request.
+
+    Attributes:
+        temperature: softmax temperature (Agent0 samples the executor at 1.0).
+        top_p: nucleus mass in (0, 1].
+        max_tokens: cap on generated tokens per sample.
+        stop: stop strings.
+        seed: base seed; sample ``i`` of a case uses ``seed + i`` where a backend takes seeds.
+    """
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 512
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "stop": list(self.stop),
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One executed tool call inside a trajectory.
+
+    Attributes:
+        name: tool name (``"python"`` for the sandboxed interpreter).
+        arguments: the arguments as the model wrote them (JSON text or code).
+        result: what the tool returned to the model (``None`` if it never ran).
+        error: the tool's error text, if it failed.
+    """
+
+    name: str
+    arguments: str
+    result: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts for one sample (0 where the backend does not report them)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """Everything one sample of a target did on one case.
+
+    Attributes:
+        text: the final assistant text (the answer is extracted from it); ``None`` on error.
+        messages: the full conversation including tool turns.
+        tool_calls: every executed tool call, in order.
+        usage: tokens used by this sample.
+        cost_usd: cost of this sample in US dollars, ``None`` when unknown.
+        latency_s: wall-clock seconds this sample took (0 when served from cache).
+        error: why the sample failed, ``None`` when it succeeded.
+        sample_index: the index of this sample for its case (0-based; part of the cache key).
+        cached: whether it was served from the on-disk cache.
+    """
+
+    text: str | None
+    messages: tuple[Message, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+    error: str | None = None
+    sample_index: int = 0
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.text is not None
+
+    @property
+    def n_tool_calls(self) -> int:
+        """Executed tool calls (Agent0's N_tool, counted from the trajectory, not the text)."""
+        return sum(1 for call in self.tool_calls if call.result is not None or call.error is not None)
+
+
+@runtime_checkable
+class Target(Protocol):
+    """Anything frontier-qa can probe.
+
+    ``sample(case, n, sampling, start=s)`` returns trajectories for sample indices
+    ``s .. s+n-1`` in that order. Sequential sampling asks for more samples of the same
+    case with a larger ``start``; the cache keys on the index so statistics stay valid.
+    """
+
+    id: str
+
+    async def sample(
+        self, case: Case, n: int, sampling: Sampling, *, start: int = 0
+    ) -> list[Trajectory]: ...
+
+
+class ErrorKind(enum.Enum):
+    """How the runtime should treat an adapter's exception."""
+
+    FATAL = "fatal"  # auth, bad request, bad model name: fail at once with the message
+    TRANSIENT = "transient"  # 5xx, timeouts, dropped connections, malformed bodies: back off and retry
+    RATE_LIMITED = "rate_limited"  # 429 and friends: wait retry_after (or back off) and retry
+
+
+@dataclass(frozen=True)
+class ErrorClass:
+    """An adapter's verdict on one exception."""
+
+    kind: ErrorKind
+    message: str
+    retry_after: float | None = None  # seconds, from a Retry-After header when present
+
+
+class Adapter:
+    """Base class for backends. Subclasses implement :meth:`generate` and usually :meth:`classify`.
+
+    An adapter makes *one attempt* at producing ``n`` samples and raises on failure; it
+    never sleeps or retries itself. The runtime wraps it with retries, rate limits,
+    budgets and the cache, and exposes it as a :class:`Target`.
+
+    Attributes:
+        id: stable identity of the target, e.g. ``"openai:gpt-4o-mini@http://127.0.0.1:8000/v1"``.
+            It is part of every cache key, so it must change when the target does.
+        max_n: the most samples one backend call may return (1 when the backend has no ``n``).
+        supports_prefill: whether it can continue a final partial assistant message
+            (needed by the tool-integrated executor's raw continuation mode).
+    """
+
+    id: str = "adapter"
+    max_n: int = 1
+    supports_prefill: bool = False
+
+    async def generate(
+        self, case: Case, n: int, sampling: Sampling, *, start: int = 0
+    ) -> list[Trajectory]:
+        """Produce ``n`` trajectories (indices ``start..start+n-1``) in one attempt, or raise."""
+        raise NotImplementedError
+
+    def classify(self, exc: BaseException) -> ErrorClass:
+        """Say whether ``exc`` is worth retrying. Default: timeouts and connection errors are."""
+        if isinstance(exc, (TimeoutError, ConnectionError)):
+            return ErrorClass(ErrorKind.TRANSIENT, f"{type(exc).__name__}: {exc}")
+        return ErrorClass(ErrorKind.FATAL, f"{type(exc).__name__}: {exc}")
+
+    def version(self) -> str | None:
+        """The target's version (model revision, agent version) for reports; ``None`` if unknown."""
+        return None
+
+    async def aclose(self) -> None:
+        """Release clients, servers or models the adapter holds."""
+
+
+def cache_key(
+    target_id: str, messages: Sequence[Message], sampling: Sampling, sample_index: int, extra: Any = None
+) -> str:
+    """A stable key for one sample: target, messages, sampling parameters and sample index."""
+    payload = json.dumps(
+        {
+            "target": target_id,
+            "messages": list(messages),
+            "sampling": sampling.as_dict(),
+            "index": sample_index,
+            "extra": extra,
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+        default=str,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()

@@ -1,0 +1,1 @@
+"""Integrations with other tools (the pytest plugin lives here)."""
