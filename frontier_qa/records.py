@@ -1,0 +1,543 @@
+"""What frontier-qa writes to disk about a probed case and a run: versioned pydantic records.
+
+A :class:`CaseRecord` holds everything needed to understand, replay and report one case:
+the case itself, the target that answered it, the k samples (answers, truncated raw
+text, tool use, errors), the p̂ history round by round (sequential sampling), the final
+p̂ with its interval, the majority answer, the class the probe engine gave it, and what
+it cost. A :class:`RunRecord` describes one probe run (or one CI shard of it).
+
+Every record carries ``schema_version``; a breaking change bumps it, and readers refuse
+versions newer than they know (:mod:`frontier_qa.store`). In-memory values
+(:class:`~frontier_qa.target.Case`, :class:`~frontier_qa.target.Trajectory`,
+:class:`~frontier_qa.consistency.Consistency`) convert with the helpers at the bottom.
+Regression and flaky verdicts between two records of a case live in
+:mod:`frontier_qa.reports.compare`; the store that writes these is :mod:`frontier_qa.store`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+
+from frontier_qa import __version__
+from frontier_qa.target import Case, Trajectory
+
+if TYPE_CHECKING:  # consistency pulls in answer extraction; records only read its fields
+    from frontier_qa.consistency import Consistency
+
+SCHEMA_VERSION = 1
+"""Version of every on-disk record in this module (case, run, suite entry, report)."""
+
+DEFAULT_MAX_TEXT_CHARS = 4000
+"""Raw sample text kept per sample (characters); longer text keeps its head and tail."""
+
+
+class CaseClass(str, enum.Enum):
+    """What the probe engine concluded about a case.
+
+    ``frontier``: p̂ inside the band (the target is unsure: Agent0 §3.3).
+    ``failure``: stable and wrong against a *verified* reference.
+    ``suspect``: disagrees with an *unverified* reference (the reference may be wrong).
+    ``pass``: stable and right (or stable with no reference to contradict it).
+    ``unresolved``: the sampling budget ran out before a decision.
+    ``invalid``: the case failed validation and was never scored.
+    """
+
+    FRONTIER = "frontier"
+    FAILURE = "failure"
+    SUSPECT = "suspect"
+    PASS = "pass"
+    UNRESOLVED = "unresolved"
+    INVALID = "invalid"
+
+
+CLASS_ORDER: tuple[CaseClass, ...] = (
+    CaseClass.FAILURE,
+    CaseClass.SUSPECT,
+    CaseClass.FRONTIER,
+    CaseClass.UNRESOLVED,
+    CaseClass.PASS,
+    CaseClass.INVALID,
+)
+"""Display and replay order: what needs attention first."""
+
+
+def utc_now() -> datetime:
+    """The current time as a timezone-aware UTC datetime (every record timestamp is aware)."""
+    return datetime.now(timezone.utc)
+
+
+class _Record(BaseModel):
+    # extra="forbid": suites are hand-edited, and a typo must not pass silently.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Interval(_Record):
+    """A confidence interval for p̂.
+
+    Attributes:
+        low: lower bound, in [0, 1].
+        high: upper bound, in [low, 1].
+        method: how it was computed (``"wilson"``, ``"beta"``...), if known.
+        confidence: nominal coverage in (0, 1), e.g. 0.95, if known.
+    """
+
+    low: float = Field(ge=0.0, le=1.0)
+    high: float = Field(ge=0.0, le=1.0)
+    method: str | None = None
+    confidence: float | None = Field(default=None, gt=0.0, lt=1.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_pair(cls, value: Any) -> Any:
+        # the sequential sampler's intervals are (low, high) tuples: accept them as they are
+        if isinstance(value, (tuple, list)) and len(value) == 2:
+            return {"low": value[0], "high": value[1]}
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Interval:
+        if self.low > self.high:
+            raise ValueError(f"interval low {self.low} is above high {self.high}")
+        return self
+
+    def contains(self, value: float) -> bool:
+        """Whether ``value`` lies in ``[low, high]`` (both ends inclusive)."""
+        return self.low <= value <= self.high
+
+
+class CaseSpec(_Record):
+    """The case as the curriculum proposed it (mirror of :class:`~frontier_qa.target.Case`).
+
+    ``reference_verified`` says whether the reference was checked (by executing the
+    generator's solution or a stronger judge); only a verified reference can make a
+    ``failure`` (METHOD.md, QA note 1).
+    """
+
+    id: str = Field(min_length=1)
+    prompt: str
+    system: str | None = None
+    topic: str = "general"
+    answer_format: str = "boxed"
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    reference: str | None = None
+    reference_verified: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    history: list[dict[str, Any]] = Field(default_factory=list)
+
+    @classmethod
+    def from_case(cls, case: Case, *, reference_verified: bool = False) -> CaseSpec:
+        """Record an in-memory case."""
+        return cls(
+            id=case.id,
+            prompt=case.prompt,
+            system=case.system,
+            topic=case.topic,
+            answer_format=case.answer_format,
+            tools=[dict(t) for t in case.tools],
+            reference=case.reference,
+            reference_verified=reference_verified,
+            metadata=dict(case.metadata),
+            history=[dict(m) for m in case.history],
+        )
+
+    def to_case(self) -> Case:
+        """The in-memory case to probe again (replay)."""
+        return Case(
+            id=self.id,
+            prompt=self.prompt,
+            system=self.system,
+            topic=self.topic,
+            answer_format=self.answer_format,
+            tools=tuple(self.tools),
+            reference=self.reference,
+            metadata=dict(self.metadata),
+            history=tuple(self.history),
+        )
+
+
+class SampleRecord(_Record):
+    """One of the k samples of a case.
+
+    Attributes:
+        sample_index: 0-based index of the sample for its case (part of the cache key).
+        answer: the extracted answer, ``None`` when none could be extracted or the call failed.
+        text: the raw final text, head and tail kept when longer than the limit.
+        text_chars: length of the full raw text in characters (0 when there was none).
+        n_tool_calls: executed tool calls in the trajectory.
+        error: why the sample failed, if it did.
+        cached: whether it came from the on-disk cache.
+        seed: the sampling seed used for this sample, where the backend takes seeds.
+        prompt_tokens: prompt tokens of this sample.
+        completion_tokens: completion tokens of this sample.
+        cost_usd: cost of this sample in US dollars, ``None`` when unknown.
+        latency_s: wall-clock seconds the sample took.
+    """
+
+    sample_index: int = Field(ge=0)
+    answer: str | None = None
+    text: str | None = None
+    text_chars: int = Field(default=0, ge=0)
+    n_tool_calls: int = Field(default=0, ge=0)
+    error: str | None = None
+    cached: bool = False
+    seed: int | None = None
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    cost_usd: float | None = None
+    latency_s: float = Field(default=0.0, ge=0.0)
+
+    @property
+    def truncated(self) -> bool:
+        return self.text is not None and len(self.text) < self.text_chars
+
+
+class Round(_Record):
+    """p̂ after one round of sequential sampling: ``k`` samples so far."""
+
+    k: int = Field(ge=0)
+    p_hat: float = Field(ge=0.0, le=1.0)
+    interval: Interval | None = None
+
+
+class ClusterCount(_Record):
+    """One cluster of equivalent answers: its representative and how many samples voted for it."""
+
+    answer: str
+    count: int = Field(ge=1)
+
+
+class Cost(_Record):
+    """What probing cost.
+
+    Attributes:
+        calls: target calls made (samples not served from the cache).
+        cached: samples served from the cache.
+        prompt_tokens: prompt tokens over all samples.
+        completion_tokens: completion tokens over all samples.
+        usd: US dollars over the samples that reported a cost; ``None`` when none did.
+    """
+
+    calls: int = Field(default=0, ge=0)
+    cached: int = Field(default=0, ge=0)
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    usd: float | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Cost) -> Cost:
+        usd = None if self.usd is None and other.usd is None else (self.usd or 0.0) + (other.usd or 0.0)
+        return Cost(
+            calls=self.calls + other.calls,
+            cached=self.cached + other.cached,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            usd=usd,
+        )
+
+
+class Observed(_Record):
+    """What a run observed about a case: the part a later replay is compared against."""
+
+    case_class: CaseClass
+    p_hat: float | None = Field(default=None, ge=0.0, le=1.0)
+    interval: Interval | None = None
+    majority: str | None = None
+    majority_correct: bool | None = None
+    k: int = Field(default=0, ge=0)
+    target_id: str
+    target_version: str | None = None
+
+
+class CaseRecord(_Record):
+    """Everything recorded about one probed case in one run.
+
+    Attributes:
+        schema_version: version of this record's layout.
+        kind: ``"case"`` (tells case and run lines apart in a store file).
+        case: the case as proposed.
+        run_id: the run that probed it.
+        target_id: the target's stable id; ``target_version`` its version when known.
+        seed: the base sampling seed of the run (sample ``i`` used ``seed + i``).
+        samples: the k samples, in sample-index order.
+        rounds: p̂ after each round of sequential sampling.
+        p_hat: final p̂ in [0, 1] (majority share of all k samples, Agent0 Eq. 6);
+            ``None`` for cases never scored (invalid).
+        interval: confidence interval of the final p̂.
+        majority: the majority answer (pseudo-label), ``None`` when no sample answered.
+        majority_correct: whether the majority matched the reference; ``None`` when unknown.
+        clusters: the answer distribution, largest cluster first.
+        n_unparseable: samples that ran but gave no extractable answer.
+        n_failed: samples whose target call failed.
+        case_class: the probe engine's conclusion.
+        reason: why it was classified so, in words (e.g. the validation error).
+        cost: what probing this case cost.
+        started_at: when probing the case started (UTC).
+        finished_at: when the record was written (UTC); orders records of one case.
+        frontier_qa_version: the frontier-qa version that wrote it.
+    """
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    kind: Literal["case"] = "case"
+    case: CaseSpec
+    run_id: str = Field(min_length=1)
+    target_id: str
+    target_version: str | None = None
+    seed: int | None = None
+    samples: list[SampleRecord] = Field(default_factory=list)
+    rounds: list[Round] = Field(default_factory=list)
+    p_hat: float | None = Field(default=None, ge=0.0, le=1.0)
+    interval: Interval | None = None
+    majority: str | None = None
+    majority_correct: bool | None = None
+    clusters: list[ClusterCount] = Field(default_factory=list)
+    n_unparseable: int = Field(default=0, ge=0)
+    n_failed: int = Field(default=0, ge=0)
+    case_class: CaseClass
+    reason: str | None = None
+    cost: Cost = Cost()
+    started_at: AwareDatetime
+    finished_at: AwareDatetime = Field(default_factory=utc_now)
+    frontier_qa_version: str = __version__
+
+    @property
+    def id(self) -> str:
+        return self.case.id
+
+    @property
+    def topic(self) -> str:
+        return self.case.topic
+
+    @property
+    def k(self) -> int:
+        return len(self.samples)
+
+    def observed(self) -> Observed:
+        """The part of this record that a replay is compared against."""
+        return Observed(
+            case_class=self.case_class,
+            p_hat=self.p_hat,
+            interval=self.interval,
+            majority=self.majority,
+            majority_correct=self.majority_correct,
+            k=self.k,
+            target_id=self.target_id,
+            target_version=self.target_version,
+        )
+
+
+class RunTotals(_Record):
+    """Totals over the cases of a run: counts by class and cost."""
+
+    cases: int = Field(default=0, ge=0)
+    by_class: dict[CaseClass, int] = Field(default_factory=dict)
+    cost: Cost = Cost()
+
+
+class RunRecord(_Record):
+    """One probe run, or one CI shard of it.
+
+    A run writes this record when it starts (``finished_at`` unset) and again when it
+    ends; the latest record of a run wins, so a run without a finished record was
+    interrupted and can be resumed.
+
+    Attributes:
+        run_id: the run's id (shards of one CI job may share it).
+        config_hash: hash of the resolved configuration (resume refuses a different one).
+        seed: the run's seed, shared by all shards.
+        shard_index: which shard this is, 1-based (``--shard 2/4`` → 2).
+        shard_count: how many shards the run was split into.
+        target_id: the target probed; ``target_version`` its version when known.
+        started_at: when the run started (UTC); ``finished_at`` when it ended, if it did.
+        totals: counts and cost when it ended.
+        written_at: when this record was written (UTC); the latest wins.
+        frontier_qa_version: the frontier-qa version that wrote it.
+    """
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    kind: Literal["run"] = "run"
+    run_id: str = Field(min_length=1)
+    config_hash: str = ""
+    seed: int | None = None
+    shard_index: int = Field(default=1, ge=1)
+    shard_count: int = Field(default=1, ge=1)
+    target_id: str = ""
+    target_version: str | None = None
+    started_at: AwareDatetime = Field(default_factory=utc_now)
+    finished_at: AwareDatetime | None = None
+    totals: RunTotals = RunTotals()
+    written_at: AwareDatetime = Field(default_factory=utc_now)
+    frontier_qa_version: str = __version__
+
+    @model_validator(mode="after")
+    def _shard_in_range(self) -> RunRecord:
+        if self.shard_index > self.shard_count:
+            raise ValueError(f"shard {self.shard_index}/{self.shard_count}: index is above the count")
+        return self
+
+    @property
+    def finished(self) -> bool:
+        return self.finished_at is not None
+
+
+class SuiteCase(_Record):
+    """One entry of a committable suite: the case and what was last observed about it.
+
+    Volatile fields (run id, timestamps, cost) are present only when the export asked for them.
+    """
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    case: CaseSpec
+    observed: Observed | None = None
+    run_id: str | None = None
+    finished_at: AwareDatetime | None = None
+    cost: Cost | None = None
+
+
+# --- conversions from in-memory values --------------------------------------------------
+
+
+def truncate_text(text: str, max_chars: int = DEFAULT_MAX_TEXT_CHARS) -> str:
+    """Keep the head and tail of ``text`` (the final answer sits at the end) within ``max_chars``."""
+    if len(text) <= max_chars:
+        return text
+    marker = f"\n…[{len(text) - max_chars} characters cut]…\n"
+    keep = max(max_chars - len(marker), 0)
+    head = keep // 2
+    return text[:head] + marker + text[len(text) - (keep - head) :]
+
+
+def sample_record(
+    trajectory: Trajectory,
+    answer: str | None,
+    *,
+    seed: int | None = None,
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+) -> SampleRecord:
+    """Record one trajectory with its extracted answer (``None`` when none was extracted)."""
+    text = trajectory.text
+    return SampleRecord(
+        sample_index=trajectory.sample_index,
+        answer=answer,
+        text=None if text is None else truncate_text(text, max_text_chars),
+        text_chars=0 if text is None else len(text),
+        n_tool_calls=trajectory.n_tool_calls,
+        error=trajectory.error,
+        cached=trajectory.cached,
+        seed=None if seed is None else seed + trajectory.sample_index,
+        prompt_tokens=trajectory.usage.prompt_tokens,
+        completion_tokens=trajectory.usage.completion_tokens,
+        cost_usd=trajectory.cost_usd,
+        latency_s=max(trajectory.latency_s, 0.0),
+    )
+
+
+def cost_of(samples: Sequence[SampleRecord]) -> Cost:
+    """Sum the cost of samples; cached samples count tokens but not calls."""
+    known = [s.cost_usd for s in samples if s.cost_usd is not None]
+    return Cost(
+        calls=sum(1 for s in samples if not s.cached),
+        cached=sum(1 for s in samples if s.cached),
+        prompt_tokens=sum(s.prompt_tokens for s in samples),
+        completion_tokens=sum(s.completion_tokens for s in samples),
+        usd=sum(known) if known else None,
+    )
+
+
+def clusters_of(consistency: Consistency) -> list[ClusterCount]:
+    """The answer distribution of a :class:`Consistency`, largest cluster first."""
+    return [ClusterCount(answer=c.representative, count=c.size) for c in consistency.clusters if c.size > 0]
+
+
+def case_record(
+    case: Case,
+    trajectories: Sequence[Trajectory],
+    answers: Sequence[str | None],
+    consistency: Consistency | None,
+    *,
+    case_class: CaseClass | str,
+    run_id: str,
+    target_id: str,
+    started_at: datetime,
+    target_version: str | None = None,
+    seed: int | None = None,
+    interval: Interval | tuple[float, float] | None = None,
+    rounds: Sequence[Round] = (),
+    reference_verified: bool = False,
+    majority_correct: bool | None = None,
+    reason: str | None = None,
+    finished_at: datetime | None = None,
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+) -> CaseRecord:
+    """Build the record of one probed case from the engine's in-memory values.
+
+    Args:
+        case: the case probed.
+        trajectories: its k samples, any order (stored in sample-index order).
+        answers: the extracted answer of each trajectory, aligned with ``trajectories``.
+        consistency: the self-consistency of the answers; ``None`` for unscored (invalid) cases.
+        case_class: the engine's conclusion.
+        run_id: the run that probed it.
+        target_id: the target's id.
+        started_at: when probing the case started (timezone-aware).
+        target_version: the target's version, if known.
+        seed: the run's base sampling seed.
+        interval: the confidence interval of the final p̂ (an :class:`Interval` or ``(low, high)``).
+        rounds: p̂ after each round of sequential sampling.
+        reference_verified: whether the case's reference was verified.
+        majority_correct: whether the majority matched the reference, if known.
+        reason: why the case was classified so.
+        finished_at: when probing ended; now when omitted.
+        max_text_chars: raw text kept per sample, in characters.
+    """
+    if len(trajectories) != len(answers):
+        raise ValueError(f"{len(trajectories)} trajectories but {len(answers)} answers: pass one answer each")
+    pairs = sorted(zip(trajectories, answers, strict=True), key=lambda pair: pair[0].sample_index)
+    samples = [sample_record(t, a, seed=seed, max_text_chars=max_text_chars) for t, a in pairs]
+    return CaseRecord(
+        case=CaseSpec.from_case(case, reference_verified=reference_verified),
+        run_id=run_id,
+        target_id=target_id,
+        target_version=target_version,
+        seed=seed,
+        samples=samples,
+        rounds=list(rounds),
+        p_hat=None if consistency is None else consistency.p_hat,
+        interval=None if interval is None else Interval.model_validate(interval),
+        majority=None if consistency is None else consistency.majority,
+        majority_correct=majority_correct,
+        clusters=[] if consistency is None else clusters_of(consistency),
+        n_unparseable=0 if consistency is None else consistency.n_unparseable,
+        n_failed=0 if consistency is None else consistency.n_failed,
+        case_class=CaseClass(case_class),
+        reason=reason,
+        cost=cost_of(samples),
+        started_at=started_at,
+        finished_at=finished_at or utc_now(),
+    )
+
+
+def run_totals(records: Sequence[CaseRecord]) -> RunTotals:
+    """Counts by class and summed cost over case records (one per case: pass the latest)."""
+    by_class: dict[CaseClass, int] = {}
+    cost = Cost()
+    for record in records:
+        by_class[record.case_class] = by_class.get(record.case_class, 0) + 1
+        cost = cost + record.cost
+    return RunTotals(cases=len(records), by_class=by_class, cost=cost)
+
+
+def json_schemas() -> dict[str, dict[str, Any]]:
+    """JSON Schemas of the on-disk records, by name (for docs and external validators)."""
+    return {
+        "case": CaseRecord.model_json_schema(),
+        "run": RunRecord.model_json_schema(),
+        "suite_case": SuiteCase.model_json_schema(),
+    }

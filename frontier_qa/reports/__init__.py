@@ -1,0 +1,106 @@
+"""Reports from case records: ``report.json``, ``junit.xml``, ``report.md`` and ``report.html``.
+
+Plus the gate (:mod:`~frontier_qa.reports.gate`) that turns a run into pass or fail, and
+replay verdicts (:mod:`~frontier_qa.reports.compare`). :func:`write_reports` writes every
+format at once from one summary.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from frontier_qa.records import CaseRecord, RunRecord
+from frontier_qa.reports.compare import Comparison, Verdict, compare, compare_all, count_verdicts
+from frontier_qa.reports.gate import GateCheck, GateResult, GateThresholds, evaluate_gate
+from frontier_qa.reports.html import html_report, write_html
+from frontier_qa.reports.json_report import JsonReport, build_json_report, write_json_report
+from frontier_qa.reports.junit import junit_xml, write_junit
+from frontier_qa.reports.markdown import markdown_report, write_markdown
+from frontier_qa.reports.summary import Summary, summarize
+
+FORMATS = ("json", "junit", "md", "html")
+FILE_NAMES = {"json": "report.json", "junit": "junit.xml", "md": "report.md", "html": "report.html"}
+
+
+def write_reports(
+    out_dir: str | os.PathLike[str],
+    records: Iterable[CaseRecord],
+    run: RunRecord | None = None,
+    *,
+    formats: Sequence[str] = FORMATS,
+    thresholds: GateThresholds | None = None,
+    comparisons: Sequence[Comparison] = (),
+    frontier_as_failure: bool = False,
+    band: tuple[float, float] | None = None,
+) -> tuple[dict[str, Path], GateResult | None]:
+    """Write the chosen report formats into ``out_dir``.
+
+    Args:
+        out_dir: directory for ``report.json``, ``junit.xml``, ``report.md``, ``report.html``.
+        records: case records; the latest per case id is reported.
+        run: the run being reported.
+        formats: any of ``json``, ``junit``, ``md``, ``html``.
+        thresholds: gate limits; the gate is evaluated (and shown) only when given.
+        comparisons: replay verdicts, counted by the gate and listed in the reports.
+        frontier_as_failure: JUnit reports frontier cases as failing tests.
+        band: frontier band (low, high) in p̂ units, shaded on the HTML histogram.
+
+    Returns:
+        The written paths by format, and the gate result (``None`` without thresholds).
+    """
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown:
+        from frontier_qa.errors import ConfigError
+
+        raise ConfigError(
+            f"unknown report format(s): {', '.join(unknown)}", hint=f"choose from {', '.join(FORMATS)}"
+        )
+    summary = summarize(records)
+    gate = None if thresholds is None else evaluate_gate(summary, thresholds, comparisons)
+    out = Path(out_dir)
+    written: dict[str, Path] = {}
+    if "json" in formats:
+        report = build_json_report(summary, run, gate=gate, comparisons=comparisons)
+        written["json"] = write_json_report(out / FILE_NAMES["json"], report)
+    if "junit" in formats:
+        written["junit"] = write_junit(
+            out / FILE_NAMES["junit"], summary, run, frontier_as_failure=frontier_as_failure
+        )
+    if "md" in formats:
+        written["md"] = write_markdown(
+            out / FILE_NAMES["md"], summary, run, gate=gate, comparisons=comparisons
+        )
+    if "html" in formats:
+        written["html"] = write_html(
+            out / FILE_NAMES["html"], summary, run, gate=gate, comparisons=comparisons, band=band
+        )
+    return written, gate
+
+
+__all__ = [
+    "FILE_NAMES",
+    "FORMATS",
+    "Comparison",
+    "GateCheck",
+    "GateResult",
+    "GateThresholds",
+    "JsonReport",
+    "Summary",
+    "Verdict",
+    "build_json_report",
+    "compare",
+    "compare_all",
+    "count_verdicts",
+    "evaluate_gate",
+    "html_report",
+    "junit_xml",
+    "markdown_report",
+    "summarize",
+    "write_html",
+    "write_json_report",
+    "write_junit",
+    "write_markdown",
+    "write_reports",
+]

@@ -1,0 +1,139 @@
+"""The CI gate: thresholds on failures, frontier share and replay regressions → pass or fail.
+
+The CLI turns :attr:`GateResult.passed` into the exit code (0 passed, 1 failed); every
+failed check says what was measured and which limit it broke.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from frontier_qa.errors import ConfigError
+from frontier_qa.records import CaseClass, CaseRecord
+from frontier_qa.reports.compare import Comparison, Verdict, count_verdicts
+from frontier_qa.reports.summary import Summary, summarize
+
+
+@dataclass(frozen=True)
+class GateThresholds:
+    """Limits the gate checks; ``None`` turns a check off.
+
+    Attributes:
+        max_failures: most ``failure`` cases allowed (wrong against a verified reference).
+        max_suspects: most ``suspect`` cases allowed (wrong against an unverified reference).
+        max_frontier_share: most frontier cases allowed, as a share of valid cases in [0, 1].
+        max_unresolved_share: most unresolved cases allowed, as a share of valid cases in [0, 1].
+        max_regressions: most replay regressions allowed.
+        max_flaky: most flaky failures allowed on replay.
+    """
+
+    max_failures: int | None = 0
+    max_suspects: int | None = None
+    max_frontier_share: float | None = None
+    max_unresolved_share: float | None = None
+    max_regressions: int | None = 0
+    max_flaky: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_failures", "max_suspects", "max_regressions", "max_flaky"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ConfigError(f"gate.{name} is {value}", hint="use a count >= 0, or leave it unset")
+        for name in ("max_frontier_share", "max_unresolved_share"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise ConfigError(f"gate.{name} is {value}", hint="use a share between 0 and 1, e.g. 0.2")
+
+
+@dataclass(frozen=True)
+class GateCheck:
+    """One check: what was measured, its limit, and whether it held."""
+
+    name: str
+    value: float
+    limit: float
+    passed: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The gate's decision.
+
+    Attributes:
+        passed: every check held.
+        checks: every check that ran, in a fixed order.
+        reasons: the messages of the checks that failed (empty when passed).
+    """
+
+    passed: bool
+    checks: tuple[GateCheck, ...]
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return tuple(c.message for c in self.checks if not c.passed)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+
+def _count(name: str, what: str, value: int, limit: int) -> GateCheck:
+    ok = value <= limit
+    return GateCheck(
+        name, value, limit, ok, f"{value} {what} ({'within' if ok else 'above'} the limit of {limit})"
+    )
+
+
+def _share(name: str, what: str, part: int, whole: int, limit: float) -> GateCheck:
+    value = part / whole if whole else 0.0
+    ok = value <= limit + 1e-12
+    verdict = "within" if ok else "above"
+    return GateCheck(
+        name,
+        value,
+        limit,
+        ok,
+        f"{what} share {value:.1%} ({part}/{whole}) is {verdict} the limit of {limit:.1%}",
+    )
+
+
+def evaluate_gate(
+    records: Iterable[CaseRecord] | Summary,
+    thresholds: GateThresholds = GateThresholds(),
+    comparisons: Sequence[Comparison] = (),
+) -> GateResult:
+    """Decide pass or fail.
+
+    Args:
+        records: the run's case records (latest per case), or their :class:`Summary`.
+        thresholds: the limits; the default fails on any failure or regression.
+        comparisons: replay verdicts (:func:`~frontier_qa.reports.compare.compare_all`).
+    """
+    summary = records if isinstance(records, Summary) else summarize(records)
+    t, counts = thresholds, summary.by_class
+    valid = summary.total - counts[CaseClass.INVALID]
+    verdicts = count_verdicts(comparisons)
+    checks: list[GateCheck] = []
+    if t.max_failures is not None:
+        checks.append(_count("failures", "failures", counts[CaseClass.FAILURE], t.max_failures))
+    if t.max_suspects is not None:
+        checks.append(_count("suspects", "suspect cases", counts[CaseClass.SUSPECT], t.max_suspects))
+    if t.max_frontier_share is not None:
+        checks.append(
+            _share("frontier_share", "frontier", counts[CaseClass.FRONTIER], valid, t.max_frontier_share)
+        )
+    if t.max_unresolved_share is not None:
+        checks.append(
+            _share(
+                "unresolved_share", "unresolved", counts[CaseClass.UNRESOLVED], valid, t.max_unresolved_share
+            )
+        )
+    if t.max_regressions is not None:
+        checks.append(
+            _count("regressions", "replay regressions", verdicts[Verdict.REGRESSION], t.max_regressions)
+        )
+    if t.max_flaky is not None:
+        checks.append(_count("flaky", "flaky failures", verdicts[Verdict.FLAKY], t.max_flaky))
+    return GateResult(passed=all(c.passed for c in checks), checks=tuple(checks))

@@ -1,0 +1,263 @@
+"""``report.html``: one self-contained file with plots, readable offline.
+
+No JavaScript, no CDN, no fonts or images fetched: CSS and inline SVG
+(:mod:`frontier_qa.reports.svg`) only, so the file can be attached to a CI job and
+opened anywhere. Every piece of user or model text is escaped with
+:func:`~frontier_qa.reports._text.esc` — a model answer holding ``<script>`` stays text.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from frontier_qa.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
+from frontier_qa.reports._text import esc, fmt_p, fmt_usd, shorten
+from frontier_qa.reports.compare import Comparison, Verdict, count_verdicts
+from frontier_qa.reports.gate import GateResult
+from frontier_qa.reports.summary import Summary, answer_distribution, summarize, timeline, top_cases
+from frontier_qa.reports.svg import COLORS, frontier_map_svg, histogram_svg, line_svg
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;background:#f6f7f9;
+color:#1d2330}
+main{max-width:1180px;margin:0 auto;padding:24px}
+h1{font-size:24px;margin:0 0 4px}
+h2{font-size:18px;margin:28px 0 10px;border-bottom:1px solid #dde1e6;padding-bottom:4px}
+.meta{color:#5a6270}.meta code{background:#eceff3;padding:1px 4px;border-radius:3px}
+.gate{padding:10px 14px;border-radius:6px;margin:16px 0;font-weight:600}
+.gate.pass{background:#e3f4e6;border:1px solid #2e933c}.gate.fail{background:#fbe4e7;border:1px solid #d1495b}
+.gate ul{margin:6px 0 0;font-weight:400}
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin:12px 0}
+.card{background:#fff;border:1px solid #dde1e6;border-radius:6px;padding:10px 14px;min-width:120px}
+.card b{display:block;font-size:20px}.card span{color:#5a6270;font-size:12px}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:14px}
+.chart{background:#fff;border:1px solid #dde1e6;border-radius:6px;padding:8px}
+.legend{display:flex;gap:14px;flex-wrap:wrap;margin:8px 0;color:#3a4250;font-size:12px}
+.legend i{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:4px;vertical-align:-1px}
+table{border-collapse:collapse;background:#fff;width:100%;font-size:13px}
+th,td{border:1px solid #dde1e6;padding:4px 8px;text-align:left;vertical-align:top}th{background:#eef1f4}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+.badge{display:inline-block;padding:0 6px;border-radius:9px;color:#fff;font-size:12px}
+.case{background:#fff;border:1px solid #dde1e6;border-radius:6px;padding:10px 14px;margin:10px 0}
+.case h3{font-size:15px;margin:0 0 6px}
+pre{white-space:pre-wrap;word-break:break-word;background:#f3f4f6;padding:8px;border-radius:4px;margin:6px 0;
+max-height:320px;overflow:auto}
+.dist{display:grid;grid-template-columns:minmax(120px,38%) 1fr 60px;gap:3px 8px;align-items:center;
+font-size:13px}
+.bar{height:12px;background:#1f6fb2;border-radius:2px}.bar.maj{background:#e59f00}
+.ans{overflow-wrap:anywhere}details{margin:4px 0}summary{cursor:pointer}
+table.samples td:nth-child(2){width:22%}table.samples td:nth-child(6){width:55%}
+"""
+
+
+def _pct(share: float | None) -> str:
+    return "—" if share is None else f"{share:.0%}"
+
+
+def _badge(cls: CaseClass) -> str:
+    return f'<span class="badge" style="background:{COLORS[cls]}">{cls.value}</span>'
+
+
+def _interval(r: CaseRecord) -> str:
+    return "—" if r.interval is None else f"[{r.interval.low:.2f}, {r.interval.high:.2f}]"
+
+
+def _distribution(r: CaseRecord) -> str:
+    k = max(r.k, 1)
+    rows = []
+    for answer, n in answer_distribution(r):
+        cls = "bar maj" if answer == r.majority else "bar"
+        rows.append(
+            f'<div class="ans">{esc(shorten(answer, 160))}</div>'
+            f'<div><div class="{cls}" style="width:{100 * n / k:.1f}%"></div></div>'
+            f'<div class="n">{n}/{r.k}</div>'
+        )
+    return f'<div class="dist">{"".join(rows)}</div>' if rows else "<p>No answers.</p>"
+
+
+def _case_card(r: CaseRecord, prompt_chars: int) -> str:
+    ref = ""
+    if r.case.reference is not None:
+        verified = "verified" if r.case.reference_verified else "unverified"
+        ref = f"<p>Reference ({verified}): <code>{esc(shorten(r.case.reference, 300))}</code></p>"
+    why = f"<p>Why: {esc(shorten(r.reason, 400))}</p>" if r.reason else ""
+    return (
+        f'<div class="case"><h3>{_badge(r.case_class)} {esc(r.id)} '
+        f'<span class="meta">· {esc(r.topic)} · p̂ {fmt_p(r.p_hat)} {_interval(r)} · k={r.k}</span></h3>'
+        f"<pre>{esc(shorten(r.case.prompt, prompt_chars))}</pre>{ref}{why}{_distribution(r)}</div>"
+    )
+
+
+def _samples(r: CaseRecord, sample_chars: int) -> str:
+    rows = [
+        f'<tr><td class="n">{s.sample_index}</td><td class="ans">{esc(shorten(s.answer or "—", 200))}</td>'
+        f'<td class="n">{s.n_tool_calls}</td><td>{esc(shorten(s.error or "", 200))}</td>'
+        f"<td>{'yes' if s.cached else ''}</td>"
+        f"<td><details><summary>{s.text_chars} chars</summary><pre>{esc(shorten(s.text or '', sample_chars))}"
+        f"</pre></details></td></tr>"
+        for s in r.samples
+    ]
+    head = "<tr><th>#</th><th>answer</th><th>tools</th><th>error</th><th>cached</th><th>text</th></tr>"
+    return f'<table class="samples">{head}{"".join(rows)}</table>'
+
+
+def html_report(
+    records: Iterable[CaseRecord] | Summary,
+    run: RunRecord | None = None,
+    *,
+    gate: GateResult | None = None,
+    comparisons: Sequence[Comparison] = (),
+    band: tuple[float, float] | None = None,
+    top: int = 8,
+    max_cases: int = 500,
+    prompt_chars: int = 1200,
+    sample_chars: int = 1500,
+    title: str = "frontier-qa report",
+) -> str:
+    """The HTML report as one string.
+
+    Args:
+        records: case records (latest per case) or their summary.
+        run: the run, for the header.
+        gate: the gate result to show, if evaluated.
+        comparisons: replay verdicts, if any.
+        band: the frontier band (low, high) in p̂ units to shade on the histogram.
+        top: frontier and failure cases shown in detail.
+        max_cases: cases listed with their samples (the rest are counted, not listed).
+        prompt_chars: prompt characters shown per case.
+        sample_chars: raw sample text characters shown per sample.
+        title: page title.
+    """
+    s = records if isinstance(records, Summary) else summarize(records)
+    parts = [f"<h1>{esc(title)}</h1>"]
+    meta = [f"target <code>{esc(t)}</code>" for t in s.targets]
+    if run is not None:
+        if run.target_version:
+            meta.append(f"version <code>{esc(run.target_version)}</code>")
+        meta.append(f"run <code>{esc(run.run_id)}</code>")
+        if run.shard_count > 1:
+            meta.append(f"shard {run.shard_index}/{run.shard_count}")
+        meta.append(f"started {run.started_at:%Y-%m-%d %H:%M} UTC")
+        if run.seed is not None:
+            meta.append(f"seed {run.seed}")
+    parts.append(f'<div class="meta">{" · ".join(meta)}</div>')
+    if gate is not None:
+        items = "".join(f"<li>{'✔' if c.passed else '✘'} {esc(c.message)}</li>" for c in gate.checks)
+        state = "pass" if gate.passed else "fail"
+        parts.append(
+            f'<div class="gate {state}">Gate {"passed" if gate.passed else "failed"}<ul>{items}</ul></div>'
+        )
+    c = s.cost
+    cards = [
+        ("cases", str(s.total)),
+        ("frontier share", _pct(s.frontier_share)),
+        ("failures", str(s.by_class[CaseClass.FAILURE])),
+        ("suspect", str(s.by_class[CaseClass.SUSPECT])),
+        ("target calls", f"{c.calls:,}"),
+        ("tokens", f"{c.tokens:,}"),
+        ("cost", fmt_usd(c.usd)),
+    ]
+    parts.append(
+        '<div class="cards">'
+        + "".join(f"<div class=card><b>{esc(v)}</b><span>{esc(k)}</span></div>" for k, v in cards)
+        + "</div>"
+    )
+    legend = (
+        '<div class="legend">'
+        + "".join(
+            f'<span><i style="background:{COLORS[cls]}"></i>{cls.value} ({s.by_class[cls]})</span>'
+            for cls in CLASS_ORDER
+        )
+        + "</div>"
+    )
+    points = timeline(s.records)
+    rows = sorted(
+        ((t.topic, t.counts) for t in s.by_topic), key=lambda tc: (-tc[1][CaseClass.FRONTIER], tc[0])
+    )
+    charts = [
+        histogram_svg(s.histogram.edges, {k: list(v) for k, v in s.histogram.by_class.items()}, band=band),
+        frontier_map_svg(rows),
+        line_svg([(p.at, float(p.calls)) for p in points], title="Target calls over time", y_label="calls"),
+    ]
+    if c.usd is not None:
+        charts.append(
+            line_svg(
+                [(p.at, p.usd) for p in points],
+                title="Cost over time",
+                y_label="US dollars",
+                y_fmt=lambda v: f"${v:.3g}",
+                color="#d1495b",
+            )
+        )
+    parts.append("<h2>Overview</h2>" + legend)
+    parts.append(
+        '<div class="charts">' + "".join(f'<div class="chart">{svg}</div>' for svg in charts) + "</div>"
+    )
+    head = "".join(f"<th>{cls.value}</th>" for cls in CLASS_ORDER)
+    body = "".join(
+        f"<tr><td>{esc(t.topic)}</td>"
+        + "".join(f'<td class="n">{t.counts[cls]}</td>' for cls in CLASS_ORDER)
+        + f'<td class="n">{t.total}</td><td class="n">{_pct(t.frontier_share)}'
+        "</td></tr>"
+        for t in s.by_topic
+    )
+    parts.append(
+        f"<h2>Frontier map by topic</h2><table><tr><th>topic</th>{head}<th>total</th>"
+        f"<th>frontier share</th></tr>{body}</table>"
+    )
+    for cls, name in (
+        (CaseClass.FRONTIER, "Top frontier cases"),
+        (CaseClass.FAILURE, "Top failures"),
+        (CaseClass.SUSPECT, "Top suspect cases"),
+    ):
+        chosen = top_cases(s.records, cls, top)
+        if chosen:
+            parts.append(f"<h2>{name}</h2>" + "".join(_case_card(r, prompt_chars) for r in chosen))
+    if comparisons:
+        counts = count_verdicts(comparisons)
+        summary_row = " · ".join(f"{v.value}: {counts[v]}" for v in Verdict)
+        changed = "".join(
+            f"<tr><td>{esc(x.case_id)}</td><td>{x.verdict.value}</td><td>{esc(x.reason)}</td></tr>"
+            for x in comparisons
+            if x.verdict not in (Verdict.SAME, Verdict.INCONCLUSIVE)
+        )
+        parts.append(
+            f"<h2>Replay</h2><p>{summary_row}</p>"
+            + (
+                f"<table><tr><th>case</th><th>verdict</th><th>why</th></tr>{changed}</table>"
+                if changed
+                else ""
+            )
+        )
+    rank = {cls: i for i, cls in enumerate(CLASS_ORDER)}
+    listed = sorted(s.records, key=lambda r: (rank[r.case_class], r.id))[:max_cases]
+    items = "".join(
+        f"<details><summary>{_badge(r.case_class)} {esc(r.id)} <span class=meta>· {esc(r.topic)} · "
+        f"p̂ {fmt_p(r.p_hat)} {_interval(r)} · k={r.k} · majority {esc(shorten(r.majority or '—', 80))}"
+        f"</span></summary>{_case_card(r, prompt_chars)}{_samples(r, sample_chars)}</details>"
+        for r in listed
+    )
+    more = f"<p>{s.total - len(listed)} more cases not listed.</p>" if s.total > len(listed) else ""
+    parts.append(f"<h2>All cases</h2>{items}{more}")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body><main>"
+        + "\n".join(parts)
+        + "</main></body></html>\n"
+    )
+
+
+def write_html(
+    path: str | os.PathLike[str],
+    records: Iterable[CaseRecord] | Summary,
+    run: RunRecord | None = None,
+    **options: object,
+) -> Path:
+    """Write :func:`html_report` to ``path`` (UTF-8) and return the path; ``options`` as there."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(html_report(records, run, **options), encoding="utf-8")  # type: ignore[arg-type]
+    return path

@@ -1,0 +1,189 @@
+"""``report.json``: the machine-readable report (versioned pydantic schema).
+
+Dashboards and CI read this file; its layout only changes with ``schema_version``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from frontier_qa import __version__
+from frontier_qa.records import SCHEMA_VERSION, CaseClass, CaseRecord, Cost, Interval, RunRecord, utc_now
+from frontier_qa.reports.compare import Comparison, Verdict, count_verdicts
+from frontier_qa.reports.gate import GateResult
+from frontier_qa.reports.summary import Summary, answer_distribution, summarize
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TopicSummary(_Model):
+    """One row of the frontier map: cases per class in a topic."""
+
+    topic: str
+    total: int
+    counts: dict[CaseClass, int]
+    frontier_share: float | None = Field(description="frontier / valid cases in the topic, in [0, 1]")
+
+
+class PHatHistogram(_Model):
+    """Equal-width p̂ bins over [0, 1]: bin i holds edges[i] <= p̂ < edges[i+1] (last bin holds 1)."""
+
+    edges: list[float]
+    counts: list[int]
+    by_class: dict[CaseClass, list[int]]
+
+
+class AnswerCount(_Model):
+    answer: str
+    count: int
+
+
+class CaseSummary(_Model):
+    """One case as the report lists it."""
+
+    id: str
+    topic: str
+    case_class: CaseClass
+    p_hat: float | None
+    interval: Interval | None
+    majority: str | None
+    reference: str | None
+    reference_verified: bool
+    k: int
+    target_id: str
+    answers: list[AnswerCount]
+
+
+class GateCheckReport(_Model):
+    name: str
+    value: float
+    limit: float
+    passed: bool
+    message: str
+
+
+class GateReport(_Model):
+    """The gate's decision: passed, and the failed checks' messages as reasons."""
+
+    passed: bool
+    reasons: list[str]
+    checks: list[GateCheckReport]
+
+
+class ReplayReport(_Model):
+    """Replay verdicts: counts and the cases that did not stay the same."""
+
+    counts: dict[Verdict, int]
+    changed: list[dict[str, str | float | None]]
+
+
+class JsonReport(_Model):
+    """Everything in ``report.json``."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    kind: Literal["report"] = "report"
+    frontier_qa_version: str = __version__
+    generated_at: AwareDatetime
+    run: RunRecord | None = None
+    targets: list[str]
+    total: int
+    by_class: dict[CaseClass, int]
+    frontier_share: float | None = Field(description="frontier / valid (non-invalid) cases, in [0, 1]")
+    by_topic: list[TopicSummary]
+    p_hat_histogram: PHatHistogram
+    cost: Cost
+    gate: GateReport | None = None
+    replay: ReplayReport | None = None
+    cases: list[CaseSummary]
+
+
+def gate_report(gate: GateResult) -> GateReport:
+    """The gate result as a record."""
+    return GateReport(
+        passed=gate.passed,
+        reasons=list(gate.reasons),
+        checks=[GateCheckReport(**vars(c)) for c in gate.checks],
+    )
+
+
+def build_json_report(
+    records: Iterable[CaseRecord] | Summary,
+    run: RunRecord | None = None,
+    *,
+    gate: GateResult | None = None,
+    comparisons: Sequence[Comparison] = (),
+    generated_at: datetime | None = None,
+) -> JsonReport:
+    """Build the report record from case records (latest per case) and the run."""
+    s = records if isinstance(records, Summary) else summarize(records)
+    replay = None
+    if comparisons:
+        replay = ReplayReport(
+            counts=count_verdicts(comparisons),
+            changed=[
+                {
+                    "id": c.case_id,
+                    "verdict": c.verdict.value,
+                    "reason": c.reason,
+                    "old_p_hat": c.old_p_hat,
+                    "new_p_hat": c.new_p_hat,
+                }
+                for c in comparisons
+                if c.verdict is not Verdict.SAME
+            ],
+        )
+    return JsonReport(
+        generated_at=generated_at or utc_now(),
+        run=run,
+        targets=list(s.targets),
+        total=s.total,
+        by_class=s.by_class,
+        frontier_share=s.frontier_share,
+        by_topic=[
+            TopicSummary(topic=t.topic, total=t.total, counts=t.counts, frontier_share=t.frontier_share)
+            for t in s.by_topic
+        ],
+        p_hat_histogram=PHatHistogram(
+            edges=list(s.histogram.edges),
+            counts=list(s.histogram.counts),
+            by_class={c: list(v) for c, v in s.histogram.by_class.items()},
+        ),
+        cost=s.cost,
+        gate=None if gate is None else gate_report(gate),
+        replay=replay,
+        cases=[
+            CaseSummary(
+                id=r.id,
+                topic=r.topic,
+                case_class=r.case_class,
+                p_hat=r.p_hat,
+                interval=r.interval,
+                majority=r.majority,
+                reference=r.case.reference,
+                reference_verified=r.case.reference_verified,
+                k=r.k,
+                target_id=r.target_id,
+                answers=[AnswerCount(answer=a, count=n) for a, n in answer_distribution(r)],
+            )
+            for r in s.records
+        ],
+    )
+
+
+def write_json_report(path: str | os.PathLike[str], report: JsonReport) -> Path:
+    """Write ``report`` as indented JSON (UTF-8) and return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    # lone surrogates from model text become \uXXXX escapes: valid JSON, valid UTF-8
+    path.write_bytes(text.encode("utf-8", "backslashreplace"))
+    return path

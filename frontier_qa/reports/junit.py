@@ -1,0 +1,150 @@
+"""``junit.xml``: one test case per probed case, for CI test-report views.
+
+Layout follows what pytest's ``--junitxml`` writes and Jenkins, GitLab and GitHub
+report actions read: ``<testsuites>`` → ``<testsuite>`` → ``<testcase classname=topic
+name=case-id>``, with ``<properties>`` on the suite and on each case. Failures become
+``<failure>``; frontier and suspect cases pass (with their p̂ as properties) unless
+configured to fail; unresolved and invalid cases are ``<skipped>``. All text goes
+through :func:`~frontier_qa.reports._text.clean` because XML 1.0 cannot hold most
+control characters.
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+from pathlib import Path
+
+from frontier_qa.records import CaseClass, CaseRecord, RunRecord
+from frontier_qa.reports._text import clean, fmt_p, shorten
+from frontier_qa.reports.summary import Summary, answer_distribution, summarize
+
+MAX_DETAIL_CHARS = 2000  # prompt characters shown in a failure's details
+
+
+def _props(parent: ET.Element, items: Iterable[tuple[str, object]]) -> None:
+    props = ET.SubElement(parent, "properties")
+    for name, value in items:
+        if value is not None:
+            ET.SubElement(props, "property", name=name, value=clean(value))
+
+
+def _details(r: CaseRecord) -> str:
+    lines = [f"case: {r.id}", f"topic: {r.topic}", f"class: {r.case_class.value}"]
+    if r.reason:
+        lines.append(f"reason: {r.reason}")
+    lines.append(f"p_hat: {fmt_p(r.p_hat)} over k={r.k}")
+    if r.interval is not None:
+        lines.append(f"interval: [{r.interval.low:.3f}, {r.interval.high:.3f}]")
+    if r.case.reference is not None:
+        verified = "verified" if r.case.reference_verified else "unverified"
+        lines.append(f"reference ({verified}): {r.case.reference}")
+    lines.append(f"majority: {r.majority}")
+    lines.append("answers:")
+    lines += [f"  {count:>3} × {shorten(answer, 200)}" for answer, count in answer_distribution(r)]
+    lines += ["prompt:", shorten(r.case.prompt, MAX_DETAIL_CHARS)]
+    return clean("\n".join(lines))
+
+
+def _message(r: CaseRecord) -> str:
+    ref = r.case.reference
+    if r.case_class is CaseClass.FAILURE:
+        text = f"majority {r.majority!r} is wrong against the verified reference {ref!r} (p̂={fmt_p(r.p_hat)})"
+    elif r.case_class is CaseClass.SUSPECT:
+        text = f"majority {r.majority!r} disagrees with the unverified reference {ref!r} (p̂={fmt_p(r.p_hat)})"
+    elif r.case_class is CaseClass.FRONTIER:
+        text = f"frontier case: p̂={fmt_p(r.p_hat)}, the target is unsure"
+    elif r.case_class is CaseClass.UNRESOLVED:
+        text = f"unresolved after k={r.k} samples: the sampling budget ran out"
+    else:
+        text = f"invalid case: {r.reason or 'failed validation'}"
+    return clean(shorten(text, 500))
+
+
+def junit_xml(
+    records: Iterable[CaseRecord] | Summary,
+    run: RunRecord | None = None,
+    *,
+    frontier_as_failure: bool = False,
+    suspect_as_failure: bool = False,
+    suite_name: str = "frontier-qa",
+) -> str:
+    """The JUnit XML document (a string starting with the XML declaration).
+
+    Args:
+        records: case records (latest per case) or their summary.
+        run: the run, for suite properties and the timestamp.
+        frontier_as_failure: report frontier cases as failing tests (type ``frontier``).
+        suspect_as_failure: report suspect cases as failing tests (type ``suspect``).
+        suite_name: the ``<testsuite>`` name.
+    """
+    s = records if isinstance(records, Summary) else summarize(records)
+    failing = {CaseClass.FAILURE}
+    failing |= {CaseClass.FRONTIER} if frontier_as_failure else set()
+    failing |= {CaseClass.SUSPECT} if suspect_as_failure else set()
+    skipping = {CaseClass.UNRESOLVED, CaseClass.INVALID}
+    n_fail = sum(s.by_class[c] for c in failing)
+    n_skip = sum(s.by_class[c] for c in skipping)
+    seconds = [max((r.finished_at - r.started_at).total_seconds(), 0.0) for r in s.records]
+    counts = {
+        "tests": str(s.total),
+        "failures": str(n_fail),
+        "errors": "0",
+        "skipped": str(n_skip),
+        "time": f"{sum(seconds):.3f}",
+    }
+    root = ET.Element("testsuites", name=clean(suite_name), **counts)
+    suite = ET.SubElement(root, "testsuite", name=clean(suite_name), **counts)
+    if run is not None:
+        suite.set("timestamp", run.started_at.strftime("%Y-%m-%dT%H:%M:%S"))
+        _props(
+            suite,
+            [
+                ("run_id", run.run_id),
+                ("target", run.target_id),
+                ("target_version", run.target_version),
+                ("seed", run.seed),
+                ("shard", f"{run.shard_index}/{run.shard_count}"),
+                ("config_hash", run.config_hash or None),
+            ],
+        )
+    for r, secs in zip(s.records, seconds, strict=True):
+        case = ET.SubElement(
+            suite, "testcase", classname=clean(r.topic), name=clean(r.id), time=f"{secs:.3f}"
+        )
+        interval = None if r.interval is None else f"[{r.interval.low:.3f}, {r.interval.high:.3f}]"
+        _props(
+            case,
+            [
+                ("class", r.case_class.value),
+                ("p_hat", None if r.p_hat is None else f"{r.p_hat:.4f}"),
+                ("interval", interval),
+                ("k", r.k),
+                ("majority", r.majority),
+                ("target", r.target_id),
+                ("target_version", r.target_version),
+            ],
+        )
+        if r.case_class in failing:
+            failure = ET.SubElement(case, "failure", message=_message(r), type=r.case_class.value)
+            failure.text = _details(r)
+        elif r.case_class in skipping:
+            ET.SubElement(case, "skipped", message=_message(r), type=r.case_class.value)
+        else:
+            ET.SubElement(case, "system-out").text = _details(r)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def write_junit(
+    path: str | os.PathLike[str],
+    records: Iterable[CaseRecord] | Summary,
+    run: RunRecord | None = None,
+    **options: bool | str,
+) -> Path:
+    """Write :func:`junit_xml` to ``path`` (UTF-8) and return the path; ``options`` as there."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(junit_xml(records, run, **options), encoding="utf-8")  # type: ignore[arg-type]
+    return path

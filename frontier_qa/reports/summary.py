@@ -1,0 +1,163 @@
+"""Numbers every report shows: counts by class and topic (the frontier map), p̂ histogram, cost.
+
+Pure functions over case records; each writer (JSON, JUnit, Markdown, HTML) renders them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from frontier_qa.records import CLASS_ORDER, CaseClass, CaseRecord, Cost
+from frontier_qa.store import latest_by
+
+
+@dataclass(frozen=True)
+class TopicRow:
+    """One row of the frontier map.
+
+    Attributes:
+        topic: the topic label.
+        counts: cases per class (every class present, zeros included).
+        total: cases in the topic.
+        frontier_share: frontier cases / valid cases in the topic, in [0, 1]; ``None`` if none valid.
+    """
+
+    topic: str
+    counts: dict[CaseClass, int]
+    total: int
+    frontier_share: float | None
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """p̂ histogram over equal bins of [0, 1].
+
+    Bin ``i`` holds ``edges[i] <= p̂ < edges[i+1]``; the last bin also holds p̂ = 1.
+    ``by_class[c][i]`` splits bin ``i`` by class.
+    """
+
+    edges: tuple[float, ...]
+    counts: tuple[int, ...]
+    by_class: dict[CaseClass, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class TimePoint:
+    """Cumulative cost when a case finished (for the calls-and-cost-over-time plot)."""
+
+    at: datetime
+    calls: int
+    usd: float
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Everything a report summarises about a set of cases (one record per case)."""
+
+    records: tuple[CaseRecord, ...]
+    total: int
+    by_class: dict[CaseClass, int]
+    by_topic: tuple[TopicRow, ...]
+    histogram: Histogram
+    cost: Cost
+    frontier_share: float | None
+    targets: tuple[str, ...]
+
+
+def _share(frontier: int, valid: int) -> float | None:
+    return frontier / valid if valid else None
+
+
+def histogram_bin(p_hat: float, bins: int) -> int:
+    """Index of the bin that holds ``p_hat`` among ``bins`` equal bins of [0, 1]."""
+    # p̂ = m/k lands exactly on edges (0.3·10 = 3.0000000000000004): nudge before flooring
+    return min(int(p_hat * bins + 1e-9), bins - 1)
+
+
+def summarize(records: Iterable[CaseRecord], *, bins: int = 10) -> Summary:
+    """Summarise case records; several records of one case count once (the latest).
+
+    Args:
+        records: case records, e.g. from :meth:`~frontier_qa.store.CaseStore.latest`.
+        bins: number of equal-width p̂ histogram bins over [0, 1].
+    """
+    latest = latest_by(records, lambda r: r.id)
+    recs = tuple(sorted(latest.values(), key=lambda r: r.id))  # type: ignore[arg-type, return-value]
+    by_class = {c: 0 for c in CLASS_ORDER}
+    topics: dict[str, dict[CaseClass, int]] = {}
+    hist = {c: [0] * bins for c in CLASS_ORDER}
+    cost = Cost()
+    for r in recs:
+        by_class[r.case_class] += 1
+        topics.setdefault(r.topic, {c: 0 for c in CLASS_ORDER})[r.case_class] += 1
+        if r.p_hat is not None:
+            hist[r.case_class][histogram_bin(r.p_hat, bins)] += 1
+        cost = cost + r.cost
+    rows = []
+    for topic in sorted(topics):
+        counts = topics[topic]
+        total = sum(counts.values())
+        rows.append(
+            TopicRow(
+                topic, counts, total, _share(counts[CaseClass.FRONTIER], total - counts[CaseClass.INVALID])
+            )
+        )
+    return Summary(
+        records=recs,
+        total=len(recs),
+        by_class=by_class,
+        by_topic=tuple(rows),
+        histogram=Histogram(
+            edges=tuple(i / bins for i in range(bins + 1)),
+            counts=tuple(sum(hist[c][i] for c in CLASS_ORDER) for i in range(bins)),
+            by_class={c: tuple(v) for c, v in hist.items()},
+        ),
+        cost=cost,
+        frontier_share=_share(by_class[CaseClass.FRONTIER], len(recs) - by_class[CaseClass.INVALID]),
+        targets=tuple(sorted({r.target_id for r in recs})),
+    )
+
+
+def top_cases(records: Sequence[CaseRecord], case_class: CaseClass, n: int = 10) -> list[CaseRecord]:
+    """The ``n`` most telling cases of a class.
+
+    Frontier: p̂ closest to 0.5 first (most uncertain). Failure and suspect: highest p̂
+    first (most stably wrong). Others: by id. Ties by id.
+    """
+    chosen = [r for r in records if r.case_class is case_class]
+    if case_class is CaseClass.FRONTIER:
+        key = lambda r: (abs((r.p_hat if r.p_hat is not None else 0.5) - 0.5), r.id)  # noqa: E731
+    elif case_class in (CaseClass.FAILURE, CaseClass.SUSPECT):
+        key = lambda r: (-(r.p_hat or 0.0), r.id)  # noqa: E731
+    else:
+        key = lambda r: (0.0, r.id)  # noqa: E731
+    return sorted(chosen, key=key)[:n]
+
+
+def timeline(records: Iterable[CaseRecord]) -> list[TimePoint]:
+    """Cumulative target calls and US dollars as cases finished, in time order."""
+    points: list[TimePoint] = []
+    calls, usd = 0, 0.0
+    for r in sorted(records, key=lambda r: (r.finished_at, r.id)):
+        calls += r.cost.calls
+        usd += r.cost.usd or 0.0
+        points.append(TimePoint(r.finished_at, calls, usd))
+    return points
+
+
+def answer_distribution(record: CaseRecord) -> list[tuple[str, int]]:
+    """(answer, votes) pairs, largest first, then the unparseable and failed samples."""
+    pairs = [(c.answer, c.count) for c in record.clusters]
+    if not pairs:  # records built without a Consistency: count exact answers
+        counts: dict[str, int] = {}
+        for s in record.samples:
+            if s.answer is not None:
+                counts[s.answer] = counts.get(s.answer, 0) + 1
+        pairs = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    if record.n_unparseable:
+        pairs.append(("(no answer)", record.n_unparseable))
+    if record.n_failed:
+        pairs.append(("(call failed)", record.n_failed))
+    return pairs

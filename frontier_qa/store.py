@@ -1,0 +1,611 @@
+"""The project-local case store, like Hypothesis' example database (``.hypothesis/``).
+
+Layout of a store (default ``.frontier-qa/`` in the project)::
+
+    .frontier-qa/
+      .gitignore        "*": the store is a cache of results, never committed (export a suite instead)
+      .lock             fcntl.flock lock file shared by every writer and reader
+      store.json        {"format": 1}
+      runs/<run_id>.jsonl   one JSON record per line: RunRecord and CaseRecord lines
+
+Writes are append-only and atomic per line: each record is one ``os.write`` of a whole
+line to a file opened with ``O_APPEND``, under an exclusive ``flock``, then ``fsync``.
+A crash can leave at most one torn line at the end of a file; loading skips it with a
+:class:`TornLineWarning` and keeps every earlier record, and the next append first ends
+the torn line so it never swallows a good record. The latest record wins everywhere:
+a case's records are ordered by ``finished_at``, ties broken by the record's content
+hash, so a merge gives the same bytes whatever order its sources come in.
+
+Nothing here imports torch or any I/O library beyond the standard one and pydantic.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import secrets
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import Field, TypeAdapter, ValidationError
+
+from frontier_qa.errors import FrontierQAError
+from frontier_qa.records import (
+    CLASS_ORDER,
+    SCHEMA_VERSION,
+    CaseClass,
+    CaseRecord,
+    RunRecord,
+    RunTotals,
+    SuiteCase,
+    run_totals,
+    utc_now,
+)
+
+try:  # POSIX; on other systems appends are still single writes but not cross-process locked
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+DEFAULT_DIR = ".frontier-qa"
+STORE_FORMAT = 1
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+Line = CaseRecord | RunRecord
+_LINE = TypeAdapter(Annotated[Line, Field(discriminator="kind")])
+
+
+class StoreError(FrontierQAError):
+    """The case store or a suite file cannot be read or written as asked."""
+
+
+class TornLineWarning(UserWarning):
+    """A store line was cut by a crash mid-write (or is not a record) and was skipped."""
+
+
+# --- shards ---------------------------------------------------------------------------
+
+
+def shard_of(case_id: str, n: int) -> int:
+    """The shard (1-based, as in ``--shard i/n``) a case belongs to among ``n`` shards.
+
+    Stable across processes, machines and Python versions (SHA-256 of the id, not
+    ``hash()``), and balanced: ids spread uniformly over the shards.
+    """
+    if n < 1:
+        raise StoreError(f"shard count must be at least 1, got {n}", hint="use --shard i/n with n >= 1")
+    digest = hashlib.sha256(case_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % n + 1
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One of ``count`` CI shards, ``index`` 1-based (``--shard 2/4``)."""
+
+    index: int = 1
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.index <= self.count:
+            raise StoreError(
+                f"shard {self.index}/{self.count} is out of range",
+                hint="write --shard i/n with 1 <= i <= n, e.g. --shard 1/4",
+            )
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """Parse ``"i/n"``."""
+        match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+        if match is None:
+            raise StoreError(f"cannot read shard {text!r}", hint="write it as i/n, e.g. --shard 1/4")
+        return cls(int(match.group(1)), int(match.group(2)))
+
+    def contains(self, case_id: str) -> bool:
+        """Whether this shard probes the case."""
+        return self.count == 1 or shard_of(case_id, self.count) == self.index
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+# --- line encoding --------------------------------------------------------------------
+
+
+def encode_line(record: Line | Any) -> bytes:
+    """One record as one JSON line (UTF-8, ending in ``\\n``).
+
+    Lone surrogates (from a model's malformed output) are written as JSON ``\\uXXXX``
+    escapes, so the file stays valid UTF-8 and the text round-trips unchanged.
+    """
+    data = record.model_dump(mode="json") if hasattr(record, "model_dump") else record
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8", "backslashreplace") + b"\n"
+
+
+def _digest(record: Line) -> str:
+    return hashlib.sha256(encode_line(record)).hexdigest()
+
+
+def _order_key(record: Line) -> tuple[Any, str]:
+    """Latest wins: by timestamp, ties by content hash (independent of file or source order)."""
+    stamp = record.finished_at if isinstance(record, CaseRecord) else record.written_at
+    return (stamp, _digest(record))
+
+
+def parse_lines(data: bytes, source: str) -> Iterator[Line]:
+    """Parse a store file's bytes, skipping torn or foreign lines with a :class:`TornLineWarning`.
+
+    Raises:
+        StoreError: a record has a newer ``schema_version`` than this frontier-qa knows.
+    """
+    lines = data.split(b"\n")
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        last = number == len(lines)  # no newline after it: the write may have been cut
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            where = "its last line" if last else f"line {number}"
+            warnings.warn(
+                f"{source}: skipped {where}, cut by an interrupted write ({len(raw)} bytes); "
+                "every other record was kept",
+                TornLineWarning,
+                stacklevel=3,
+            )
+            continue
+        version = obj.get("schema_version") if isinstance(obj, dict) else None
+        if isinstance(version, int) and version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{source}:{number}: record schema_version {version} is newer than this "
+                f"frontier-qa reads ({SCHEMA_VERSION})",
+                hint="upgrade frontier-qa (pip install -U frontier-qa)",
+            )
+        try:
+            yield _LINE.validate_python(obj)
+        except ValidationError as err:
+            warnings.warn(
+                f"{source}:{number}: skipped a line that is not a valid record: "
+                f"{err.errors()[0].get('msg')} at {err.errors()[0].get('loc')}",
+                TornLineWarning,
+                stacklevel=3,
+            )
+
+
+def latest_by(records: Iterable[Line], key: Any) -> dict[Any, Line]:
+    """Keep the latest record for each ``key(record)`` (see :func:`_order_key`)."""
+    best: dict[Any, tuple[tuple[Any, str], Line]] = {}
+    for record in records:
+        k = key(record)
+        order = _order_key(record)
+        if k not in best or order > best[k][0]:
+            best[k] = (order, record)
+    return {k: v[1] for k, v in best.items()}
+
+
+def new_run_id() -> str:
+    """A fresh, sortable run id: UTC time and 8 random hex digits (``20250131T120000Z-1a2b3c4d``)."""
+    return f"{utc_now().strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(4)}"
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):  # some filesystems refuse fsync on directories
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+@dataclass(frozen=True)
+class ResumeState:
+    """An interrupted run to continue: its latest run record and the cases already done."""
+
+    run: RunRecord
+    completed: frozenset[str]
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """What a merge wrote: runs rewritten, case records kept, duplicate records dropped."""
+
+    runs: int
+    cases: int
+    duplicates: int
+
+
+class CaseStore:
+    """An append-only store of case and run records in a directory.
+
+    Args:
+        root: the store directory (``.frontier-qa`` in the current directory by default);
+            created with its ``.gitignore`` on first write.
+    """
+
+    def __init__(self, root: str | os.PathLike[str] = DEFAULT_DIR) -> None:
+        self.root = Path(root)
+        self.runs_dir = self.root / "runs"
+
+    def __repr__(self) -> str:
+        return f"CaseStore({str(self.root)!r})"
+
+    # -- low level -------------------------------------------------------------------
+
+    def _ensure(self) -> None:
+        if (self.root / "store.json").exists():
+            return
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        gitignore = self.root / ".gitignore"
+        if not gitignore.exists():
+            gitignore.write_text("# frontier-qa case store: export a suite to commit cases\n*\n")
+        meta = self.root / "store.json"
+        tmp = meta.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"format": STORE_FORMAT}) + "\n")
+        os.replace(tmp, meta)
+        _fsync_dir(self.root)
+
+    @contextlib.contextmanager
+    def _locked(self, *, exclusive: bool) -> Iterator[None]:
+        """Hold the store's flock: exclusive for writers, shared for readers."""
+        if fcntl is None or not self.root.exists():
+            yield
+            return
+        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
+
+    def run_path(self, run_id: str) -> Path:
+        """The JSONL file of a run."""
+        if not _RUN_ID.match(run_id):
+            raise StoreError(
+                f"run id {run_id!r} is not a safe file name",
+                hint="use letters, digits, '.', '_' and '-' (at most 128), starting with a letter or digit",
+            )
+        return self.runs_dir / f"{run_id}.jsonl"
+
+    def _append_locked(self, path: Path, data: bytes) -> None:
+        created = not path.exists()
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # end a torn line left by a crash so it cannot swallow this record
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:
+            _fsync_dir(path.parent)
+
+    def append(self, record: Line) -> None:
+        """Append one record to its run's file, atomically (one line, one write, fsync).
+
+        Raises:
+            StoreError: the record cannot be serialised (e.g. metadata that is not JSON).
+        """
+        try:
+            data = encode_line(record)
+        except (TypeError, ValueError) as err:
+            raise StoreError(
+                f"cannot write the record of run {record.run_id!r}: {err}",
+                hint="keep case metadata JSON-serialisable (str, numbers, lists, dicts)",
+            ) from err
+        path = self.run_path(record.run_id)
+        self._ensure()
+        with self._locked(exclusive=True):
+            self._append_locked(path, data)
+
+    def _read_file(self, path: Path, *, lock: bool = True) -> list[Line]:
+        with self._locked(exclusive=False) if lock else contextlib.nullcontext():
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                return []
+        return list(parse_lines(data, str(path)))
+
+    def run_ids(self) -> list[str]:
+        """Ids of every run in the store, sorted."""
+        if not self.runs_dir.is_dir():
+            return []
+        return sorted(p.stem for p in self.runs_dir.glob("*.jsonl"))
+
+    def lines(self, run_id: str | None = None) -> Iterator[Line]:
+        """Every record of one run (or of all runs), in file order."""
+        for rid in [run_id] if run_id is not None else self.run_ids():
+            yield from self._read_file(self.run_path(rid))
+
+    # -- runs and resume ---------------------------------------------------------------
+
+    def runs(self) -> list[RunRecord]:
+        """The latest record of every run shard, sorted by start time then run id and shard."""
+        latest = latest_by(
+            (r for r in self.lines() if isinstance(r, RunRecord)), lambda r: (r.run_id, r.shard_index)
+        )
+        return sorted(latest.values(), key=lambda r: (r.started_at, r.run_id, r.shard_index))  # type: ignore[union-attr]
+
+    def run(self, run_id: str, shard_index: int | None = None) -> RunRecord:
+        """The latest record of a run (of one shard of it when the file holds several)."""
+        found = [
+            r
+            for r in self.lines(run_id)
+            if isinstance(r, RunRecord) and (shard_index is None or r.shard_index == shard_index)
+        ]
+        if not found:
+            raise StoreError(
+                f"no run {run_id!r} in {self.root}",
+                hint=f"known runs: {', '.join(self.run_ids()) or 'none'}",
+            )
+        return max(found, key=_order_key)  # type: ignore[return-value]
+
+    def start_run(self, run: RunRecord) -> None:
+        """Record that a run (shard) started; same as :meth:`append`."""
+        self.append(run)
+
+    def finish_run(
+        self, run_id: str, *, shard_index: int | None = None, totals: RunTotals | None = None
+    ) -> RunRecord:
+        """Record that a run ended, with totals over its cases (computed when not given).
+
+        Cases count toward a shard when :func:`shard_of` puts them there, so shards that
+        share a run id and a store still get their own totals.
+        """
+        run = self.run(run_id, shard_index)
+        if totals is None:
+            shard = Shard(run.shard_index, run.shard_count)
+            cases = [r for r in self.latest(run_id=run_id).values() if shard.contains(r.id)]
+            totals = run_totals(cases)
+        now = utc_now()
+        done = run.model_copy(update={"finished_at": now, "written_at": now, "totals": totals})
+        self.append(done)
+        return done
+
+    def interrupted_runs(self) -> list[RunRecord]:
+        """Run shards that started but never recorded their end (crashed, killed, or still running)."""
+        return [r for r in self.runs() if not r.finished]
+
+    def completed_case_ids(self, run_id: str) -> frozenset[str]:
+        """Ids of the cases a run already recorded (skip them when resuming)."""
+        return frozenset(r.id for r in self.lines(run_id) if isinstance(r, CaseRecord))
+
+    def resume(
+        self, run_id: str, *, shard_index: int | None = None, config_hash: str | None = None
+    ) -> ResumeState:
+        """What is needed to continue an interrupted run (one shard of it, when given).
+
+        Raises:
+            StoreError: the run does not exist, already finished, or ran with another config.
+        """
+        run = self.run(run_id, shard_index)
+        if run.finished:
+            raise StoreError(
+                f"run {run_id!r} finished at {run.finished_at:%Y-%m-%d %H:%M:%S}Z; nothing to resume",
+                hint="start a new run, or replay its cases against the target",
+            )
+        if config_hash is not None and run.config_hash and config_hash != run.config_hash:
+            raise StoreError(
+                f"run {run_id!r} ran with config {run.config_hash[:12]}, not {config_hash[:12]}",
+                hint="resume with the configuration the run started with, or start a new run",
+            )
+        shard = Shard(run.shard_index, run.shard_count)
+        done = frozenset(i for i in self.completed_case_ids(run_id) if shard.contains(i))
+        return ResumeState(run=run, completed=done)
+
+    # -- index and replay ----------------------------------------------------------------
+
+    def case_records(self, *, run_id: str | None = None, target_id: str | None = None) -> list[CaseRecord]:
+        """Every case record (all of a case's history), optionally of one run or target."""
+        return [
+            r
+            for r in self.lines(run_id)
+            if isinstance(r, CaseRecord) and (target_id is None or r.target_id == target_id)
+        ]
+
+    def latest(self, *, run_id: str | None = None, target_id: str | None = None) -> dict[str, CaseRecord]:
+        """The index: the latest record of each case id, optionally within one run or target."""
+        return latest_by(self.case_records(run_id=run_id, target_id=target_id), lambda r: r.id)  # type: ignore[return-value]
+
+    def replay(self, target_id: str | None = None, *, include_invalid: bool = False) -> list[CaseRecord]:
+        """Stored cases to probe first, latest record per case: failures first, then by id.
+
+        Args:
+            target_id: only cases recorded for this target; all targets when ``None``.
+            include_invalid: also cases that failed validation (skipped by default).
+        """
+        rank = {c: i for i, c in enumerate(CLASS_ORDER)}
+        cases = [
+            r
+            for r in self.latest(target_id=target_id).values()
+            if include_invalid or r.case_class is not CaseClass.INVALID
+        ]
+        return sorted(cases, key=lambda r: (rank[r.case_class], r.id))
+
+    # -- merge -------------------------------------------------------------------------
+
+    def merge(self, sources: Sequence[CaseStore | str | os.PathLike[str]]) -> MergeResult:
+        """Merge other stores (CI shards) into this one, without duplicates.
+
+        For each run found in a source, the run's file here is rewritten atomically
+        (temp file, fsync, rename) with the latest record of each (run, case) and of each
+        (run, shard); the result does not depend on the order of ``sources``.
+        """
+        incoming: list[Line] = []
+        me = self.root.resolve()
+        for src in sources:
+            store = src if isinstance(src, CaseStore) else CaseStore(src)
+            if not store.root.is_dir():
+                raise StoreError(f"no case store at {store.root}", hint="pass the directory that holds runs/")
+            if store.root.resolve() != me:
+                incoming.extend(store.lines())
+        run_ids = sorted({r.run_id for r in incoming})
+        self._ensure()
+        kept = duplicates = 0
+        with self._locked(exclusive=True):
+            for rid in run_ids:
+                path = self.run_path(rid)
+                lines = [r for r in incoming if r.run_id == rid] + self._read_file(path, lock=False)
+                runs = latest_by((r for r in lines if isinstance(r, RunRecord)), lambda r: r.shard_index)
+                cases = latest_by((r for r in lines if isinstance(r, CaseRecord)), lambda r: r.id)
+                duplicates += sum(isinstance(r, CaseRecord) for r in lines) - len(cases)
+                kept += len(cases)
+                ordered = sorted(runs.values(), key=lambda r: (r.shard_index, *_order_key(r)))
+                ordered += sorted(cases.values(), key=lambda r: (*_order_key(r), r.id))
+                tmp = path.with_suffix(f".jsonl.{os.getpid()}.tmp")
+                with open(tmp, "wb") as fh:
+                    fh.write(b"".join(encode_line(r) for r in ordered))
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, path)
+            _fsync_dir(self.runs_dir)
+        return MergeResult(runs=len(run_ids), cases=kept, duplicates=duplicates)
+
+
+# --- committable suites -----------------------------------------------------------------
+
+
+def _suite_format(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        return "jsonl"
+    if suffix in (".yaml", ".yml"):
+        return "yaml"
+    raise StoreError(f"cannot tell the suite format of {path}", hint="name it *.jsonl or *.yaml")
+
+
+def suite_entries(records: Iterable[CaseRecord], *, volatile: bool = False) -> list[SuiteCase]:
+    """Suite entries from case records: the latest per case id, sorted by id.
+
+    Args:
+        records: case records (several per case allowed; the latest wins).
+        volatile: also keep the run id, finish time and cost (off for committed suites,
+            so re-exporting an unchanged suite gives an unchanged file).
+    """
+    latest = latest_by(records, lambda r: r.id)
+    return [
+        SuiteCase(
+            case=r.case,
+            observed=r.observed(),
+            run_id=r.run_id if volatile else None,
+            finished_at=r.finished_at if volatile else None,
+            cost=r.cost if volatile else None,
+        )
+        for _, r in sorted(latest.items())
+        if isinstance(r, CaseRecord)
+    ]
+
+
+class _SuiteDumper(yaml.SafeDumper):
+    """Writes multi-line strings as literal blocks so prompts stay readable in diffs."""
+
+
+def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_SuiteDumper.add_representer(str, _str_presenter)
+
+
+def export_suite(
+    records: Iterable[CaseRecord] | Iterable[SuiteCase],
+    path: str | os.PathLike[str],
+    *,
+    volatile: bool = False,
+) -> int:
+    """Write a committable suite (JSONL or YAML by suffix), stable order; returns the case count.
+
+    The file is written atomically (temp file + rename). ``None`` fields are left out.
+    """
+    path = Path(path)
+    fmt = _suite_format(path)
+    items = list(records)
+    entries = [e for e in items if isinstance(e, SuiteCase)]
+    entries += suite_entries([r for r in items if isinstance(r, CaseRecord)], volatile=volatile)
+    entries.sort(key=lambda e: e.case.id)
+    dumped = [e.model_dump(mode="json", exclude_none=True) for e in entries]
+    if fmt == "jsonl":
+        data = b"".join(encode_line(d) for d in dumped)
+    else:
+        text = yaml.dump(dumped, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=100)
+        data = text.encode("utf-8", "backslashreplace")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return len(entries)
+
+
+def import_suite(path: str | os.PathLike[str]) -> list[SuiteCase]:
+    """Read a suite written by :func:`export_suite` (or by hand), in file order.
+
+    Raises:
+        StoreError: the file is missing, malformed, has an invalid entry or a repeated case id.
+    """
+    path = Path(path)
+    fmt = _suite_format(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise StoreError(f"cannot read suite {path}: {err.strerror}", hint="check the path") from err
+    raw: list[tuple[str, Any]] = []
+    if fmt == "jsonl":
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    raw.append((f"{path}:{number}", json.loads(line)))
+                except ValueError as err:
+                    raise StoreError(
+                        f"{path}:{number}: not JSON: {err}", hint="one JSON object per line"
+                    ) from err
+    else:
+        try:
+            loaded = yaml.safe_load(text) or []
+        except yaml.YAMLError as err:
+            raise StoreError(f"{path}: not valid YAML: {err}", hint="fix the YAML syntax") from err
+        if not isinstance(loaded, list):
+            raise StoreError(
+                f"{path}: a suite is a YAML list of entries", hint="start each entry with '- case:'"
+            )
+        raw = [(f"{path} entry {i + 1}", obj) for i, obj in enumerate(loaded)]
+    entries: list[SuiteCase] = []
+    seen: set[str] = set()
+    for where, obj in raw:
+        if (
+            isinstance(obj, dict)
+            and isinstance(obj.get("schema_version"), int)
+            and obj["schema_version"] > SCHEMA_VERSION
+        ):
+            raise StoreError(
+                f"{where}: schema_version {obj['schema_version']} is newer than this frontier-qa reads",
+                hint="upgrade frontier-qa",
+            )
+        try:
+            entry = SuiteCase.model_validate(obj)
+        except ValidationError as err:
+            first = err.errors()[0]
+            loc = ".".join(str(p) for p in first.get("loc", ()))
+            raise StoreError(
+                f"{where}: {loc}: {first.get('msg')}", hint="fix that field of the entry"
+            ) from err
+        if entry.case.id in seen:
+            raise StoreError(
+                f"{where}: case id {entry.case.id!r} appears twice", hint="give each case a unique id"
+            )
+        seen.add(entry.case.id)
+        entries.append(entry)
+    return entries

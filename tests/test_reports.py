@@ -1,0 +1,380 @@
+"""Reports (JSON, JUnit XML, Markdown, HTML), the gate, and replay verdicts."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from frontier_qa.errors import ConfigError
+from frontier_qa.records import (
+    CaseClass,
+    CaseRecord,
+    CaseSpec,
+    ClusterCount,
+    Cost,
+    Interval,
+    RunRecord,
+    SampleRecord,
+    SuiteCase,
+)
+from frontier_qa.reports import (
+    GateThresholds,
+    JsonReport,
+    Verdict,
+    compare,
+    compare_all,
+    count_verdicts,
+    evaluate_gate,
+    html_report,
+    junit_xml,
+    markdown_report,
+    summarize,
+    write_reports,
+)
+from frontier_qa.reports._text import clean
+from frontier_qa.reports.summary import histogram_bin, timeline, top_cases
+from frontier_qa.reports.svg import nice_ticks
+
+T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+EVIL = "<script>alert('x')</script> ]]> \x1b[31m\x00 a|b"
+
+
+def rec(
+    case_id: str,
+    case_class: CaseClass,
+    p_hat: float | None,
+    *,
+    topic: str = "algebra",
+    answers: tuple[tuple[str, int], ...] = (("4", 6), ("5", 4)),
+    at: int = 0,
+    calls: int = 10,
+    usd: float | None = 0.01,
+    interval: tuple[float, float] | None = None,
+    version: str | None = "v1",
+    majority_correct: bool | None = None,
+    reference: str | None = "4",
+) -> CaseRecord:
+    samples = [
+        SampleRecord(sample_index=i, answer=a, text=f"\\boxed{{{a}}}", text_chars=9 + len(a))
+        for i, a in enumerate(a for a, n in answers for _ in range(n))
+    ]
+    return CaseRecord(
+        case=CaseSpec(
+            id=case_id,
+            prompt=f"Question {case_id}?",
+            topic=topic,
+            reference=reference,
+            reference_verified=True,
+        ),
+        run_id="run-1",
+        target_id="tgt",
+        target_version=version,
+        samples=samples,
+        p_hat=p_hat,
+        interval=None if interval is None else Interval(low=interval[0], high=interval[1]),
+        majority=answers[0][0] if answers else None,
+        majority_correct=majority_correct,
+        clusters=[ClusterCount(answer=a, count=n) for a, n in answers],
+        case_class=case_class,
+        cost=Cost(calls=calls, prompt_tokens=100, completion_tokens=50, usd=usd),
+        started_at=T0 + timedelta(seconds=at),
+        finished_at=T0 + timedelta(seconds=at + 2),
+    )
+
+
+@pytest.fixture
+def records() -> list[CaseRecord]:
+    return [
+        rec("f1", CaseClass.FRONTIER, 0.5, answers=(("4", 5), ("5", 5)), at=0),
+        rec("f2", CaseClass.FRONTIER, 0.7, topic="geometry", answers=(("4", 7), ("6", 3)), at=10),
+        rec("x1", CaseClass.FAILURE, 1.0, answers=(("5", 10),), at=20, usd=None),
+        rec("x2", CaseClass.FAILURE, 0.9, topic="geometry", answers=((EVIL, 9), ("4", 1)), at=30),
+        rec("p1", CaseClass.PASS, 1.0, answers=(("4", 10),), at=40),
+        rec("s1", CaseClass.SUSPECT, 0.8, answers=(("7", 8), ("4", 2)), at=50),
+        rec("u1", CaseClass.UNRESOLVED, 0.3, topic="geometry", at=60),
+        rec("i1", CaseClass.INVALID, None, answers=(), at=70, calls=0, usd=None),
+    ]
+
+
+def run_record() -> RunRecord:
+    return RunRecord(
+        run_id="run-1", seed=3, target_id="tgt", target_version="v1", started_at=T0, written_at=T0
+    )
+
+
+# --- summary ------------------------------------------------------------------------------
+
+
+def test_summary_counts_histogram_and_cost(records: list[CaseRecord]) -> None:
+    s = summarize(records + [rec("f1", CaseClass.PASS, 1.0, at=-100)])  # an older f1 record is ignored
+    assert s.total == 8
+    assert s.by_class == {
+        CaseClass.FAILURE: 2,
+        CaseClass.SUSPECT: 1,
+        CaseClass.FRONTIER: 2,
+        CaseClass.UNRESOLVED: 1,
+        CaseClass.PASS: 1,
+        CaseClass.INVALID: 1,
+    }
+    assert s.frontier_share == pytest.approx(2 / 7)  # invalid cases do not count
+    rows = {t.topic: t for t in s.by_topic}
+    assert [t.topic for t in s.by_topic] == ["algebra", "geometry"]
+    assert rows["algebra"].total == 5 and rows["algebra"].frontier_share == pytest.approx(1 / 4)
+    assert rows["geometry"].counts[CaseClass.FAILURE] == 1 and rows[
+        "geometry"
+    ].frontier_share == pytest.approx(1 / 3)
+    # p̂ 0.5→bin 5, 0.7→7, 1.0→9, 0.9→9, 1.0→9, 0.8→8, 0.3→3; invalid has none
+    assert s.histogram.counts == (0, 0, 0, 1, 0, 1, 0, 1, 1, 3)
+    assert s.histogram.by_class[CaseClass.FAILURE] == (0,) * 9 + (2,)
+    assert s.cost.calls == 70 and s.cost.tokens == 8 * 150
+    assert s.cost.usd == pytest.approx(0.06)
+
+
+def test_histogram_bin_edges() -> None:
+    assert [histogram_bin(m / 10, 10) for m in range(11)] == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9]
+    assert histogram_bin(0.3, 10) == 3 and histogram_bin(0.7, 10) == 7 and histogram_bin(0.299, 10) == 2
+
+
+def test_top_cases_and_timeline(records: list[CaseRecord]) -> None:
+    assert [r.id for r in top_cases(records, CaseClass.FRONTIER)] == ["f1", "f2"]  # closest to 0.5 first
+    assert [r.id for r in top_cases(records, CaseClass.FAILURE, 1)] == ["x1"]  # most stably wrong
+    points = timeline(records)
+    assert [p.calls for p in points] == [10, 20, 30, 40, 50, 60, 70, 70]
+    assert points[-1].usd == pytest.approx(0.06)
+
+
+# --- JSON -------------------------------------------------------------------------------------
+
+
+def test_json_report(tmp_path: Path, records: list[CaseRecord]) -> None:
+    paths, gate = write_reports(
+        tmp_path, records, run_record(), formats=["json"], thresholds=GateThresholds()
+    )
+    data = json.loads(paths["json"].read_text())
+    report = JsonReport.model_validate(data)
+    assert data["schema_version"] == 1 and data["kind"] == "report"
+    assert data["by_class"]["failure"] == 2 and data["total"] == 8
+    assert data["p_hat_histogram"]["counts"] == [0, 0, 0, 1, 0, 1, 0, 1, 1, 3]
+    assert {t["topic"]: t["total"] for t in data["by_topic"]} == {"algebra": 5, "geometry": 3}
+    assert data["cost"]["calls"] == 70
+    assert data["gate"]["passed"] is False and data["gate"]["reasons"] == [
+        "2 failures (above the limit of 0)"
+    ]
+    assert gate is not None and not gate.passed
+    x2 = next(c for c in report.cases if c.id == "x2")
+    assert x2.answers[0].answer == EVIL and x2.answers[0].count == 9  # JSON keeps text exactly
+
+
+# --- JUnit --------------------------------------------------------------------------------------
+
+
+def _parse(xml: str) -> ET.Element:
+    return ET.fromstring(xml.encode("utf-8"))
+
+
+def test_junit_counts_and_properties(records: list[CaseRecord]) -> None:
+    root = _parse(junit_xml(records, run_record()))
+    suite = root.find("testsuite")
+    assert suite is not None
+    cases = suite.findall("testcase")
+    assert len(cases) == 8
+    assert {k: suite.get(k) for k in ("tests", "failures", "errors", "skipped")} == {
+        "tests": "8",
+        "failures": "2",
+        "errors": "0",
+        "skipped": "2",
+    }
+    assert root.get("tests") == "8"
+    assert sum(c.find("failure") is not None for c in cases) == 2
+    assert sum(c.find("skipped") is not None for c in cases) == 2
+    by_name = {c.get("name"): c for c in cases}
+    f1 = by_name["f1"]
+    assert f1.get("classname") == "algebra" and f1.find("failure") is None
+    props = {p.get("name"): p.get("value") for p in f1.iter("property")}
+    assert props["p_hat"] == "0.5000" and props["class"] == "frontier" and props["target"] == "tgt"
+    assert by_name["x1"].find("failure").get("type") == "failure"
+    assert "reference '4'" in by_name["x1"].find("failure").get("message")
+    assert by_name["i1"].find("skipped").get("type") == "invalid"
+    run_props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert run_props["run_id"] == "run-1" and run_props["shard"] == "1/1"
+    assert suite.get("timestamp") == "2025-03-01T12:00:00"
+
+
+def test_junit_frontier_as_failure(records: list[CaseRecord]) -> None:
+    suite = _parse(junit_xml(records, frontier_as_failure=True, suspect_as_failure=True)).find("testsuite")
+    assert suite.get("failures") == "5"
+    types = sorted(f.get("type") for f in suite.iter("failure"))
+    assert types == ["failure", "failure", "frontier", "frontier", "suspect"]
+
+
+def test_junit_escapes_markup_and_control_characters(records: list[CaseRecord]) -> None:
+    evil_topic = rec("evil\x01id<&>", CaseClass.FAILURE, 1.0, topic='t"\x1f<', answers=((EVIL, 10),))
+    xml = junit_xml(records + [evil_topic])
+    root = _parse(xml)  # a control character or a stray ]]> would make this raise
+    assert "<script>" not in xml and "\x1b" not in xml and "\x00" not in xml
+    names = [c.get("name") for c in root.iter("testcase")]
+    assert "evil\\x01id<&>" in names
+    x2 = next(c for c in root.iter("testcase") if c.get("name") == "x2")
+    details = x2.find("failure").text
+    assert "<script>alert('x')</script> ]]> \\x1b[31m\\x00 a|b" in details  # visible, not executable
+
+
+def test_clean_keeps_allowed_characters() -> None:
+    assert clean("tab\tnl\ncr\r é 数 😀") == "tab\tnl\ncr\r é 数 😀"
+    assert clean("\x00\x08\x0b\x7f\ud800\ufffe") == "\\x00\\x08\\x0b\x7f\\ud800\\ufffe"
+
+
+# --- Markdown ------------------------------------------------------------------------------------
+
+
+def test_markdown_report(records: list[CaseRecord]) -> None:
+    gate = evaluate_gate(records, GateThresholds(max_failures=5))
+    text = markdown_report(records, run_record(), gate=gate)
+    assert "**Gate: PASSED**" in text
+    assert "| failure | 2 | 25% |" in text and "| **total** | 8 |  |" in text
+    assert "| algebra | 1 | 1 | 1 | 0 | 1 | 1 | 5 | 25% |" in text
+    assert "| geometry | 1 | 0 | 1 | 1 | 0 | 0 | 3 | 33% |" in text
+    assert "Frontier share of valid cases: 29% (2/7)" in text
+    assert text.index("## Top frontier cases") < text.index("#### f1") < text.index("#### f2")
+    assert "| 4 **(majority)** | 5 | 50% |" in text
+    assert "<script>" not in text and "\x1b" not in text
+    assert "&lt;script&gt;" in text
+    # the evil answer's pipe is escaped: its table row still has exactly 4 cell borders
+    row = next(line for line in text.splitlines() if "&lt;script&gt;" in line and line.startswith("|"))
+    assert len(re.findall(r"(?<!\\)\|", row)) == 4
+
+
+# --- HTML --------------------------------------------------------------------------------------------
+
+
+def test_html_report_is_self_contained_and_escaped(records: list[CaseRecord]) -> None:
+    gate = evaluate_gate(records, GateThresholds())
+    page = html_report(
+        records,
+        run_record(),
+        gate=gate,
+        band=(0.3, 0.8),
+        comparisons=compare_all([rec("p1", CaseClass.FAILURE, 1.0)], records),
+    )
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<script" not in page.lower()  # neither ours nor the model's
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; ]]&gt; \\x1b[31m\\x00 a|b" in page
+    assert not re.search(r"""(src|href)\s*=|<link|@import|url\(""", page)  # nothing fetched
+    svgs = re.findall(r"<svg.*?</svg>", page, flags=re.S)
+    assert len(svgs) == 4  # histogram, frontier map, calls over time, cost over time
+    for svg in svgs:
+        ET.fromstring(svg)  # each chart is well-formed XML
+    hist = ET.fromstring(svgs[0])
+    ns = "{http://www.w3.org/2000/svg}"
+    bars = [r for r in hist.iter(f"{ns}rect") if "p̂" in (r.findtext(f"{ns}title") or "")]
+    assert len(bars) == 6  # one rect per non-empty (bin, class): 3,5,7,8 and 9 split pass/failure
+    assert "frontier band" in svgs[0]
+    assert "Gate failed" in page and "flaky" in page
+    assert page.count("<details>") >= 8
+
+
+def test_html_without_cost_has_no_cost_chart() -> None:
+    page = html_report([rec("a", CaseClass.PASS, 1.0, usd=None)])
+    assert len(re.findall(r"<svg", page)) == 3 and "Cost over time" not in page
+
+
+def test_nice_ticks() -> None:
+    assert nice_ticks(10) == [0, 2, 4, 6, 8, 10]
+    assert nice_ticks(7) == [0, 2, 4, 6, 8]
+    assert nice_ticks(0.06) == pytest.approx([0, 0.02, 0.04, 0.06])
+    assert nice_ticks(0) == [0.0, 1.0]
+
+
+def test_write_reports_writes_every_format(tmp_path: Path, records: list[CaseRecord]) -> None:
+    paths, gate = write_reports(tmp_path / "out", records, run_record())
+    assert gate is None
+    assert sorted(p.name for p in paths.values()) == ["junit.xml", "report.html", "report.json", "report.md"]
+    assert all(p.stat().st_size > 500 for p in paths.values())
+    with pytest.raises(ConfigError, match="pdf"):
+        write_reports(tmp_path, records, formats=["pdf"])
+
+
+# --- gate ------------------------------------------------------------------------------------------------
+
+
+def test_gate_pass_and_fail_with_reasons(records: list[CaseRecord]) -> None:
+    ok = evaluate_gate(records, GateThresholds(max_failures=2, max_frontier_share=0.3, max_regressions=None))
+    assert ok.passed and ok.reasons == () and ok.exit_code == 0
+    assert [c.name for c in ok.checks] == ["failures", "frontier_share"]
+    bad = evaluate_gate(
+        records,
+        GateThresholds(max_failures=1, max_suspects=0, max_frontier_share=0.25, max_unresolved_share=0.5),
+        comparisons=[compare(rec("a", CaseClass.PASS, 1.0), rec("a", CaseClass.FAILURE, 1.0))],
+    )
+    assert not bad.passed and bad.exit_code == 1
+    assert bad.reasons == (
+        "2 failures (above the limit of 1)",
+        "1 suspect cases (above the limit of 0)",
+        "frontier share 28.6% (2/7) is above the limit of 25.0%",
+        "1 replay regressions (above the limit of 0)",
+    )
+
+
+def test_gate_thresholds_are_validated() -> None:
+    with pytest.raises(ConfigError, match="max_failures"):
+        GateThresholds(max_failures=-1)
+    with pytest.raises(ConfigError, match="max_frontier_share"):
+        GateThresholds(max_frontier_share=1.5)
+
+
+# --- replay verdicts ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "verdict"),
+    [
+        (("pass", 1.0, None, "v1", None), ("failure", 1.0, None, "v1", None), Verdict.REGRESSION),
+        (("frontier", 0.5, None, "v1", None), ("suspect", 0.9, None, "v1", None), Verdict.REGRESSION),
+        (("failure", 1.0, None, "v1", None), ("pass", 1.0, None, "v1", None), Verdict.FLAKY),
+        (("failure", 1.0, None, "v1", None), ("frontier", 0.5, None, "v1", None), Verdict.FLAKY),
+        (("failure", 1.0, None, "v1", None), ("pass", 1.0, None, "v2", None), Verdict.IMPROVED),
+        (("suspect", 0.9, None, "v1", None), ("pass", 1.0, None, "v1", None), Verdict.IMPROVED),
+        # same class: p̂ leaves the old interval
+        (("pass", 0.95, (0.8, 1.0), "v1", True), ("pass", 0.7, None, "v1", True), Verdict.REGRESSION),
+        (("frontier", 0.5, (0.3, 0.7), "v1", None), ("frontier", 0.8, None, "v1", None), Verdict.IMPROVED),
+        (
+            ("frontier", 0.5, (0.3, 0.7), "v1", False),
+            ("frontier", 0.8, None, "v1", False),
+            Verdict.REGRESSION,
+        ),
+        (("failure", 0.8, (0.6, 0.9), "v1", None), ("failure", 1.0, None, "v1", None), Verdict.REGRESSION),
+        (("failure", 0.8, (0.6, 0.9), "v1", None), ("failure", 0.5, None, "v1", None), Verdict.IMPROVED),
+        (("frontier", 0.5, (0.3, 0.7), "v1", None), ("frontier", 0.7, None, "v1", None), Verdict.SAME),
+        (("pass", 1.0, None, "v1", None), ("pass", 0.6, None, "v1", None), Verdict.SAME),  # no interval
+        (("pass", 1.0, None, "v1", None), ("unresolved", 0.5, None, "v1", None), Verdict.INCONCLUSIVE),
+        (("invalid", None, None, "v1", None), ("failure", 1.0, None, "v1", None), Verdict.INCONCLUSIVE),
+    ],
+)
+def test_compare_verdicts(old: tuple, new: tuple, verdict: Verdict) -> None:
+    def make(spec: tuple) -> CaseRecord:
+        cls, p, interval, version, correct = spec
+        return rec("c", CaseClass(cls), p, interval=interval, version=version, majority_correct=correct)
+
+    result = compare(make(old), make(new))
+    assert result.verdict is verdict, result.reason
+    assert result.case_id == "c" and result.old_class is CaseClass(old[0])
+
+
+def test_compare_reasons_and_suites() -> None:
+    old = rec("c", CaseClass.PASS, 0.95, interval=(0.8, 1.0))
+    new = rec("c", CaseClass.PASS, 0.6)
+    assert compare(old, new).reason == "p̂ 0.95 → 0.60, outside the old interval [0.80, 1.00] (less reliable)"
+    entry = SuiteCase(case=old.case, observed=old.observed())
+    assert compare(entry, new).verdict is Verdict.REGRESSION
+    bare = SuiteCase(case=CaseSpec(id="d", prompt="p"))  # exported without results: skipped
+    comparisons = compare_all(
+        [entry, bare, rec("gone", CaseClass.PASS, 1.0)],
+        [new, rec("d", CaseClass.PASS, 1.0), rec("fresh", CaseClass.FAILURE, 1.0)],
+    )
+    assert [(c.case_id, c.verdict) for c in comparisons] == [("c", Verdict.REGRESSION)]
+    assert count_verdicts(comparisons)[Verdict.REGRESSION] == 1 and count_verdicts([])[Verdict.SAME] == 0
