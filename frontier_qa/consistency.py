@@ -9,8 +9,17 @@ defect 5). The result does not depend on the order the answers arrived in.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from frontier_qa.answers import check_answer_format, extract_answer
+from frontier_qa.equivalence import comparator, normalize
+from frontier_qa.errors import AnswerError
+
+if TYPE_CHECKING:
+    from frontier_qa.target import Trajectory
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,8 @@ class Consistency:
         tie: whether another cluster had the majority's size.
         entropy: Shannon entropy (nats) of the cluster distribution over answered samples
             (semantic entropy when the clusters come from embeddings); 0 when none answered.
+        answers: the answer each sample voted with (stripped), ``None`` for unparseable and
+            failed samples; empty when the producer did not record them.
     """
 
     p_hat: float
@@ -55,6 +66,7 @@ class Consistency:
     clusters: tuple[Cluster, ...]
     tie: bool
     entropy: float
+    answers: tuple[str | None, ...] = ()
 
     @property
     def n_answered(self) -> int:
@@ -63,6 +75,13 @@ class Consistency:
     @property
     def n_clusters(self) -> int:
         return len(self.clusters)
+
+    @property
+    def majority_mask(self) -> tuple[bool, ...]:
+        """For each of the k samples, whether it voted with the majority (Agent0's pseudo-label
+        reward R_i = 1 if o_i ≡ ỹ); all ``False`` when no sample answered."""
+        members = set(self.clusters[0].members) if self.clusters else set()
+        return tuple(i in members for i in range(self.k))
 
 
 def cluster_entropy(sizes: Sequence[int]) -> float:
@@ -74,3 +93,142 @@ def cluster_entropy(sizes: Sequence[int]) -> float:
 
 
 EquivalenceFn = Callable[[str, str], bool]
+
+
+def self_consistency(
+    answers: Sequence[str | None],
+    *,
+    failed: Sequence[bool] | None = None,
+    equivalent: EquivalenceFn | None = None,
+    key: Callable[[str], str] | None = None,
+) -> Consistency:
+    """Majority vote over k answers with equivalent answers merged (Agent0 Eq. 6).
+
+    Answers are grouped first by ``key`` (equal keys are equivalent without asking), then
+    groups are merged by union-find over pairwise ``equivalent`` calls, so the clusters are
+    the transitive closure of the relation and do not depend on the answers' order. Ties
+    between equally large clusters go to the smallest canonical form (``key`` of the
+    representative), never to whichever came first; ``tie`` says that it happened.
+
+    Args:
+        answers: the k extracted answers; ``None`` (or blank) = unparseable, never a vote.
+        failed: per sample, whether the target call failed (counted in ``n_failed``,
+            never a vote, whatever its answer says). Same length as ``answers``.
+        equivalent: symmetric relation on answers; default: the shared math
+            :func:`frontier_qa.equivalence.comparator` (string, numeric, symbolic stages).
+        key: canonical form used to pre-group and to break ties; default
+            :func:`frontier_qa.equivalence.normalize`. A custom ``equivalent`` must treat
+            answers with equal keys as equivalent.
+
+    Returns:
+        p̂ = majority cluster size / k (k counts every sample, failed and unparseable
+        included), the majority's representative, every cluster, and the entropy (nats)
+        of the cluster sizes over answered samples.
+
+    Raises:
+        AnswerError: ``failed`` has the wrong length, or an answer is not a string.
+    """
+    k = len(answers)
+    if failed is None:
+        failed = [False] * k
+    elif len(failed) != k:
+        raise AnswerError(
+            f"self_consistency got {k} answers but {len(failed)} failed flags",
+            hint="pass one failed flag per answer (True where the target call failed)",
+        )
+    if equivalent is None:
+        equivalent = comparator("math")
+    if key is None:
+        key = normalize
+
+    votes: list[str | None] = []
+    n_failed = n_unparseable = 0
+    for i, (answer, fail) in enumerate(zip(answers, failed)):
+        if answer is not None and not isinstance(answer, str):
+            raise AnswerError(
+                f"answer {i} is a {type(answer).__name__}, not a string",
+                hint="extract answers with frontier_qa.answers.extract_answer (None = no answer)",
+            )
+        vote = None if fail or answer is None else (answer.strip() or None)
+        n_failed += bool(fail)
+        n_unparseable += not fail and vote is None
+        votes.append(vote)
+
+    by_key: dict[str, list[int]] = {}
+    for i, vote in enumerate(votes):
+        if vote is not None:
+            by_key.setdefault(key(vote), []).append(i)
+    keys = sorted(by_key)
+    forms = [_representative(votes[i] for i in by_key[g]) for g in keys]
+
+    # Union-find over the distinct keys: the partition is the connected components of the
+    # "equivalent" graph, which is the same whatever order the pairs are visited in.
+    parent = list(range(len(keys)))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i in range(len(keys)):
+        for j in range(i + 1, len(keys)):
+            ri, rj = root(i), root(j)
+            if ri != rj and equivalent(forms[i], forms[j]):
+                parent[max(ri, rj)] = min(ri, rj)
+
+    merged: dict[int, list[int]] = {}
+    for g, group_key in enumerate(keys):
+        merged.setdefault(root(g), []).extend(by_key[group_key])
+    clusters = []
+    for members in merged.values():
+        representative = _representative(votes[i] for i in members)
+        clusters.append(Cluster(representative=representative, members=tuple(sorted(members))))
+    clusters.sort(key=lambda c: (-c.size, key(c.representative), c.representative))
+
+    top = clusters[0] if clusters else None
+    return Consistency(
+        p_hat=top.size / k if top else 0.0,  # Agent0 Eq. 6: share of *all* k samples
+        majority=top.representative if top else None,
+        k=k,
+        n_unparseable=n_unparseable,
+        n_failed=n_failed,
+        clusters=tuple(clusters),
+        tie=len(clusters) > 1 and clusters[1].size == clusters[0].size,
+        entropy=cluster_entropy([c.size for c in clusters]),
+        answers=tuple(votes),
+    )
+
+
+def _representative(forms: Iterable[str | None]) -> str:
+    """The most frequent form, ties to the smallest string (independent of order)."""
+    counts = Counter(f for f in forms if f is not None)
+    return min(counts, key=lambda form: (-counts[form], form))
+
+
+def consistency_of(
+    trajectories: Sequence[Trajectory],
+    answer_format: str = "boxed",
+    *,
+    equivalent: EquivalenceFn | None = None,
+    key: Callable[[str], str] | None = None,
+) -> Consistency:
+    """Self-consistency of a case's trajectories: extract each answer, then vote.
+
+    A trajectory with ``ok == False`` counts as failed; one whose text has no answer in
+    ``answer_format`` counts as unparseable.
+
+    Args:
+        trajectories: the k samples of one case.
+        answer_format: one of :data:`frontier_qa.answers.ANSWER_FORMATS`.
+        equivalent: see :func:`self_consistency`.
+        key: see :func:`self_consistency`.
+
+    Raises:
+        AnswerError: unknown ``answer_format``.
+    """
+    fmt = check_answer_format(answer_format)
+    answers = [extract_answer(t.text, fmt) if t.ok else None for t in trajectories]
+    return self_consistency(
+        answers, failed=[not t.ok for t in trajectories], equivalent=equivalent, key=key
+    )
