@@ -1,0 +1,340 @@
+"""Open-ended self-consistency: cluster k answers by sentence embeddings (QA notes, problem 2).
+
+Agent0's uncertainty signal (Eq. 6) needs "how many of the k answers agree". For a number
+or a \\boxed{} expression, equivalence is exact; for free text ("Why did the build fail?")
+it is not. Here the k answers are embedded, clustered by agglomerative clustering with
+average linkage on cosine distance, and each cluster stands for one meaning. Then, as in
+:mod:`frontier_qa.consistency`:
+
+* p̂ = largest cluster / k, over *all* k samples: failed and empty answers count in k but
+  are never clustered (METHOD.md, defect 5);
+* the pseudo-label ỹ is the majority cluster's medoid (the member with the smallest sum of
+  cosine distances to the others), a real answer rather than an average;
+* the entropy over clusters is semantic entropy (Kuhn et al., 2023, who cluster by NLI
+  entailment; here the clusters come from embeddings), in nats.
+
+The result depends only on the multiset of answers, not their order: answers are clustered
+in a canonical (sorted) order, identical texts are embedded once, and every tie is broken
+by text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from frontier_qa.answers import check_answer_format, extract_answer
+from frontier_qa.consistency import Cluster, Consistency, cluster_entropy
+from frontier_qa.embedders import Embedder, get_embedder, normalize_rows
+from frontier_qa.errors import AnswerError, ConfigError
+
+if TYPE_CHECKING:
+    from frontier_qa.target import Trajectory
+
+# Cosine-distance cut for average linkage, chosen by `benchmarks/semantic_threshold.py` with
+# all-MiniLM-L6-v2 and the contradiction guard on the hand-labeled groups in
+# tests/data/open_ended_groups.jsonl (48 groups, 264 answers): highest mean adjusted Rand
+# index on the 32 dev groups over a 0.05..1.0 sweep (step 0.025). Scores at 0.65:
+#   dev (in-sample)        ARI 0.279, pairwise F1 0.587, mean |p̂ error| 0.150
+#   test (16 held out)     ARI 0.442, pairwise F1 0.650, mean |p̂ error| 0.189
+#   6-fold CV (held out)   ARI 0.309, pairwise F1 0.575, mean |p̂ error| 0.174 (5/6 folds: 0.65)
+#   exact-match baseline   ARI 0.034 / 0.006, |p̂ error| 0.395 / 0.411 (dev / test)
+# Without the guard the best dev threshold is 0.5 and held-out ARI falls to 0.045 (CV 0.078).
+DEFAULT_THRESHOLD = 0.65
+
+# Contradiction guard. Sentence embeddings place "Yes, it is." next to "No, it is not." and
+# "Spiders have 6 legs." next to "Spiders have 8 legs." (MiniLM cosine distance 0.15-0.3,
+# closer than many paraphrases) because they share topic and words. Two cheap,
+# high-precision signals mark such pairs as maximally distant (2.0) before clustering:
+# opposite leading yes/no words, and digit-written numbers of which the two share none.
+# Cost: answers that agree in different units ("100 °C" / "212 °F") are kept apart. The
+# rules were written knowing the labeled set's categories, so the held-out numbers above
+# validate the threshold, not the rules themselves.
+_POLARITY = {"yes": 1, "yeah": 1, "yep": 1, "yup": 1, "true": 1, "no": -1, "nope": -1, "false": -1}
+_LEADING_WORD = re.compile(r"[^\w]*([a-z]+)\b")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
+
+
+def _claim_signature(text: str) -> tuple[int, frozenset[float]]:
+    """(polarity of a leading yes/no word: +1, -1 or 0; set of numbers written with digits)."""
+    match = _LEADING_WORD.match(text.lower())
+    polarity = _POLARITY.get(match.group(1), 0) if match else 0
+    numbers = frozenset(float(n.replace(",", "")) for n in _NUMBER.findall(text))
+    return polarity, numbers
+
+
+def _signatures_conflict(a: tuple[int, frozenset[float]], b: tuple[int, frozenset[float]]) -> bool:
+    (polarity_a, numbers_a), (polarity_b, numbers_b) = a, b
+    if polarity_a and polarity_b and polarity_a != polarity_b:
+        return True
+    return bool(numbers_a and numbers_b and not numbers_a & numbers_b)
+
+
+def contradicts(a: str, b: str) -> bool:
+    """Whether two answers contradict on a surface signal that embeddings miss.
+
+    True when one starts with yes/yeah/yep/yup/true and the other with no/nope/false, or
+    when both contain numbers written with digits and share none ("6 legs" vs "8 legs";
+    "30" and "15% of 200 is 30" share 30, so that pair is left to the embedding).
+    """
+    return _signatures_conflict(_claim_signature(a), _claim_signature(b))
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Which samples are clustered, in canonical order, and what to embed."""
+
+    votes: tuple[str | None, ...]  # per sample: stripped answer, None if failed or unparseable
+    n_failed: int
+    n_unparseable: int
+    order: tuple[int, ...]  # indices of answered samples, sorted by their vote
+    texts: tuple[str, ...]  # the vote of each answered sample, in `order`
+    unique: tuple[str, ...]  # distinct votes, sorted: what the embedder sees
+
+    @property
+    def k(self) -> int:
+        return len(self.votes)
+
+
+def _plan(answers: Sequence[str | None], failed: Sequence[bool] | None, threshold: float) -> _Plan:
+    if isinstance(answers, str):
+        raise AnswerError(
+            "semantic_consistency takes a list of answers, got one string", hint="wrap it: [answer]"
+        )
+    if not 0.0 < threshold <= 2.0:
+        raise ConfigError(
+            f"threshold={threshold!r} is not a cosine distance in (0, 2]",
+            hint=f"the default is {DEFAULT_THRESHOLD}; larger merges more answers",
+        )
+    k = len(answers)
+    if failed is None:
+        failed = [False] * k
+    elif len(failed) != k:
+        raise AnswerError(
+            f"semantic_consistency got {k} answers but {len(failed)} failed flags",
+            hint="pass one failed flag per answer (True where the target call failed)",
+        )
+    votes: list[str | None] = []
+    for i, (answer, fail) in enumerate(zip(answers, failed, strict=True)):
+        if answer is not None and not isinstance(answer, str):
+            raise AnswerError(
+                f"answer {i} is a {type(answer).__name__}, not a string",
+                hint="pass the answer texts (None = no answer)",
+            )
+        votes.append(None if fail or answer is None else (answer.strip() or None))
+    n_failed = sum(bool(fail) for fail in failed)
+    # Canonical order: by vote text. Samples with equal votes are interchangeable (same
+    # vector, same distances), so the clustering input is the same for every permutation.
+    order = tuple(
+        sorted((i for i, vote in enumerate(votes) if vote is not None), key=lambda i: (votes[i], i))
+    )
+    texts = tuple(votes[i] for i in order)
+    return _Plan(
+        votes=tuple(votes),
+        n_failed=n_failed,
+        n_unparseable=k - n_failed - len(order),
+        order=order,
+        texts=texts,
+        unique=tuple(sorted(set(texts))),
+    )
+
+
+def _cosine_distances(unique_vectors: Any, plan: _Plan, guard: bool) -> np.ndarray:
+    """(n, n) cosine distances in [0, 2] between the answered samples, in canonical order.
+
+    With ``guard``, pairs that :func:`contradicts` flags get the maximum distance, 2.0.
+    """
+    vectors = normalize_rows(unique_vectors)
+    if vectors.shape[0] != len(plan.unique):
+        raise ConfigError(
+            f"the embedder returned {vectors.shape[0]} vectors for {len(plan.unique)} texts",
+            hint="an Embedder's encode(texts) must return one row per text",
+        )
+    unique_distances = 1.0 - vectors @ vectors.T
+    if guard:
+        signatures = [_claim_signature(text) for text in plan.unique]
+        for i in range(len(signatures)):
+            for j in range(i + 1, len(signatures)):
+                if _signatures_conflict(signatures[i], signatures[j]):
+                    # the largest cosine distance: averages with this pair pull clusters apart
+                    unique_distances[i, j] = unique_distances[j, i] = 2.0
+    row_of = {text: row for row, text in enumerate(plan.unique)}
+    rows = [row_of[text] for text in plan.texts]
+    distances = unique_distances[np.ix_(rows, rows)]
+    distances = np.clip(
+        (distances + distances.T) / 2.0, 0.0, 2.0
+    )  # float noise: exact symmetry, no negatives
+    np.fill_diagonal(distances, 0.0)
+    return distances
+
+
+def cluster_labels(distances: np.ndarray, threshold: float) -> np.ndarray:
+    """Average-linkage agglomerative clusters of a precomputed cosine-distance matrix.
+
+    Same partition as scikit-learn's ``AgglomerativeClustering(metric="cosine",
+    linkage="average", distance_threshold=threshold)`` on the vectors; the matrix is passed
+    precomputed so it is computed once and reused for the medoids.
+
+    Args:
+        distances: symmetric (n, n) matrix of cosine distances in [0, 2].
+        threshold: clusters whose average distance is ``>= threshold`` are not merged.
+
+    Returns:
+        (n,) integer labels; ``[0]`` for one sample, ``[]`` for none.
+    """
+    n = distances.shape[0]
+    if n <= 1:  # scikit-learn needs at least two samples
+        return np.zeros(n, dtype=int)
+    from sklearn.cluster import AgglomerativeClustering  # ~1 s import: only when clustering
+
+    model = AgglomerativeClustering(
+        n_clusters=None, metric="precomputed", linkage="average", distance_threshold=threshold
+    )
+    return model.fit(distances).labels_
+
+
+def _assemble(plan: _Plan, distances: np.ndarray, threshold: float) -> Consistency:
+    labels = cluster_labels(distances, threshold)
+    clusters = []
+    for label in np.unique(labels):
+        positions = np.flatnonzero(labels == label)  # canonical positions, ascending = by text
+        within = distances[np.ix_(positions, positions)].sum(axis=1)
+        # Medoid; argmin takes the first minimum, i.e. the smallest text among equals.
+        medoid = positions[int(np.argmin(within))]
+        clusters.append(
+            Cluster(
+                representative=plan.texts[medoid],
+                members=tuple(sorted(plan.order[p] for p in positions)),
+            )
+        )
+    # Largest first; equal sizes ordered by text so the majority never depends on arrival order.
+    clusters.sort(
+        key=lambda c: (-c.size, c.representative, sorted(plan.votes[i] for i in c.members))
+    )
+    sizes = [c.size for c in clusters]
+    return Consistency(
+        p_hat=sizes[0] / plan.k,  # Agent0 Eq. 6 share over all k samples
+        majority=clusters[0].representative,
+        k=plan.k,
+        n_unparseable=plan.n_unparseable,
+        n_failed=plan.n_failed,
+        clusters=tuple(clusters),
+        tie=len(sizes) > 1 and sizes[1] == sizes[0],
+        entropy=cluster_entropy(sizes) + 0.0,  # semantic entropy, nats (+0.0: no "-0.0")
+        answers=plan.votes,
+    )
+
+
+def _empty(plan: _Plan) -> Consistency:
+    return Consistency(
+        p_hat=0.0,
+        majority=None,
+        k=plan.k,
+        n_unparseable=plan.n_unparseable,
+        n_failed=plan.n_failed,
+        clusters=(),
+        tie=False,
+        entropy=0.0,
+        answers=plan.votes,
+    )
+
+
+def semantic_consistency(
+    answers: Sequence[str | None],
+    *,
+    failed: Sequence[bool] | None = None,
+    embedder: str | Embedder | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    contradiction_guard: bool = True,
+) -> Consistency:
+    """Self-consistency of k open-ended answers, clustering them by meaning.
+
+    Args:
+        answers: one entry per sample; ``None`` or blank means the sample ran but gave no
+            answer (unparseable: counted in k, never clustered).
+        failed: per sample, whether the target call failed (counted in ``n_failed`` and in
+            k, never clustered, whatever its answer says). Same length as ``answers``.
+        embedder: an :class:`~frontier_qa.embedders.Embedder`, or a spec for
+            :func:`~frontier_qa.embedders.get_embedder`; default all-MiniLM-L6-v2 (offline).
+        threshold: cosine distance (0, 2] at or above which clusters are not merged.
+        contradiction_guard: keep apart answers that :func:`contradicts` flags (opposite
+            leading yes/no, disjoint numbers) however close their embeddings are.
+
+    Returns:
+        A :class:`Consistency`: ``p_hat`` = largest cluster / k, ``majority`` = its medoid,
+        clusters largest first (member indices into ``answers``), ``entropy`` = semantic
+        entropy in nats over the answered samples.
+
+    Raises:
+        AnswerError: ``failed`` has the wrong length, or an answer is not a string.
+        ConfigError: bad ``threshold``, embedder spec or embedder output.
+        MissingExtraError: the default embedder needs ``pip install 'frontier-qa[embed]'``.
+    """
+    plan = _plan(answers, failed, threshold)
+    if not plan.order:
+        return _empty(plan)
+    vectors = get_embedder(embedder).encode(list(plan.unique))
+    return _assemble(plan, _cosine_distances(vectors, plan, contradiction_guard), threshold)
+
+
+async def asemantic_consistency(
+    answers: Sequence[str | None],
+    *,
+    failed: Sequence[bool] | None = None,
+    embedder: str | Embedder | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    contradiction_guard: bool = True,
+) -> Consistency:
+    """Async :func:`semantic_consistency`: awaits ``embedder.aencode`` when it has one
+    (litellm embedders), else runs ``encode`` in a worker thread so the event loop keeps going.
+    """
+    plan = _plan(answers, failed, threshold)
+    if not plan.order:
+        return _empty(plan)
+    resolved = get_embedder(embedder)
+    aencode = getattr(resolved, "aencode", None)
+    if aencode is not None:
+        vectors = await aencode(list(plan.unique))
+    else:
+        vectors = await asyncio.to_thread(resolved.encode, list(plan.unique))
+    return _assemble(plan, _cosine_distances(vectors, plan, contradiction_guard), threshold)
+
+
+def semantic_consistency_of(
+    trajectories: Sequence[Trajectory],
+    answer_format: str = "text",
+    *,
+    embedder: str | Embedder | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    contradiction_guard: bool = True,
+) -> Consistency:
+    """Open-ended self-consistency of a case's trajectories: extract each answer, then cluster.
+
+    Like :func:`frontier_qa.consistency.consistency_of`: a trajectory with ``ok == False``
+    counts as failed, one with no answer in ``answer_format`` as unparseable.
+
+    Args:
+        trajectories: the k samples of one case.
+        answer_format: one of :data:`frontier_qa.answers.ANSWER_FORMATS`; default ``"text"``
+            (the whole final text).
+        embedder: see :func:`semantic_consistency`.
+        threshold: see :func:`semantic_consistency`.
+        contradiction_guard: see :func:`semantic_consistency`.
+
+    Raises:
+        AnswerError: unknown ``answer_format``.
+    """
+    fmt = check_answer_format(answer_format)
+    answers = [extract_answer(t.text, fmt) if t.ok else None for t in trajectories]
+    return semantic_consistency(
+        answers,
+        failed=[not t.ok for t in trajectories],
+        embedder=embedder,
+        threshold=threshold,
+        contradiction_guard=contradiction_guard,
+    )
