@@ -1,0 +1,109 @@
+"""The package installs as one distribution, stays light to import, and ships its CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "transformers", "trl", "vllm", "sentence_transformers", "peft", "litellm")
+
+
+def _python(code: str, *, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_import_is_light(tmp_path: Path) -> None:
+    code = (
+        "import sys, frontier_qa, frontier_qa.target, frontier_qa.errors, frontier_qa.consistency;"
+        "import frontier_qa.adapters, frontier_qa.plugins;"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])"
+    )
+    out = _python(code, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_scoring_core_import_is_light(tmp_path: Path) -> None:
+    code = (
+        "import sys, frontier_qa.answers, frontier_qa.equivalence, frontier_qa.rewards, "
+        "frontier_qa.bands, frontier_qa.semantic;"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])"
+    )
+    out = _python(code, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_lazy_public_names_resolve() -> None:
+    import frontier_qa
+
+    for name in frontier_qa.__all__:
+        assert getattr(frontier_qa, name) is not None, name
+    with pytest.raises(AttributeError):
+        frontier_qa.no_such_name  # noqa: B018
+
+
+def test_no_generic_top_level_modules(tmp_path: Path) -> None:
+    # Run outside the repo so the source folders are not on sys.path.
+    out = _python("import adapters", cwd=tmp_path)
+    assert out.returncode != 0 and "ModuleNotFoundError" in out.stderr
+    out = _python("import plugins", cwd=tmp_path)
+    assert out.returncode != 0 and "ModuleNotFoundError" in out.stderr
+
+
+def test_console_script_version_and_help(tmp_path: Path) -> None:
+    exe = Path(sys.executable).with_name("frontier-qa")
+    assert exe.exists(), "frontier-qa console script not installed"
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True, cwd=tmp_path)
+    assert version.returncode == 0
+    import frontier_qa
+
+    assert version.stdout.strip() == f"frontier-qa {frontier_qa.__version__}"
+    helped = subprocess.run([exe, "--help"], capture_output=True, text=True, cwd=tmp_path)
+    assert helped.returncode == 0 and "frontier-qa" in helped.stdout
+
+
+@pytest.mark.slow
+def test_built_wheel_imports_subpackages(tmp_path: Path) -> None:
+    """Build the real wheel, install it alone into a folder, import from there."""
+    dist = tmp_path / "dist"
+    build = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
+    (wheel,) = dist.glob("frontier_qa-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "frontier_qa/adapters/__init__.py" in names
+    assert "frontier_qa/plugins/__init__.py" in names
+    tops = {n.split("/")[0] for n in names}
+    assert tops <= {"frontier_qa", f"frontier_qa-{wheel.name.split('-')[1]}.dist-info"}, tops
+
+    target = tmp_path / "site"
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target", str(target), str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert install.returncode == 0, install.stderr[-2000:]
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    out = _python(
+        "import frontier_qa, frontier_qa.adapters, frontier_qa.plugins;"
+        "print(frontier_qa.__file__); print(frontier_qa.adapters.__file__)",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    first, second = out.stdout.split()
+    assert first.startswith(str(target)) and second.startswith(str(target)), out.stdout
