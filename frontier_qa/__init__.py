@@ -17,6 +17,14 @@ _EXPORTS: dict[str, str] = {
     "FrontierQAError": "frontier_qa.errors",
     "ConfigError": "frontier_qa.errors",
     "MissingExtraError": "frontier_qa.errors",
+    "TargetError": "frontier_qa.errors",
+    "BudgetExceededError": "frontier_qa.errors",
+    # runtime and sandbox
+    "open_target": "frontier_qa.runtime",
+    "Limits": "frontier_qa.runtime",
+    "Budget": "frontier_qa.runtime",
+    "Sandbox": "frontier_qa.sandbox",
+    "SandboxResult": "frontier_qa.sandbox",
     # target seam
     "Case": "frontier_qa.target",
     "Sampling": "frontier_qa.target",

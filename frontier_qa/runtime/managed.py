@@ -1,0 +1,449 @@
+"""``ManagedTarget``: one adapter wrapped with cache, concurrency cap, rate limits, budget,
+timeout and retries, exposed as a :class:`~frontier_qa.target.Target`.
+
+"Adapters decide, the core retries" (inspect_ai ``_retry.py``). For ``sample(case, n,
+sampling, start=s)`` the runtime:
+
+1. serves indices ``s..s+n-1`` found in the cache (they cost nothing and count against no budget);
+2. splits the rest into backend calls of at most ``adapter.max_n`` samples;
+3. per attempt: takes a concurrency slot, waits for the RPM/TPM pacer, reserves the budget,
+   calls ``adapter.generate`` under ``Limits.timeout_s``;
+4. on an exception asks ``adapter.classify``: FATAL raises :class:`TargetError` at once;
+   TRANSIENT backs off (exponential + jitter); RATE_LIMITED waits ``Retry-After`` (and
+   pauses every new call that long) or backs off. Retries are capped per call; a call that
+   runs out of retries yields trajectories with ``error`` set (scored as failures);
+   ``Limits.max_consecutive_failures`` failed attempts in a row, across all calls, stop the
+   run with :class:`TargetUnavailableError`.
+
+Every requested index comes back exactly once and in order: if an adapter returns fewer
+samples than asked (a server that ignored ``n``), the missing indices are requested again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import weakref
+from collections.abc import Coroutine, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError, TargetUnavailableError
+from frontier_qa.runtime.budget import BudgetSnapshot, BudgetTracker
+from frontier_qa.runtime.cache import SampleCache, trajectory_from_json, trajectory_to_json
+from frontier_qa.runtime.limits import Budget, Limits
+from frontier_qa.runtime.rate_limit import RateLimiter, Sleep, estimate_tokens
+from frontier_qa.runtime.redact import redact
+from frontier_qa.runtime.retry import AttemptFailed, BackoffWait
+from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, Trajectory, Usage, cache_key
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RuntimeStats:
+    """What a managed target has done so far.
+
+    Attributes:
+        calls: backend calls dispatched (every retry attempt counts; equals the requests
+            a server sees for adapters that make one request per call).
+        succeeded: calls that returned samples.
+        failed: calls that raised (any kind).
+        retries: attempts after the first of a call.
+        rate_limited: failed calls classified RATE_LIMITED.
+        samples: samples returned by ``sample`` (cached and failed included).
+        cached: samples served from the cache.
+        failed_samples: samples returned with ``error`` set (retries exhausted).
+    """
+
+    calls: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    retries: int = 0
+    rate_limited: int = 0
+    samples: int = 0
+    cached: int = 0
+    failed_samples: int = 0
+
+
+def _chunks(indices: Sequence[int], max_n: int) -> list[tuple[int, int]]:
+    """Contiguous runs of ``indices`` (sorted), each cut into pieces of at most ``max_n``."""
+    out: list[tuple[int, int]] = []
+    for i in indices:
+        if out and out[-1][0] + out[-1][1] == i and out[-1][1] < max_n:
+            out[-1] = (out[-1][0], out[-1][1] + 1)
+        else:
+            out.append((i, 1))
+    return out
+
+
+class ManagedTarget:
+    """A :class:`~frontier_qa.target.Target` built from an :class:`Adapter` and the runtime.
+
+    Args:
+        adapter: the backend (one attempt per ``generate``, never retries itself).
+        limits: rate limits, concurrency, timeout and retry policy.
+        budget: a :class:`Budget` or a shared :class:`BudgetTracker` (default: unlimited).
+        cache: a :class:`SampleCache`, or ``None`` for no caching.
+        secrets: extra secret strings to keep out of messages and the cache (the adapter's
+            own ``secrets`` attribute is always included).
+        sleep: coroutine used for every wait (injectable for tests).
+    """
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        limits: Limits | None = None,
+        budget: Budget | BudgetTracker | None = None,
+        cache: SampleCache | None = None,
+        *,
+        secrets: Iterable[str] = (),
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.adapter = adapter
+        self.id: str = adapter.id
+        self.limits = limits or Limits()
+        self.budget = budget if isinstance(budget, BudgetTracker) else BudgetTracker(budget)
+        self.cache = cache
+        self._secrets = tuple(secrets) + tuple(getattr(adapter, "secrets", ()) or ())
+        self._sleep = sleep
+        self._limiter = RateLimiter(self.limits.rpm, self.limits.tpm, rpm_burst=self.limits.rpm_burst, sleep=sleep)
+        self._wait = BackoffWait(self.limits.backoff)
+        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(RuntimeStats.__dataclass_fields__, 0)
+        self._consecutive_failures = 0
+        self._halted: str | None = None
+
+    # --- Target protocol ------------------------------------------------------------------
+
+    @property
+    def max_n(self) -> int:
+        return self.adapter.max_n
+
+    @property
+    def supports_prefill(self) -> bool:
+        return self.adapter.supports_prefill
+
+    async def sample(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
+        """Trajectories for sample indices ``start..start+n-1``, in order, each exactly once.
+
+        Raises:
+            TargetError: the adapter classified an error FATAL (bad key, bad request...).
+            TargetUnavailableError: too many consecutive failures; the run should stop.
+            BudgetExceededError: a needed call could not start within the budget. Samples
+                finished before that are cached (when a cache is set), so nothing is lost.
+        """
+        if n < 0 or start < 0:
+            raise ConfigError(f"sample(n={n}, start={start}) is invalid", hint="n and start must be >= 0")
+        if n == 0:
+            return []
+        messages = case.messages
+        extra = {"tools": list(case.tools)} if case.tools else None
+        indices = range(start, start + n)
+        keys = {i: cache_key(self.id, messages, sampling, i, extra) for i in indices}
+        results: dict[int, Trajectory] = {}
+        if self.cache is not None:
+            hits = self.cache.get_many(keys.values())
+            for i in indices:
+                hit = hits.get(keys[i])
+                if hit is not None:
+                    results[i] = replace(hit, sample_index=i, cached=True, latency_s=0.0)
+        missing = [i for i in indices if i not in results]
+        runs = _chunks(missing, max(1, self.adapter.max_n))
+        if runs:
+            filled = await self._gather([self._fill(case, sampling, first, count, keys) for first, count in runs])
+            for part in filled:
+                results.update(part)
+        out = [results[i] for i in indices]
+        self._count(samples=len(out), cached=len(indices) - len(missing))
+        return out
+
+    def sample_sync(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
+        """Blocking :meth:`sample`, for scripts and notebooks (runs on a private event loop)."""
+        return run_sync(self.sample(case, n, sampling, start=start))
+
+    # --- progress -------------------------------------------------------------------------
+
+    def stats(self) -> RuntimeStats:
+        """Calls, retries and samples so far."""
+        with self._lock:
+            return RuntimeStats(**self._counts)
+
+    def snapshot(self) -> BudgetSnapshot:
+        """Budget spending so far and what is left (see :meth:`BudgetTracker.snapshot`)."""
+        return self.budget.snapshot()
+
+    def remaining(self) -> dict[str, float | int | None]:
+        """Calls, tokens, US dollars and wall seconds left in the budget (``None``: unlimited)."""
+        return self.budget.remaining()
+
+    def version(self) -> str | None:
+        return self.adapter.version()
+
+    async def aclose(self) -> None:
+        """Close the adapter and the cache."""
+        await self.adapter.aclose()
+        if self.cache is not None:
+            self.cache.close()
+
+    def __repr__(self) -> str:
+        return f"ManagedTarget({redact(self.id, self._secrets)!r}, {self.limits!r})"
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _count(self, **deltas: int) -> None:
+        with self._lock:
+            for key, value in deltas.items():
+                self._counts[key] += value
+
+    async def _gather(self, coros: list[Coroutine[Any, Any, T]]) -> list[T]:
+        """Run chunks together. A budget stop lets the siblings finish (their calls are paid
+        for and their samples get cached); a target error cancels them."""
+        if len(coros) == 1:
+            return [await coros[0]]
+        tasks = [asyncio.ensure_future(c) for c in coros]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        except asyncio.CancelledError:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        failed = [t for t in tasks if t.done() and not t.cancelled() and t.exception() is not None]
+        if not failed:
+            return [t.result() for t in tasks]
+        first = failed[0].exception()
+        assert first is not None
+        if not isinstance(first, BudgetExceededError):
+            for t in tasks:
+                t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        errors = [t.exception() for t in tasks if not t.cancelled() and t.exception() is not None]
+        # a fatal error outranks a budget stop found by a sibling
+        raise next((e for e in errors if isinstance(e, TargetError)), first)
+
+    async def _fill(
+        self, case: Case, sampling: Sampling, first: int, count: int, keys: dict[int, str]
+    ) -> dict[int, Trajectory]:
+        out: dict[int, Trajectory] = {}
+        next_index, end = first, first + count
+        while next_index < end:
+            n = min(end - next_index, max(1, self.adapter.max_n))
+            got = await self._call(case, n, sampling, next_index)
+            for j, trajectory in enumerate(got[:n]):
+                index = next_index + j
+                trajectory = replace(trajectory, sample_index=index, cached=False)
+                if self.cache is not None and trajectory.ok:
+                    record = trajectory_to_json(trajectory)
+                    masked = redact(record, self._secrets, patterns=False)
+                    if masked != record:  # a key echoed in the output: return what the cache will replay
+                        trajectory = trajectory_from_json(masked)
+                    self.cache.put(keys[index], self.id, trajectory, record=masked)
+                out[index] = trajectory
+            next_index += len(got[:n])  # fewer than asked (server ignored n): ask again for the rest
+        return out
+
+    async def _call(self, case: Case, n: int, sampling: Sampling, start: int) -> list[Trajectory]:
+        """One backend call with retries; error trajectories if the retries run out."""
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.limits.max_retries + 1),
+            wait=self._wait,
+            retry=retry_if_exception_type(AttemptFailed),
+            sleep=self._sleep,
+            reraise=True,
+        )
+        attempts = 0
+
+        async def attempt() -> list[Trajectory]:
+            nonlocal attempts
+            attempts += 1
+            if attempts > 1:
+                self._count(retries=1)
+            return await self._attempt(case, n, sampling, start)
+
+        try:
+            return await retrying(attempt)
+        except AttemptFailed as failure:
+            verdict = failure.verdict
+            message = f"{verdict.kind.value}: {verdict.message} (gave up after {attempts} attempts)"
+            self._count(failed_samples=n)
+            return [
+                Trajectory(text=None, messages=tuple(case.messages), error=message, sample_index=start + j)
+                for j in range(n)
+            ]
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        # asyncio primitives belong to one loop; sample_sync and pytest use several
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            semaphore = self._semaphores.get(loop)
+            if semaphore is None:
+                semaphore = self._semaphores[loop] = asyncio.Semaphore(self.limits.max_concurrency)
+            return semaphore
+
+    def _unavailable(self) -> TargetUnavailableError:
+        return TargetUnavailableError(
+            self._halted or "target unavailable",
+            hint="check that the target is up and reachable, then run again (finished samples "
+            "are cached); or raise Limits.max_consecutive_failures",
+        )
+
+    def _check_halted(self) -> None:
+        if self._halted is not None:
+            raise self._unavailable()
+
+    async def _attempt(self, case: Case, n: int, sampling: Sampling, start: int) -> list[Trajectory]:
+        self._check_halted()
+        estimated = estimate_tokens(case.messages, n, sampling.max_tokens, case.tools) if self.limits.tpm else 0
+        async with self._semaphore():
+            await self._limiter.acquire(estimated)
+            self._check_halted()
+            reservation = self.budget.reserve()
+            self._count(calls=1)
+            started = time.monotonic()
+            try:
+                got = await _within(self.adapter.generate(case, n, sampling, start=start), self.limits.timeout_s)
+                if not got:
+                    raise _NoSamples(f"{self.id} returned no samples for a request of {n}")
+                if not all(isinstance(t, Trajectory) for t in got):
+                    raise TypeError(f"{type(self.adapter).__name__}.generate must return Trajectory objects")
+            except asyncio.CancelledError:
+                self.budget.settle(reservation)
+                self._limiter.refund(estimated)
+                raise
+            except Exception as exc:  # noqa: BLE001 - every failure goes through classify
+                self.budget.settle(reservation)
+                self._limiter.refund(estimated)
+                verdict = self._classify(exc)
+                cause = None if self._leaks(exc) else exc  # never chain a secret into a traceback
+                if self._on_failure(verdict):
+                    raise self._unavailable() from cause
+                if verdict.kind is ErrorKind.FATAL:
+                    raise TargetError(
+                        f"target {redact(self.id, self._secrets)!r} failed: {verdict.message}",
+                        hint="this error is not retried; fix the credentials, model name or request "
+                        "and run again",
+                    ) from cause
+                if verdict.kind is ErrorKind.RATE_LIMITED and verdict.retry_after is not None:
+                    self._limiter.pause_for(min(verdict.retry_after, self.limits.backoff.max_retry_after_s))
+                raise AttemptFailed(verdict) from cause
+        latency = time.monotonic() - started
+        usage = sum((t.usage for t in got), Usage())
+        costs = [t.cost_usd for t in got if t.cost_usd is not None]
+        self.budget.settle(reservation, tokens=usage.total_tokens, cost_usd=sum(costs) if costs else None)
+        if usage.total_tokens:
+            self._limiter.reconcile(estimated, usage.total_tokens)
+        with self._lock:
+            self._consecutive_failures = 0
+        self._count(succeeded=1)
+        return [t if t.latency_s else replace(t, latency_s=latency) for t in got]
+
+    def _classify(self, exc: BaseException) -> ErrorClass:
+        if isinstance(exc, _NoSamples):
+            verdict = ErrorClass(ErrorKind.TRANSIENT, str(exc))
+        elif isinstance(exc, _CallTimeout):
+            verdict = ErrorClass(ErrorKind.TRANSIENT, f"no answer within Limits.timeout_s = {self.limits.timeout_s} s")
+        else:
+            try:
+                verdict = self.adapter.classify(exc)
+            except Exception as bug:  # noqa: BLE001 - a broken classifier must not hide the error
+                verdict = ErrorClass(ErrorKind.FATAL, f"{type(exc).__name__}: {exc} (classify failed: {bug!r})")
+        return replace(verdict, message=redact(verdict.message, self._secrets))
+
+    def _on_failure(self, verdict: ErrorClass) -> bool:
+        """Count a failed call; ``True`` when the run must stop (consecutive failures)."""
+        with self._lock:
+            self._consecutive_failures += 1
+            limit = self.limits.max_consecutive_failures
+            if verdict.kind is not ErrorKind.FATAL and limit is not None and self._consecutive_failures >= limit:
+                self._halted = self._halted or (
+                    f"target {redact(self.id, self._secrets)!r} failed {self._consecutive_failures} "
+                    f"calls in a row (Limits.max_consecutive_failures = {limit}); last error: "
+                    f"{verdict.kind.value}: {verdict.message}"
+                )
+        self._count(failed=1, rate_limited=int(verdict.kind is ErrorKind.RATE_LIMITED))
+        return self._halted is not None
+
+    def _leaks(self, exc: BaseException) -> bool:
+        """Whether chaining ``exc`` would carry a secret into a traceback."""
+        text = f"{exc!s} {exc!r} {getattr(exc, 'body', '')}"
+        return redact(text, self._secrets) != text
+
+
+class _NoSamples(Exception):
+    """The adapter returned an empty list."""
+
+
+class _CallTimeout(Exception):
+    """A backend call ran past ``Limits.timeout_s`` (the runtime's own timeout)."""
+
+
+async def _within(coro: Coroutine[Any, Any, T], timeout_s: float | None) -> T:
+    """Await ``coro`` for at most ``timeout_s`` seconds, then cancel it and raise
+    :class:`_CallTimeout` (unlike ``asyncio.wait_for``, distinguishable from a
+    ``TimeoutError`` the adapter raised itself)."""
+    if timeout_s is None:
+        return await coro
+    if hasattr(asyncio, "timeout"):  # Python 3.11+: no extra task per call
+        try:
+            async with asyncio.timeout(timeout_s) as scope:
+                return await coro
+        except TimeoutError:
+            if scope.expired():
+                raise _CallTimeout() from None
+            raise
+    task = asyncio.ensure_future(coro)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    except asyncio.CancelledError:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise
+    if not done:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise _CallTimeout()
+    return task.result()
+
+
+# --- a private event loop for the blocking API -------------------------------------------
+
+_sync_loop: asyncio.AbstractEventLoop | None = None
+_sync_lock = threading.Lock()
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    global _sync_loop
+    with _sync_lock:
+        if _sync_loop is None or _sync_loop.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="frontier-qa-sync", daemon=True).start()
+            _sync_loop = loop
+        return _sync_loop
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion from synchronous code and return its result.
+
+    All blocking calls share one background event loop, so clients that adapters keep
+    (HTTP connection pools) stay on the loop that made them.
+    """
+    loop = _loop()
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        coro.close()
+        raise ConfigError("sample_sync was called from inside the runtime's own event loop",
+                          hint="use 'await target.sample(...)' in async code")
+    return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+
+__all__ = ["ManagedTarget", "RuntimeStats", "run_sync"]

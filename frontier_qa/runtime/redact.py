@@ -1,0 +1,79 @@
+"""Keep secrets (API keys, auth headers) out of messages, reprs, logs and the cache.
+
+Adapters hand the runtime the secret values they hold (``Adapter.secrets``, a tuple of
+strings; optional). Every error message, error trajectory and cached record the runtime
+produces passes through :func:`redact`, which removes those exact values and anything
+shaped like a bearer token or an ``api_key=`` assignment.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+MASK = "***"
+
+# option names whose values are secrets (lower-cased, '-' and '_' ignored)
+_SECRET_NAMES = {"token", "authorization", "bearer", "proxyauthorization"}
+_SECRET_SUFFIXES = ("apikey", "secret", "password", "accesstoken", "authtoken", "sessiontoken",
+                    "secretkey", "accesskey", "privatekey")
+
+_PATTERNS = (
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}"),
+    re.compile(r"(?i)((?:api[_-]?key|authorization|x-api-key|access[_-]?token)[\"']?\s*[:=]\s*[\"']?)"
+               r"[^\s\"',;}]{4,}"),
+)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an option or header name holds a secret (``api_key``, ``Authorization``...)."""
+    flat = name.lower().replace("-", "").replace("_", "")
+    return flat in _SECRET_NAMES or flat.endswith(_SECRET_SUFFIXES)
+
+
+def secret_values(options: Mapping[str, Any]) -> tuple[str, ...]:
+    """The string values of secret-named options, nested mappings included (headers)."""
+    found: list[str] = []
+    for key, value in options.items():
+        if isinstance(value, Mapping):
+            found.extend(secret_values(value))
+        elif is_secret_name(str(key)) and isinstance(value, str) and value:
+            found.append(value)
+            if value.lower().startswith("bearer "):
+                found.append(value[7:].strip())
+    return tuple(found)
+
+
+def redact(text: str, secrets: Iterable[str] = (), *, patterns: bool = True) -> str:
+    """``text`` with every known secret and every bearer token / key assignment masked.
+
+    Args:
+        text: any message.
+        secrets: exact secret values to remove (values shorter than 4 characters are
+            ignored: masking "x" everywhere would destroy the message and protect nothing).
+        patterns: also mask anything shaped like ``Bearer …`` or ``api_key=…``. Off for
+            model output (the cache), where such text may be the legitimate answer.
+    """
+    for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    if patterns:
+        for pattern in _PATTERNS:
+            text = pattern.sub(lambda m: m.group(1) + MASK, text)
+    return text
+
+
+def redact_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``options`` fit for a repr or a log line (secret-named values masked)."""
+    out: dict[str, Any] = {}
+    for key, value in options.items():
+        if isinstance(value, Mapping):
+            out[key] = redact_options(value)
+        elif is_secret_name(str(key)) and value is not None:
+            out[key] = MASK
+        else:
+            out[key] = value
+    return out
+
+
+__all__ = ["MASK", "is_secret_name", "redact", "redact_options", "secret_values"]

@@ -1,0 +1,433 @@
+"""A small, real OpenAI-compatible HTTP server with fault injection, for tests and benchmarks.
+
+It runs the stdlib ``http.server.ThreadingHTTPServer`` (HTTP/1.1, keep-alive) on
+``127.0.0.1`` at a free port, in a background thread, and stops itself when its ``with``
+block ends. Real clients (``openai.AsyncOpenAI``, ``litellm``, ``httpx``) talk to it over
+TCP, so retries, timeouts and header handling are exercised for real.
+
+Endpoints:
+    ``POST /v1/chat/completions`` (honours ``n`` unless ``supports_n=False``; ``seed``;
+    ``tools``), ``GET /v1/models``. Anything else is a 404 in OpenAI's error shape.
+
+Answers are deterministic. ``answers`` maps the *last user message* to a string or a list
+of strings (or dicts ``{"content": ..., "tool_calls": [{"name": ..., "arguments": ...}]}``).
+Choice ``j`` of a request carrying ``seed`` gets item ``(seed + j) % len(list)`` (frontier-qa
+sends ``seed + start``, so sample *i* of a case always gets item *i*); without a seed a
+per-prompt arrival counter is used. ``answers`` may also be a callable
+``(request_body, index) -> str | dict``. Unknown prompts get ``default_answer``.
+
+Faults are injected per chat request, in arrival order: first from ``script`` (a list of
+:class:`Fault` or short strings), then at random with ``fault_rates`` (seeded). Short forms:
+
+=================  =====================================================================
+``"ok"``           a normal answer
+``"latency:S"``    wait S seconds, then a normal answer
+``"429"``          429 with ``Retry-After: 1``; ``"429:0.3"`` sets Retry-After to 0.3 s;
+                   ``"429:-"`` sends no Retry-After header
+``"500"``/``"503"``  that 5xx status with an OpenAI-style error body
+``"400"``/``"401"``/``"403"``/``"404"``  that status (401 echoes the presented key, like a
+                   careless gateway, so redaction can be tested)
+``"hang"``         never answer (until the server stops); ``"hang:S"`` gives up after S s
+                   and closes the connection without a response
+``"malformed"``    200 with a truncated JSON body
+``"wrong"``        200 with valid JSON that is not a chat completion (no ``choices``)
+``"html"``         200 with an HTML page (a proxy's error page)
+``"fewer"``        a normal answer with a single choice whatever ``n`` asked for
+=================  =====================================================================
+
+``api_key="k"`` makes the server demand ``Authorization: Bearer k`` (401 otherwise).
+Usage is counted in whitespace-separated words: prompt tokens = words in all messages,
+completion tokens = words in each answer (at least 1).
+
+Example::
+
+    with FakeOpenAIServer(answers={"2+2?": ["\\\\boxed{4}", "\\\\boxed{5}"]}, script=["429:0.2"]) as srv:
+        client = openai.AsyncOpenAI(base_url=srv.base_url, api_key="x", max_retries=0)
+        ...
+        assert srv.count() == 2  # the 429, then the answer
+
+Other tests reuse it through the ``fake_openai`` pytest fixture (import it into the test
+module: ``from tests.servers.fake_openai import fake_openai  # noqa: F401``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+try:  # the fixture is for pytest; benchmarks import the server without it
+    import pytest
+except ImportError:  # pragma: no cover
+    pytest = None  # type: ignore[assignment]
+
+CHAT_PATH = "/v1/chat/completions"
+AnswerItem = str | Mapping[str, Any]
+Answers = Mapping[str, AnswerItem | Sequence[AnswerItem]] | Callable[[dict[str, Any], int], AnswerItem]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One injected behaviour for one chat request.
+
+    Attributes:
+        kind: ``ok``, ``latency``, ``status`` (an error status), ``hang``, ``malformed``,
+            ``wrong``, ``html`` or ``fewer``.
+        status: HTTP status for ``kind == "status"``.
+        retry_after: Retry-After header value in seconds (429 only; ``None``: no header).
+        delay_s: seconds to wait first (``latency``) or to hang for (``hang``).
+    """
+
+    kind: str = "ok"
+    status: int | None = None
+    retry_after: float | None = None
+    delay_s: float = 0.0
+
+    @classmethod
+    def parse(cls, text: str | Fault | None) -> Fault:
+        """Read a short form such as ``"429:0.5"`` or ``"hang"`` (see the module docstring)."""
+        if isinstance(text, Fault):
+            return text
+        if text is None:
+            return cls()
+        name, _, arg = str(text).partition(":")
+        if name.isdigit():
+            status = int(name)
+            if status == 429:
+                retry_after = None if arg == "-" else float(arg or 1)
+                return cls("status", status=429, retry_after=retry_after)
+            return cls("status", status=status)
+        if name in ("ok", "malformed", "wrong", "html", "fewer"):
+            return cls(name)
+        if name == "latency":
+            return cls("latency", delay_s=float(arg))
+        if name == "hang":
+            return cls("hang", delay_s=float(arg) if arg else 3600.0)
+        raise ValueError(f"unknown fault {text!r}; see tests/servers/fake_openai.py for the forms")
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """What the server received (headers lower-cased) and which fault it answered with."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: Any
+    fault: Fault
+    at: float = field(default=0.0)  # time.monotonic() on arrival
+
+
+def _words(text: Any) -> int:
+    return len(str(text or "").split())
+
+
+class FakeOpenAIServer:
+    """An OpenAI-compatible server on 127.0.0.1 with scripted or random faults.
+
+    Args:
+        answers: per-prompt answers or a callable (see the module docstring).
+        default_answer: answer for prompts not in ``answers``.
+        script: faults for the first requests, in arrival order (then normal service).
+        fault_rates: ``{short_form: probability}`` applied after the script, e.g.
+            ``{"429:0.1": 0.05, "500": 0.05}``; draws use ``random.Random(seed)``.
+        seed: seed for ``fault_rates``.
+        latency_s: delay added before every chat answer, in seconds.
+        api_key: if set, requests must carry ``Authorization: Bearer <api_key>``.
+        supports_n: when ``False`` the server ignores ``n`` and returns one choice.
+        reject_n: when ``True`` a request with ``n > 1`` gets a 400 "n must be 1" (llama.cpp style).
+        model: the model name listed by ``/v1/models``.
+    """
+
+    def __init__(
+        self,
+        *,
+        answers: Answers | None = None,
+        default_answer: AnswerItem = "The answer is \\boxed{42}.",
+        script: Sequence[str | Fault | None] = (),
+        fault_rates: Mapping[str, float] | None = None,
+        seed: int = 0,
+        latency_s: float = 0.0,
+        api_key: str | None = None,
+        supports_n: bool = True,
+        reject_n: bool = False,
+        model: str = "fake-model",
+    ) -> None:
+        self.answers = answers or {}
+        self.default_answer = default_answer
+        self.fault_rates = [(Fault.parse(k), float(p)) for k, p in (fault_rates or {}).items()]
+        self.latency_s = latency_s
+        self.api_key = api_key
+        self.supports_n = supports_n
+        self.reject_n = reject_n
+        self.model = model
+        self._script: list[Fault] = [Fault.parse(f) for f in script]
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._requests: list[RecordedRequest] = []
+        self._counters: Counter[str] = Counter()
+        self._ids = itertools.count()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> FakeOpenAIServer:
+        """Bind a free port on 127.0.0.1 and serve in a daemon thread."""
+        handler = type("Handler", (_Handler,), {"server_state": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, release hanging handlers and close the socket."""
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL, ``http://127.0.0.1:PORT/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # --- inspection and control -------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    def count(self, path: str = CHAT_PATH) -> int:
+        """How many requests arrived for ``path`` (faulted ones included)."""
+        with self._lock:
+            return self._counters[path]
+
+    def push(self, *faults: str | Fault | None) -> None:
+        """Append faults to the script (they apply to the next requests)."""
+        with self._lock:
+            self._script.extend(Fault.parse(f) for f in faults)
+
+    def reset(self) -> None:
+        """Forget recorded requests and counters (the script is kept)."""
+        with self._lock:
+            self._requests.clear()
+            self._counters.clear()
+
+    # --- behaviour ---------------------------------------------------------------------
+
+    def _record(self, method: str, path: str, headers: Mapping[str, str], body: Any) -> Fault:
+        with self._lock:
+            fault = Fault()
+            if path == CHAT_PATH:
+                if self._script:
+                    fault = self._script.pop(0)
+                else:
+                    draw = self._rng.random()
+                    for candidate, probability in self.fault_rates:
+                        if draw < probability:
+                            fault = candidate
+                            break
+                        draw -= probability
+            self._requests.append(RecordedRequest(method, path, headers, body, fault, time.monotonic()))
+            self._counters[path] += 1
+            return fault
+
+    def _answer(self, body: Mapping[str, Any], index: int) -> dict[str, Any]:
+        if callable(self.answers):
+            item = self.answers(dict(body), index)
+        else:
+            prompt = next(
+                (m.get("content") for m in reversed(body.get("messages", [])) if m.get("role") == "user"),
+                "",
+            )
+            options = self.answers.get(str(prompt), self.default_answer)
+            if isinstance(options, (str, Mapping)):
+                options = [options]
+            item = options[index % len(options)]
+        if isinstance(item, str):
+            return {"content": item}
+        return dict(item)
+
+    def _indices(self, body: Mapping[str, Any], n: int) -> list[int]:
+        seed = body.get("seed")
+        if isinstance(seed, int):
+            return [seed + j for j in range(n)]
+        key = json.dumps(body.get("messages", []), sort_keys=True)
+        with self._lock:
+            first = self._counters[f"prompt:{key}"]
+            self._counters[f"prompt:{key}"] += n
+        return [first + j for j in range(n)]
+
+    def completion(self, body: Mapping[str, Any], *, fewer: bool = False) -> dict[str, Any]:
+        """The chat-completion JSON for ``body`` (no faults)."""
+        n = int(body.get("n") or 1)
+        if fewer or not self.supports_n:
+            n = 1
+        choices, completion_tokens = [], 0
+        for j, index in enumerate(self._indices(body, n)):
+            answer = self._answer(body, index)
+            message: dict[str, Any] = {"role": "assistant", "content": answer.get("content")}
+            if answer.get("tool_calls"):
+                message["tool_calls"] = [
+                    {
+                        "id": f"call_{next(self._ids)}",
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": c.get("arguments", "{}")},
+                    }
+                    for c in answer["tool_calls"]
+                ]
+            finish = "tool_calls" if message.get("tool_calls") else "stop"
+            choices.append({"index": j, "message": message, "finish_reason": finish, "logprobs": None})
+            completion_tokens += max(1, _words(answer.get("content")))
+        prompt_tokens = sum(_words(m.get("content")) for m in body.get("messages", []))
+        return {
+            "id": f"chatcmpl-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", self.model),
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+
+_REASONS = {
+    400: ("invalid_request_error", "Invalid request: the parameter set is not supported."),
+    401: ("invalid_api_key", "Incorrect API key provided: {key}."),
+    403: ("permission_denied", "You do not have access to this model."),
+    404: ("not_found_error", "The model does not exist."),
+    429: ("rate_limit_exceeded", "Rate limit reached for requests. Please retry later."),
+    500: ("server_error", "The server had an error while processing your request."),
+    502: ("server_error", "Bad gateway."),
+    503: ("server_error", "The engine is currently overloaded, please try again later."),
+}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, like real servers behind httpx pools
+    disable_nagle_algorithm = True  # headers and body go out as two writes: no 40 ms delayed-ACK stall
+    server_state: FakeOpenAIServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass  # keep test output clean
+
+    def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        self._send(status, json.dumps(payload).encode(), "application/json", headers)
+
+    def _send(
+        self, status: int, data: bytes, content_type: str, headers: Mapping[str, str] | None = None
+    ) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up (timeout); nothing to do
+
+    def _error(self, status: int, presented_key: str = "", headers: Mapping[str, str] | None = None) -> None:
+        code, message = _REASONS.get(status, ("error", f"HTTP {status}"))
+        body = {"error": {"message": message.format(key=presented_key), "type": code, "code": code}}
+        self._send_json(status, body, headers)
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        state = self.server_state
+        state._record("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, None)
+        if self.path.rstrip("/") == "/v1/models":
+            model = {"id": state.model, "object": "model", "created": 0, "owned_by": "fake"}
+            self._send_json(200, {"object": "list", "data": [model]})
+        else:
+            self._error(404)
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        state = self.server_state
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            body = None
+        fault = state._record("POST", self.path, headers, body)
+        if self.path != CHAT_PATH:
+            self._error(404)
+            return
+        if not isinstance(body, dict):
+            self._error(400)
+            return
+        presented = headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if state.api_key is not None and presented != state.api_key:
+            self._error(401, presented)
+            return
+        if state.reject_n and int(body.get("n") or 1) > 1:
+            self._send_json(400, {"error": {"message": "n must be 1: only one completion choice is allowed",
+                                            "type": "invalid_request_error", "code": None, "param": "n"}})
+            return
+        if state.latency_s:
+            state._stopping.wait(state.latency_s)
+        if fault.kind == "latency":
+            state._stopping.wait(fault.delay_s)
+        if fault.kind == "hang":
+            state._stopping.wait(fault.delay_s)
+            self.close_connection = True  # never answer: the client must time out
+            return
+        if fault.kind == "status":
+            extra = {}
+            if fault.status == 429 and fault.retry_after is not None:
+                extra["Retry-After"] = f"{fault.retry_after:g}"
+            self._error(int(fault.status or 500), presented, extra)
+        elif fault.kind == "malformed":
+            self._send(200, b'{"id": "chatcmpl-x", "object": "chat.completion", "choices": [{"ind', "application/json")
+        elif fault.kind == "wrong":
+            self._send_json(200, {"object": "status", "detail": "upstream queue full, try later"})
+        elif fault.kind == "html":
+            self._send(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
+        else:
+            self._send_json(200, state.completion(body, fewer=fault.kind == "fewer"))
+
+
+def _fake_openai() -> Iterator[FakeOpenAIServer]:
+    """A started :class:`FakeOpenAIServer` with default answers and no faults."""
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+fake_openai = pytest.fixture(_fake_openai, name="fake_openai") if pytest is not None else _fake_openai
+
+
+__all__ = ["CHAT_PATH", "Fault", "FakeOpenAIServer", "RecordedRequest", "fake_openai"]
