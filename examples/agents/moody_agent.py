@@ -1,0 +1,60 @@
+"""An agent that is reliable everywhere except on one topic, where it guesses.
+
+On cases whose topic is ``"weekdays"`` (or whose task mentions a weekday) it picks a
+weekday at random, seeded per sample (``random.Random(seed)``), so its k answers disagree
+and its self-consistency p̂ sits well inside the frontier band; on every other task it
+answers like the calculator agent (p̂ = 1). Probe tests use it as a target with a known
+frontier. It is an object with an async ``arun`` method (the object form of the contract).
+
+Spec: ``python:examples/agents/moody_agent.py:MoodyAgent`` (the class is instantiated,
+with ``agent_kwargs`` such as ``{"topic": "calendar"}``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+from frontier_qa.adapters.workflow import AgentContext
+from frontier_qa.target import Case
+
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def _calculator() -> Any:
+    """The sibling calculator agent, loaded by path (examples/ is not a package)."""
+    name = "frontier_qa_example_calculator_agent"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("calculator_agent.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+class MoodyAgent:
+    """Consistent on arithmetic, a coin flip over weekdays on ``topic``.
+
+    Args:
+        topic: the case topic on which the agent guesses.
+    """
+
+    version = "1"
+
+    def __init__(self, topic: str = "weekdays") -> None:
+        self.topic = topic
+
+    def guesses(self, case: Case) -> bool:
+        """Whether the agent is unreliable on ``case``."""
+        return case.topic == self.topic or any(day.lower() in case.prompt.lower() for day in WEEKDAYS)
+
+    async def arun(self, task: str, case: Case, seed: int | None, ctx: AgentContext) -> dict[str, Any]:
+        if self.guesses(case):
+            rng = random.Random(seed if seed is not None else ctx.sample_index)
+            ctx.step("guess a weekday")
+            return {"answer": f"\\boxed{{{rng.choice(WEEKDAYS)}}}", "steps": 1}
+        return _calculator().solve(task, ctx)

@@ -1,0 +1,776 @@
+"""A sandbox for model-written Python code (Agent0 §3.3: "the code is executed in a sandbox").
+
+Each run gets a fresh temporary directory (deleted afterwards), a Python child process with
+an environment built from scratch (no variable of the caller, so no API key, ever reaches
+it), resource limits, a wall-clock timeout that kills the whole process group, and output
+captured up to a cap. Where the platform allows it the child is also contained by Linux
+namespaces; :meth:`Sandbox.capabilities` says which layers are active:
+
+============================  ==================================================================
+layer                          how
+============================  ==================================================================
+no secrets                     env = PATH, LANG, HOME, TMPDIR, PYTHONHASHSEED=0, ... only
+CPU / memory / files / fds     ``setrlimit``: RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE
+processes                      RLIMIT_NPROC + a PID namespace (all of its processes die with it)
+user                           as root: the code runs as an unprivileged uid (65534, ``nobody``),
+                               because RLIMIT_NPROC and file permissions do not bind root, in a
+                               user namespace of its own per run (so RLIMIT_NPROC counts only that
+                               run's processes: a fork bomb cannot starve the runs beside it);
+                               as a normal user: a user namespace mapping the user to itself;
+                               always ``PR_SET_NO_NEW_PRIVS`` (set-uid programs gain nothing)
+network                        a network namespace with no interfaces (``unshare(CLONE_NEWNET)``);
+                               fallback: ``socket`` blocked inside Python (best effort only)
+filesystem                     a mount namespace: "/" read-only, the run's directory as /tmp,
+                               fresh tmpfs on /var/tmp, /dev/shm, /run/lock, a private /proc
+============================  ==================================================================
+
+A small launcher (the stdlib-only function :func:`_launch`, run with ``python -I -S``) sets
+the namespaces and limits up and ``exec``s the child; no ``preexec_fn`` is used, so runs
+are safe from threaded and asyncio code alike. The child runs ``python -s -B main.py``:
+that is isolated mode minus ``-E``, because ``-E``/``-I`` would ignore the
+``PYTHONHASHSEED=0`` that keeps printed set/dict order, and so tool outputs and the
+per-sample cache, reproducible; the environment is ours entirely, so ``-E`` adds nothing.
+
+:class:`~frontier_qa.errors.SandboxError` is raised only when the sandbox itself cannot
+start; the code failing, timing out or being killed is reported in :class:`SandboxResult`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+import inspect
+import json
+import os
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from frontier_qa.errors import SandboxError
+
+NOBODY = 65534
+_REFUSED = 125  # the launcher's exit status when a containment step failed
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    """What one sandboxed run did.
+
+    Attributes:
+        stdout: captured standard output (UTF-8, undecodable bytes replaced), at most the cap.
+        stderr: captured standard error, at most the cap.
+        exit_code: the child's exit status; negative ``-N`` when killed by signal ``N``;
+            ``None`` if it never reported one.
+        timed_out: whether the wall-clock timeout fired.
+        killed_reason: why the sandbox stopped or limited the code: ``"timeout"``,
+            ``"output_limit"``, ``"cpu_limit"``, ``"memory_limit"``, ``"file_size_limit"``,
+            ``"process_limit"``, ``"signal:N"``; ``None`` for an ordinary exit.
+        truncated: whether output beyond the cap was cut off.
+        duration_s: wall-clock seconds from start to exit.
+    """
+
+    stdout: str
+    stderr: str
+    exit_code: int | None
+    timed_out: bool
+    killed_reason: str | None
+    truncated: bool
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        """Whether the code ran to completion and exited with status 0."""
+        return self.exit_code == 0 and not self.timed_out and self.killed_reason is None
+
+
+@dataclass(frozen=True)
+class SandboxCapabilities:
+    """Which containment layers are active on this machine (found by a probe run).
+
+    Attributes:
+        user_id: the uid the code runs as (outside any user namespace).
+        dropped_privileges: whether the caller is root and the code runs as ``user_id`` instead.
+        user_namespace: whether the code runs in its own user namespace.
+        network: ``"namespace"`` (no interfaces at all), ``"python-socket-block"`` (best
+            effort: ``socket`` raises inside Python) or ``"allowed"``.
+        pid_namespace: whether every process the code starts dies with it.
+        readonly_root: whether "/" is read-only for the code.
+        private_tmp: whether /tmp, /var/tmp, /dev/shm, /run/lock are private to the run.
+        private_proc: whether /proc shows only the run's own processes.
+        limits: the resource limits applied, e.g. ``{"cpu_s": 10, "memory_mb": 2048}``.
+    """
+
+    user_id: int
+    dropped_privileges: bool
+    user_namespace: bool
+    network: str
+    pid_namespace: bool
+    readonly_root: bool
+    private_tmp: bool
+    private_proc: bool
+    limits: Mapping[str, int]
+
+    def describe(self) -> str:
+        """One line per layer, for ``frontier-qa doctor`` style reports."""
+        who = f"uid {self.user_id}" + (" (dropped from root)" if self.dropped_privileges else "")
+        fs = "read-only root" if self.readonly_root else "writable where permissions allow"
+        return "\n".join(
+            [
+                f"user: {who}{', user namespace' if self.user_namespace else ''}",
+                f"network: {self.network}",
+                f"processes: {'PID namespace + ' if self.pid_namespace else ''}RLIMIT_NPROC",
+                f"filesystem: {fs}; private tmp: {self.private_tmp}; private /proc: {self.private_proc}",
+                "limits: " + ", ".join(f"{k}={v}" for k, v in sorted(self.limits.items())),
+            ]
+        )
+
+
+# A probe drops a feature that fails, and with it the features that need it.
+_NEEDS = {"expose": "mountns", "tmp": "mountns", "readonly_root": "mountns", "proc": "pidns"}
+_COVERED = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # replaced by private mounts ("tmp")
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _launch(cfg: dict[str, Any]) -> None:  # pragma: no cover - runs in the launcher process
+    """Set containment up and exec the child. Runs as ``python -I -S -c`` with stdlib only.
+
+    Writes JSON lines to ``cfg["report_fd"]``: ``{"ok": true}`` just before ``exec``, or
+    ``{"error": ..., "feature": ...}`` and exit 125 when a step fails (the probe then drops
+    that feature and tries again); with a PID namespace its init adds ``{"exit": status}``.
+    """
+    import ctypes
+    import json
+    import os
+    import resource
+    import signal
+
+    newns, newuser, newpid, newnet = 0x00020000, 0x10000000, 0x20000000, 0x40000000
+    rdonly, nosuid, nodev, noexec, remount, bind, rec, private = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+    report, want = cfg["report_fd"], set(cfg["features"])
+    os.set_inheritable(report, False)  # the user's code must never hold the report pipe
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
+    libc.unshare.argtypes = [ctypes.c_int]
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+    def check(rc: int, what: str) -> None:
+        if rc != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"{what}: {os.strerror(err)}")
+
+    def mount(src: str | None, dst: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+        enc = [s.encode() if s is not None else None for s in (src, dst, fstype, data)]
+        check(libc.mount(enc[0], enc[1], enc[2], flags, enc[3]), f"mount {dst}")
+
+    def readonly(path: str) -> None:
+        st = os.statvfs(path)  # a bind remount must repeat the locked flags (atime, nosuid...)
+        keep = st.f_flag & (nosuid | nodev | noexec | 1024 | 2048)  # + noatime, nodiratime
+        keep |= (1 << 21) if st.f_flag & 4096 else 0  # ST_RELATIME -> MS_RELATIME
+        mount(None, path, None, remount | bind | rdonly | keep)
+
+    def die_with_parent() -> None:  # PR_SET_PDEATHSIG: a crashed caller leaves nothing running
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)
+
+    def mirror(status: int) -> None:  # end the way the child ended
+        if os.WIFSIGNALED(status):
+            signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+            os.kill(os.getpid(), os.WTERMSIG(status))
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+    def map_ids_from_outside() -> None:
+        """Root: a helper that stays outside writes the new user namespace's id maps (only a
+        process with CAP_SETUID in the *parent* namespace may map ids other than its own).
+        Root maps to itself so set-up can still reach root-owned files; the code then runs as
+        cfg["uid"] with a process count (RLIMIT_NPROC) of its own namespace, so one run's
+        fork bomb cannot starve the runs beside it."""
+        ready_r, ready_w = os.pipe()
+        go_r, go_w = os.pipe()
+        child = os.fork()
+        if child == 0:
+            die_with_parent()
+            os.close(ready_r)
+            os.close(go_w)
+            check(libc.unshare(flags), "unshare")
+            os.write(ready_w, b"1")
+            if os.read(go_r, 1) != b"1":
+                os._exit(125)  # the helper failed and reported why
+            return
+        os.close(ready_w)
+        os.close(go_r)
+        try:
+            if os.read(ready_r, 1) != b"1":
+                mirror(os.waitpid(child, 0)[1])
+            for name, first in (("uid_map", cfg["uid"]), ("gid_map", cfg["gid"])):
+                with open(f"/proc/{child}/{name}", "w") as fh:
+                    fh.write(f"0 0 1\n{first} {first} 1\n")
+            os.write(go_w, b"1")
+        except OSError as exc:
+            os.kill(child, signal.SIGKILL)
+            raise OSError(exc.errno, f"cannot map ids of the user namespace: {exc}") from exc
+        os.close(report)
+        mirror(os.waitpid(child, 0)[1])
+
+    feature = "start"
+    try:
+        die_with_parent()
+        os.umask(0o022)  # directories made below must be enterable by the sandbox user
+        os.chdir(cfg["workdir"])
+        uid, gid = os.getuid(), os.getgid()
+        user = newuser if "userns" in want else 0
+        flags = 0
+        namespaces = (("userns", newuser), ("mountns", newns), ("pidns", newpid), ("netns", newnet))
+        for feature, flag in namespaces:
+            if feature not in want:
+                continue
+            flags |= flag
+            if cfg.get("probe"):  # try each alone in a throwaway child so the report names the culprit
+                pid = os.fork()
+                if pid == 0:
+                    os._exit(0 if libc.unshare(flag | user) == 0 else 1)
+                if os.waitpid(pid, 0)[1] != 0:
+                    raise OSError(1, f"unshare({feature}) is not permitted here")
+        feature = "unshare"
+        if "userns" in want and uid == 0:
+            feature = "userns"
+            map_ids_from_outside()
+        elif flags:
+            check(libc.unshare(flags), "unshare")
+        if "userns" in want and uid != 0:
+            feature = "userns"
+            maps = (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1"))
+            for name, text in maps:  # map the user to itself: no privilege inside after exec
+                with open(f"/proc/self/{name}", "w") as fh:
+                    fh.write(text)
+        if "mountns" in want:
+            feature = "mountns"
+            mount(None, "/", None, rec | private)  # nothing we mount propagates to the host
+        if "expose" in want:
+            # As root the code runs as `nobody`, who cannot enter e.g. /root (mode 700) where
+            # the interpreter may live: cover that directory with an empty tmpfs (hiding the
+            # rest of it) and bind back only the children the interpreter needs.
+            feature = "expose"
+            for parent, children in cfg["expose"].items():
+                keep = {child: os.open(os.path.join(parent, child), os.O_PATH) for child in children}
+                mount("tmpfs", parent, "tmpfs", nosuid | nodev, "mode=0755,size=64k")
+                for child, fd in keep.items():
+                    target = os.path.join(parent, child)
+                    if os.path.isdir(f"/proc/self/fd/{fd}"):
+                        os.mkdir(target)
+                    else:
+                        open(target, "w").close()
+                    mount(f"/proc/self/fd/{fd}", target, None, bind | rec)
+                    os.close(fd)
+        if "tmp" in want:
+            feature = "tmp"
+            kept = {path: os.open(path, os.O_PATH) for path in cfg["keep"]}  # before they are hidden
+            mount(cfg["workdir"], "/tmp", None, bind)
+            for path in ("/var/tmp", "/dev/shm", "/run/lock"):
+                if os.path.isdir(path) and not os.path.islink(path):
+                    mount("tmpfs", path, "tmpfs", nosuid | nodev, f"mode=1777,size={cfg['tmpfs_bytes']}")
+            for path, fd in kept.items():  # e.g. a venv made by `mktemp -d`: bound back, read-only
+                os.makedirs(path, mode=0o755, exist_ok=True)
+                mount(f"/proc/self/fd/{fd}", path, None, bind | rec)
+                readonly(path)
+                os.close(fd)
+            os.chdir("/tmp")
+        if "readonly_root" in want:
+            feature = "readonly_root"
+            readonly("/")
+        if "pidns" in want:
+            init = os.fork()
+            if init:
+                # Outside the PID namespace: its init (below) reports the code's exit status.
+                os.close(report)
+                mirror(os.waitpid(init, 0)[1])
+            die_with_parent()  # fork clears it
+        if "proc" in want:
+            feature = "proc"
+            mount("proc", "/proc", "proc", nosuid | nodev | noexec)
+        if "pidns" in want:
+            # We are pid 1 of the namespace. The code runs as pid 2 so that signals it gets
+            # (SIGXCPU from RLIMIT_CPU, SIGTERM...) act normally: the kernel ignores default-
+            # action signals sent to a namespace's init. When pid 2 ends, we end, and the
+            # kernel kills everything left in the namespace (escaped fork bombs included).
+            code_pid = os.fork()
+            if code_pid:
+                while True:
+                    pid, status = os.waitpid(-1, 0)  # reap orphans until the code itself ends
+                    if pid == code_pid:
+                        line = json.dumps({"exit": os.waitstatus_to_exitcode(status)}) + "\n"
+                        os.write(report, line.encode())
+                        os._exit(0)
+            die_with_parent()
+        feature = "rlimits"
+        for name, (soft, hard) in cfg["rlimits"].items():
+            which = getattr(resource, name)
+            current = resource.getrlimit(which)[1]
+            if current != resource.RLIM_INFINITY:  # an unprivileged process cannot raise a hard limit
+                hard = min(hard, current)
+            resource.setrlimit(which, (min(soft, hard), hard))
+        if "drop_uid" in want:
+            feature = "drop_uid"
+            os.setgroups([])
+            os.setgid(cfg["gid"])
+            os.setuid(cfg["uid"])
+            die_with_parent()  # cleared by the credential change
+        libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS: set-uid programs cannot raise privileges
+        feature = "exec"
+        argv = cfg["argv"]
+        if not os.access(argv[0], os.X_OK):
+            raise OSError(13, f"{argv[0]} is not executable by uid {os.getuid()}")
+        os.write(report, b'{"ok": true}\n')
+        os.execve(argv[0], argv, cfg["env"])
+    except BaseException as exc:  # noqa: BLE001 - every failure must reach the report pipe
+        line = json.dumps({"error": f"{type(exc).__name__}: {exc}", "feature": feature}) + "\n"
+        os.write(report, line.encode())
+        os._exit(125)
+
+
+_SOCKET_BLOCK = """\
+import runpy, socket, sys, _socket
+class _NoNetwork(socket.socket):
+    def __init__(self, *args, **kwargs):
+        raise PermissionError(1, "network access is disabled in the frontier-qa sandbox")
+socket.socket = _socket.socket = socket.SocketType = _NoNetwork
+def _refuse(*args, **kwargs):
+    raise PermissionError(1, "network access is disabled in the frontier-qa sandbox")
+socket.create_connection = socket.getaddrinfo = socket.socketpair = socket.fromfd = _refuse
+del _NoNetwork, _refuse
+sys.argv = ["main.py"]
+runpy.run_path("main.py", run_name="__main__")
+"""
+
+_LIMIT_MARKERS = (  # stderr text -> which limit the code ran into (first match wins)
+    ("MemoryError", "memory_limit"),
+    ("Cannot allocate memory", "memory_limit"),
+    ("File too large", "file_size_limit"),
+    ("BlockingIOError", "process_limit"),
+    ("Resource temporarily unavailable", "process_limit"),
+)
+_PROBES: dict[tuple[Any, ...], tuple[frozenset[str], SandboxCapabilities]] = {}
+_PROBE_LOCK = threading.Lock()
+
+
+class Sandbox:
+    """Runs untrusted Python code with limits; see the module docstring for the layers.
+
+    Args:
+        timeout_s: wall-clock seconds before the whole process group is killed.
+        cpu_s: CPU seconds per process (RLIMIT_CPU); defaults to ``timeout_s``.
+        memory_mb: address-space limit per process in MiB (RLIMIT_AS).
+        max_processes: processes/threads the sandbox user may have (RLIMIT_NPROC).
+        max_file_mb: largest file the code may write, in MiB (RLIMIT_FSIZE); also the size
+            of each private tmpfs.
+        max_open_files: RLIMIT_NOFILE.
+        max_output_bytes: bytes kept per stream; the run is stopped once one overflows.
+        max_concurrency: runs at once per event loop (:meth:`arun`).
+        python: the interpreter to run the code with (default: this one, so numpy/sympy
+            installed here are importable).
+        user: the uid to run as when started as root (default 65534, ``nobody``); ``None``
+            keeps the caller's uid (as root that means no privilege drop: only do this in a
+            throwaway container).
+        network: ``"deny"`` (default) or ``"allow"``.
+        env: extra environment variables for the code (never copied from ``os.environ``).
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout_s: float = 10.0,
+        cpu_s: int | None = None,
+        memory_mb: int = 2048,
+        max_processes: int = 64,
+        max_file_mb: int = 16,
+        max_open_files: int = 256,
+        max_output_bytes: int = 256 * 1024,
+        max_concurrency: int = 4,
+        python: str | None = None,
+        user: int | None = NOBODY,
+        network: str = "deny",
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        if network not in ("deny", "allow"):
+            raise SandboxError(f"network={network!r} is not a sandbox network mode", hint="use 'deny' or 'allow'")
+        if timeout_s <= 0 or memory_mb <= 0 or max_processes <= 0 or max_output_bytes <= 0:
+            raise SandboxError("sandbox limits must be positive",
+                               hint="check timeout_s, memory_mb, max_processes, max_output_bytes")
+        self.timeout_s = float(timeout_s)
+        self.cpu_s = int(cpu_s if cpu_s is not None else max(1, round(timeout_s + 0.5)))
+        self.memory_mb = int(memory_mb)
+        self.max_processes = int(max_processes)
+        self.max_file_mb = int(max_file_mb)
+        self.max_open_files = int(max_open_files)
+        self.max_output_bytes = int(max_output_bytes)
+        self.max_concurrency = int(max_concurrency)
+        self.python = python or sys.executable
+        self.user = user
+        self.network = network
+        self.extra_env = dict(env or {})
+        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __repr__(self) -> str:
+        return (f"Sandbox(timeout_s={self.timeout_s}, memory_mb={self.memory_mb}, "
+                f"max_processes={self.max_processes}, network={self.network!r})")
+
+    # -- public API -----------------------------------------------------------------------
+
+    def run(self, code: str, *, timeout_s: float | None = None) -> SandboxResult:
+        """Run ``code`` and wait for it (usable inside and outside an event loop)."""
+        return _run_sync(self.arun(code, timeout_s=timeout_s))
+
+    async def arun(self, code: str, *, timeout_s: float | None = None) -> SandboxResult:
+        """Run ``code`` without blocking the event loop; at most ``max_concurrency`` at once."""
+        features, _ = await self._probe()
+        async with self._semaphore():
+            return await self._execute(code, features, timeout_s or self.timeout_s)
+
+    def capabilities(self) -> SandboxCapabilities:
+        """Which containment layers are active here (probes once per configuration)."""
+        return _run_sync(self._probe())[1]
+
+    # -- probing ----------------------------------------------------------------------------
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if loop not in self._semaphores:
+            self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
+        return self._semaphores[loop]
+
+    def _root(self) -> bool:
+        return os.geteuid() == 0
+
+    def _wanted(self) -> set[str]:
+        want = {"mountns", "pidns", "expose", "tmp", "readonly_root", "proc"}
+        if self.network == "deny":
+            want.add("netns")
+        if self._root():
+            if self.user is not None:
+                want |= {"drop_uid", "userns"}  # userns: a process count of its own per run
+        else:
+            want.add("userns")  # unprivileged namespaces need a user namespace first
+        if not self._expose_map():
+            want.discard("expose")
+        return want
+
+    async def _probe(self) -> tuple[frozenset[str], SandboxCapabilities]:
+        key = (self.python, self.user, self.network, os.geteuid(), self._limits_key(), frozenset(self._wanted()))
+        if key in _PROBES:
+            return _PROBES[key]
+        want = self._wanted()
+        errors: list[str] = []
+        while True:
+            result, failed = await self._spawn('print("ok")', frozenset(want), 10.0, probe=True)
+            if failed is None and result.stdout == "ok\n":
+                break
+            if failed is None:
+                raise SandboxError(f"the sandbox probe ran but printed {result.stdout!r} "
+                                   f"(stderr: {result.stderr[-500:]!r})")
+            feature, message = failed
+            errors.append(message)
+            if feature not in want or feature in ("drop_uid", "exec", "rlimits", "start", "unshare"):
+                raise SandboxError(
+                    f"the code sandbox cannot start: {message}",
+                    hint="as root the code runs as uid 65534: pass python= an interpreter that uid can "
+                    "execute, or user=None to keep root (only in a throwaway container); "
+                    f"earlier attempts: {errors[:-1]}",
+                )
+            want.discard(feature)
+            if feature == "userns" and not self._root():  # unprivileged namespaces need it
+                want -= {"mountns", "pidns", "netns", "expose", "tmp", "readonly_root", "proc"}
+            want -= {f for f, need in _NEEDS.items() if need not in want}
+        caps = self._describe(frozenset(want))
+        with _PROBE_LOCK:
+            _PROBES[key] = (frozenset(want), caps)
+        return _PROBES[key]
+
+    def _limits_key(self) -> tuple[int, ...]:
+        return (self.cpu_s, self.memory_mb, self.max_processes, self.max_file_mb, self.max_open_files)
+
+    def _describe(self, features: frozenset[str]) -> SandboxCapabilities:
+        dropped = "drop_uid" in features
+        network = "allowed"
+        if self.network == "deny":
+            network = "namespace" if "netns" in features else "python-socket-block"
+        return SandboxCapabilities(
+            user_id=self.user if dropped and self.user is not None else os.geteuid(),
+            dropped_privileges=dropped,
+            user_namespace="userns" in features,
+            network=network,
+            pid_namespace="pidns" in features,
+            readonly_root="readonly_root" in features,
+            private_tmp="tmp" in features,
+            private_proc="proc" in features,
+            limits={"cpu_s": self.cpu_s, "memory_mb": self.memory_mb, "max_processes": self.max_processes,
+                    "max_file_mb": self.max_file_mb, "max_open_files": self.max_open_files},
+        )
+
+    def _interpreter_dirs(self) -> set[str]:
+        """Directories the interpreter needs: its own, its venv, and (for this one) its prefixes."""
+        python = os.path.abspath(self.python)
+        dirs = {os.path.dirname(python), os.path.dirname(os.path.realpath(python))}
+        venv = os.path.dirname(os.path.dirname(python))
+        if os.path.exists(os.path.join(venv, "pyvenv.cfg")):
+            dirs.add(venv)
+        if os.path.realpath(python) == os.path.realpath(sys.executable):
+            dirs |= {os.path.abspath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+        return dirs | {os.path.realpath(d) for d in dirs}
+
+    def _kept(self) -> list[str]:
+        """Interpreter directories under /tmp & co., which the private tmp mounts would hide
+        (a CI venv in ``mktemp -d``): the launcher binds them back, read-only."""
+        under = sorted(d for d in self._interpreter_dirs() if any(_within(d, c) for c in _COVERED))
+        return [d for d in under if not any(d != o and _within(d, o) for o in under)]
+
+    def _expose_map(self) -> dict[str, list[str]]:
+        """Directories the dropped uid cannot enter on the way to the interpreter → children to keep."""
+        if not self._root() or self.user is None:
+            return {}
+        expose: dict[str, set[str]] = {}
+        for path in self._interpreter_dirs():
+            if any(_within(path, c) for c in _COVERED):
+                continue  # bound back by _kept() into directories the uid can enter
+            parts = path.strip("/").split("/")
+            for depth in range(len(parts) - 1):
+                here = "/" + "/".join(parts[: depth + 1])
+                try:
+                    mode = os.stat(here).st_mode
+                except OSError:
+                    break
+                if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
+                    expose.setdefault(here, set()).add(parts[depth + 1])
+                    break
+        return {parent: sorted(children) for parent, children in expose.items()}
+
+    # -- one run ----------------------------------------------------------------------------
+
+    async def _execute(self, code: str, features: frozenset[str], timeout_s: float) -> SandboxResult:
+        result, failed = await self._spawn(code, features, timeout_s)
+        if failed is not None and failed[0] == "exec" and "[Errno 11]" in failed[1]:
+            # the sandbox uid is at RLIMIT_NPROC (another run's fork bomb, without per-run
+            # user namespaces): this run's code could not start, the sandbox itself is fine
+            return dataclasses.replace(result, stderr=failed[1], exit_code=None, killed_reason="process_limit")
+        if failed is not None:
+            raise SandboxError(f"the code sandbox failed to start: {failed[1]}",
+                               hint="call Sandbox.capabilities() to see which containment works here")
+        return result
+
+    def _env(self, home: str) -> dict[str, str]:
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "HOME": home,
+            "TMPDIR": home,
+            "PYTHONHASHSEED": "0",  # reproducible set/dict order in printed output
+            "PYTHONIOENCODING": "utf-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+            "OMP_NUM_THREADS": "1",  # each BLAS thread counts against RLIMIT_NPROC and RLIMIT_AS
+            "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "MPLBACKEND": "Agg",
+        }
+        env.update(self.extra_env)
+        return env
+
+    def _config(self, workdir: str, features: frozenset[str], report_fd: int) -> dict[str, Any]:
+        inside = "/tmp" if "tmp" in features else workdir
+        if self.network == "deny" and "netns" not in features:
+            argv = [self.python, "-s", "-B", "-c", _SOCKET_BLOCK]
+        else:
+            argv = [self.python, "-s", "-B", os.path.join(inside, "main.py")]
+        fsize = self.max_file_mb * 1024 * 1024
+        return {
+            "workdir": workdir,
+            "features": sorted(features),
+            "report_fd": report_fd,
+            "expose": self._expose_map() if "expose" in features else {},
+            "keep": self._kept() if "tmp" in features else [],
+            "tmpfs_bytes": fsize,
+            "uid": self.user if self.user is not None else os.getuid(),
+            "gid": self.user if self.user is not None else os.getgid(),
+            "argv": argv,
+            "env": self._env(inside),
+            "rlimits": {
+                "RLIMIT_CPU": (self.cpu_s, self.cpu_s + 1),  # SIGXCPU, then SIGKILL a second later
+                "RLIMIT_AS": (self.memory_mb << 20, self.memory_mb << 20),
+                "RLIMIT_NPROC": (self.max_processes, self.max_processes),
+                "RLIMIT_FSIZE": (fsize, fsize),
+                "RLIMIT_NOFILE": (self.max_open_files, self.max_open_files),
+                "RLIMIT_CORE": (0, 0),
+            },
+        }
+
+    async def _spawn(
+        self, code: str, features: frozenset[str], timeout_s: float, *, probe: bool = False
+    ) -> tuple[SandboxResult, tuple[str, str] | None]:
+        workdir = tempfile.mkdtemp(prefix="fqa-sandbox-")
+        read_fd, write_fd = os.pipe()
+        try:
+            with open(os.path.join(workdir, "main.py"), "w", encoding="utf-8") as fh:
+                fh.write(code)
+            if "drop_uid" in features and self.user is not None:
+                for path in (workdir, os.path.join(workdir, "main.py")):
+                    os.chown(path, self.user, self.user)
+            cfg = self._config(workdir, features, write_fd)
+            cfg["probe"] = probe
+            launcher = _launcher_source()
+            start = time.monotonic()
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    sys.executable, "-I", "-S", "-c", launcher, json.dumps(cfg),
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+                    cwd=workdir,
+                    pass_fds=(write_fd,),
+                    start_new_session=True,  # one process group to kill on timeout
+                )
+            except OSError as exc:
+                raise SandboxError(f"cannot start the sandbox launcher {sys.executable}: {exc}") from exc
+            finally:
+                os.close(write_fd)
+            result = await self._collect(proc, start, timeout_s)
+            report = _read_report(read_fd)
+            if "exit" in report and result.killed_reason not in ("timeout", "output_limit"):
+                # the PID namespace's init saw how the code ended (the launcher only saw init)
+                code = report["exit"]
+                result = dataclasses.replace(result, exit_code=code, killed_reason=_limit_reason(code, result.stderr))
+            if result.exit_code == _REFUSED and "error" in report:
+                return result, (report.get("feature", "start"), report["error"])
+            if "ok" not in report and not result.timed_out:
+                return result, ("start", f"the launcher exited with {result.exit_code}: {result.stderr[-500:]}")
+            return result, None
+        finally:
+            os.close(read_fd)
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    async def _collect(self, proc: asyncio.subprocess.Process, start: float, timeout_s: float) -> SandboxResult:
+        cap = self.max_output_bytes
+        out, err = bytearray(), bytearray()
+        stopped: list[str] = []  # our own reason for killing it, if any
+
+        def kill(reason: str) -> None:
+            if not stopped:
+                stopped.append(reason)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+        async def drain(stream: asyncio.StreamReader, buf: bytearray) -> None:
+            while chunk := await stream.read(65536):
+                room = cap - len(buf)
+                buf += chunk[:room]
+                if len(chunk) > room:  # stop reading instead of buffering a gigabyte
+                    kill("output_limit")
+                    return
+
+        readers = asyncio.gather(drain(proc.stdout, out), drain(proc.stderr, err))  # type: ignore[arg-type]
+        try:
+            await asyncio.wait_for(asyncio.shield(readers), timeout_s)
+            await asyncio.wait_for(proc.wait(), max(0.1, timeout_s - (time.monotonic() - start)))
+        except asyncio.TimeoutError:
+            kill("timeout")
+        except asyncio.CancelledError:
+            kill("cancelled")
+            raise
+        finally:
+            if stopped:
+                await proc.wait()
+                try:  # what was written before the kill; a process that escaped the group may hold the pipe
+                    await asyncio.wait_for(asyncio.shield(readers), 2.0)
+                except (asyncio.TimeoutError, asyncio.CancelledError):
+                    readers.cancel()
+            with contextlib.suppress(asyncio.CancelledError, OSError):
+                await readers  # cancelled above when a process that escaped the group held a pipe
+        exit_code = proc.returncode
+        stderr = err.decode("utf-8", "replace")
+        reason = stopped[0] if stopped else _limit_reason(exit_code, stderr)
+        return SandboxResult(
+            stdout=out.decode("utf-8", "replace"),
+            stderr=stderr,
+            exit_code=exit_code,
+            timed_out=reason == "timeout",
+            killed_reason=reason,
+            truncated="output_limit" in stopped,
+            duration_s=time.monotonic() - start,
+        )
+
+
+def _limit_reason(exit_code: int | None, stderr: str) -> str | None:
+    if exit_code == 0 or exit_code is None:
+        return None
+    if exit_code == -signal.SIGXCPU:
+        return "cpu_limit"  # RLIMIT_CPU: SIGXCPU at the soft limit (SIGKILL at the hard one)
+    if exit_code == -signal.SIGXFSZ:
+        return "file_size_limit"
+    tail = stderr[-2000:]
+    for marker, reason in _LIMIT_MARKERS:
+        if marker in tail:
+            return reason
+    return f"signal:{-exit_code}" if exit_code < 0 else None
+
+
+@functools.lru_cache(maxsize=1)
+def _launcher_source() -> str:
+    # The launcher is a normal function here (linted, readable) shipped to `python -I -S -c`.
+    body = textwrap.dedent(inspect.getsource(_launch))
+    return f"from __future__ import annotations\n{body}\nimport json, sys\n_launch(json.loads(sys.argv[1]))\n"
+
+
+def _read_report(fd: int) -> dict[str, Any]:
+    os.set_blocking(fd, False)
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    except BlockingIOError:
+        pass
+    report: dict[str, Any] = {}
+    for line in b"".join(chunks).decode("utf-8", "replace").splitlines():
+        try:
+            report.update(json.loads(line))
+        except ValueError:
+            continue
+    return report
+
+
+def _run_sync(coro: Any) -> Any:
+    """Run a coroutine to completion from sync code, even when this thread runs a loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="frontier-qa-sandbox")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+__all__ = ["NOBODY", "Sandbox", "SandboxCapabilities", "SandboxResult"]
