@@ -21,8 +21,7 @@ by text.
 from __future__ import annotations
 
 import asyncio
-import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +29,7 @@ import numpy as np
 
 from frontier_qa.answers import check_answer_format, extract_answer
 from frontier_qa.consistency import Cluster, Consistency, cluster_entropy
+from frontier_qa.contradiction import check_rules, contradiction_matrix, contradicts
 from frontier_qa.embedders import Embedder, get_embedder, normalize_rows
 from frontier_qa.errors import AnswerError, ConfigError
 
@@ -37,52 +37,32 @@ if TYPE_CHECKING:
     from frontier_qa.target import Trajectory
 
 # Cosine-distance cut for average linkage, chosen by `benchmarks/semantic_threshold.py` with
-# all-MiniLM-L6-v2 and the contradiction guard on the hand-labeled groups in
-# tests/data/open_ended_groups.jsonl (48 groups, 264 answers): highest mean adjusted Rand
-# index on the 32 dev groups over a 0.05..1.0 sweep (step 0.025). Scores at 0.65:
-#   dev (in-sample)        ARI 0.279, pairwise F1 0.587, mean |p̂ error| 0.150
-#   test (16 held out)     ARI 0.442, pairwise F1 0.650, mean |p̂ error| 0.189
-#   6-fold CV (held out)   ARI 0.309, pairwise F1 0.575, mean |p̂ error| 0.174 (5/6 folds: 0.65)
+# all-MiniLM-L6-v2 and the full contradiction guard (frontier_qa.contradiction) on the
+# hand-labeled groups in tests/data/open_ended_groups.jsonl (48 groups, 264 answers): highest
+# mean adjusted Rand index on the 32 dev groups over a 0.05..1.0 sweep (step 0.025).
+# Scores at 0.775:
+#   dev (in-sample)        ARI 0.530, pairwise F1 0.709, mean |p̂ error| 0.117
+#   test (16 held out)     ARI 0.643, pairwise F1 0.759, mean |p̂ error| 0.100
+#   6-fold CV (held out)   ARI 0.502, pairwise F1 0.688, mean |p̂ error| 0.121
 #   exact-match baseline   ARI 0.034 / 0.006, |p̂ error| 0.395 / 0.411 (dev / test)
-# Without the guard the best dev threshold is 0.5 and held-out ARI falls to 0.045 (CV 0.078).
-DEFAULT_THRESHOLD = 0.65
+# The guard's rules were written knowing those groups; tests/data/open_ended_groups_holdout2
+# .jsonl (21 groups, written before the rules were scored) measures the rules themselves:
+#   holdout2 at 0.775      ARI 0.578, pairwise F1 0.731, mean |p̂ error| 0.115
+#   (guard before the entity rule, t=0.65: ARI 0.117, F1 0.509, |p̂ error| 0.257)
+# Polarity + numbers guard only: best dev threshold 0.65, held-out test ARI 0.477 (CV 0.394);
+# no guard: 0.5, held-out test ARI 0.045 (CV 0.078).
+DEFAULT_THRESHOLD = 0.775
 
-# Contradiction guard. Sentence embeddings place "Yes, it is." next to "No, it is not." and
-# "Spiders have 6 legs." next to "Spiders have 8 legs." (MiniLM cosine distance 0.15-0.3,
-# closer than many paraphrases) because they share topic and words. Two cheap,
-# high-precision signals mark such pairs as maximally distant (2.0) before clustering:
-# opposite leading yes/no words, and digit-written numbers of which the two share none.
-# Cost: answers that agree in different units ("100 °C" / "212 °F") are kept apart. The
-# rules were written knowing the labeled set's categories, so the held-out numbers above
-# validate the threshold, not the rules themselves.
-_POLARITY = {"yes": 1, "yeah": 1, "yep": 1, "yup": 1, "true": 1, "no": -1, "nope": -1, "false": -1}
-_LEADING_WORD = re.compile(r"[^\w]*([a-z]+)\b")
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
-
-
-def _claim_signature(text: str) -> tuple[int, frozenset[float]]:
-    """(polarity of a leading yes/no word: +1, -1 or 0; set of numbers written with digits)."""
-    match = _LEADING_WORD.match(text.lower())
-    polarity = _POLARITY.get(match.group(1), 0) if match else 0
-    numbers = frozenset(float(n.replace(",", "")) for n in _NUMBER.findall(text))
-    return polarity, numbers
-
-
-def _signatures_conflict(a: tuple[int, frozenset[float]], b: tuple[int, frozenset[float]]) -> bool:
-    (polarity_a, numbers_a), (polarity_b, numbers_b) = a, b
-    if polarity_a and polarity_b and polarity_a != polarity_b:
-        return True
-    return bool(numbers_a and numbers_b and not numbers_a & numbers_b)
-
-
-def contradicts(a: str, b: str) -> bool:
-    """Whether two answers contradict on a surface signal that embeddings miss.
-
-    True when one starts with yes/yeah/yep/yup/true and the other with no/nope/false, or
-    when both contain numbers written with digits and share none ("6 legs" vs "8 legs";
-    "30" and "15% of 200 is 30" share 30, so that pair is left to the embedding).
-    """
-    return _signatures_conflict(_claim_signature(a), _claim_signature(b))
+# The contradiction guard (opposite yes/no, disjoint numbers, disjoint named entities) lives
+# in frontier_qa.contradiction; `contradicts` is re-exported here for backward compatibility.
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "asemantic_consistency",
+    "cluster_labels",
+    "contradicts",
+    "semantic_consistency",
+    "semantic_consistency_of",
+]
 
 
 @dataclass(frozen=True)
@@ -144,10 +124,13 @@ def _plan(answers: Sequence[str | None], failed: Sequence[bool] | None, threshol
     )
 
 
-def _cosine_distances(unique_vectors: Any, plan: _Plan, guard: bool) -> np.ndarray:
+def _cosine_distances(
+    unique_vectors: Any, plan: _Plan, guard: frozenset[str]
+) -> np.ndarray:
     """(n, n) cosine distances in [0, 2] between the answered samples, in canonical order.
 
-    With ``guard``, pairs that :func:`contradicts` flags get the maximum distance, 2.0.
+    Pairs that the ``guard`` rules of :func:`~frontier_qa.contradiction.contradiction_matrix`
+    flag get the maximum distance, 2.0.
     """
     vectors = normalize_rows(unique_vectors)
     if vectors.shape[0] != len(plan.unique):
@@ -157,12 +140,10 @@ def _cosine_distances(unique_vectors: Any, plan: _Plan, guard: bool) -> np.ndarr
         )
     unique_distances = 1.0 - vectors @ vectors.T
     if guard:
-        signatures = [_claim_signature(text) for text in plan.unique]
-        for i in range(len(signatures)):
-            for j in range(i + 1, len(signatures)):
-                if _signatures_conflict(signatures[i], signatures[j]):
-                    # the largest cosine distance: averages with this pair pull clusters apart
-                    unique_distances[i, j] = unique_distances[j, i] = 2.0
+        # Group-aware: entity background is computed over all distinct answers of the group.
+        conflict = contradiction_matrix(plan.unique, guard)
+        # the largest cosine distance: averages with such a pair pull clusters apart
+        unique_distances[conflict] = 2.0
     row_of = {text: row for row, text in enumerate(plan.unique)}
     rows = [row_of[text] for text in plan.texts]
     distances = unique_distances[np.ix_(rows, rows)]
@@ -250,7 +231,7 @@ def semantic_consistency(
     failed: Sequence[bool] | None = None,
     embedder: str | Embedder | None = None,
     threshold: float = DEFAULT_THRESHOLD,
-    contradiction_guard: bool = True,
+    contradiction_guard: bool | Collection[str] = True,
 ) -> Consistency:
     """Self-consistency of k open-ended answers, clustering them by meaning.
 
@@ -262,8 +243,11 @@ def semantic_consistency(
         embedder: an :class:`~frontier_qa.embedders.Embedder`, or a spec for
             :func:`~frontier_qa.embedders.get_embedder`; default all-MiniLM-L6-v2 (offline).
         threshold: cosine distance (0, 2] at or above which clusters are not merged.
-        contradiction_guard: keep apart answers that :func:`contradicts` flags (opposite
-            leading yes/no, disjoint numbers) however close their embeddings are.
+        contradiction_guard: keep apart answers that
+            :func:`~frontier_qa.contradiction.contradiction_matrix` flags however close
+            their embeddings are: True (all rules: opposite leading yes/no, disjoint numbers
+            in digits or words, disjoint named entities), False (none), or a subset of
+            ``{"polarity", "numbers", "entities"}``.
 
     Returns:
         A :class:`Consistency`: ``p_hat`` = largest cluster / k, ``majority`` = its medoid,
@@ -272,14 +256,15 @@ def semantic_consistency(
 
     Raises:
         AnswerError: ``failed`` has the wrong length, or an answer is not a string.
-        ConfigError: bad ``threshold``, embedder spec or embedder output.
+        ConfigError: bad ``threshold``, guard rule name, embedder spec or embedder output.
         MissingExtraError: the default embedder needs ``pip install 'frontier-qa[embed]'``.
     """
     plan = _plan(answers, failed, threshold)
+    guard = check_rules(contradiction_guard)  # ConfigError before any embedding work
     if not plan.order:
         return _empty(plan)
     vectors = get_embedder(embedder).encode(list(plan.unique))
-    return _assemble(plan, _cosine_distances(vectors, plan, contradiction_guard), threshold)
+    return _assemble(plan, _cosine_distances(vectors, plan, guard), threshold)
 
 
 async def asemantic_consistency(
@@ -288,12 +273,13 @@ async def asemantic_consistency(
     failed: Sequence[bool] | None = None,
     embedder: str | Embedder | None = None,
     threshold: float = DEFAULT_THRESHOLD,
-    contradiction_guard: bool = True,
+    contradiction_guard: bool | Collection[str] = True,
 ) -> Consistency:
     """Async :func:`semantic_consistency`: awaits ``embedder.aencode`` when it has one
     (litellm embedders), else runs ``encode`` in a worker thread so the event loop keeps going.
     """
     plan = _plan(answers, failed, threshold)
+    guard = check_rules(contradiction_guard)  # ConfigError before any embedding work
     if not plan.order:
         return _empty(plan)
     resolved = get_embedder(embedder)
@@ -302,7 +288,7 @@ async def asemantic_consistency(
         vectors = await aencode(list(plan.unique))
     else:
         vectors = await asyncio.to_thread(resolved.encode, list(plan.unique))
-    return _assemble(plan, _cosine_distances(vectors, plan, contradiction_guard), threshold)
+    return _assemble(plan, _cosine_distances(vectors, plan, guard), threshold)
 
 
 def semantic_consistency_of(
@@ -311,7 +297,7 @@ def semantic_consistency_of(
     *,
     embedder: str | Embedder | None = None,
     threshold: float = DEFAULT_THRESHOLD,
-    contradiction_guard: bool = True,
+    contradiction_guard: bool | Collection[str] = True,
 ) -> Consistency:
     """Open-ended self-consistency of a case's trajectories: extract each answer, then cluster.
 

@@ -25,6 +25,7 @@ from frontier_qa.embedders import (
     load_sentence_transformer,
 )
 from frontier_qa.errors import AnswerError, ConfigError, MissingExtraError, TargetError
+from frontier_qa.contradiction import contradiction_matrix, entity_terms, numbers_in
 from frontier_qa.semantic import (
     DEFAULT_THRESHOLD,
     asemantic_consistency,
@@ -35,6 +36,7 @@ from frontier_qa.semantic import (
 from frontier_qa.target import Trajectory
 
 GROUPS = Path(__file__).parent / "data" / "open_ended_groups.jsonl"
+HOLDOUT2 = Path(__file__).parent / "data" / "open_ended_groups_holdout2.jsonl"
 
 
 class TableEmbedder:
@@ -63,7 +65,9 @@ class AsyncTableEmbedder(TableEmbedder):
 #   d(a1,b1)=1  d(a1,b2)=1  d(a2,b1)=0.72  d(a2,b2)=0.776  d(a3,b1)=1  d(a3,b2)=0.64
 # Average linkage at 0.5: a1+a2 (0.04), b1+b2 (0.2), {a1,a2}+a3 (0.216); {a}-{b} average
 # = 5.136/6 = 0.856 stays apart.
-A1, A2, A3, B1, B2 = "alpha one", "alpha two", "alpha three", "beta one", "beta two"
+# (No number words in the texts: "alpha one" / "alpha two" would trip the numbers guard.
+# Sorted order is the same as for one < three < two.)
+A1, A2, A3, B1, B2 = "alpha oak", "alpha twig", "alpha thorn", "beta oak", "beta twig"
 VECTORS = {
     A1: [1.0, 0.0, 0.0],
     A2: [0.96, 0.28, 0.0],
@@ -88,7 +92,7 @@ def partition(result, answers) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def test_hand_computed_p_hat_medoid_entropy_with_failed_and_unparseable() -> None:
-    answers = [B2, A3, None, A1, "Traceback: timeout", B1, "   ", " alpha two ", None]
+    answers = [B2, A3, None, A1, "Traceback: timeout", B1, "   ", " alpha twig ", None]
     failed = [False, False, False, False, True, False, False, False, True]
     result = semantic_consistency(answers, failed=failed, embedder=fake(), threshold=0.5)
     assert result.k == 9  # every sample, failed and unparseable included
@@ -160,7 +164,7 @@ def test_equal_sized_clusters_are_a_tie_broken_by_text() -> None:
     answers = [B2, B1, A1, A2]  # {a1,a2} and {b1,b2}, both size 2
     result = semantic_consistency(answers, embedder=fake(), threshold=0.5)
     assert result.tie is True
-    assert result.majority == A1  # "alpha one" < "beta one", not "whichever came first"
+    assert result.majority == A1  # "alpha oak" < "beta oak", not "whichever came first"
     assert result.p_hat == pytest.approx(0.5)
     assert result.entropy == pytest.approx(math.log(2))
 
@@ -215,13 +219,103 @@ def test_contradiction_guard_separates_opposite_answers_with_equal_vectors() -> 
         ("1,000 requests", "1000 requests", False),  # same number, different notation
         ("Yes, 97 is prime.", "97 is a prime number.", False),
         ("No module named yaml", "Nothing was installed.", False),  # one polarity only
-        ("Eight legs.", "6 legs.", False),  # words are not digits: left to the embedding
+        ("Eight legs.", "6 legs.", True),  # number words count as numbers
+        ("Fifty-six.", "7 × 8 = 56", False),  # shares 56
+        ("One hundred degrees.", "100 °C.", False),  # "°C" is a unit, not an entity
+        ("Canberra.", "Sydney.", True),  # disjoint entities
+        ("Canberra, in the ACT.", "The capital is Canberra.", False),  # share Canberra
+        ("It's Canberra, not Sydney.", "Sydney.", True),  # Sydney is rejected, not named
+        ("It's Canberra, not Sydney.", "Canberra.", False),
+        ("PUT, not POST.", "POST is idempotent.", True),
+        ("Axial tilt.", "The tilt of Earth's axis.", False),  # "Axial tilt." is not a name
         ("Use config.yaml", "Use config.yml", False),
     ],
 )
 def test_contradicts(a: str, b: str, expected: bool) -> None:
     assert contradicts(a, b) is expected
     assert contradicts(b, a) is expected
+
+
+# examples/data/sample_runs.jsonl, case "capital": 6 Canberra (one also rejects Sydney),
+# 3 Sydney, 1 Melbourne; "Australia" is in 7 answers on both sides of the disagreement.
+CAPITAL = [
+    "The capital of Australia is Canberra.",
+    "Canberra is Australia's capital city.",
+    "Australia's capital is Canberra.",
+    "The capital of Australia is Sydney.",
+    "Sydney is the capital of Australia.",
+    "Canberra.",
+    "It's Canberra, not Sydney.",
+    "The capital city of Australia is Melbourne.",
+    "Canberra is the capital.",
+    "Australia's capital city is Sydney.",
+]
+
+
+def test_entity_guard_splits_the_australia_example_with_equal_vectors() -> None:
+    # All ten answers get the same vector, so only the guard can separate them.
+    embedder = TableEmbedder(dict.fromkeys(CAPITAL, [1.0, 0.0]))
+    result = semantic_consistency(CAPITAL, embedder=embedder)
+    assert [c.members for c in result.clusters] == [(0, 1, 2, 5, 6, 8), (3, 4, 9), (7,)]
+    assert result.p_hat == pytest.approx(6 / 10)  # hand count: 6 Canberra of k = 10
+    assert "Canberra" in result.majority
+    assert result.entropy == pytest.approx(
+        -(0.6 * math.log(0.6) + 0.3 * math.log(0.3) + 0.1 * math.log(0.1))
+    )
+    # The older guard (yes/no + numbers) and no guard both see one meaning: p̂ = 1.
+    for guard in (False, ("polarity", "numbers")):
+        merged = semantic_consistency(CAPITAL, embedder=embedder, contradiction_guard=guard)
+        assert merged.n_clusters == 1 and merged.p_hat == 1.0
+
+
+def test_entity_terms_drop_background_and_rejected_entities() -> None:
+    terms = entity_terms(CAPITAL)
+    assert [sorted(t) for t in terms] == [
+        ["canberra"], ["canberra"], ["canberra"], ["sydney"], ["sydney"],
+        ["canberra"], ["canberra"], ["melbourne"], ["canberra"], ["sydney"],
+    ]  # fmt: skip
+    # A name that is itself a whole answer is never background, even when long answers
+    # pair it with unrelated extra names (July/Apollo vs Buzz Aldrin).
+    moon = [
+        "Neil Armstrong.",
+        "Neil Armstrong, in July 1969 on Apollo 11.",
+        "Neil Armstrong first; Buzz Aldrin followed.",
+        "Buzz Aldrin.",
+    ]
+    terms = entity_terms(moon)
+    assert terms[1] >= {"neil", "armstrong"} and terms[2] >= {"neil", "armstrong"}
+    conflict = contradiction_matrix(moon)
+    assert not conflict[0, 1] and not conflict[0, 2] and not conflict[1, 2]
+    assert conflict[0, 3] and conflict[1, 3] and not conflict[2, 3]
+
+
+def test_contradiction_matrix_is_symmetric_and_rule_selectable() -> None:
+    texts = ["Yes, 8.", "No, eight.", "Canberra.", "Sydney."]
+    every = contradiction_matrix(texts)
+    assert (every == every.T).all() and not every.diagonal().any()
+    assert every[0, 1] and every[2, 3] and not every[0, 2]
+    assert not contradiction_matrix(texts, ("numbers", "entities"))[0, 1]  # 8 == eight
+    assert not contradiction_matrix(texts, "polarity")[2, 3]
+    assert not contradiction_matrix(texts, False).any()
+    with pytest.raises(ConfigError, match="unknown contradiction rule"):
+        contradiction_matrix(texts, ("polarity", "entity"))
+    with pytest.raises(ConfigError, match="unknown contradiction rule"):
+        semantic_consistency(["a"], embedder=fake(), contradiction_guard=("nope",))
+
+
+@pytest.mark.parametrize(
+    ("text", "numbers"),
+    [
+        ("Eight.", {8.0}),
+        ("Fifty-six, i.e. 7 x 8.", {7.0, 8.0, 56.0}),
+        ("one hundred and five", {105.0}),
+        ("two thousand five hundred", {2500.0}),
+        ("1,000 requests, twelve retries", {1000.0, 12.0}),
+        ("Often, money is tight.", set()),  # "ten" inside "often" is no number
+    ],
+)
+def test_numbers_in_reads_digits_and_number_words(text: str, numbers: set[float]) -> None:
+    assert numbers_in(text) == numbers
 
 
 def test_async_version_prefers_aencode_and_agrees() -> None:
@@ -255,18 +349,18 @@ def test_bad_answers_and_embedder_output() -> None:
     with pytest.raises(ConfigError, match="1 vectors for 2 texts"):
         semantic_consistency([A1, A2], embedder=Short())
     with pytest.raises(AnswerError, match="one string"):
-        semantic_consistency("alpha one", embedder=fake())
+        semantic_consistency("alpha oak", embedder=fake())
     with pytest.raises(AnswerError, match="answer 1 is a int"):
         semantic_consistency([A1, 42], embedder=fake())
 
 
 def test_trajectories_extract_then_cluster() -> None:
     trajectories = [
-        Trajectory(text="Thinking...\nFinal answer: alpha one"),
+        Trajectory(text="Thinking...\nFinal answer: alpha oak"),
         Trajectory(text=None, error="HTTP 500"),
         Trajectory(text="I am not sure."),  # no final-answer line: unparseable
-        Trajectory(text="Answer: alpha two"),
-        Trajectory(text="Final answer: beta one"),
+        Trajectory(text="Answer: alpha twig"),
+        Trajectory(text="Final answer: beta oak"),
     ]
     result = semantic_consistency_of(trajectories, "final_answer", embedder=fake(), threshold=0.5)
     assert (result.k, result.n_failed, result.n_unparseable) == (5, 1, 1)
@@ -274,9 +368,9 @@ def test_trajectories_extract_then_cluster() -> None:
     assert result.p_hat == pytest.approx(2 / 5) and result.majority == A1
     whole = semantic_consistency_of(
         trajectories[3:],
-        embedder=TableEmbedder({"Answer: alpha two": [1, 0], "Final answer: beta one": [0, 1]}),
+        embedder=TableEmbedder({"Answer: alpha twig": [1, 0], "Final answer: beta oak": [0, 1]}),
     )
-    assert whole.answers == ("Answer: alpha two", "Final answer: beta one")  # default format "text"
+    assert whole.answers == ("Answer: alpha twig", "Final answer: beta oak")  # format "text"
 
 
 # --- embedders ----------------------------------------------------------------------------
@@ -446,46 +540,59 @@ def _adjusted_rand(truth: list[str], predicted: list[int]) -> float:
     return float(adjusted_rand_score(truth, predicted))
 
 
+def _load(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
 @pytest.mark.model
 def test_default_threshold_agrees_with_the_labeled_groups() -> None:
-    """Bars sit between the measured default (benchmarks/semantic_threshold.py: all-groups ARI
-    0.333, test-split ARI 0.442, pair-F1 0.607, |Δp̂| 0.163) and what a regression gives (guard
-    off: ARI 0.125 / 0.036, pair-F1 0.532, |Δp̂| 0.237; exact match: ARI 0.02, |Δp̂| 0.40),
-    with >= 0.04 of slack for float drift across CPUs and library versions."""
-    groups = [
-        json.loads(line) for line in GROUPS.read_text(encoding="utf-8").splitlines() if line.strip()
-    ]
-    assert len(groups) >= 40 and all(4 <= len(g["answers"]) <= 10 for g in groups)
+    """Bars sit between the measured default (benchmarks/semantic_threshold.py, t=0.775, full
+    guard: all-groups ARI 0.568, test-split ARI 0.643, pair-F1 0.723, |Δp̂| 0.111; holdout2
+    ARI 0.578, pair-F1 0.731, |Δp̂| 0.115) and what a regression gives (the guard before the
+    entity rule, t=0.65: ARI 0.333 / 0.442, pair-F1 0.607, |Δp̂| 0.163; holdout2 ARI 0.117,
+    |Δp̂| 0.257; polarity+numbers guard on holdout2: ARI 0.318; exact match: ARI 0.02, |Δp̂|
+    0.40), with >= 0.05 of slack for float drift across CPUs and library versions."""
+    groups, holdout = _load(GROUPS), _load(HOLDOUT2)
+    assert len(groups) >= 40 and len(holdout) >= 16
+    assert all(4 <= len(g["answers"]) <= 10 for g in groups + holdout)
     # One batch for every distinct text (new sequence lengths make torch on CPU slow to
     # warm up per call); the per-call path through the real model is tested above.
-    texts = sorted({a["text"] for g in groups for a in g["answers"]})
+    texts = sorted({a["text"] for g in groups + holdout for a in g["answers"]})
     embedder = TableEmbedder(dict(zip(texts, get_embedder().encode(texts).tolist(), strict=True)))
-    aris: dict[str, list[float]] = {"dev": [], "test": []}
-    p_errors, tp, fp, fn = [], 0, 0, 0
-    for group in groups:
-        texts = [a["text"] for a in group["answers"]]
-        truth = [a["meaning"] for a in group["answers"]]
-        result = semantic_consistency(texts, embedder=embedder)
-        predicted = [-1] * len(texts)
-        for number, cluster in enumerate(result.clusters):
-            for index in cluster.members:
-                predicted[index] = number
-        aris[group["split"]].append(_adjusted_rand(truth, predicted))
-        p_errors.append(abs(result.p_hat - max(truth.count(m) for m in truth) / len(truth)))
-        for i, j in itertools.combinations(range(len(texts)), 2):
-            tp += truth[i] == truth[j] and predicted[i] == predicted[j]
-            fp += truth[i] != truth[j] and predicted[i] == predicted[j]
-            fn += truth[i] == truth[j] and predicted[i] != predicted[j]
-    all_ari = float(np.mean(aris["dev"] + aris["test"]))
-    test_ari = float(np.mean(aris["test"]))
-    pair_f1 = 2 * tp / (2 * tp + fp + fn)
-    p_error = float(np.mean(p_errors))
+
+    def measure(part: list[dict]) -> dict[str, float]:
+        aris, p_errors, tp, fp, fn = [], [], 0, 0, 0
+        for group in part:
+            texts = [a["text"] for a in group["answers"]]
+            truth = [a["meaning"] for a in group["answers"]]
+            result = semantic_consistency(texts, embedder=embedder)
+            predicted = [-1] * len(texts)
+            for number, cluster in enumerate(result.clusters):
+                for index in cluster.members:
+                    predicted[index] = number
+            aris.append(_adjusted_rand(truth, predicted))
+            p_errors.append(abs(result.p_hat - max(truth.count(m) for m in truth) / len(truth)))
+            for i, j in itertools.combinations(range(len(texts)), 2):
+                tp += truth[i] == truth[j] and predicted[i] == predicted[j]
+                fp += truth[i] != truth[j] and predicted[i] == predicted[j]
+                fn += truth[i] == truth[j] and predicted[i] != predicted[j]
+        f1 = 2 * tp / (2 * tp + fp + fn)
+        return {"ari": float(np.mean(aris)), "f1": f1, "p_err": float(np.mean(p_errors))}
+
+    every = measure(groups)
+    test = measure([g for g in groups if g["split"] == "test"])
+    fresh = measure(holdout)
     print(
         f"\nsemantic clustering vs labels at threshold {DEFAULT_THRESHOLD}: "
-        f"mean ARI all {all_ari:.3f}, held-out test split {test_ari:.3f}; "
-        f"pairwise F1 {pair_f1:.3f}; mean |p̂ error| {p_error:.3f}"
+        f"mean ARI all {every['ari']:.3f}, held-out test split {test['ari']:.3f}; "
+        f"pairwise F1 {every['f1']:.3f}; mean |p̂ error| {every['p_err']:.3f}; holdout2 ARI "
+        f"{fresh['ari']:.3f}, pairwise F1 {fresh['f1']:.3f}, |p̂ error| {fresh['p_err']:.3f}"
     )
-    assert all_ari >= 0.25
-    assert test_ari >= 0.30
-    assert pair_f1 >= 0.55
-    assert p_error <= 0.20
+    assert every["ari"] >= 0.48
+    assert test["ari"] >= 0.55
+    assert every["f1"] >= 0.66
+    assert every["p_err"] <= 0.15
+    # holdout2 was written before the entity rule was scored: it measures the rules
+    assert fresh["ari"] >= 0.48
+    assert fresh["f1"] >= 0.66
+    assert fresh["p_err"] <= 0.17
