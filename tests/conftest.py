@@ -13,3 +13,25 @@ os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
 pytest_plugins = ["pytester"]
+
+import pytest  # noqa: E402
+
+_MEASUREMENTS: list[str] = []
+
+
+@pytest.fixture
+def report_measurement(record_property):  # type: ignore[no-untyped-def]
+    """Record a measured number: shown in pytest's terminal summary and in --junitxml."""
+
+    def record(name: str, line: str) -> None:
+        _MEASUREMENTS.append(line)
+        record_property(name, line)
+
+    return record
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    if _MEASUREMENTS:
+        terminalreporter.section("frontier-qa measurements")
+        for line in _MEASUREMENTS:
+            terminalreporter.write_line(line)

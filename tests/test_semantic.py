@@ -545,7 +545,7 @@ def _load(path: Path) -> list[dict]:
 
 
 @pytest.mark.model
-def test_default_threshold_agrees_with_the_labeled_groups() -> None:
+def test_default_threshold_agrees_with_the_labeled_groups(report_measurement) -> None:
     """Bars sit between the measured default (benchmarks/semantic_threshold.py, t=0.775, full
     guard: all-groups ARI 0.568, test-split ARI 0.643, pair-F1 0.723, |Δp̂| 0.111; holdout2
     ARI 0.578, pair-F1 0.731, |Δp̂| 0.115) and what a regression gives (the guard before the
@@ -582,8 +582,9 @@ def test_default_threshold_agrees_with_the_labeled_groups() -> None:
     every = measure(groups)
     test = measure([g for g in groups if g["split"] == "test"])
     fresh = measure(holdout)
-    print(
-        f"\nsemantic clustering vs labels at threshold {DEFAULT_THRESHOLD}: "
+    report_measurement(
+        "semantic_agreement",
+        f"semantic clustering vs labels at threshold {DEFAULT_THRESHOLD}: "
         f"mean ARI all {every['ari']:.3f}, held-out test split {test['ari']:.3f}; "
         f"pairwise F1 {every['f1']:.3f}; mean |p̂ error| {every['p_err']:.3f}; holdout2 ARI "
         f"{fresh['ari']:.3f}, pairwise F1 {fresh['f1']:.3f}, |p̂ error| {fresh['p_err']:.3f}"
