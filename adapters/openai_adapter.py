@@ -336,6 +336,11 @@ class OpenAIAdapter(Adapter):
 
     async def generate(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
         n = min(n, self.max_n)
+        if sampling.temperature <= 0:
+            # vLLM refuses n > 1 for greedy decoding ("n must be 1 when using greedy sampling"),
+            # and hosted APIs are not deterministic at temperature 0 either: ask one real sample
+            # per request (the runtime asks again for the rest) without giving up n for later calls.
+            n = 1
         try:
             response = await self._client().chat.completions.create(**self.request(case, n, sampling, start))
         except self._openai.BadRequestError as exc:

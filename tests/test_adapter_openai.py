@@ -104,6 +104,19 @@ def test_server_rejecting_n_falls_back_to_single_requests() -> None:
         assert [r.body.get("n") for r in server.requests] == [3, None, None, None]
 
 
+def test_greedy_sampling_asks_one_real_sample_per_request_and_keeps_n() -> None:
+    # vLLM refuses n > 1 at temperature 0; hosted APIs are not deterministic there either.
+    greedy = Sampling(seed=0, max_tokens=32, temperature=0.0)
+    with FakeOpenAIServer(answers=ANSWERS) as server:
+        target = target_for(server)
+        out = target.sample_sync(Case("add", "2+2?"), 3, greedy)
+        assert [t.sample_index for t in out] == [0, 1, 2]
+        assert [r.body.get("n") for r in server.requests] == [None, None, None]
+        assert target.max_n > 1  # a later sampled (temperature > 0) call still batches with n
+        target.sample_sync(Case("add", "2+2?"), 3, SAMPLING)
+        assert server.requests[-1].body.get("n") == 3
+
+
 def test_prefill_continues_the_assistant_turn() -> None:
     case = Case("p", "2+2?", history=({"role": "assistant", "content": "Let me think. "},))
     with FakeOpenAIServer(answers=ANSWERS) as server:
