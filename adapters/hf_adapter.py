@@ -1,0 +1,394 @@
+"""Local transformers models as targets (spec ``hf:/path/to/model`` or ``hf:smollm2``).
+
+CPU-friendly: float32 on CPU (bf16 is ≈ 50× slower there), CUDA when present. Concurrent
+``generate`` calls are merged by :class:`~frontier_qa.adapters._batching.MicroBatcher`
+into one left-padded batch, so asking for every case of a round at once runs one
+``model.generate``; one worker thread owns the model.
+
+Each row of a batch is one sample and draws from its own random stream seeded with
+``seed + sample_index`` (``Sampling.seed`` docs), so sample ``i`` of a case is the same text
+whether it was drawn alone, with ``n=10`` or next to other cases. Transformers' own sampler
+uses one global generator for the whole batch, which would tie a sample to its batch
+neighbours; here a logits processor samples every row itself and leaves the chosen token as
+the only finite logit, and ``generate`` runs greedy over that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import random
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from frontier_qa._optional import require
+from frontier_qa.adapters._batching import MicroBatcher
+from frontier_qa.errors import ConfigError
+from frontier_qa.local_models import model_info, resolve_model
+from frontier_qa.target import Adapter, Case, Sampling, Trajectory, Usage
+
+_PURPOSE = "A local transformers target (hf:...)"
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One ``generate`` call as queued for the worker."""
+
+    case: Case
+    n: int
+    sampling: Sampling
+    start: int
+    seed: int  # base seed: the sample with absolute index j draws from seed + j
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One sample to draw: a prompt and its own sampling parameters."""
+
+    prompt_ids: list[int]
+    seed: int
+    temperature: float
+    top_p: float
+    max_tokens: int
+    stop: tuple[str, ...]
+
+
+class HFAdapter(Adapter):
+    """A transformers causal LM answering cases through its chat template.
+
+    Args:
+        model: folder of a transformers model (loaded with ``local_files_only=True``).
+        name: identity used in :attr:`id` (default: the folder's absolute path).
+        dtype: ``"auto"`` (float32 on CPU; bfloat16, else float16, on CUDA), ``"float32"``,
+            ``"bfloat16"`` or ``"float16"``.
+        device: ``"auto"`` (CUDA if available, else CPU) or a torch device string.
+        max_batch_rows: most samples (rows) in one ``model.generate`` call.
+        batch_wait_s: seconds to wait for concurrent requests to join a batch.
+        max_n: most samples one call may ask for.
+        chat_template: a Jinja chat template overriding the tokenizer's.
+        trust_remote_code: passed to ``from_pretrained``.
+
+    Attributes:
+        generate_calls: how many times ``model.generate`` ran (what micro-batching saves).
+    """
+
+    supports_prefill = True
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str],
+        *,
+        name: str | None = None,
+        dtype: str = "auto",
+        device: str = "auto",
+        max_batch_rows: int = 32,
+        batch_wait_s: float = 0.005,
+        max_n: int = 64,
+        chat_template: str | None = None,
+        trust_remote_code: bool = False,
+    ) -> None:
+        self.path = Path(model).expanduser().resolve()
+        if not (self.path / "config.json").is_file():
+            raise ConfigError(
+                f"hf model folder {str(self.path)!r} does not exist or has no config.json",
+                hint="give a local transformers model folder; frontier-qa never downloads from a hub "
+                "here (or use 'hf:smollm2' for the offline SmolLM2-135M-Instruct)",
+            )
+        self._torch = require("torch", extra="train", purpose=_PURPOSE)
+        self._transformers = require("transformers", extra="train", purpose=_PURPOSE)
+        self.device = _pick_device(self._torch, device)
+        self.dtype_name = _pick_dtype(self._torch, dtype, self.device)
+        self.id = f"hf:{name or self.path}?dtype={self.dtype_name}"
+        self.max_n = max_n
+        self.max_batch_rows = max_batch_rows
+        self.generate_calls = 0
+        self._chat_template = chat_template
+        self._trust_remote_code = trust_remote_code
+        self._batcher: MicroBatcher[_Request, list[Trajectory]] = MicroBatcher(
+            self._run_batch,
+            weight=lambda request: request.n,
+            max_weight=max_batch_rows,
+            wait_s=batch_wait_s,
+            name=f"frontier-qa-hf:{self.path.name}",
+        )
+        try:
+            self._batcher.call(self._load)  # on the worker thread that will own the model
+        except BaseException:
+            self._batcher.close()
+            raise
+
+    def _load(self) -> None:
+        torch, transformers = self._torch, self._transformers
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(
+            str(self.path), local_files_only=True, trust_remote_code=self._trust_remote_code
+        )
+        if self._chat_template is not None:
+            self.tokenizer.chat_template = self._chat_template
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise ConfigError(
+                f"the tokenizer in {str(self.path)!r} has no chat template",
+                hint="use an instruct/chat model, or pass chat_template='<jinja template>' as an option",
+            )
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(self.path),
+            dtype=getattr(torch, self.dtype_name),
+            local_files_only=True,
+            trust_remote_code=self._trust_remote_code,
+        ).to(self.device)
+        self.model.eval()
+        eos = {self.tokenizer.eos_token_id, *_as_list(self.model.generation_config.eos_token_id)}
+        self.eos_ids = sorted(int(token) for token in eos if token is not None)
+        pad = self.tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else self.eos_ids[0])
+
+    def version(self) -> str | None:
+        info = model_info(self.path)
+        return info.get("source") if info else None
+
+    async def generate(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
+        seed = sampling.seed if sampling.seed is not None else secrets.randbits(62)
+        began = time.monotonic()
+        trajectories = await self._batcher.submit(_Request(case, n, sampling, start, seed))
+        latency = time.monotonic() - began
+        return [_with_latency(t, latency) for t in trajectories]
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self._batcher.close)
+        self.model = None  # let the weights go even if the adapter object lives on
+        self.tokenizer = None
+
+    # ----- worker thread --------------------------------------------------------------
+
+    def render(self, case: Case) -> list[int]:
+        """Token ids of ``case``'s prompt: chat template, generation prompt or prefill."""
+        prefill = case.continues_assistant
+        text = self.tokenizer.apply_chat_template(
+            case.messages,
+            tools=list(case.tools) or None,
+            tokenize=False,
+            add_generation_prompt=not prefill,
+            continue_final_message=prefill,
+        )
+        # The template already wrote the special tokens (e.g. <|im_start|>); adding a BOS would
+        # put one in front that the model never saw in training.
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _run_batch(self, requests: list[_Request]) -> list[list[Trajectory] | BaseException]:
+        rows: list[_Row] = []
+        owners: list[int] = []  # request index of each row
+        results: list[list[Trajectory] | BaseException] = [[] for _ in requests]
+        for r, request in enumerate(requests):
+            try:
+                prompt = self.render(request.case)
+            except Exception as exc:  # noqa: BLE001 - this request alone fails
+                results[r] = ConfigError(f"case {request.case.id!r} cannot be rendered: {exc}")
+                continue
+            s = request.sampling
+            for i in range(request.start, request.start + request.n):
+                rows.append(_Row(prompt, request.seed + i, s.temperature, s.top_p, s.max_tokens, tuple(s.stop)))
+                owners.append(r)
+        outputs: list[tuple[str, int, int]] = []
+        for lo in range(0, len(rows), self.max_batch_rows):
+            outputs.extend(self._generate_rows(rows[lo : lo + self.max_batch_rows]))
+        index = {r: requests[r].start for r in range(len(requests))}
+        for owner, (text, prompt_tokens, completion_tokens) in zip(owners, outputs, strict=True):
+            request = requests[owner]
+            messages = conversation_after(request.case, text)
+            trajectory = Trajectory(
+                text=text,
+                messages=messages,
+                usage=Usage(prompt_tokens, completion_tokens),
+                sample_index=index[owner],
+            )
+            index[owner] += 1
+            assert isinstance(results[owner], list)
+            results[owner].append(trajectory)  # type: ignore[union-attr]
+        return results
+
+    def _generate_rows(self, rows: list[_Row]) -> list[tuple[str, int, int]]:
+        """Run one ``model.generate`` over ``rows``; return (text, prompt tokens, completion tokens)."""
+        torch, transformers = self._torch, self._transformers
+        width = max(len(row.prompt_ids) for row in rows)
+        # Left padding: every row's last prompt token sits in the last column, so new tokens
+        # line up; the attention mask hides the padding (and generate derives positions from it).
+        ids = [[self.pad_id] * (width - len(row.prompt_ids)) + row.prompt_ids for row in rows]
+        mask = [[0] * (width - len(row.prompt_ids)) + [1] * len(row.prompt_ids) for row in rows]
+        input_ids = torch.tensor(ids, dtype=torch.long, device=self.device)
+        attention_mask = torch.tensor(mask, dtype=torch.long, device=self.device)
+        stopper = _RowStopper(self.tokenizer, rows, width, self.eos_ids)
+        config = transformers.GenerationConfig(
+            do_sample=False,  # _RowSampler has already sampled; greedy reads its one-hot choice
+            num_beams=1,
+            max_new_tokens=max(row.max_tokens for row in rows),
+            pad_token_id=self.pad_id,
+            eos_token_id=self.eos_ids,
+        )
+        self.generate_calls += 1
+        with torch.inference_mode():
+            sequences = self.model.generate(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                generation_config=config,
+                logits_processor=transformers.LogitsProcessorList([_RowSampler(torch, rows)]),
+                stopping_criteria=transformers.StoppingCriteriaList([stopper]),
+            )
+        out = []
+        for r, row in enumerate(rows):
+            length = stopper.lengths[r] if stopper.lengths[r] is not None else sequences.shape[1] - width
+            new = sequences[r, width : width + length].tolist()
+            text = _cut_at_stop(self.tokenizer.decode(new, skip_special_tokens=True), row.stop)
+            out.append((text, len(row.prompt_ids), length))
+        return out
+
+
+class _RowSampler:
+    """Logits processor that samples each row with its own seeded stream (see module doc).
+
+    Temperature and top-p are applied per row; the draw is an inverse-CDF lookup with a
+    uniform number from ``random.Random(seed)``, so it depends only on the row's own seed and
+    probabilities, never on the other rows. Temperature 0 means greedy.
+    """
+
+    _NUCLEUS_K = 1024  # candidates tried before a full vocabulary sort (enough at top_p <= 0.99)
+
+    def __init__(self, torch: Any, rows: Sequence[_Row]) -> None:
+        self.torch = torch
+        self.streams = [random.Random(row.seed) for row in rows]
+        self.temperature = [row.temperature for row in rows]
+        self.top_p = [row.top_p for row in rows]
+        self.plain = [r for r, row in enumerate(rows) if row.temperature > 0 and row.top_p >= 1]
+        self.nucleus = [r for r, row in enumerate(rows) if row.temperature > 0 and row.top_p < 1]
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        torch = self.torch
+        logits = scores.float()
+        # One uniform per row per step, always drawn, so a row's stream never depends on others.
+        u = [stream.random() for stream in self.streams]
+        choice = logits.argmax(dim=-1)
+        if self.plain:  # no nucleus: inverse CDF in vocabulary order, no sort needed
+            rows = torch.tensor(self.plain, device=logits.device)
+            temps = torch.tensor([self.temperature[r] for r in self.plain], device=logits.device)
+            cdf = torch.softmax(logits[rows] / temps[:, None], dim=-1).cumsum(dim=-1)
+            target = torch.tensor([u[r] for r in self.plain], device=logits.device) * cdf[:, -1]
+            position = (cdf < target[:, None]).sum(dim=-1).clamp_max(logits.shape[-1] - 1)
+            choice[rows] = position
+        for r in self.nucleus:
+            probs = torch.softmax(logits[r] / self.temperature[r], dim=-1)
+            # The nucleus is the smallest prefix of tokens by probability with mass >= top_p;
+            # a top-k usually holds it, and a full sort (≈ 5 ms at 49k tokens) is the fallback.
+            ordered, order = probs.topk(min(self._NUCLEUS_K, probs.shape[-1]))
+            if float(ordered.sum()) < self.top_p[r]:
+                ordered, order = probs.sort(descending=True, stable=True)
+            kept = ordered * ((ordered.cumsum(dim=-1) - ordered) < self.top_p[r])
+            cdf = kept.cumsum(dim=-1)
+            position = int((cdf < u[r] * cdf[-1]).sum().clamp_max(cdf.shape[-1] - 1))
+            choice[r] = order[position]
+        out = torch.full_like(scores, float("-inf"))
+        out.scatter_(1, choice[:, None], 0.0)
+        return out
+
+
+class _RowStopper:
+    """Stopping criterion per row: its own max tokens, stop strings and EOS.
+
+    Records each row's generated length when it first finishes, since ``generate`` pads
+    finished rows afterwards and the pad id may be a real token.
+    """
+
+    def __init__(self, tokenizer: Any, rows: Sequence[_Row], prompt_width: int, eos_ids: Sequence[int]) -> None:
+        self.tokenizer = tokenizer
+        self.rows = rows
+        self.width = prompt_width
+        self.eos = set(eos_ids)
+        self.lengths: list[int | None] = [None] * len(rows)
+        # A stop string of c characters spans at most 4c bytes, so at most 4c byte-level tokens
+        # (+1 for a token that starts before it): decoding that tail is enough to see it.
+        self.tail = [4 * max((len(s) for s in row.stop), default=0) + 1 for row in rows]
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch  # already loaded by the adapter; kept local so the module stays light
+
+        generated = input_ids.shape[1] - self.width
+        done = []
+        for r, row in enumerate(self.rows):
+            if self.lengths[r] is None:
+                last = int(input_ids[r, -1])
+                finished = last in self.eos or generated >= row.max_tokens
+                if not finished and row.stop:
+                    tail = input_ids[r, max(self.width, input_ids.shape[1] - self.tail[r]) :].tolist()
+                    text = self.tokenizer.decode(tail, skip_special_tokens=True)
+                    finished = any(stop in text for stop in row.stop)
+                if finished:
+                    self.lengths[r] = generated
+            done.append(self.lengths[r] is not None)
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+
+def _cut_at_stop(text: str, stops: Sequence[str]) -> str:
+    """``text`` up to (excluding) the earliest stop string (OpenAI / vLLM semantics)."""
+    cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=len(text))
+    return text[:cut]
+
+
+def conversation_after(case: Case, text: str) -> tuple[dict[str, Any], ...]:
+    """The conversation after one sample: a prefilled assistant turn is extended, else added."""
+    messages = case.messages
+    if case.continues_assistant:
+        last = dict(messages[-1])
+        last["content"] = f"{last.get('content') or ''}{text}"
+        return (*messages[:-1], last)
+    return (*messages, {"role": "assistant", "content": text})
+
+
+def _with_latency(trajectory: Trajectory, latency: float) -> Trajectory:
+    return replace(trajectory, latency_s=latency)
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _pick_device(torch: Any, device: str) -> str:
+    if device != "auto":
+        return device
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _pick_dtype(torch: Any, dtype: str, device: str) -> str:
+    allowed = ("float32", "bfloat16", "float16")
+    if dtype == "auto":
+        if not device.startswith("cuda"):
+            return "float32"  # bf16 matmuls are ≈ 50× slower on CPU (ENVIRONMENT.md)
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+    if dtype not in allowed:
+        raise ConfigError(f"unknown dtype {dtype!r} for an hf target", hint=f"use 'auto' or one of {allowed}")
+    return dtype
+
+
+def create(rest: str, **options: Any) -> HFAdapter:
+    """Factory for ``hf:PATH`` / ``hf:smollm2`` specs; ``options`` go to :class:`HFAdapter`.
+
+    An alias (``smollm2``) is built or found in the local model cache first
+    (:func:`frontier_qa.local_models.ensure_smollm2`); ``cache_dir`` may be passed for it.
+    """
+    cache_dir = options.pop("cache_dir", None)
+    folder, name = resolve_model(rest, cache_dir=cache_dir)
+    accepted = set(inspect.signature(HFAdapter.__init__).parameters) - {"self", "model"}
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise ConfigError(
+            f"unknown option(s) {', '.join(unknown)} for target 'hf:{rest}'",
+            hint=f"hf targets accept: {', '.join(sorted(accepted | {'cache_dir'}))}",
+        )
+    options.setdefault("name", name)
+    return HFAdapter(folder, **options)
+
+
+__all__ = ["HFAdapter", "conversation_after", "create"]
