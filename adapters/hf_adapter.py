@@ -166,17 +166,7 @@ class HFAdapter(Adapter):
 
     def render(self, case: Case) -> list[int]:
         """Token ids of ``case``'s prompt: chat template, generation prompt or prefill."""
-        prefill = case.continues_assistant
-        text = self.tokenizer.apply_chat_template(
-            case.messages,
-            tools=list(case.tools) or None,
-            tokenize=False,
-            add_generation_prompt=not prefill,
-            continue_final_message=prefill,
-        )
-        # The template already wrote the special tokens (e.g. <|im_start|>); adding a BOS would
-        # put one in front that the model never saw in training.
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return render_prompt(self.tokenizer, case)
 
     def _run_batch(self, requests: list[_Request]) -> list[list[Trajectory] | BaseException]:
         rows: list[_Row] = []
@@ -333,6 +323,25 @@ def _cut_at_stop(text: str, stops: Sequence[str]) -> str:
     """``text`` up to (excluding) the earliest stop string (OpenAI / vLLM semantics)."""
     cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=len(text))
     return text[:cut]
+
+
+def render_prompt(tokenizer: Any, case: Case) -> list[int]:
+    """Token ids of ``case``'s prompt through the chat template.
+
+    A conversation ending in a partial assistant message is continued (prefill); otherwise a
+    generation prompt opens the assistant turn. Shared by the transformers and vLLM adapters.
+    """
+    prefill = case.continues_assistant
+    text = tokenizer.apply_chat_template(
+        case.messages,
+        tools=list(case.tools) or None,
+        tokenize=False,
+        add_generation_prompt=not prefill,
+        continue_final_message=prefill,
+    )
+    # The template already wrote the special tokens (e.g. <|im_start|>); adding a BOS would
+    # put one in front that the model never saw in training.
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
 def conversation_after(case: Case, text: str) -> tuple[dict[str, Any], ...]:

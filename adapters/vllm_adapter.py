@@ -21,7 +21,7 @@ from typing import Any
 
 from frontier_qa._optional import require
 from frontier_qa.adapters._batching import MicroBatcher
-from frontier_qa.adapters.hf_adapter import conversation_after
+from frontier_qa.adapters.hf_adapter import conversation_after, render_prompt
 from frontier_qa.adapters.vllm_server import VLLM_PURPOSE, VLLMServer, cpu_env
 from frontier_qa.errors import ConfigError
 from frontier_qa.local_models import model_info, resolve_model
@@ -148,15 +148,7 @@ class VLLMAdapter(Adapter):
 
     def render(self, case: Case) -> list[int]:
         """Prompt token ids: chat template with a generation prompt, or continuing a prefill."""
-        prefill = case.continues_assistant
-        text = self.tokenizer.apply_chat_template(
-            case.messages,
-            tools=list(case.tools) or None,
-            tokenize=False,
-            add_generation_prompt=not prefill,
-            continue_final_message=prefill,
-        )
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return render_prompt(self.tokenizer, case)
 
     def _run_batch(self, requests: list[_Request]) -> list[list[Trajectory] | BaseException]:
         vllm = self._vllm

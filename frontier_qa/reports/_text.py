@@ -9,7 +9,9 @@ than vanishing, so a reader still sees that they were there.
 from __future__ import annotations
 
 import html
+import os
 import re
+from pathlib import Path
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -60,3 +62,11 @@ def fmt_usd(usd: float | None) -> str:
     if usd is None:
         return "unknown"
     return f"${usd:.4f}" if usd < 1 else f"${usd:,.2f}"
+
+
+def write_text(path: str | os.PathLike[str], text: str, *, errors: str = "strict") -> Path:
+    """Write ``text`` as UTF-8 to ``path``, creating its folder; return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("utf-8", errors))
+    return path

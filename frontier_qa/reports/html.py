@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from frontier_qa.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
-from frontier_qa.reports._text import esc, fmt_p, fmt_usd, shorten
+from frontier_qa.reports._text import esc, fmt_p, fmt_usd, shorten, write_text
 from frontier_qa.reports.compare import Comparison, Verdict, count_verdicts
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.summary import Summary, answer_distribution, summarize, timeline, top_cases
@@ -257,7 +257,4 @@ def write_html(
     **options: object,
 ) -> Path:
     """Write :func:`html_report` to ``path`` (UTF-8) and return the path; ``options`` as there."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(html_report(records, run, **options), encoding="utf-8")  # type: ignore[arg-type]
-    return path
+    return write_text(path, html_report(records, run, **options))  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from frontier_qa.records import CaseClass, CaseRecord, RunRecord
-from frontier_qa.reports._text import clean, fmt_p, shorten
+from frontier_qa.reports._text import clean, fmt_p, shorten, write_text
 from frontier_qa.reports.summary import Summary, answer_distribution, summarize
 
 MAX_DETAIL_CHARS = 2000  # prompt characters shown in a failure's details
@@ -144,7 +144,4 @@ def write_junit(
     **options: bool | str,
 ) -> Path:
     """Write :func:`junit_xml` to ``path`` (UTF-8) and return the path; ``options`` as there."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit_xml(records, run, **options), encoding="utf-8")  # type: ignore[arg-type]
-    return path
+    return write_text(path, junit_xml(records, run, **options))  # type: ignore[arg-type]

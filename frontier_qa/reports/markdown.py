@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from frontier_qa.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
-from frontier_qa.reports._text import fmt_p, fmt_usd, md
+from frontier_qa.reports._text import fmt_p, fmt_usd, md, write_text
 from frontier_qa.reports.compare import Comparison, Verdict, count_verdicts
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.summary import Summary, answer_distribution, summarize, top_cases
@@ -134,8 +134,5 @@ def write_markdown(
     **options: object,
 ) -> Path:
     """Write :func:`markdown_report` to ``path`` (UTF-8) and return the path; ``options`` as there."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = markdown_report(records, run, **options)  # type: ignore[arg-type]
-    path.write_bytes(text.encode("utf-8", "backslashreplace"))
-    return path
+    return write_text(path, text, errors="backslashreplace")
