@@ -20,7 +20,7 @@ user                           as root: the code runs as an unprivileged uid (65
                                always ``PR_SET_NO_NEW_PRIVS`` (set-uid programs gain nothing)
 network                        a network namespace with no interfaces (``unshare(CLONE_NEWNET)``);
                                fallback: ``socket`` blocked inside Python (best effort only)
-filesystem                     a mount namespace: "/" read-only, the run's directory as /tmp,
+filesystem                     a mount namespace: "/" read-only, the run's directory at /tmp/run on a private /tmp,
                                fresh tmpfs on /var/tmp, /dev/shm, /run/lock, a private /proc
 ============================  ==================================================================
 
@@ -138,7 +138,8 @@ class SandboxCapabilities:
 
 # A probe drops a feature that fails, and with it the features that need it.
 _NEEDS = {"expose": "mountns", "tmp": "mountns", "readonly_root": "mountns", "proc": "pidns"}
-_COVERED = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # replaced by private mounts ("tmp")
+_COVERED = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+RUN_DIR_INSIDE = "/tmp/run"  # where the run's directory appears to the code when /tmp is private  # replaced by private mounts ("tmp")
 
 
 def _within(path: str, folder: str) -> bool:
@@ -276,17 +277,24 @@ def _launch(cfg: dict[str, Any]) -> None:  # pragma: no cover - runs in the laun
                     os.close(fd)
         if "tmp" in want:
             feature = "tmp"
-            kept = {path: os.open(path, os.O_PATH) for path in cfg["keep"]}  # before they are hidden
-            mount(cfg["workdir"], "/tmp", None, bind)
-            for path in ("/var/tmp", "/dev/shm", "/run/lock"):
+            # Open what the private tmpfs will hide first: the run's directory (itself under the
+            # host's /tmp) and interpreter folders such as a CI venv made by `mktemp -d`.
+            run_fd = os.open(cfg["workdir"], os.O_PATH)
+            kept = {path: os.open(path, os.O_PATH) for path in cfg["keep"]}
+            for path in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
                 if os.path.isdir(path) and not os.path.islink(path):
                     mount("tmpfs", path, "tmpfs", nosuid | nodev, f"mode=1777,size={cfg['tmpfs_bytes']}")
-            for path, fd in kept.items():  # e.g. a venv made by `mktemp -d`: bound back, read-only
+            # The run's directory sits beside, not above, the bound-back interpreter folders, so
+            # their mount points never show up in (or get created in) the directory the code sees.
+            os.makedirs(cfg["inside"], mode=0o755)
+            mount(f"/proc/self/fd/{run_fd}", cfg["inside"], None, bind)
+            os.close(run_fd)
+            for path, fd in kept.items():  # bound back, read-only
                 os.makedirs(path, mode=0o755, exist_ok=True)
                 mount(f"/proc/self/fd/{fd}", path, None, bind | rec)
                 readonly(path)
                 os.close(fd)
-            os.chdir("/tmp")
+            os.chdir(cfg["inside"])
         if "readonly_root" in want:
             feature = "readonly_root"
             readonly("/")
@@ -590,7 +598,7 @@ class Sandbox:
         return env
 
     def _config(self, workdir: str, features: frozenset[str], report_fd: int) -> dict[str, Any]:
-        inside = "/tmp" if "tmp" in features else workdir
+        inside = RUN_DIR_INSIDE if "tmp" in features else workdir
         if self.network == "deny" and "netns" not in features:
             argv = [self.python, "-s", "-B", "-c", _SOCKET_BLOCK]
         else:
@@ -598,6 +606,7 @@ class Sandbox:
         fsize = self.max_file_mb * 1024 * 1024
         return {
             "workdir": workdir,
+            "inside": inside,
             "features": sorted(features),
             "report_fd": report_fd,
             "expose": self._expose_map() if "expose" in features else {},
