@@ -32,6 +32,12 @@ _EXPORTS: dict[str, str] = {
     "ToolCall": "frontier_qa.target",
     "Target": "frontier_qa.target",
     "Adapter": "frontier_qa.target",
+    # probing
+    "probe": "frontier_qa.engine",
+    "replay": "frontier_qa.engine",
+    "ProbeSettings": "frontier_qa.engine",
+    "ProbeResult": "frontier_qa.engine",
+    "Validator": "frontier_qa.validation",
     # scoring core
     "extract_answer": "frontier_qa.answers",
     "extract_boxed": "frontier_qa.answers",

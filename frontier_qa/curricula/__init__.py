@@ -1,0 +1,46 @@
+"""Curricula: where the cases a probe run tries come from.
+
+Every curriculum implements :class:`frontier_qa.curriculum.Curriculum` (``name``,
+``async propose(n)``, ``observe(outcomes)``). Built in:
+
+* :class:`~frontier_qa.curricula.file.FileCurriculum`: cases from a JSONL/YAML file, hand
+  written or exported from the case store (:func:`frontier_qa.store.export_suite`);
+* :class:`~frontier_qa.curricula.file.StaticCurriculum`: a fixed list of proposals in memory;
+* :class:`~frontier_qa.curricula.prompted.PromptedCurriculum`: a model writes tasks (math, general,
+  tool calls from your schemas, open-ended, agent workflows) and adapts to recent outcomes; a
+  trained curriculum checkpoint is used the same way (``from_spec("hf:/path")``);
+* :class:`~frontier_qa.curricula.critic.SageCritic`: SAGE's question rubric as a validity critic.
+
+Names are imported on first use (PEP 562), so ``import frontier_qa.curricula`` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS: dict[str, str] = {
+    "FileCurriculum": "frontier_qa.curricula.file",
+    "StaticCurriculum": "frontier_qa.curricula.file",
+    "proposal_from_row": "frontier_qa.curricula.file",
+    "read_proposals": "frontier_qa.curricula.file",
+    "PromptedCurriculum": "frontier_qa.curricula.prompted",
+    "SageCritic": "frontier_qa.curricula.critic",
+    "CriticVerdict": "frontier_qa.validation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'frontier_qa.curricula' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+__all__ = list(_EXPORTS)

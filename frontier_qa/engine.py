@@ -1,0 +1,366 @@
+"""The probe engine: find where a target's ability ends, case by case, and write it all down.
+
+One loop (Agent0 §3.2–3.3, turned into a test harness)::
+
+    replay stored cases first ─► propose ─► validate ─► verify references ─► [skip predicted easy]
+        ─► sample in rounds (sequential policy) ─► score ─► classify ─► append to the store
+        ─► tell the curriculum ─► repeat until budget / saturation / exhaustion / max candidates
+
+* **Replay first** (Hypothesis' example database): the store's cases for this target are
+  probed again with *fresh* samples (sample indices after every earlier one, so the runtime
+  cache cannot hand back the old answers) and compared with their last record
+  (:func:`frontier_qa.reports.compare`): ``regression``, ``improved``, ``same``, ``flaky``.
+* **Sampling** asks ``target.sample(case, n, sampling, start=k_so_far)`` round by round and
+  stops when :func:`frontier_qa.sequential.decide` is sure of the band (or at k); sample ``i``
+  of a case is always sample ``i``, so cached samples keep the statistics valid and a resumed
+  run re-uses every sample already paid for. The population prior is refit from this run's
+  cases every ``prior_refit_every`` cases (empirical Bayes; that is where the savings are).
+* **Classification** (:func:`classify_case`): in band → ``frontier`` whatever the reference
+  says (a wrong reference never erases the signal: METHOD.md defect 2); a stable majority is a
+  ``failure`` only against a *verified* reference or a judge's "no", ``suspect`` against an
+  unverified one; scattered answers are ``suspect`` unless they miss a verified reference.
+* **Nothing is lost**: each case is appended to the store the moment it is classified. A
+  budget stop records the cases in flight as ``unresolved`` and leaves the run open; a
+  cancelled run keeps everything classified; ``resume=True`` skips finished cases and probes
+  unresolved ones again (their samples come from the cache).
+
+This module is the public surface (settings, results, :func:`probe`, :func:`replay`); the
+run loop is :mod:`frontier_qa.probe_run`, per-case work :mod:`frontier_qa.probe_case`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from frontier_qa.bands import AGENT0_BAND, Band
+from frontier_qa.curriculum import Curriculum
+from frontier_qa.difficulty import CalibrationReport, calibration_report
+from frontier_qa.errors import ConfigError
+from frontier_qa.probe_case import classify_case, judge_prompt, parse_judge_verdict
+from frontier_qa.probe_run import (
+    STOP_BUDGET,
+    STOP_DONE,
+    STOP_EXHAUSTED,
+    STOP_INTERRUPTED,
+    STOP_MAX_CANDIDATES,
+    STOP_SATURATED,
+    STOP_UNAVAILABLE,
+    ProbeRun,
+    ProgressEvent,
+    case_id_for,
+    config_hash,
+)
+from frontier_qa.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase
+from frontier_qa.reports.compare import Comparison, Verdict, count_verdicts
+from frontier_qa.sandbox import Sandbox
+from frontier_qa.sequential import MajorityPrior, SequentialConfig
+from frontier_qa.store import CaseStore, Shard
+from frontier_qa.target import Sampling, Target
+from frontier_qa.validation import Validator
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """How a probe run samples, classifies and stops.
+
+    Attributes:
+        band: the frontier band on p̂ (Agent0: 0.3 ≤ p̂ ≤ 0.8, inclusive).
+        k: samples per case with fixed k; the most samples (k_max) with sequential sampling.
+        sequential: the sequential policy (its band and k_max are replaced by ``band`` and
+            ``k``); ``None`` samples every case exactly ``k`` times.
+        sampling: target sampling; its ``seed`` defaults to ``seed`` (sample i uses seed + i).
+        batch_size: proposals asked of the curriculum per round.
+        max_candidates: proposals considered in total, all shards' included (``None``: no cap).
+        saturation_window: candidates (of this shard) over which saturation is measured.
+        saturation_min_new: stop once fewer new frontier cases than this came in the last
+            ``saturation_window`` candidates ("new": never recorded by an earlier run).
+        max_concurrent_cases: cases sampled at once.
+        explore_rate: share of cases predicted trivially easy / hopeless that are probed anyway.
+        predict_difficulty: skip cases a :class:`~frontier_qa.difficulty.DifficultyPredictor`
+            fitted online to this run's results (or the curriculum's own estimate) calls trivial.
+        seed: the run's seed (sampling, exploration draws).
+        shard: probe only the cases with ``shard_of(id, n) == i`` (CI sharding).
+        replay_first: replay the store's cases for this target before generating new ones.
+        verify_references: run each proposal's solution program in the sandbox.
+        prior_refit_every: refit the sequential prior on this run's cases every this many
+            cases (0: never).
+        replay_scope: ``"target"``: replay cases recorded for this target id; ``"all"``: for
+            any target (a new agent version usually has a new id).
+        max_replay: replay at most this many cases (failures first); ``None``: all.
+        judge_sampling: sampling of the judge target (one sample per question).
+        embedder: embedder for open-ended (``answer_format="text"``) answers; ``None``: the
+            bundled all-MiniLM-L6-v2 (needs ``frontier-qa[embed]``).
+        seen_window: recent prompts kept for near-duplicate checks.
+        max_text_chars: raw sample text kept per sample in records.
+    """
+
+    band: Band = AGENT0_BAND
+    k: int = 10
+    sequential: SequentialConfig | None = field(default_factory=SequentialConfig)
+    sampling: Sampling = Sampling(temperature=1.0, max_tokens=512)
+    batch_size: int = 8
+    max_candidates: int | None = 200
+    saturation_window: int = 100
+    saturation_min_new: int = 1
+    max_concurrent_cases: int = 8
+    explore_rate: float = 0.1
+    predict_difficulty: bool = False
+    seed: int = 0
+    shard: Shard | None = None
+    replay_first: bool = True
+    verify_references: bool = True
+    prior_refit_every: int = 25
+    replay_scope: str = "target"
+    max_replay: int | None = None
+    judge_sampling: Sampling = Sampling(temperature=0.0, max_tokens=512)
+    embedder: Any = None
+    seen_window: int = 200
+    max_text_chars: int = 4000
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, what: str, rule: str) -> None:
+            if not ok:
+                value = getattr(self, what)
+                raise ConfigError(f"ProbeSettings.{what} = {value!r} is invalid", hint=f"it must be {rule}")
+
+        need(isinstance(self.band, Band), "band", "a frontier_qa.bands.Band, e.g. Band(0.3, 0.8)")
+        need(self.k >= 1, "k", "an integer >= 1")
+        need(self.batch_size >= 1, "batch_size", "an integer >= 1")
+        need(self.max_candidates is None or self.max_candidates >= 0, "max_candidates", ">= 0 or None")
+        need(self.saturation_window >= 1, "saturation_window", "an integer >= 1")
+        need(self.saturation_min_new >= 0, "saturation_min_new", "an integer >= 0")
+        need(self.max_concurrent_cases >= 1, "max_concurrent_cases", "an integer >= 1")
+        need(0.0 <= self.explore_rate <= 1.0, "explore_rate", "in [0, 1]")
+        need(self.prior_refit_every >= 0, "prior_refit_every", "an integer >= 0 (0: never refit)")
+        need(self.replay_scope in ("target", "all"), "replay_scope", "'target' or 'all'")
+        need(self.max_replay is None or self.max_replay >= 0, "max_replay", ">= 0 or None")
+        need(self.seen_window >= 0, "seen_window", "an integer >= 0")
+
+    def policy(self) -> SequentialConfig | None:
+        """The sequential policy with this run's band and k (``None`` for fixed k)."""
+        if self.sequential is None:
+            return None
+        return replace(
+            self.sequential,
+            band=(self.band.low, self.band.high),
+            k_max=self.k,
+            k_min=min(self.sequential.k_min, self.k),
+        )
+
+    def run_sampling(self) -> Sampling:
+        """Target sampling with the run's seed filled in."""
+        return self.sampling if self.sampling.seed is not None else replace(self.sampling, seed=self.seed)
+
+
+# --- results ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """What a replay found.
+
+    Attributes:
+        run_id: the run the new records were written under.
+        run: its run record (with totals).
+        records: the new record of every replayed case.
+        comparisons: old vs new verdict per case (``regression``, ``flaky``, ...).
+        stop_reason: ``"done"``, ``"budget"`` or ``"target unavailable"``.
+    """
+
+    run_id: str
+    run: RunRecord
+    records: tuple[CaseRecord, ...]
+    comparisons: tuple[Comparison, ...]
+    stop_reason: str
+
+    @property
+    def verdicts(self) -> dict[Verdict, int]:
+        return count_verdicts(self.comparisons)
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What a probe run found.
+
+    Attributes:
+        run_id: the run id (give it back with ``resume=True`` to continue an open run).
+        run: the run record: finished with totals, or (stopped by budget) open with totals
+            computed but not written.
+        records: the latest record of every case of the run in this shard, replayed and new,
+            resumed ones included, in the order they finished.
+        comparisons: replay verdicts from the replay-first phase.
+        stop_reason: ``"budget"``, ``"saturated"``, ``"curriculum exhausted"``,
+            ``"max candidates"`` or ``"target unavailable"``.
+        counts: records by class (every class present).
+        candidates: proposals considered (all shards' share of the curriculum).
+        skipped: proposals skipped by difficulty prediction.
+        calibration: how well difficulty predictions matched observed p̂ (``None`` without any).
+        prior: the sequential policy's population prior at the end (``None`` for fixed k).
+    """
+
+    run_id: str
+    run: RunRecord
+    records: tuple[CaseRecord, ...]
+    comparisons: tuple[Comparison, ...]
+    stop_reason: str
+    counts: Mapping[CaseClass, int]
+    candidates: int
+    skipped: int
+    calibration: CalibrationReport | None = None
+    prior: MajorityPrior | None = None
+
+    @property
+    def frontier(self) -> list[CaseRecord]:
+        """The frontier cases (p̂ in band)."""
+        return [r for r in self.records if r.case_class is CaseClass.FRONTIER]
+
+    @property
+    def verdicts(self) -> dict[Verdict, int]:
+        return count_verdicts(self.comparisons)
+
+
+# --- public entry points -----------------------------------------------------------------
+
+
+async def probe(
+    target: Target,
+    curriculum: Curriculum,
+    settings: ProbeSettings | None = None,
+    *,
+    store: CaseStore,
+    run_id: str | None = None,
+    resume: bool = False,
+    validator: Validator | None = None,
+    judge: Target | None = None,
+    sandbox: Sandbox | None = None,
+    progress: Callable[[ProgressEvent], None] | None = None,
+) -> ProbeResult:
+    """Probe ``target`` with cases from ``curriculum`` and record every case in ``store``.
+
+    Args:
+        target: what is probed (a :class:`~frontier_qa.runtime.ManagedTarget` brings the
+            cache, budget and retries; its budget ends the run gracefully).
+        curriculum: proposes cases and hears the outcomes.
+        settings: band, k, sequential policy, sampling, stopping rules (default
+            :class:`ProbeSettings` ()).
+        store: where records go, one append per case as soon as it is classified.
+        run_id: the run's id (default: a fresh time-stamped one).
+        resume: continue the open run ``run_id``: finished cases are skipped (their outcomes
+            are fed to the curriculum again, so a seeded prompted curriculum proposes the
+            same cases), unresolved ones are probed again. Starts a new run when the store has
+            no run of that id.
+        validator: checks proposals before sampling (default :class:`Validator` ()).
+        judge: a stronger target asked "is this answer correct?" about stable answers that
+            have no verified reference.
+        sandbox: runs solution programs to verify references (default: a :class:`Sandbox`
+            made on first need).
+        progress: called with a :class:`ProgressEvent` for everything the engine does.
+
+    Returns:
+        A :class:`ProbeResult`. Cancellation (Ctrl-C) propagates after every classified
+        case is safely in the store; the run stays open for ``resume=True``.
+
+    Raises:
+        ConfigError: the run id exists and ``resume`` is False.
+        StoreError: resuming a finished run, or one started with another configuration.
+        TargetError: the target failed in a way retrying will not fix (bad key, bad model).
+    """
+    settings = settings or ProbeSettings()
+    run = ProbeRun(target, store, settings, judge=judge, sandbox=sandbox, progress=progress)
+    run.start(run_id, resume, getattr(curriculum, "name", type(curriculum).__name__))
+    try:
+        if settings.replay_first:
+            await run.replay(run.replay_plan(None, settings.replay_scope == "all"))
+        if run.stop_reason is None:
+            await run.generate(curriculum, validator or Validator())
+    except asyncio.CancelledError:
+        run.emit("stopped", message=STOP_INTERRUPTED)
+        raise
+    reason = run.stop_reason or STOP_EXHAUSTED
+    record = run.finish()
+    run.emit("stopped", message=reason)
+    records = run.records()
+    calibration = None
+    if run.calibration:
+        calibration = calibration_report([p for p, _ in run.calibration], [o for _, o in run.calibration])
+    return ProbeResult(
+        run_id=run.run_id,
+        run=record,
+        records=tuple(records),
+        comparisons=tuple(run.comparisons),
+        stop_reason=reason,
+        counts=_by_class(records),
+        candidates=run.candidates,
+        skipped=run.skipped,
+        calibration=calibration,
+        prior=run.prober.prior,
+    )
+
+
+async def replay(
+    target: Target,
+    store: CaseStore,
+    settings: ProbeSettings | None = None,
+    *,
+    run_id: str | None = None,
+    cases: Sequence[CaseRecord | SuiteCase] | None = None,
+    judge: Target | None = None,
+    progress: Callable[[ProgressEvent], None] | None = None,
+) -> ReplayResult:
+    """Only the replay-first part: probe stored cases again with fresh samples and compare.
+
+    Args:
+        target: what is probed.
+        store: where the old records are read and the new ones written (a new run).
+        settings: as for :func:`probe`; ``replay_scope="all"`` replays cases recorded for any
+            target (a new agent version has a new target id), ``max_replay`` caps the count.
+        run_id: id of the replay run (default: fresh).
+        cases: replay these instead of the store's cases: records, or the entries of a
+            committed suite (:func:`~frontier_qa.store.import_suite`); compared against them.
+        judge: as for :func:`probe`.
+        progress: as for :func:`probe`.
+    """
+    settings = settings or ProbeSettings()
+    run = ProbeRun(target, store, settings, judge=judge, sandbox=None, progress=progress)
+    run.start(run_id, False, "replay")
+    try:
+        await run.replay(run.replay_plan(cases, settings.replay_scope == "all"))
+    except asyncio.CancelledError:
+        run.emit("stopped", message=STOP_INTERRUPTED)
+        raise
+    reason = run.stop_reason or STOP_DONE
+    record = run.finish()
+    run.emit("stopped", message=reason)
+    return ReplayResult(run.run_id, record, tuple(run.records()), tuple(run.comparisons), reason)
+
+
+def _by_class(records: Sequence[CaseRecord]) -> dict[CaseClass, int]:
+    out = {c: 0 for c in CLASS_ORDER}
+    for r in records:
+        out[r.case_class] += 1
+    return out
+
+
+__all__ = [
+    "STOP_BUDGET",
+    "STOP_DONE",
+    "STOP_EXHAUSTED",
+    "STOP_INTERRUPTED",
+    "STOP_MAX_CANDIDATES",
+    "STOP_SATURATED",
+    "STOP_UNAVAILABLE",
+    "ProbeResult",
+    "ProbeSettings",
+    "ProgressEvent",
+    "ReplayResult",
+    "case_id_for",
+    "classify_case",
+    "config_hash",
+    "judge_prompt",
+    "parse_judge_verdict",
+    "probe",
+    "replay",
+]

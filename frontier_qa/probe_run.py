@@ -1,0 +1,492 @@
+"""One probe run, step by step: start or resume, replay, generate, record, finish.
+
+:class:`ProbeRun` holds the state of one run (one shard of it) and does the work the
+public entry points in :mod:`frontier_qa.engine` ask for:
+
+* **start / resume**: a new run writes its :class:`~frontier_qa.records.RunRecord`; a resumed
+  one reloads its finished cases (unresolved ones are probed again: the cache returns the
+  samples they already paid for) and rebuilds what the interrupted run had learnt (the
+  sequential prior, the difficulty predictor, near-duplicate memory);
+* **replay**: stored cases again with *fresh* sample indices (after every index this target
+  ever drew for the case), compared with their last record;
+* **generate**: propose → validate (every shard checks the whole batch, so validity never
+  depends on the sharding; the critic is paid only for this shard's cases) → verify
+  references → optional difficulty skip → probe the batch concurrently → tell the curriculum;
+  until a stop rule fires;
+* **record**: every case is appended to the store the moment it is classified.
+
+Per-case sampling and classification live in :mod:`frontier_qa.probe_case`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import random
+from collections import deque
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from frontier_qa.curriculum import Curriculum, Outcome, Proposal
+from frontier_qa.difficulty import DifficultyPredictor, should_skip
+from frontier_qa.errors import BudgetExceededError, ConfigError, TargetUnavailableError
+from frontier_qa.probe_case import STOP_BUDGET, STOP_UNAVAILABLE, CaseProber
+from frontier_qa.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase, run_totals
+from frontier_qa.reports.compare import Comparison, compare
+from frontier_qa.sandbox import Sandbox
+from frontier_qa.store import CaseStore, Shard, StoreError, latest_by, new_run_id
+from frontier_qa.target import Case, Target
+from frontier_qa.validation import ValidationResult, Validator
+from frontier_qa.verify import SOLUTION_KEY, Verification, trusted, verify_references
+
+if TYPE_CHECKING:
+    from frontier_qa.engine import ProbeSettings
+
+STOP_SATURATED = "saturated"
+STOP_EXHAUSTED = "curriculum exhausted"
+STOP_MAX_CANDIDATES = "max candidates"
+STOP_DONE = "done"
+STOP_INTERRUPTED = "interrupted"
+_OPEN_ENDED = (STOP_BUDGET, STOP_UNAVAILABLE)  # the run stays open: resume it to go on
+
+
+def case_id_for(case: Case) -> str:
+    """A stable id from what the target sees (system prompt, prompt, tools, history).
+
+    Used when a curriculum gives no id; equal tasks get equal ids across runs and machines.
+    """
+    payload = json.dumps(
+        {"system": case.system, "prompt": case.prompt, "tools": list(case.tools), "history": list(case.history)},
+        sort_keys=True,
+        ensure_ascii=False,
+        default=str,
+    )
+    return "case-" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+def config_hash(settings: ProbeSettings, target_id: str, curriculum_name: str = "") -> str:
+    """Hash of what decides a run's results (resume refuses a run started with another one).
+
+    Left out: limits on *how much* is probed (max_candidates, saturation, concurrency,
+    replay) and the shard index, so every shard of a run shares the hash and a resumed run
+    may be given a larger candidate budget.
+    """
+    keep = {
+        name: getattr(settings, name)
+        for name in ("band", "k", "sequential", "sampling", "batch_size", "seed", "predict_difficulty",
+                     "explore_rate", "verify_references", "prior_refit_every", "judge_sampling")
+    }  # fmt: skip
+    keep["shards"] = settings.shard.count if settings.shard else 1
+    payload = json.dumps(
+        {"settings": _plain(keep), "target": target_id, "curriculum": curriculum_name},
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+# --- progress ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    """Something the engine did, for progress output.
+
+    Attributes:
+        kind: ``"proposed"``, ``"validated"``, ``"skipped"``, ``"sampled"`` (one round),
+            ``"classified"``, ``"replayed"`` or ``"stopped"``.
+        case_id: the case concerned, if one.
+        case_class: its class once classified (``invalid`` for failed validation).
+        p_hat: p̂ so far (``sampled``) or final (``classified``, ``replayed``).
+        k: samples so far.
+        message: a line in words (validation reason, verdict, stop reason...).
+        counts: cases recorded by class value, plus ``"candidates"`` and ``"skipped"``.
+        budget: the target's spending line (``calls 12/100, tokens ...``) when it has one.
+        comparison: the replay verdict (``replayed`` only).
+    """
+
+    kind: str
+    case_id: str | None = None
+    case_class: CaseClass | None = None
+    p_hat: float | None = None
+    k: int | None = None
+    message: str = ""
+    counts: Mapping[str, int] = field(default_factory=dict)
+    budget: str | None = None
+    comparison: Comparison | None = None
+
+
+# --- the run ----------------------------------------------------------------------------
+
+
+class ProbeRun:
+    """State of one probe or replay run (one shard); see the module docstring."""
+
+    def __init__(
+        self,
+        target: Target,
+        store: CaseStore,
+        settings: ProbeSettings,
+        *,
+        judge: Target | None,
+        sandbox: Sandbox | None,
+        progress: Callable[[ProgressEvent], None] | None,
+    ) -> None:
+        self.target = target
+        self.store = store
+        self.settings = settings
+        self.shard = settings.shard or Shard()
+        self.progress = progress
+        self._sandbox = sandbox
+        self.prober = CaseProber(target, settings, judge=judge, on_round=self._on_round)
+        self.run_id = ""
+        self.recorded: dict[str, CaseRecord] = {}  # this run's latest record per case
+        self.known: frozenset[str] = frozenset()  # case ids recorded by earlier runs
+        self.flagged: set[str] = set()
+        self.seen: deque[str] = deque(maxlen=settings.seen_window)
+        self.comparisons: list[Comparison] = []
+        self.stop_reason: str | None = None
+        self.candidates = 0
+        self.skipped = 0
+        self.predictor = DifficultyPredictor() if settings.predict_difficulty else None
+        self.rng = random.Random(settings.seed)
+        self.calibration: list[tuple[float, float]] = []
+        self.gate = asyncio.Semaphore(settings.max_concurrent_cases)
+
+    # -- bookkeeping ------------------------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        out = {c.value: 0 for c in CLASS_ORDER}
+        for record in self.recorded.values():
+            out[record.case_class.value] += 1
+        out["candidates"], out["skipped"] = self.candidates, self.skipped
+        return out
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        if self.progress is None:
+            return
+        snapshot = getattr(self.target, "snapshot", None)
+        budget = snapshot().describe() if callable(snapshot) else None
+        self.progress(ProgressEvent(kind, counts=self.counts(), budget=budget, **fields))
+
+    def _on_round(self, case: Case, k: int, p_hat: float) -> None:
+        self.emit("sampled", case_id=case.id, p_hat=p_hat, k=k)
+
+    def stop(self, reason: str) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = reason
+
+    def keep(self, record: CaseRecord) -> None:
+        """Append a record to the store at once and remember it."""
+        self.store.append(record)
+        self.recorded[record.id] = record
+        if record.case_class is not CaseClass.INVALID:
+            self.prober.observe(record)
+        self.emit("classified", case_id=record.id, case_class=record.case_class, p_hat=record.p_hat,
+                  k=record.k, message=record.reason or "")
+
+    # -- start, resume, finish ----------------------------------------------------------------
+
+    def start(self, run_id: str | None, resume: bool, curriculum_name: str) -> None:
+        target_version = _version(self.target)
+        digest = config_hash(self.settings, self.target.id, curriculum_name)
+        self.run_id = run_id or new_run_id()
+        exists = True
+        try:
+            self.store.run(self.run_id, self.shard.index)
+        except StoreError:
+            exists = False
+        if exists and not resume:
+            raise ConfigError(
+                f"run {self.run_id!r} (shard {self.shard}) is already in the store at {self.store.root}",
+                hint="pass resume=True to continue it, or choose another run id",
+            )
+        if exists:
+            state = self.store.resume(self.run_id, shard_index=self.shard.index, config_hash=digest)
+            for record in latest_by(self.store.case_records(run_id=self.run_id), lambda r: r.id).values():
+                # unresolved cases are probed again; their samples come back from the cache
+                if record.id in state.completed and record.case_class is not CaseClass.UNRESOLVED:
+                    self.recorded[record.id] = record
+                    if record.case_class is not CaseClass.INVALID:
+                        self.prober.observe(record)
+                        self._learn_difficulty(record, None)
+            self.prober.refit()
+        else:
+            self.store.start_run(
+                RunRecord(
+                    run_id=self.run_id,
+                    config_hash=digest,
+                    seed=self.settings.seed,
+                    shard_index=self.shard.index,
+                    shard_count=self.shard.count,
+                    target_id=self.target.id,
+                    target_version=target_version,
+                )
+            )
+        self.known = frozenset(r.id for r in self.store.case_records() if r.run_id != self.run_id)
+        # near-duplicate memory as the interrupted run had it: replayed cases now; generated
+        # ones come back as the curriculum proposes them again
+        for record in self.records():
+            if record.id in self.known and record.case_class is not CaseClass.INVALID:
+                self.seen.append(record.case.prompt)
+
+    def finish(self) -> RunRecord:
+        records = self.records()
+        totals = run_totals(records)
+        if self.stop_reason in _OPEN_ENDED:
+            return self.store.run(self.run_id, self.shard.index).model_copy(update={"totals": totals})
+        return self.store.finish_run(self.run_id, shard_index=self.shard.index, totals=totals)
+
+    def records(self) -> list[CaseRecord]:
+        return sorted(self.recorded.values(), key=lambda r: (r.finished_at, r.id))
+
+    # -- replay ---------------------------------------------------------------------------------
+
+    def replay_plan(
+        self, olds: Sequence[CaseRecord | SuiteCase] | None, scope_all: bool
+    ) -> list[tuple[CaseRecord | SuiteCase, int]]:
+        """(old record, first fresh sample index) for each case to replay, failures first."""
+        history = [
+            r for r in self.store.case_records(target_id=None if scope_all else self.target.id)
+            if r.run_id != self.run_id
+        ]  # fmt: skip
+        if olds is None:
+            latest = latest_by(history, lambda r: r.id)
+            rank = {c: i for i, c in enumerate(CLASS_ORDER)}
+            olds = sorted(
+                (r for r in latest.values() if r.case_class is not CaseClass.INVALID),  # type: ignore[union-attr]
+                key=lambda r: (rank[r.case_class], r.id),
+            )
+        used: dict[str, int] = {}
+        for r in history:  # fresh indices: after every sample this target drew for the case
+            if r.target_id == self.target.id and r.samples:
+                used[r.id] = max(used.get(r.id, 0), max(s.sample_index for s in r.samples) + 1)
+        plan = [(old, used.get(old.case.id, 0)) for old in olds if self.shard.contains(old.case.id)]
+        plan = [(old, start) for old, start in plan if old.case.id not in self.recorded]
+        return plan[: self.settings.max_replay] if self.settings.max_replay is not None else plan
+
+    async def replay(self, plan: Sequence[tuple[CaseRecord | SuiteCase, int]]) -> None:
+        async def one(old: CaseRecord | SuiteCase, start: int) -> None:
+            record = await self.probe_one(old.case.to_case(), verified=old.case.reference_verified, start=start)
+            if record is None:
+                return
+            self.seen.append(record.case.prompt)
+            verdict = compare(old, record)
+            self.comparisons.append(verdict)
+            self.emit("replayed", case_id=record.id, case_class=record.case_class, p_hat=record.p_hat,
+                      k=record.k, message=f"{verdict.verdict.value}: {verdict.reason}", comparison=verdict)
+
+        await _all([one(old, start) for old, start in plan])
+        self.comparisons.sort(key=lambda c: c.case_id)
+        self.prober.refit()
+
+    # -- one case -------------------------------------------------------------------------------
+
+    async def probe_one(self, case: Case, *, verified: bool, start: int = 0,
+                        prediction: float | None = None) -> CaseRecord | None:
+        """Probe and record one case; ``None`` when the run stopped before it began."""
+        async with self.gate:
+            if self.stop_reason is not None:
+                return None
+            record, stop = await self.prober.probe(case, run_id=self.run_id, verified=verified, start=start)
+            if stop is not None:  # before the gate opens: cases still waiting must not start
+                self.stop(stop)
+            self.keep(record)
+        self._learn_difficulty(record, prediction)
+        return record
+
+    def _learn_difficulty(self, record: CaseRecord, prediction: float | None) -> None:
+        if self.predictor is None or record.case_class in (CaseClass.INVALID, CaseClass.UNRESOLVED):
+            return
+        counted = record.k - record.n_failed
+        if counted < 1:
+            return
+        votes = record.clusters[0].count if record.clusters else 0
+        estimate = record.case.metadata.get("predicted_pass_rate")
+        self.predictor.observe(record.case.prompt, votes, counted, topic=record.topic,
+                               curriculum=estimate if isinstance(estimate, (int, float)) else None)
+        if prediction is not None:
+            self.calibration.append((prediction, votes / counted))
+
+    # -- generation -----------------------------------------------------------------------------
+
+    async def generate(self, curriculum: Curriculum, validator: Validator) -> None:
+        s = self.settings
+        flags: deque[bool] = deque(maxlen=s.saturation_window)
+        while self.stop_reason is None:
+            if s.max_candidates is not None and self.candidates >= s.max_candidates:
+                self.stop(STOP_MAX_CANDIDATES)
+                break
+            want = s.batch_size if s.max_candidates is None else min(s.batch_size, s.max_candidates - self.candidates)
+            try:
+                proposals = list(await curriculum.propose(want))[:want]
+            except BudgetExceededError:  # a curriculum model sharing the budget ran it out
+                self.stop(STOP_BUDGET)
+                break
+            except TargetUnavailableError:
+                self.stop(STOP_UNAVAILABLE)
+                break
+            if not proposals:
+                self.stop(STOP_EXHAUSTED)
+                break
+            self.candidates += len(proposals)
+            proposals = [p if p.case.id else replace(p, case=replace(p.case, id=case_id_for(p.case)))
+                         for p in proposals]
+            for p in proposals:
+                self.emit("proposed", case_id=p.case.id, message=p.source)
+            outcomes = await self.batch(proposals, validator, flags)
+            if outcomes:
+                curriculum.observe(outcomes)
+            self.prober.refit()
+            if self.stop_reason is None and len(flags) == flags.maxlen and sum(flags) < s.saturation_min_new:
+                self.stop(STOP_SATURATED)
+
+    def _flag(self, record: CaseRecord, flags: deque[bool]) -> None:
+        if record.id not in self.flagged:
+            self.flagged.add(record.id)
+            flags.append(record.case_class is CaseClass.FRONTIER and record.id not in self.known)
+
+    async def batch(self, proposals: Sequence[Proposal], validator: Validator, flags: deque[bool]) -> list[Outcome]:
+        done: dict[int, CaseRecord] = {}
+        fresh: list[int] = []
+        names: set[str] = set()
+        for i, p in enumerate(proposals):
+            if not self.shard.contains(p.case.id):
+                continue
+            if p.case.id in self.recorded:
+                done[i] = self.recorded[p.case.id]  # resumed, replayed or repeated: no second record
+            elif p.case.id not in names:
+                names.add(p.case.id)
+                fresh.append(i)
+        # every shard checks the whole batch, so validity never depends on the sharding
+        checked = validator.check(proposals, list(self.seen))
+        for r in checked:
+            if r.ok:
+                self.seen.append(r.proposal.case.prompt)
+        own = await validator.critique([checked[i] for i in fresh])
+        valid: list[tuple[int, ValidationResult]] = []
+        for i, result in zip(fresh, own, strict=True):
+            self.emit("validated", case_id=result.proposal.case.id, message=result.reason or "ok")
+            if result.ok:
+                valid.append((i, result))
+            else:
+                record = self.prober.invalid(result.proposal, result.reason or "invalid", run_id=self.run_id)
+                self.keep(record)
+                done[i] = record
+        verifications = await self._verify([r.proposal for _, r in valid])
+        jobs: list[tuple[int, Coroutine[Any, Any, CaseRecord | None]]] = []
+        for (i, result), check in zip(valid, verifications, strict=True):
+            case = _prepared(result, check)
+            prediction = self._predict(result.proposal)
+            if prediction is not None and should_skip(prediction, self.settings.explore_rate, self.rng):
+                self.skipped += 1
+                self.emit("skipped", case_id=case.id, p_hat=prediction, message="predicted too easy or too hard")
+                continue
+            jobs.append((i, self.probe_one(case, verified=check.verified, prediction=prediction)))
+        for i, record in zip([i for i, _ in jobs], await _all([job for _, job in jobs]), strict=True):
+            if record is not None:
+                done[i] = record
+        outcomes = []
+        for i in sorted(done):
+            record = done[i]
+            self._flag(record, flags)
+            outcomes.append(
+                Outcome(proposals[i], record.case_class.value, record.p_hat, record.majority, record.reason)
+            )
+        return outcomes
+
+    async def _verify(self, proposals: Sequence[Proposal]) -> list[Verification]:
+        # without a program to run (or with verification off) only a source's own word counts
+        out = [
+            Verification(p.case.reference, ok, None, "vouched for by its source" if ok else "not verified")
+            for p, ok in ((p, trusted(p)) for p in proposals)
+        ]
+        runs = [i for i, p in enumerate(proposals) if self.settings.verify_references and p.solution]
+        if runs:
+            if self._sandbox is None:
+                self._sandbox = Sandbox()
+            checked = await verify_references([proposals[i] for i in runs], self._sandbox)
+            for i, verification in zip(runs, checked, strict=True):
+                out[i] = verification
+        return out
+
+    def _predict(self, proposal: Proposal) -> float | None:
+        if self.predictor is None:
+            return None
+        case = proposal.case
+        own = self.predictor.predict(case.prompt, topic=case.topic, curriculum=proposal.predicted_pass_rate)
+        return own if own is not None else proposal.predicted_pass_rate
+
+
+def _prepared(result: ValidationResult, check: Verification) -> Case:
+    """The case as it will be probed and recorded: checked reference, provenance in metadata."""
+    proposal = result.proposal
+    meta = dict(proposal.case.metadata)
+    meta.setdefault("source", proposal.source)
+    if proposal.solution:
+        meta.setdefault(SOLUTION_KEY, proposal.solution)
+    if check.output is not None and check.output != check.reference:
+        meta["solution_output"] = check.output
+    if check.reason and (proposal.solution or check.verified):
+        meta["verification"] = check.reason
+    if proposal.predicted_pass_rate is not None:
+        meta.setdefault("predicted_pass_rate", proposal.predicted_pass_rate)
+    if result.critic is not None:
+        meta["critic"] = {"score": result.critic.score, "reason": result.critic.reason}
+    return replace(proposal.case, reference=check.reference, metadata=meta)
+
+
+def _version(target: Target) -> str | None:
+    version = getattr(target, "version", None)
+    value = version() if callable(version) else version
+    return None if value is None else str(value)
+
+
+async def _all(coros: Iterable[Coroutine[Any, Any, Any]]) -> list[Any]:
+    """Run coroutines together; the first exception cancels the rest and is raised, and
+    cancelling the caller cancels them all (nothing half-recorded: records are written whole)."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    if not tasks:
+        return []
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    except asyncio.CancelledError:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    failed = [t for t in tasks if t.done() and not t.cancelled() and t.exception() is not None]
+    if failed:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise failed[0].exception()  # type: ignore[misc]
+    return [t.result() for t in tasks]
+
+
+__all__ = [
+    "STOP_BUDGET",
+    "STOP_DONE",
+    "STOP_EXHAUSTED",
+    "STOP_INTERRUPTED",
+    "STOP_MAX_CANDIDATES",
+    "STOP_SATURATED",
+    "STOP_UNAVAILABLE",
+    "ProbeRun",
+    "ProgressEvent",
+    "case_id_for",
+    "config_hash",
+]
