@@ -108,3 +108,12 @@ def test_built_wheel_imports_subpackages(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     first, second = out.stdout.split()
     assert first.startswith(str(target)) and second.startswith(str(target)), out.stdout
+
+
+def test_python_dash_m_runs_the_same_cli(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "frontier_qa", "--help"], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    for command in ("probe", "replay", "export", "merge", "schema", "score"):
+        assert command in out.stdout

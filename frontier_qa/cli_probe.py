@@ -1,0 +1,494 @@
+"""``frontier-qa probe``, ``replay``, ``export``, ``merge`` and ``schema``.
+
+``probe`` finds where a target's ability ends and writes the report folder::
+
+    OUT/cases.jsonl    the latest record of every case of the run (one JSON line each)
+    OUT/report.json    machine-readable report (versioned), with the gate's decision
+    OUT/junit.xml      one test case per probed case, for CI test views
+    OUT/report.md      a summary for a pull request or a job page
+    OUT/report.html    a self-contained page with the frontier map and p̂ histogram
+
+Exit codes: 0 the gate passed, 1 the gate failed (failures, frontier share, replay
+regressions over their limits), 2 a usage or configuration error, 130 interrupted (Ctrl-C:
+every classified case is already in the store; the command says how to resume).
+
+``replay`` probes stored cases (or a committed suite) again and reports regressions and
+flaky failures; ``export`` writes a committable suite; ``merge`` joins CI shards' stores
+(and reports on them); ``schema`` prints the config file's JSON Schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from frontier_qa.cli import EXIT_OK, EXIT_USAGE, app
+from frontier_qa.config import (
+    Override,
+    ProbeConfig,
+    ProbeParts,
+    build_probe,
+    gate_thresholds,
+    json_schema,
+    load_config,
+    parse_set,
+)
+from frontier_qa.errors import ConfigError
+from frontier_qa.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
+from frontier_qa.store import CaseStore, encode_line
+
+EXIT_INTERRUPTED = 130
+CASES_FILE = "cases.jsonl"
+
+_CONFIG = typer.Option(None, "--config", "-c", help="YAML config (see configs/example.yaml).")
+_TARGET = typer.Option(None, "--target", help="Target spec: litellm:…, openai:MODEL@URL, hf:…, python:FILE:ATTR, http://…")
+_STORE = typer.Option(None, "--store", help="Case store directory (default .frontier-qa).")
+_OUT = typer.Option(None, "--out", help="Report folder (default frontier-qa-report).")
+_SET = typer.Option([], "--set", help="Any config key: --set probing.k=6 (repeatable).")
+_FORMAT = typer.Option([], "--format", help="Report format: json, junit, md, html (repeatable; default all).")
+_PROGRESS = typer.Option("auto", "--progress", help="auto | rich | plain | off (auto: a bar on a terminal, lines in CI).")
+_SHOW = typer.Option(False, "--show-config", help="Print the resolved configuration and exit.")
+
+
+# --- flags → config ------------------------------------------------------------------------------
+
+
+def _curriculum(text: str) -> list[Override]:
+    """``--curriculum``: ``FILE``, ``file:PATH``, ``prompted:MODEL_SPEC`` or ``trained:CHECKPOINT``."""
+    flag = f"--curriculum {text}"
+    kind, sep, rest = text.partition(":")
+    if sep and kind in ("prompted", "trained") and rest:
+        return [Override("curriculum.type", kind, flag), Override("curriculum.model.spec", rest, flag)]
+    if sep and kind == "file" and rest:
+        text = rest
+    elif Path(text).suffix.lower() not in (".jsonl", ".json", ".ndjson", ".yaml", ".yml"):
+        raise ConfigError(f"--curriculum {text!r} is not understood",
+                          hint="pass a cases file (*.jsonl, *.yaml), file:PATH, prompted:MODEL_SPEC or trained:CHECKPOINT")
+    return [Override("curriculum.type", "file", flag), Override("curriculum.path", text, flag)]
+
+
+def _band(text: str) -> Any:
+    if text in ("agent0", "tool-r0"):
+        return text
+    low, sep, high = text.partition(":")
+    try:
+        if sep:
+            return {"low": float(low), "high": float(high)}
+    except ValueError:
+        pass
+    raise ConfigError(f"--band {text!r} is not understood", hint="use agent0, tool-r0 or LOW:HIGH, e.g. 0.3:0.8")
+
+
+def overrides(flags: dict[str, Any], sets: Sequence[str]) -> list[Override]:
+    """Flag values (``None``: not given) as config overrides; ``--set`` ones last (they win)."""
+    keys = {
+        "target": ("target.spec", "--target"), "store": ("store", "--store"), "out": ("output.dir", "--out"),
+        "budget_calls": ("budget.max_calls", "--budget-calls"), "max_cost_usd": ("budget.max_cost_usd", "--max-cost-usd"),
+        "budget_tokens": ("budget.max_tokens", "--budget-tokens"), "k": ("probing.k", "--k"),
+        "seed": ("probing.seed", "--seed"), "max_candidates": ("probing.max_candidates", "--max-candidates"),
+        "judge": ("probing.judge.spec", "--judge"), "critic": ("validation.critic.spec", "--critic"),
+        "shard": ("shard", "--shard"), "domain": ("curriculum.domain", "--domain"),
+        "tools": ("curriculum.tools", "--tools"), "concurrency": ("probing.concurrency", "--concurrency"),
+        "scope": ("probing.replay_scope", "--scope"), "max_replay": ("probing.max_replay", "--max-replay"),
+        "suite": ("replay.suite", "--suite"),
+    }
+    out: list[Override] = []
+    for name, value in flags.items():
+        if value is None or value == [] or value is False:
+            continue
+        if name in keys:
+            key, flag = keys[name]
+            out.append(Override(key, str(value) if isinstance(value, Path) else value, f"{flag} {value}"))
+        elif name == "curriculum":
+            out += _curriculum(value)
+        elif name == "band":
+            out.append(Override("probing.band", _band(value), f"--band {value}"))
+        elif name == "topic":
+            out.append(Override("curriculum.topics", list(value), "--topic"))
+        elif name == "formats":
+            out.append(Override("output.formats", list(value), "--format"))
+        elif name == "no_replay":
+            out.append(Override("probing.replay_first", False, "--no-replay"))
+        elif name == "frontier_as_failure":
+            out.append(Override("output.frontier_as_failure", True, "--frontier-as-failure"))
+        elif name.startswith("gate:"):
+            key = name[5:]
+            out.append(Override(key, value, f"--{key.rsplit('.', 1)[-1].replace('_', '-')} {value}"))
+        else:  # pragma: no cover - a flag added without a mapping
+            raise AssertionError(f"flag {name} has no config key")
+    return out + [parse_set(s) for s in sets]
+
+
+def _show(config: ProbeConfig) -> None:
+    import yaml
+
+    from frontier_qa.runtime.redact import redact_options
+
+    data = redact_options(config.model_dump(mode="json"))
+    typer.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), nl=False)
+
+
+# --- running -------------------------------------------------------------------------------------
+
+
+def _progress(mode: str, title: str, total: int | None) -> Any:
+    from frontier_qa.progress import ProbeProgress
+
+    return ProbeProgress(mode, total=total, title=title)
+
+
+def _check_progress(mode: str) -> None:
+    from frontier_qa.progress import MODES
+
+    if mode not in MODES:  # checked before any model is opened
+        raise ConfigError(f"--progress {mode!r} is not understood", hint=f"use one of: {', '.join(MODES)}")
+
+
+def _resume_id(parts: ProbeParts, wanted: str | None) -> str:
+    """The run to resume: the one named, or this shard's latest interrupted run for the target."""
+    if wanted:
+        return wanted
+    shard = parts.settings.shard
+    index = shard.index if shard else 1
+    open_runs = [r for r in parts.store.interrupted_runs() if r.shard_index == index and r.target_id == parts.target.id]
+    if not open_runs:
+        raise ConfigError(f"no interrupted run of target {parts.target.id!r} (shard {index}) in {parts.store.root}",
+                          hint="start a new run without --resume, or name one: --resume RUN_ID")
+    return open_runs[-1].run_id
+
+
+async def _probe(parts: ProbeParts, run_id: str, resume: bool, progress: Any) -> Any:
+    from frontier_qa.engine import probe
+
+    try:
+        assert parts.curriculum is not None
+        return await probe(parts.target, parts.curriculum, parts.settings, store=parts.store, run_id=run_id,
+                           resume=resume, validator=parts.validator, judge=parts.judge, progress=progress)
+    finally:
+        await parts.aclose()
+
+
+async def _replay(parts: ProbeParts, run_id: str | None, cases: Any, progress: Any) -> Any:
+    from frontier_qa.engine import replay
+
+    try:
+        return await replay(parts.target, parts.store, parts.settings, run_id=run_id, cases=cases,
+                            judge=parts.judge, progress=progress)
+    finally:
+        await parts.aclose()
+
+
+def _interrupted(store: CaseStore, run_id: str, command: str) -> typer.Exit:
+    done = len(store.latest(run_id=run_id)) if store.runs_dir.is_dir() else 0
+    typer.echo(f"\ninterrupted: {done} classified case(s) of run {run_id} are safe in {store.root}.", err=True)
+    if command == "probe":
+        typer.echo(f"to continue, run the same command again with: --resume {run_id}", err=True)
+    return typer.Exit(EXIT_INTERRUPTED)
+
+
+def write_outputs(
+    config: ProbeConfig,
+    records: Sequence[CaseRecord],
+    run: RunRecord | None,
+    *,
+    comparisons: Sequence[Any] = (),
+    gate: Any,
+    band: tuple[float, float] | None,
+) -> tuple[dict[str, Path], Any]:
+    """Write ``cases.jsonl`` and the reports into ``output.dir``; returns paths and the gate."""
+    from frontier_qa.reports import write_reports
+
+    out = Path(config.output.dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cases = out / CASES_FILE
+    tmp = cases.with_name(f".{CASES_FILE}.{os.getpid()}.tmp")
+    tmp.write_bytes(b"".join(encode_line(r) for r in sorted(records, key=lambda r: r.id)))
+    os.replace(tmp, cases)
+    written, result = write_reports(out, records, run, formats=config.output.formats, thresholds=gate_thresholds(gate),
+                                    comparisons=comparisons, frontier_as_failure=config.output.frontier_as_failure,
+                                    band=band)
+    return {"cases": cases, **written}, result
+
+
+def _summary(title: str, records: Sequence[CaseRecord], comparisons: Sequence[Any], written: dict[str, Path],
+             gate: Any, budget: str | None) -> int:
+    from frontier_qa.progress import counts_line
+    from frontier_qa.reports import count_verdicts, summarize
+
+    summary = summarize(records)
+    counts = {c.value: summary.by_class[c] for c in CLASS_ORDER}
+    typer.echo(title)
+    typer.echo(f"  {counts_line(counts)}")
+    rows = [t for t in summary.by_topic if t.counts[CaseClass.FRONTIER] or t.counts[CaseClass.FAILURE]]
+    for t in sorted(rows, key=lambda t: (-(t.frontier_share or 0.0), t.topic))[:10]:
+        typer.echo(f"  frontier map: {t.topic}: {t.counts[CaseClass.FRONTIER]} frontier, "
+                   f"{t.counts[CaseClass.FAILURE]} failure of {t.total}")
+    if comparisons:
+        verdicts = count_verdicts(comparisons)
+        typer.echo("  replay: " + ", ".join(f"{v.value} {n}" for v, n in verdicts.items() if n))
+    if budget:
+        typer.echo(f"  spent: {budget}")
+    typer.echo("  wrote: " + ", ".join(str(p) for p in written.values()))
+    if gate is None:
+        return EXIT_OK
+    if gate.passed:
+        typer.echo("gate: passed")
+    else:
+        typer.echo("gate: FAILED")
+        for reason in gate.reasons:
+            typer.echo(f"  - {reason}")
+    return gate.exit_code
+
+
+def _budget_line(parts: ProbeParts) -> str | None:
+    snapshot = getattr(parts.target, "snapshot", None)
+    return snapshot().describe() if callable(snapshot) else None
+
+
+# --- commands --------------------------------------------------------------------------------------
+
+
+@app.command("probe")
+def probe_command(
+    resume_run: Optional[str] = typer.Argument(None, help="With --resume: the run to continue."),
+    config: Optional[Path] = _CONFIG,
+    target: Optional[str] = _TARGET,
+    curriculum: Optional[str] = typer.Option(
+        None, "--curriculum", help="Cases FILE (*.jsonl/*.yaml), file:PATH, prompted:MODEL_SPEC or trained:CHECKPOINT."),
+    domain: Optional[str] = typer.Option(None, "--domain", help="Prompted: math, general, tools, open_ended, workflow."),
+    topic: list[str] = typer.Option([], "--topic", help="Prompted: a topic to cover (repeatable)."),
+    tools: Optional[str] = typer.Option(None, "--tools", help="Prompted: JSON/YAML file of OpenAI tool schemas."),
+    budget_calls: Optional[int] = typer.Option(None, "--budget-calls", help="Most model calls of the run."),
+    budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens", help="Most tokens of the run."),
+    max_cost_usd: Optional[float] = typer.Option(None, "--max-cost-usd", help="Most US dollars of the run."),
+    k: Optional[int] = typer.Option(None, "--k", help="Samples per case (the most, with sequential sampling)."),
+    band: Optional[str] = typer.Option(None, "--band", help="agent0 | tool-r0 | LOW:HIGH."),
+    max_candidates: Optional[int] = typer.Option(None, "--max-candidates", help="Proposals considered in total."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Cases sampled at once."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="The run's seed."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="Judge model spec for stable answers."),
+    critic: Optional[str] = typer.Option(None, "--critic", help="SAGE critic model spec for proposals."),
+    out: Optional[Path] = _OUT,
+    store: Optional[Path] = _STORE,
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the run (shards of one CI job share it)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run: [RUN_ID] or the latest."),
+    shard: Optional[str] = typer.Option(None, "--shard", help="Probe shard i of n: --shard 2/4."),
+    no_replay: bool = typer.Option(False, "--no-replay", help="Do not replay stored cases first."),
+    frontier_as_failure: bool = typer.Option(False, "--frontier-as-failure", help="junit.xml: frontier cases fail."),
+    max_failures: Optional[int] = typer.Option(None, "--max-failures", help="Gate: most failures."),
+    max_frontier_share: Optional[float] = typer.Option(None, "--max-frontier-share", help="Gate: most frontier share."),
+    max_regressions: Optional[int] = typer.Option(None, "--max-regressions", help="Gate: most replay regressions."),
+    formats: list[str] = _FORMAT,
+    sets: list[str] = _SET,
+    progress: str = _PROGRESS,
+    show_config: bool = _SHOW,
+) -> None:
+    """Probe a target: generate cases, sample them, classify, record, report and gate."""
+    flags = {name: value for name, value in locals().items()
+             if name not in ("resume_run", "config", "run_id", "resume", "sets", "progress", "show_config",
+                             "max_failures", "max_frontier_share", "max_regressions")}
+    flags.update({"gate:gate.max_failures": max_failures, "gate:gate.max_frontier_share": max_frontier_share,
+                  "gate:gate.max_regressions": max_regressions})
+    if resume_run and not resume:
+        raise ConfigError(f"unexpected argument {resume_run!r}", hint=f"to continue that run, write --resume {resume_run}")
+    if resume_run and run_id and resume_run != run_id:
+        raise ConfigError(f"--resume {resume_run} and --run-id {run_id} name different runs", hint="give one of them")
+    _check_progress(progress)
+    cfg = load_config(config, overrides(flags, sets))
+    if show_config:
+        _show(cfg)
+        return
+    parts = build_probe(cfg)
+    try:
+        rid = _resume_id(parts, resume_run or run_id) if resume else (run_id or _new_run_id())
+    except BaseException:
+        asyncio.run(parts.aclose())
+        raise
+    total = cfg.probing.max_candidates
+    if hasattr(parts.curriculum, "__len__"):  # a file curriculum knows how many cases it holds
+        total = len(parts.curriculum) if total is None else min(total, len(parts.curriculum))  # type: ignore[arg-type]
+    bar = _progress(progress, "probe", total)
+    try:
+        with bar:
+            result = asyncio.run(_probe(parts, rid, resume, bar))
+    except KeyboardInterrupt:
+        raise _interrupted(parts.store, rid, "probe") from None
+    band = (parts.settings.band.low, parts.settings.band.high)
+    written, gate = write_outputs(cfg, result.records, result.run, comparisons=result.comparisons, gate=cfg.gate,
+                                  band=band)
+    title = f"frontier-qa probe: run {result.run_id}, target {parts.target.id}, stopped: {result.stop_reason}"
+    code = _summary(title, result.records, result.comparisons, written, gate, _budget_line(parts))
+    if not result.run.finished:
+        typer.echo(f"the run stays open ({result.stop_reason}); continue it with: --resume {result.run_id}")
+    raise typer.Exit(code)
+
+
+@app.command("replay")
+def replay_command(
+    config: Optional[Path] = _CONFIG,
+    target: Optional[str] = _TARGET,
+    suite: Optional[Path] = typer.Option(None, "--suite", help="Replay this committed suite instead of the store."),
+    scope: Optional[str] = typer.Option(None, "--scope", help="Store cases of this target only, or of all targets."),
+    max_replay: Optional[int] = typer.Option(None, "--max-replay", help="Replay at most this many cases."),
+    budget_calls: Optional[int] = typer.Option(None, "--budget-calls", help="Most model calls."),
+    max_cost_usd: Optional[float] = typer.Option(None, "--max-cost-usd", help="Most US dollars."),
+    k: Optional[int] = typer.Option(None, "--k", help="Samples per case."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="The run's seed."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="Judge model spec."),
+    out: Optional[Path] = _OUT,
+    store: Optional[Path] = _STORE,
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the replay run."),
+    shard: Optional[str] = typer.Option(None, "--shard", help="Replay shard i of n."),
+    frontier_as_failure: bool = typer.Option(False, "--frontier-as-failure", help="junit.xml: frontier cases fail."),
+    max_failures: Optional[int] = typer.Option(None, "--max-failures", help="Gate: most failures (default: off)."),
+    max_regressions: Optional[int] = typer.Option(None, "--max-regressions", help="Gate: most regressions."),
+    max_flaky: Optional[int] = typer.Option(None, "--max-flaky", help="Gate: most flaky failures."),
+    formats: list[str] = _FORMAT,
+    sets: list[str] = _SET,
+    progress: str = _PROGRESS,
+    show_config: bool = _SHOW,
+) -> None:
+    """Replay stored cases (or a committed suite) against the target; report regressions and flaky failures."""
+    flags = {name: value for name, value in locals().items()
+             if name not in ("config", "run_id", "sets", "progress", "show_config", "max_failures",
+                             "max_regressions", "max_flaky")}
+    flags.update({"gate:replay.gate.max_failures": max_failures, "gate:replay.gate.max_regressions": max_regressions,
+                  "gate:replay.gate.max_flaky": max_flaky})
+    _check_progress(progress)
+    cfg = load_config(config, overrides(flags, sets))
+    if show_config:
+        _show(cfg)
+        return
+    cases = _suite_cases(cfg) if cfg.replay.suite else None
+    parts = build_probe(cfg, curriculum=False)
+    if cases is None and not _has_cases(parts):
+        asyncio.run(parts.aclose())
+        scope = "any target" if parts.settings.replay_scope == "all" else f"target {parts.target.id!r}"
+        raise ConfigError(f"nothing to replay: the store {parts.store.root} holds no cases of {scope}",
+                          hint="probe first, pass --suite FILE, or --scope all to replay other targets' cases")
+    rid = run_id or _new_run_id()
+    bar = _progress(progress, "replay", None)
+    try:
+        with bar:
+            result = asyncio.run(_replay(parts, rid, cases, bar))
+    except KeyboardInterrupt:
+        raise _interrupted(parts.store, rid, "replay") from None
+    band = (parts.settings.band.low, parts.settings.band.high)
+    written, gate = write_outputs(cfg, result.records, result.run, comparisons=result.comparisons,
+                                  gate=cfg.replay.gate, band=band)
+    title = f"frontier-qa replay: run {result.run_id}, target {parts.target.id}, {len(result.records)} case(s)"
+    raise typer.Exit(_summary(title, result.records, result.comparisons, written, gate, _budget_line(parts)))
+
+
+def _suite_cases(config: ProbeConfig) -> list[Any]:
+    from frontier_qa.store import import_suite
+
+    entries = import_suite(config.replay.suite or "")
+    blind = [e.case.id for e in entries if e.observed is None]
+    if blind:
+        raise config.error("replay.suite", f"{len(blind)} suite case(s) have no observed result ({blind[0]}, ...)",
+                           "replay compares with what was observed: write the suite with `frontier-qa export`")
+    if not entries:
+        raise config.error("replay.suite", f"{config.replay.suite} holds no cases", "export a suite first")
+    return entries
+
+
+def _has_cases(parts: ProbeParts) -> bool:
+    target_id = None if parts.settings.replay_scope == "all" else parts.target.id
+    return any(r.case_class is not CaseClass.INVALID for r in parts.store.case_records(target_id=target_id))
+
+
+def _new_run_id() -> str:
+    from frontier_qa.store import new_run_id
+
+    return new_run_id()
+
+
+@app.command("export")
+def export_command(
+    suite: Path = typer.Option(..., "--suite", help="Suite file to write (*.yaml or *.jsonl), e.g. tests/frontier_suite.yaml."),
+    config: Optional[Path] = _CONFIG,
+    store: Optional[Path] = _STORE,
+    run: Optional[str] = typer.Option(None, "--run", help="Only this run's cases (default: every run)."),
+    target_id: Optional[str] = typer.Option(None, "--target-id", help="Only cases recorded for this target id."),
+    classes: list[str] = typer.Option([], "--class", help="Classes to export (repeatable; default frontier, failure, suspect)."),
+    append: bool = typer.Option(False, "--append", help="Keep the suite's other cases; update those exported again."),
+    volatile: bool = typer.Option(False, "--volatile", help="Also write run ids, times and costs (noisy diffs)."),
+) -> None:
+    """Export stored cases as a committable suite (replay it with `frontier-qa replay --suite`)."""
+    from frontier_qa.store import export_suite, import_suite, suite_entries
+
+    cfg = load_config(config, overrides({"store": store}, []))
+    wanted = classes or ["frontier", "failure", "suspect"]
+    known = [c.value for c in CLASS_ORDER]
+    bad = [c for c in wanted if c not in known]
+    if bad:
+        raise ConfigError(f"unknown case class {bad[0]!r}", hint=f"use one of: {', '.join(known)}")
+    chosen = {CaseClass(c) for c in wanted}
+    source = CaseStore(cfg.store)
+    if not source.runs_dir.is_dir():
+        raise ConfigError(f"no case store at {source.root}", hint="probe first, or pass --store DIR")
+    latest = source.latest(run_id=run, target_id=target_id).values()
+    entries = suite_entries([r for r in latest if r.case_class in chosen], volatile=volatile)
+    if append and suite.exists():
+        fresh = {e.case.id for e in entries}
+        entries += [e for e in import_suite(suite) if e.case.id not in fresh]
+    count = export_suite(entries, suite)
+    typer.echo(f"exported {count} case(s) ({', '.join(wanted)}) to {suite}")
+
+
+@app.command("merge")
+def merge_command(
+    stores: list[Path] = typer.Argument(..., help="Stores to merge (e.g. the shards' .frontier-qa folders)."),
+    into: Optional[Path] = typer.Option(None, "--into", help="Store to merge into (default: the configured store)."),
+    config: Optional[Path] = _CONFIG,
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write reports of the merged runs here, and gate them."),
+    frontier_as_failure: bool = typer.Option(False, "--frontier-as-failure", help="junit.xml: frontier cases fail."),
+    max_failures: Optional[int] = typer.Option(None, "--max-failures", help="Gate: most failures."),
+    max_frontier_share: Optional[float] = typer.Option(None, "--max-frontier-share", help="Gate: most frontier share."),
+    formats: list[str] = _FORMAT,
+    sets: list[str] = _SET,
+) -> None:
+    """Merge case stores (CI shards) into one, without duplicates; optionally report on the merged runs."""
+    flags = {"store": into, "out": out, "frontier_as_failure": frontier_as_failure, "formats": formats,
+             "gate:gate.max_failures": max_failures, "gate:gate.max_frontier_share": max_frontier_share}
+    cfg = load_config(config, overrides(flags, sets))
+    target = CaseStore(cfg.store)
+    run_ids = sorted({rid for s in stores for rid in CaseStore(s).run_ids()})
+    merged = target.merge([str(s) for s in stores])
+    typer.echo(f"merged {len(stores)} store(s) into {target.root}: {merged.runs} run(s), {merged.cases} case(s), "
+               f"{merged.duplicates} duplicate record(s) dropped")
+    if out is None:
+        raise typer.Exit(EXIT_OK)
+    records = [r for rid in run_ids for r in target.latest(run_id=rid).values()]
+    written, gate = write_outputs(cfg, records, _merged_run(target, run_ids), gate=cfg.gate, band=None)
+    raise typer.Exit(_summary(f"frontier-qa merge: {', '.join(run_ids)}", records, (), written, gate, None))
+
+
+def _merged_run(store: CaseStore, run_ids: Sequence[str]) -> RunRecord | None:
+    """The run record to report after a merge: the run's only shard record, else none."""
+    runs = [r for r in store.runs() if r.run_id in run_ids]
+    return runs[0] if len(runs) == 1 else None
+
+
+@app.command("schema")
+def schema_command(
+    out: Optional[Path] = typer.Option(None, "--out", help="Write the schema to this file instead of stdout."),
+) -> None:
+    """Print the JSON Schema of the probe config file (configs/probe.schema.json)."""
+    text = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    typer.echo(f"wrote {out}")
+
+
+__all__ = ["CASES_FILE", "EXIT_INTERRUPTED", "EXIT_USAGE", "overrides", "write_outputs"]
