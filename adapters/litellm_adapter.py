@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from frontier_qa._optional import require
-from frontier_qa.adapters.openai_adapter import classify_openai_error, trajectories_from_response
+from frontier_qa.adapters.openai_adapter import chat_request, classify_openai_error, trajectories_from_response
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime.redact import redact, secret_values
 from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, Trajectory
@@ -105,26 +105,17 @@ class LiteLLMAdapter(Adapter):
 
     def request(self, case: Case, n: int, sampling: Sampling, start: int) -> dict[str, Any]:
         """The keyword arguments of ``litellm.acompletion`` for one call."""
+        params = chat_request(self.model, case, n, sampling, start)
         kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": case.messages,
-            "temperature": sampling.temperature,
-            "top_p": sampling.top_p,
-            "max_tokens": sampling.max_tokens,
+            **params,
             "timeout": self.timeout,
             "max_retries": 0,  # the provider SDK's retries: off, the runtime retries
             "num_retries": 0,  # litellm's own retries: off
             "drop_params": self.drop_params,
             **self.completion_kwargs,
         }
-        if n > 1:
-            kwargs["n"] = n
-        if sampling.stop:
-            kwargs["stop"] = list(sampling.stop)
-        if sampling.seed is not None:
-            kwargs["seed"] = sampling.seed + start  # sample i uses seed + i (target.Sampling)
-        if case.tools:
-            kwargs["tools"] = [dict(t) for t in case.tools]
+        # per-call values win over user completion kwargs (seed + start keeps samples distinct)
+        kwargs.update({key: params[key] for key in ("n", "stop", "seed", "tools") if key in params})
         if self._api_key:
             kwargs["api_key"] = self._api_key
         if self.api_base:

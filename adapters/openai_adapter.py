@@ -235,6 +235,31 @@ def _mentions_n(exc: BaseException) -> bool:
     return bool(re.search(r"\bn\b|'n'|\"n\"|choice|num_return|best_of", text))
 
 
+def chat_request(model: str, case: Case, n: int, sampling: Sampling, start: int) -> dict[str, Any]:
+    """The OpenAI chat-completion parameters of one call, shared by the openai and litellm adapters.
+
+    ``n`` is sent only when more than one sample is asked for; sample ``i`` of a case uses
+    seed ``sampling.seed + i`` (see :class:`~frontier_qa.target.Sampling`), so a call starting
+    at ``start`` sends ``seed + start``.
+    """
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "messages": case.messages,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "max_tokens": sampling.max_tokens,
+    }
+    if n > 1:
+        kwargs["n"] = n
+    if sampling.stop:
+        kwargs["stop"] = list(sampling.stop)
+    if sampling.seed is not None:
+        kwargs["seed"] = sampling.seed + start
+    if case.tools:
+        kwargs["tools"] = [dict(t) for t in case.tools]
+    return kwargs
+
+
 class OpenAIAdapter(Adapter):
     """One request per call to an OpenAI-compatible ``/chat/completions`` endpoint.
 
@@ -312,21 +337,7 @@ class OpenAIAdapter(Adapter):
 
     def request(self, case: Case, n: int, sampling: Sampling, start: int) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for one call."""
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": case.messages,
-            "temperature": sampling.temperature,
-            "top_p": sampling.top_p,
-            "max_tokens": sampling.max_tokens,
-        }
-        if n > 1:
-            kwargs["n"] = n
-        if sampling.stop:
-            kwargs["stop"] = list(sampling.stop)
-        if sampling.seed is not None:
-            kwargs["seed"] = sampling.seed + start  # sample i uses seed + i (target.Sampling)
-        if case.tools:
-            kwargs["tools"] = [dict(t) for t in case.tools]
+        kwargs = chat_request(self.model, case, n, sampling, start)
         extra = dict(self.extra_body)
         if self.supports_prefill and case.continues_assistant:
             extra.update(continue_final_message=True, add_generation_prompt=False)
