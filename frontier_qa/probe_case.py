@@ -102,6 +102,14 @@ def classify_case(
         return CaseClass.UNRESOLVED, f"sampling stopped ({stopped_by or 'no samples'}) before the band was decided"
     if n_answered == 0 and n_unparseable == 0:
         return CaseClass.UNRESOLVED, "every target call failed; nothing to score"
+    if n_answered == 0:
+        # No answer to be consistent about: never "frontier", whatever the posterior says.
+        if reference_verified:
+            return CaseClass.FAILURE, (
+                f"no sample gave an answer in the case's format ({n_unparseable} unparseable): "
+                f"verified reference {reference!r}"
+            )
+        return CaseClass.SUSPECT, f"no sample gave an answer in the case's format ({n_unparseable} unparseable)"
     which = "verified" if reference_verified else "unverified"
     if verdict is Verdict.IN_BAND:
         # Agent0 §3.3: the uncertainty signal stands on its own; the reference only annotates it
@@ -131,8 +139,6 @@ def classify_case(
         return CaseClass.FAILURE, (
             f"answers scattered (p̂ = {p} below band) and {missed}: verified reference {reference!r}"
         )
-    if n_answered == 0:
-        return CaseClass.SUSPECT, f"no sample gave an answer in the case's format ({n_unparseable} unparseable)"
     return CaseClass.SUSPECT, f"answers scattered, p̂ = {p} below band"
 
 

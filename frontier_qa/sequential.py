@@ -26,7 +26,10 @@ largest count and then treating it as binomial ignores that selection. Instead, 
   V^{n_d} (1 − V)^{n − n_d} times the Ewens (Chinese-restaurant) probability of the
   others. Given that, the others' weights are Dir(their counts, θ), the unseen part split
   by stick-breaking GEM(θ); R is the largest of them and M = max(V, (1 − V)·R).
-* a sample is unparseable with probability u ~ Beta(a_u, b_u); p* = (1 − u)·M.
+* a sample is unparseable with probability u ~ Beta(a_u, b_u); p* = (1 − u)·M. The default
+  Beta(0.05, 1) is U-shaped: most cases never fail to parse, some always do, so a few clean
+  samples make u ≈ 0 quickly and six unparseable ones in six make it ≈ 1 (a stronger prior,
+  Beta(0.1, 10), once called such a case "in band").
 * (V, θ) has a discrete prior on a grid (:class:`MajorityPrior`): the population of this
   target's cases. The default is uninformed (Jeffreys on V); :func:`fit_prior` learns it
   from the target's earlier cases (empirical Bayes), and data gathered under this stopping
@@ -90,7 +93,7 @@ class MajorityPrior:
     shares: tuple[float, ...]
     thetas: tuple[float, ...]
     weights: tuple[float, ...]
-    unparseable: tuple[float, float] = (0.1, 10.0)
+    unparseable: tuple[float, float] = (0.05, 1.0)
 
     def __post_init__(self) -> None:
         if not self.shares or not self.thetas or len(self.weights) != len(self.shares) * len(self.thetas):

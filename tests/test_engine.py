@@ -84,6 +84,11 @@ def test_classification_rules_follow_the_brief() -> None:
     assert cls(Verdict.BELOW, reference_verified=True, majority_correct=True) is CaseClass.SUSPECT
     assert classify_case(Verdict.BELOW, majority=None, reference=None, reference_verified=False,
                          majority_correct=None, n_answered=0, n_unparseable=3)[1].startswith("no sample gave")
+    # no sample answered: never frontier, even when a forced posterior decision says "in band"
+    # (found by the embedded default: six unparseable agent replies came out "p̂ = 0.00 inside the band")
+    unanswered = {"majority": None, "majority_correct": None, "n_answered": 0, "n_unparseable": 6, "p_hat": 0.0}
+    assert cls(Verdict.IN_BAND, **unanswered) is CaseClass.SUSPECT
+    assert cls(Verdict.IN_BAND, reference_verified=True, **unanswered) is CaseClass.FAILURE
     # no decision, or nothing but failed calls → unresolved
     assert cls(None, stopped_by="budget") is CaseClass.UNRESOLVED
     assert cls(Verdict.BELOW, n_answered=0, n_unparseable=0) is CaseClass.UNRESOLVED

@@ -266,3 +266,14 @@ def test_small_benchmark_economy_policy_meets_the_goal_on_a_mostly_easy_mix():
     assert fixed.calls == 4000
     assert seq.calls / fixed.calls <= 0.4
     assert seq.band_accuracy >= fixed.band_accuracy - 0.005
+
+
+def test_all_unparseable_samples_are_not_called_in_band() -> None:
+    # The unparseable prior must not outweigh the data: six samples with no answer say the
+    # top answer's share is low (Beta(0.1, 10) said P(in band) = 0.67 here, which made a "frontier").
+    post = band_posterior((), 6)
+    assert post.below > post.inside
+    decision = decide((), 6, 0, SequentialConfig(k_max=6))
+    assert decision.verdict is Verdict.BELOW
+    # and one answer among five unparseable is still below, not in band
+    assert decide((1,), 5, 0, SequentialConfig(k_max=6)).verdict is Verdict.BELOW
