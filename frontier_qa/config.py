@@ -37,6 +37,7 @@ validator (with SAGE's critic when configured), the judge, the store and the set
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -170,6 +171,10 @@ class CurriculumConfig(_Section):
     history_examples: int = Field(3, ge=0)
     ask_solution: bool = True
     ask_difficulty: bool = True
+    style: Literal["instruct", "few_shot"] = Field(
+        "instruct", description="instruct: tagged templates; few_shot: worked examples, for small models (math/general)"
+    )
+    examples: Optional[str] = Field(None, description="few_shot: JSONL/YAML worked examples {problem, answer, program}")
 
 
 class CriticConfig(ModelConfig):
@@ -774,6 +779,33 @@ def load_tools(config: ProbeConfig) -> list[dict[str, Any]]:
     return loaded
 
 
+def load_examples(config: ProbeConfig) -> list[dict[str, Any]] | None:
+    """The few-shot worked examples of ``curriculum.examples`` (a JSONL file or a YAML/JSON list)."""
+    path = config.curriculum.examples
+    if path is None:
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        if path.endswith(".jsonl"):
+            loaded: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            loaded = yaml.safe_load(text)
+    except OSError as err:
+        raise config.error("curriculum.examples", f"cannot read {path}: {err.strerror}", "check the path") from None
+    except (ValueError, yaml.YAMLError) as err:
+        raise config.error("curriculum.examples", f"{path} is not valid JSONL/YAML: {err}", "fix the file") from None
+    if not isinstance(loaded, list) or not all(isinstance(row, dict) for row in loaded):
+        raise config.error("curriculum.examples", f"{path} must hold a list of worked examples",
+                           'write rows like {"problem": "...", "answer": "...", "program": "print(...)"}')
+    from frontier_qa.curricula.few_shot import load_examples as check_examples
+
+    try:
+        check_examples(loaded)
+    except ConfigError as err:
+        raise config.error("curriculum.examples", f"{path}: {err.message}", err.hint or "fix the file") from None
+    return loaded
+
+
 def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleCache | bool) -> Curriculum:
     """The curriculum: cases from a file, or a (trained) model prompted for tasks."""
     c = config.curriculum
@@ -803,6 +835,7 @@ def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleC
     from frontier_qa.curricula.prompted import PromptedCurriculum
 
     tools = load_tools(config)
+    examples = load_examples(config)
     opened = _open(config, "curriculum.model", model, tracker, cache)
     s = c.sampling
     try:
@@ -820,10 +853,15 @@ def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleC
             ask_difficulty=c.ask_difficulty,
             answer_format=c.answer_format,
             close_model=True,
+            style=c.style,
+            examples=examples,
+            dedupe_threshold=config.validation.dedupe_threshold,
         )
     except ConfigError as err:
         _close_now([opened])
-        raise config.error("curriculum.domain", err.message, err.hint or "see configs/example.yaml") from None
+        key = ("curriculum.examples" if err.message.startswith("examples are used")
+               else "curriculum.style" if "style" in err.message else "curriculum.domain")
+        raise config.error(key, err.message, err.hint or "see configs/example.yaml") from None
 
 
 def build_probe(config: ProbeConfig, *, curriculum: bool = True) -> ProbeParts:

@@ -346,3 +346,60 @@ def test_committed_schema_is_current_and_the_example_validates() -> None:
     missing = {k for k in keys(ProbeConfig) if k not in documented
                and not k.startswith(("curriculum.model.", "validation.critic.", "probing.judge."))}
     assert not missing, f"configs/example.yaml does not show: {sorted(missing)}"
+
+
+def test_build_probe_wires_a_few_shot_curriculum_with_examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / "writer.py").write_text(WRITER)
+    (tmp_path / "shots.jsonl").write_text('{"problem": "How much is 7 * 8?", "answer": "56", "program": "print(56)"}\n')
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path, """
+        target: python:agent.py:answer
+        curriculum:
+          model: python:writer.py:write
+          style: few_shot
+          examples: shots.jsonl
+        validation: {dedupe_threshold: 0.4}
+        store: st
+    """)
+    parts = build_probe(load_config(path, env={}))
+    try:
+        from frontier_qa.curricula.few_shot import Example
+        from frontier_qa.curricula.prompted import PromptedCurriculum
+
+        assert isinstance(parts.curriculum, PromptedCurriculum)
+        assert parts.curriculum.style == "few_shot" and parts.curriculum.dedupe_threshold == 0.4
+        assert parts.curriculum.examples == (Example("How much is 7 * 8?", "56", "print(56)"),)
+    finally:
+        import asyncio
+
+        asyncio.run(parts.aclose())
+    (tmp_path / "bad.jsonl").write_text('{"answer": "56"}\n')
+    bad = write(tmp_path, """
+        target: python:agent.py:answer
+        curriculum:
+          model: python:writer.py:write
+          style: few_shot
+          examples: bad.jsonl
+    """, name="bad.yaml")
+    with pytest.raises(ConfigError) as info:
+        build_probe(load_config(bad, env={}))
+    assert "bad.yaml:5: curriculum.examples: bad.jsonl: few-shot example 0 needs a problem and an answer" in str(info.value)
+    wrong = write(tmp_path, """
+        target: python:agent.py:answer
+        curriculum:
+          model: python:writer.py:write
+          style: few_shot
+          domain: open_ended
+    """, name="wrong.yaml")
+    with pytest.raises(ConfigError) as info:
+        build_probe(load_config(wrong, env={}))
+    assert "wrong.yaml:4: curriculum.style: style 'few_shot' is not available for domain 'open_ended'" in str(info.value)
+
+
+def test_the_embedded_default_config_validates() -> None:
+    config = load_config(REPO / "configs" / "default.yaml", env={})
+    assert config.target.spec == "python:examples/agents/smol_agent.py:solve"
+    assert config.curriculum.model is not None and config.curriculum.model.spec == "hf:smollm2"
+    assert config.curriculum.style == "few_shot" and config.curriculum.type == "prompted"
+    assert config.budget.max_wall_s is not None and config.probing.max_candidates is not None

@@ -33,12 +33,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from frontier_qa.curricula import few_shot
 from frontier_qa.curricula import templates as tpl
 from frontier_qa.curriculum import History, Outcome, Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.target import Case, Sampling, Target, Trajectory
+from frontier_qa.validation import nearest
 
 DOMAINS: tuple[str, ...] = ("math", "general", "tools", "open_ended", "workflow")
+STYLES: tuple[str, ...] = ("instruct", "few_shot")
+FEW_SHOT_SHOWN = 5  # worked examples per few-shot prompt
 DEFAULT_SAMPLING = Sampling(temperature=1.0, top_p=0.99, max_tokens=1024)
 """Agent0 A.1: the curriculum samples at temperature 1.0, top-p 0.99."""
 
@@ -112,6 +116,13 @@ class PromptedCurriculum:
             ``workflow`` with ``"final_answer"``: "end with 'Final answer:'"; else none).
             ``None`` means no system prompt.
         close_model: close ``model`` in :meth:`aclose` (set by :func:`from_spec`, which opened it).
+        style: ``"instruct"`` (the templates above) or ``"few_shot"`` (``math``/``general`` only):
+            worked ``Problem/Answer/Program`` examples and a ``Problem:`` prefill, for small models
+            that cannot follow the instruct templates (:mod:`frontier_qa.curricula.few_shot`).
+        examples: ``"few_shot"`` only: the worked examples to draw from (rows with ``problem``,
+            ``answer``, optional ``program``); default :data:`~frontier_qa.curricula.few_shot.MATH_EXAMPLES`.
+        dedupe_threshold: ``"few_shot"`` only: a problem closer than this BLEU distance to a
+            shown example is rejected as a copy (``None``: keep copies).
 
     Raises:
         ConfigError: unknown domain, ``"tools"`` without tools, ``"workflow"`` without a
@@ -135,9 +146,22 @@ class PromptedCurriculum:
         answer_format: str | None = None,
         case_system: Any = _KEEP,
         close_model: bool = False,
+        style: str = "instruct",
+        examples: Sequence[Mapping[str, Any]] | None = None,
+        dedupe_threshold: float | None = 0.5,
     ) -> None:
         if domain not in DOMAINS:
             raise ConfigError(f"unknown curriculum domain {domain!r}", hint=f"use one of: {', '.join(DOMAINS)}")
+        if style not in STYLES:
+            raise ConfigError(f"unknown curriculum style {style!r}", hint=f"use one of: {', '.join(STYLES)}")
+        if style == "few_shot" and domain not in ("math", "general"):
+            raise ConfigError(f"style 'few_shot' is not available for domain {domain!r}",
+                              hint="use domain 'math' or 'general', or style 'instruct'")
+        if examples is not None and style != "few_shot":
+            raise ConfigError("examples are used by style 'few_shot' only", hint="set style: few_shot or drop examples")
+        if style == "few_shot" and examples is None and domain != "math":
+            raise ConfigError("style 'few_shot' for domain 'general' needs worked examples",
+                              hint="pass examples=[{problem, answer, program}, ...] (built-in ones are math)")
         self.tools = tuple(dict(t) for t in tools)
         names = [tpl.tool_name(t) for t in self.tools]
         if any(not n for n in names):
@@ -166,7 +190,10 @@ class PromptedCurriculum:
         self.answer_format = {"math": "boxed", "general": "boxed", "tools": "json:calls",
                               "open_ended": "text"}.get(domain, answer_format or "text")
         self.case_system = self._default_case_system() if case_system is _KEEP else case_system
-        self.template = _TEMPLATES[domain]
+        self.style = style
+        self.examples = few_shot.load_examples(examples) if examples is not None else few_shot.MATH_EXAMPLES
+        self.dedupe_threshold = dedupe_threshold
+        self.template = _TEMPLATES[domain] if style == "instruct" else f"few-shot-{domain}"
         self.name = name or f"prompted:{domain}@{getattr(model, 'id', type(model).__name__)}"
         self.history = History(limit=max(history_examples, 1))
         self.round = 0
@@ -174,6 +201,7 @@ class PromptedCurriculum:
         self._topics = list(topics or ())
         random.Random(seed).shuffle(self._topics)
         self._close_model = close_model
+        self._shown: dict[int, list[few_shot.Example]] = {}  # few-shot: examples shown, by request seed
 
     def _default_case_system(self) -> str | None:
         if self.domain in ("math", "general"):
@@ -202,8 +230,12 @@ class PromptedCurriculum:
         self._made += n
         history = self.history_text()
         requests = [self._request(round_index, i, first + i, history) for i in range(n)]
+        sampling = self.sampling
+        if self.style == "few_shot":  # one problem per request
+            sampling = replace(sampling, stop=tuple(dict.fromkeys((*sampling.stop, *few_shot.STOP))),
+                               max_tokens=min(sampling.max_tokens, 200))
         results = await asyncio.gather(
-            *(self.model.sample(case, 1, replace(self.sampling, seed=seed), start=0)
+            *(self.model.sample(case, 1, replace(sampling, seed=seed), start=0)
               for case, seed, _, _ in requests),
             return_exceptions=True,
         )
@@ -266,6 +298,8 @@ class PromptedCurriculum:
         seed = derive_seed(self.seed, round_index, index)
         topic = self._topic(made)
         spec: ToolTaskSpec | None = None
+        if self.style == "few_shot":
+            return self._few_shot_request(seed, topic), seed, topic, None
         if self.domain in ("math", "general"):
             system, user = tpl.reasoning_prompt(self.domain, topic, ask_solution=self.ask_solution,
                                                 ask_difficulty=self.ask_difficulty)
@@ -284,6 +318,27 @@ class PromptedCurriculum:
                     topic=topic or self.domain, answer_format="text")
         return case, seed, topic, spec
 
+    def _few_shot_request(self, seed: int, topic: str | None) -> Case:
+        shown = few_shot.choose(self.examples, self._found_examples(), FEW_SHOT_SHOWN, random.Random(seed))
+        self._shown[seed] = shown
+        user = few_shot.prompt(shown, topic, self.domain)
+        history: tuple[dict[str, str], ...] = ()
+        if getattr(self.model, "supports_prefill", False):
+            history = ({"role": "assistant", "content": few_shot.PREFILL},)
+        return Case(id=f"curriculum-{_digest(user)}", prompt=user, topic=topic or self.domain,
+                    answer_format="text", history=history)
+
+    def _found_examples(self) -> list[few_shot.Example]:
+        """Recent frontier cases and stable wrong answers, as worked examples (most recent last)."""
+        if self.history_examples == 0:
+            return []
+        found = [*self.history.recent("frontier"),
+                 *(o for o in self.history.recent("failure") if o.p_hat is not None and o.p_hat >= 0.5)]
+        examples = [few_shot.Example(o.proposal.case.prompt, o.proposal.case.reference or "",
+                                     o.proposal.solution)
+                    for o in found if o.proposal.case.prompt.strip() and o.proposal.case.reference]
+        return examples[-self.history_examples:]
+
     # ------------------------------------------------------------------------- parsing
 
     def _proposal(self, request: Case, seed: int, topic: str | None, spec: ToolTaskSpec | None,
@@ -294,8 +349,14 @@ class PromptedCurriculum:
         if trajectory is None or not trajectory.ok or raw is None:
             why = trajectory.error if trajectory is not None else "no sample returned"
             return self._invalid(f"the curriculum model returned no text: {why}", raw, topic, metadata, source)
-        parsed = {"math": tpl.parse_reasoning, "general": tpl.parse_reasoning, "tools": tpl.parse_tool_task,
-                  "open_ended": tpl.parse_open_ended, "workflow": tpl.parse_workflow}[self.domain](raw)
+        if self.style == "few_shot":
+            parsed = few_shot.parse(raw, prefilled=request.continues_assistant)
+            copied = self._copied_example(parsed.question, self._shown.pop(seed, ()))
+            if copied is not None:
+                return self._invalid(copied, raw, topic, metadata, source)
+        else:
+            parsed = {"math": tpl.parse_reasoning, "general": tpl.parse_reasoning, "tools": tpl.parse_tool_task,
+                      "open_ended": tpl.parse_open_ended, "workflow": tpl.parse_workflow}[self.domain](raw)
         if parsed.error is not None or parsed.question is None:
             return self._invalid(parsed.error or "no question", raw, topic, metadata, source)
         tools: tuple[Mapping[str, Any], ...] = ()
@@ -321,6 +382,15 @@ class PromptedCurriculum:
         )
         return Proposal(case=case, solution=parsed.solution, gold_calls=parsed.gold_calls,
                         predicted_pass_rate=parsed.predicted_pass_rate, source=source, raw=raw)
+
+    def _copied_example(self, question: str | None, shown: Sequence[few_shot.Example]) -> str | None:
+        if question is None or self.dedupe_threshold is None or not shown:
+            return None
+        distance, other = nearest(question, [e.problem for e in shown])
+        if other is not None and distance < self.dedupe_threshold:
+            return (f"copies a shown example (BLEU distance {distance:.2f} < {self.dedupe_threshold}): "
+                    f"{few_shot.one_line(other)[:80]}")
+        return None
 
     def _offered_tools(self, listed: Sequence[str], spec: ToolTaskSpec,
                        metadata: dict[str, Any]) -> tuple[Mapping[str, Any], ...]:
@@ -364,5 +434,5 @@ def from_spec(spec: str, *, target_options: Mapping[str, Any] | None = None, **o
     return PromptedCurriculum(model, close_model=True, **options)
 
 
-__all__ = ["DEFAULT_SAMPLING", "DOMAINS", "PromptedCurriculum", "ToolTaskSpec", "derive_seed", "from_spec",
+__all__ = ["DEFAULT_SAMPLING", "DOMAINS", "STYLES", "PromptedCurriculum", "ToolTaskSpec", "derive_seed", "from_spec",
            "sample_tool_spec"]
