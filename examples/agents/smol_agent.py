@@ -6,7 +6,9 @@ Python, around a model they call. For each sample it
 1. asks the model to solve the task, writing one ```` ```python ```` block when computing helps;
 2. runs that code in frontier-qa's sandbox (no network, no secrets, resource limits) and records
    the call as a tool call of the trajectory;
-3. shows the model the output and asks for the final answer in ``\\boxed{}``.
+3. shows the model the output (or, without code, its own reasoning) and asks for the final answer
+   in ``\\boxed{}``; a model that can continue a reply (local models) is started inside
+   ``\\boxed{`` so that even a 135M model answers in a form the probe reads.
 
 The model defaults to SmolLM2-135M-Instruct (``hf:smollm2``, built offline on first use); set
 ``FRONTIER_QA_AGENT_MODEL`` to any target spec (``openai:MODEL@URL``, ``litellm:…``) to drive it
@@ -21,6 +23,7 @@ Use it as a target::
 from __future__ import annotations
 
 import os
+import re
 import threading
 from dataclasses import replace
 from typing import Any
@@ -31,15 +34,21 @@ from frontier_qa.runtime import Limits, open_target
 from frontier_qa.sandbox import Sandbox
 from frontier_qa.target import Case, Sampling, Target
 
-version = "1"  # part of the target id: bump it when the agent's behaviour changes
+version = "3"  # part of the target id: bump it when the agent's behaviour changes
 
 SYSTEM = (
-    "You solve problems by writing Python. Reply with one ```python code block that prints the "
+    "You solve problems by writing Python. Reply with one ```python code block that prints only the "
     "answer, then stop.\n\nExample:\nTask: What is 12 * 7 - 3?\n```python\nprint(12 * 7 - 3)\n```"
 )
-FOLLOW_UP = "The code printed:\n```output\n{output}\n```\nNow give only the final answer as \\boxed{{answer}}."
+FAILED = "The code failed:\n```output\n{output}\n```"
+FIX = "Write the corrected program."
+GIVE_UP = "Without code, give only the final answer, written in \\boxed{}."
+CODE_PREFILL = "```python\n"
+ANSWER_PREFILL = "The final answer is \\boxed{"
+MAX_ATTEMPTS = 2  # programs per sample: the first, and one fix after an error or no output
 MAX_OUTPUT_CHARS = 2000
 
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:/\d+)?")
 _lock = threading.Lock()
 _model: Target | None = None
 _sandbox: Sandbox | None = None
@@ -59,37 +68,90 @@ def _tools() -> tuple[Target, Sandbox]:
 
 
 async def solve(task: str, ctx: AgentContext, sampling: Sampling, sample_index: int) -> dict[str, Any]:
-    """Answer ``task`` in up to two model steps with one sandboxed Python run between them."""
+    """Answer ``task`` with a program (program-of-thought): write it, run it, fix it once if it fails.
+
+    The answer is the program's last printed line. When no program prints anything, the model is
+    asked for the answer directly.
+    """
     model, sandbox = _tools()
     case_id = ctx.case.id if ctx.case is not None else "task"
-    # The model's own sampling: the probe's temperature/seed, a short budget, stop after the code block.
-    draft_sampling = replace(sampling, max_tokens=min(sampling.max_tokens, 256), stop=("```output",))
-    draft_case = Case(id=f"{case_id}/draft", prompt=task, system=SYSTEM)
-    (draft,) = await model.sample(draft_case, 1, draft_sampling, start=sample_index)
-    ctx.add_usage(draft.usage.prompt_tokens, draft.usage.completion_tokens)
-    if draft.error is not None or draft.text is None:
-        raise RuntimeError(f"the model failed: {draft.error}")
-    ctx.step("draft")
-    block = find_code(draft.text)
-    if block is None:
-        return {"answer": draft.text}
+    # A model that can continue a reply (local models) is started inside the code block and the
+    # answer box, so even a 135M model uses its tool and answers in a form the probe reads.
+    prefill = bool(getattr(model, "supports_prefill", False))
+    code_sampling = replace(sampling, max_tokens=min(sampling.max_tokens, 256), stop=("```output",))
+    history: list[dict[str, str]] = []
+    transcript: list[str] = []
+    failed: str | None = None  # the last program's error report, when every attempt failed
+    for attempt in range(MAX_ATTEMPTS):
+        opened = ({"role": "assistant", "content": CODE_PREFILL},) if prefill else ()
+        case = Case(id=f"{case_id}/code{attempt}", prompt=task, system=SYSTEM, history=(*history, *opened))
+        draft = await _step(ctx, model, case, code_sampling, sample_index, f"write code ({attempt + 1})")
+        if prefill:
+            draft = CODE_PREFILL + draft
+            if draft.count("```") < 2:  # it stopped before closing the block
+                draft = draft.rstrip() + "\n```"
+        block = find_code(draft)
+        if block is None:
+            transcript.append(draft.strip())
+            if "\\boxed{" in draft:  # answered without code
+                return {"answer": "\n".join(transcript)}
+            history.append({"role": "assistant", "content": draft.strip()})
+            failed = None
+            break
+        code = block.group(1)
+        result = await sandbox.arun(code)
+        output = format_output(result, MAX_OUTPUT_CHARS) or "(no output)"
+        ctx.tool_call("python", code, output, None if result.ok else (result.stderr or result.killed_reason))
+        ctx.step("ran code")
+        shown = draft[: block.end()]  # anything written after the block was a guess at its output
+        transcript.append(f"{shown}\n```output\n{output}\n```")
+        printed = [line.strip() for line in (result.stdout or "").splitlines() if line.strip()]
+        if result.ok and printed:
+            return {"answer": "\n".join(transcript) + f"\n{ANSWER_PREFILL}{_result(printed[-1])}}}"}
+        failed = FAILED.format(output=output.strip())
+        history.append({"role": "assistant", "content": shown})
+        if attempt + 1 < MAX_ATTEMPTS:
+            history.append({"role": "user", "content": f"{failed}\n{FIX}"})
 
-    code = block.group(1)
-    result = await sandbox.arun(code)
-    output = format_output(result, MAX_OUTPUT_CHARS) or "(no output)"
-    ctx.tool_call("python", code, output, None if result.ok else (result.stderr or result.killed_reason))
-    ctx.step("ran code")
+    # No program printed an answer: ask for one directly (after the last error, if any).
+    history.append({"role": "user", "content": f"{failed}\n{GIVE_UP}" if failed else GIVE_UP})
+    if prefill:
+        history.append({"role": "assistant", "content": ANSWER_PREFILL})
+    case = Case(id=f"{case_id}/answer", prompt=task, system=SYSTEM, history=tuple(history))
+    final_sampling = replace(sampling, max_tokens=min(sampling.max_tokens, 32 if prefill else 64),
+                             stop=("\n",) if prefill else ())
+    final = await _step(ctx, model, case, final_sampling, sample_index, "answer")
+    answer = f"{ANSWER_PREFILL}{_box_content(final)}}}" if prefill else final
+    return {"answer": "\n".join(transcript) + f"\n{answer}"}
 
-    history = (
-        {"role": "assistant", "content": draft.text[: block.end()]},
-        {"role": "user", "content": FOLLOW_UP.format(output=output.strip())},
-    )
-    final_case = Case(id=f"{case_id}/final", prompt=task, system=SYSTEM, history=history)
-    final_sampling = replace(sampling, max_tokens=min(sampling.max_tokens, 64), stop=())
-    (final,) = await model.sample(final_case, 1, final_sampling, start=sample_index)
-    ctx.add_usage(final.usage.prompt_tokens, final.usage.completion_tokens)
-    if final.error is not None or final.text is None:
-        raise RuntimeError(f"the model failed: {final.error}")
-    ctx.step("answer")
-    draft_text = draft.text[: block.end()]  # anything the model wrote after its code was a guess
-    return {"answer": f"{draft_text}\n```output\n{output}\n```\n{final.text}"}
+
+def _result(line: str) -> str:
+    """The answer in a printed line: the line, or its last number when it is a sentence."""
+    numbers = _NUMBER.findall(line)
+    if len(line.split()) > 1 and numbers:
+        return numbers[-1].replace(",", "").rstrip(".")
+    return line
+
+
+def _box_content(text: str) -> str:
+    """What a continuation of ``\\boxed{`` puts in the box: up to its closing brace (nested kept)."""
+    depth = 0
+    for i, char in enumerate(text):
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            if depth == 0:
+                return text[:i].strip()
+            depth -= 1
+    return text.strip()
+
+
+async def _step(ctx: AgentContext, model: Target, case: Case, sampling: Sampling, sample_index: int,
+                name: str) -> str:
+    """One model call, its usage and a step record; the text it wrote."""
+    (reply,) = await model.sample(case, 1, sampling, start=sample_index)
+    ctx.add_usage(reply.usage.prompt_tokens, reply.usage.completion_tokens)
+    if reply.error is not None or reply.text is None:
+        raise RuntimeError(f"the model failed at the {name} step: {reply.error}")
+    ctx.step(name)
+    return reply.text
