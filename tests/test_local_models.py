@@ -106,12 +106,12 @@ def test_gguf_is_read_from_a_wheel_or_given_directly(monkeypatch: pytest.MonkeyP
         ensure_smollm2(tmp_path / "models")
 
 
-def test_missing_converter_names_the_train_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_missing_converter_names_the_local_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "gguf", None)  # import gguf -> ImportError(name="gguf")
     with pytest.raises(MissingExtraError) as info:
         local_models._convert_gguf(tmp_path / "m.gguf", tmp_path / "out")
-    assert info.value.extra == "train" and info.value.package == "gguf"
-    assert "frontier-qa[train]" in str(info.value)
+    assert info.value.extra == "local" and info.value.package == "gguf"
+    assert "frontier-qa[local]" in str(info.value)
 
 
 def test_resolve_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
