@@ -1,0 +1,54 @@
+"""The embedded default: the README's main command, a real probe with no API key and no GPU.
+
+SmolLM2-135M-Instruct writes tasks (few-shot style) for the example agent
+(examples/agents/smol_agent.py), which the same local model drives; the CLI runs in its own
+process from the repository root, exactly as the Quickstart runs it, with fewer candidates
+and samples so the test takes about a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TOPICS = {"money", "shopping", "time", "distance", "percentages", "area", "ages", "fractions"}
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_default_config_probes_the_example_agent_end_to_end(tmp_path: Path, report_measurement) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("transformers")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FRONTIER_QA_") or k == "FRONTIER_QA_CACHE"}
+    env["FRONTIER_QA_AGENT_CACHE"] = str(tmp_path / "agent-cache")
+    out = tmp_path / "report"
+    cmd = [sys.executable, "-m", "frontier_qa", "probe", "--config", "configs/default.yaml",
+           "--store", str(tmp_path / "store"), "--out", str(out), "--progress", "plain",
+           "--max-candidates", "4", "--k", "3", "--set", "probing.batch_size=4"]
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    assert "[probe" in done.stdout + done.stderr  # progress lines
+
+    report = json.loads((out / "report.json").read_text())
+    assert {"cases.jsonl", "report.json", "junit.xml", "report.md", "report.html"} <= {p.name for p in out.iterdir()}
+    assert report["run"]["target_id"].startswith("python:examples/agents/smol_agent.py:solve@")
+    rows = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    assert len(rows) == 4  # every candidate is recorded, valid or not
+    assert all(row["case"]["topic"] in TOPICS for row in rows)
+    sampled = [row for row in rows if row["samples"]]
+    assert sampled, "SmolLM2 wrote no valid task in 4 tries"
+    for row in sampled:
+        assert row["case_class"] in {"frontier", "failure", "suspect", "pass"}
+        assert row["case"]["metadata"]["template"] == "few-shot-math"
+        assert 1 <= len(row["samples"]) <= 3 and row["p_hat"] is not None
+    # the agent used its Python tool on the tasks (the code block is opened for the local model)
+    assert sum(s["n_tool_calls"] for row in sampled for s in row["samples"]) >= len(sampled)
+    classes = {row["case_class"] for row in rows}
+    report_measurement("embedded_default", f"embedded default (4 candidates, k <= 3): classes {sorted(classes)}, "
+                                           f"{len(sampled)} sampled; full run: `frontier-qa probe --config configs/default.yaml`")
