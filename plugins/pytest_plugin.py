@@ -1,0 +1,348 @@
+"""The frontier-qa pytest plugin: an agent's frontier cases as ordinary test items (issue 5).
+
+Mark a test with the agent and the probe settings, take the ``frontier_case`` fixture, and
+the test runs once per frontier case, replayed against the agent::
+
+    @pytest.mark.frontier(target="python:agent.py:run", curriculum="cases.jsonl", k=6)
+    def test_agent(frontier_case):
+        frontier_case.assert_no_regression()
+
+Registered through the ``pytest11`` entry point (``-p frontier_qa.plugins.pytest_plugin``
+before that). It is inert unless a test uses the marker: this module imports only pytest
+and the standard library; the engine (:mod:`frontier_qa.plugins.pytest_suite`) is imported
+the first time a marked test is collected. Options (``--frontier-*``, ini ``frontier_*``)
+are only read and checked; they do nothing in a suite without marked tests.
+
+Modes (``--frontier-mode``):
+
+* ``auto`` (default): replay the stored cases; probe for new ones only when the test's suite
+  has no stored case at all (the first run finds, later runs replay: Hypothesis' example
+  database).
+* ``replay``: stored cases only; the curriculum is never built or asked (CI).
+* ``generate``: replay the stored cases, then probe for new ones and save them.
+
+Under pytest-xdist the controller does not collect; each worker does, so generation runs
+once per session behind a file lock in the store, and every worker reads the same cases
+back from the store (see :mod:`frontier_qa.plugins.pytest_suite`). The controller builds the
+terminal summary from the reports' user properties (the ones ``--junitxml`` writes).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+MARKER = "frontier"
+FIXTURE = "frontier_case"
+MODES = ("auto", "replay", "generate")
+FLAKY_POLICIES = ("xfail", "fail")
+PROPERTY_PREFIX = "frontier_"
+
+
+class FrontierUsageError(pytest.UsageError, pytest.Collector.CollectError):
+    """A bad ``@pytest.mark.frontier`` argument or ``--frontier-*`` option.
+
+    Also a ``CollectError``, so that raised during collection pytest shows the message (what
+    was wrong and the fix), not a traceback through the plugin.
+    """
+
+
+@dataclass(frozen=True)
+class _Option:
+    dest: str
+    flag: str
+    ini: str
+    kind: str  # "str", "path", "int>=0", "int>=1", "int", "float>=0" or "choice:a,b"
+    help: str
+
+
+_OPTIONS = (
+    _Option("mode", "--frontier-mode", "frontier_mode", "choice:" + ",".join(MODES),
+            "auto: replay stored cases, probe only for suites with none stored (default); "
+            "replay: stored cases only, never generate (CI); generate: probe for new cases and save them"),
+    _Option("target", "--frontier-target", "frontier_target", "str",
+            "target spec for every frontier test, overriding the marker's (e.g. a new model or agent version)"),
+    _Option("store", "--frontier-store", "frontier_store", "path", "case store directory (default .frontier-qa)"),
+    _Option("seed", "--frontier-seed", "frontier_seed", "int", "the probe seed (sample i uses seed + i)"),
+    _Option("budget_calls", "--frontier-budget-calls", "frontier_budget_calls", "int>=0",
+            "most model calls per marked test function and process"),
+    _Option("max_cost_usd", "--frontier-max-cost-usd", "frontier_max_cost_usd", "float>=0",
+            "most US dollars per marked test function and process"),
+    _Option("k", "--frontier-k", "frontier_k", "int>=1", "samples per case (the most, with sequential sampling)"),
+    _Option("config", "--frontier-config", "frontier_config", "path",
+            "a frontier-qa YAML config (configs/example.yaml)"),
+    _Option("flaky", "--frontier-flaky", "frontier_flaky", "choice:" + ",".join(FLAKY_POLICIES),
+            "a stored case that no longer reproduces: xfail (default) or fail"),
+)
+
+
+@dataclass(frozen=True)
+class FrontierOptions:
+    """The session's ``--frontier-*`` / ``frontier_*`` values, checked.
+
+    Attributes:
+        values: option name (``"k"``, ``"target"`` ...) to its value, for the options set.
+        sources: option name to ``"cli"`` or ``"ini"``.
+        labels: option name to how it was written (``--frontier-k=6``, ``ini frontier_k = 6``).
+    """
+
+    values: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def mode(self) -> str:
+        return str(self.values.get("mode", "auto"))
+
+    @property
+    def flaky(self) -> str:
+        return str(self.values.get("flaky", "xfail"))
+
+
+def _convert(option: _Option, raw: str, label: str) -> Any:
+    kind = option.kind
+    if kind.startswith("choice:"):
+        choices = kind[len("choice:"):].split(",")
+        if raw not in choices:
+            raise FrontierUsageError(f"{label}: {raw!r} is not one of {', '.join(choices)}\n"
+                                     f"  fix: write e.g. {option.flag}={choices[0]}")
+        return raw
+    if kind in ("str", "path"):
+        if not raw.strip():
+            raise FrontierUsageError(f"{label}: the value is empty\n  fix: give a value or leave the option out")
+        return raw.strip()
+    number: float
+    try:
+        number = float(raw) if kind.startswith("float") else int(raw)
+    except ValueError:
+        what = "a number" if kind.startswith("float") else "an integer"
+        raise FrontierUsageError(f"{label}: {raw!r} is not {what}\n  fix: write e.g. {option.flag}=10") from None
+    low = 1 if kind.endswith(">=1") else 0 if kind.endswith(">=0") else None
+    if low is not None and number < low:
+        raise FrontierUsageError(f"{label}: {raw} is below {low}\n  fix: give a value >= {low}")
+    return number
+
+
+def read_options(config: pytest.Config) -> FrontierOptions:
+    """Read and check every ``--frontier-*`` option and ``frontier_*`` ini key (flags win)."""
+    options = FrontierOptions()
+    for option in _OPTIONS:
+        cli = config.getoption(f"frontier_{option.dest}", default=None)
+        ini = config.getini(option.ini) if cli is None else None
+        if cli is not None:
+            raw, source, label = str(cli), "cli", f"{option.flag}={cli}"
+        elif isinstance(ini, str) and ini.strip():
+            raw, source, label = ini.strip(), "ini", f"ini {option.ini} = {ini.strip()}"
+        else:
+            continue
+        options.values[option.dest] = _convert(option, raw, label)
+        options.sources[option.dest] = source
+        options.labels[option.dest] = label
+    return options
+
+
+# --- hooks --------------------------------------------------------------------------------
+
+OPTIONS_KEY = pytest.StashKey[FrontierOptions]()
+SESSION_KEY = pytest.StashKey[Any]()  # a pytest_suite.Session, made when a marked test is collected
+CASE_KEY = pytest.StashKey[Any]()  # the item's FrontierCase
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("frontier-qa", "frontier-qa: an agent's frontier cases as test items")
+    for option in _OPTIONS:
+        group.addoption(option.flag, dest=f"frontier_{option.dest}", default=None, metavar=option.dest.upper(),
+                        help=f"{option.help} (ini: {option.ini})")
+        parser.addini(option.ini, f"frontier-qa: {option.help}", default="")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(target=SPEC, curriculum=FILE|'prompted:MODEL'|object, k=, band=, budget_calls=, ...): "
+        f"run the test once per frontier case of the agent; take the '{FIXTURE}' fixture (frontier-qa)",
+    )
+    config.stash[OPTIONS_KEY] = read_options(config)
+    config.pluginmanager.register(FrontierReporter(config), "frontier-qa-reporter")
+
+
+def session_of(config: pytest.Config) -> Any:
+    """The frontier-qa state of this pytest process, made on first use (imports the engine)."""
+    session = config.stash.get(SESSION_KEY, None)
+    if session is None:
+        from frontier_qa.plugins.pytest_suite import Session
+
+        session = config.stash[SESSION_KEY] = Session(config, config.stash[OPTIONS_KEY])
+    return session
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker(MARKER)
+    if marker is None:
+        if FIXTURE in metafunc.fixturenames:
+            raise FrontierUsageError(
+                f"{metafunc.definition.nodeid} takes the {FIXTURE!r} fixture but has no @pytest.mark.{MARKER}\n"
+                f"  fix: add @pytest.mark.{MARKER}(target=..., curriculum=...) to the test"
+            )
+        return
+    session_of(metafunc.config).parametrize(metafunc, marker)
+
+
+@pytest.fixture
+def frontier_case(request: pytest.FixtureRequest) -> Any:
+    """One frontier case of the agent named by the test's ``@pytest.mark.frontier``, replayed.
+
+    Returns a :class:`frontier_qa.plugins.pytest_case.FrontierCase`: the case (``prompt``,
+    ``topic``, ``reference``), what was stored about it (``stored_class``, ``stored_p_hat``),
+    a fresh replay (``replayed``, ``p_hat``, ``interval``, ``case_class``, ``verdict``) and
+    ``sample(n)`` / ``answers(n)`` to run the agent on it again.
+    """
+    return session_of(request.config).case_for(request)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    case = item.stash.get(CASE_KEY, None)
+    reason = getattr(case, "flaky_reason", None)
+    if reason and report.when == "call" and report.passed:
+        # never a silent pass (Hypothesis' Flaky): xfail by default, a failure on request
+        if item.config.stash[OPTIONS_KEY].flaky == "fail":
+            report.outcome = "failed"
+            report.longrepr = f"frontier-qa: flaky case {case.id}: {reason}"
+        else:
+            report.outcome = "skipped"
+            report.wasxfail = f"flaky: {reason}"
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    state = session.config.stash.get(SESSION_KEY, None)
+    if state is not None:
+        state.finish()
+
+
+class FrontierReporter:
+    """Gathers the frontier properties of every report and prints the terminal summary.
+
+    Works on the xdist controller too: it sees the workers' reports, user properties included.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.results: dict[str, dict[str, str]] = {}  # nodeid -> frontier properties and outcome
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not report.user_properties:
+            return
+        # xdist sends user_properties as lists, not tuples
+        props = {str(p[0]): str(p[1]) for p in report.user_properties
+                 if len(p) == 2 and str(p[0]).startswith(PROPERTY_PREFIX)}
+        if "frontier_suite" not in props:
+            return
+        outcome = "xfailed" if hasattr(report, "wasxfail") else report.outcome
+        if report.when == "call" or outcome != "passed":
+            entry = self.results.setdefault(report.nodeid, {})
+            entry.update(props)
+            entry["outcome"] = outcome
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.results:
+            return
+        terminalreporter.section("frontier-qa")
+        for line in summary_lines(self.config, self.results):
+            terminalreporter.write_line(line)
+
+
+# --- terminal summary -----------------------------------------------------------------------------
+
+
+def _function_of(nodeid: str) -> str:
+    return nodeid.split("[", 1)[0]
+
+
+def replay_command(config: pytest.Config, functions: list[str]) -> str:
+    """The pytest command that replays these marked functions' stored cases, never generating."""
+    root, here = str(config.rootpath), str(config.invocation_params.dir)
+    args = []
+    for nodeid in functions:
+        path, sep, rest = nodeid.partition("::")
+        rel = os.path.relpath(os.path.join(root, path), here) if path else path
+        args.append(rel + sep + rest)
+    options = config.stash[OPTIONS_KEY]
+    for option in _OPTIONS:  # repeat what this command line gave; ini keys apply again by themselves
+        if option.dest != "mode" and options.sources.get(option.dest) == "cli":
+            args.append(f"{option.flag}={options.values[option.dest]}")
+    return "pytest " + " ".join(shlex.quote(a) for a in [*args, "--frontier-mode=replay"])
+
+
+def _count_line(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in counts.items() if n) or "none"
+
+
+def summary_lines(config: pytest.Config, results: dict[str, dict[str, Any]]) -> list[str]:
+    """The terminal summary: per suite, cases by class and verdict, the frontier map by topic,
+    flaky cases and regressions, and the command that replays them.
+
+    Args:
+        config: the pytest config (for the replay command).
+        results: test node id -> its ``frontier_*`` properties and ``outcome``.
+    """
+    suites: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for nodeid, props in sorted(results.items()):
+        suites.setdefault(props["frontier_suite"], []).append((nodeid, props))
+    lines: list[str] = []
+    order = ("failure", "suspect", "frontier", "unresolved", "pass", "invalid")
+    for name, rows in suites.items():
+        # several tests may share a suite: count each case once
+        cases: dict[str, dict[str, Any]] = {}
+        for _, p in rows:
+            if p.get("frontier_verdict"):
+                cases[p["frontier_case_id"]] = p
+        first = rows[0][1]
+        lines.append(f"{name}: target {first.get('frontier_target', '?')}, mode {first.get('frontier_mode', '?')}, "
+                     f"{len(rows)} test(s)")
+        if first.get("frontier_generation"):
+            lines.append(f"  generated: {first['frontier_generation']}")
+        skipped = [p for _, p in rows if p.get("frontier_skip")]
+        if not cases and skipped:
+            lines.append(f"  no cases: {skipped[0]['frontier_skip']}")
+        verdicts: dict[str, int] = {}
+        for p in cases.values():
+            verdicts[p["frontier_verdict"]] = verdicts.get(p["frontier_verdict"], 0) + 1
+        if cases:
+            new = verdicts.get("new", 0)
+            by_class = {c: sum(p.get("frontier_class") == c for p in cases.values()) for c in order}
+            lines.append(f"  cases: {len(cases)} ({new} new, {len(cases) - new} replayed): {_count_line(by_class)}")
+            lines.append(f"  verdicts: {_count_line(dict(sorted(verdicts.items())))}")
+        topics: dict[str, list[str]] = {}
+        for p in cases.values():
+            topics.setdefault(p.get("frontier_topic", "general"), []).append(p.get("frontier_class", "?"))
+        for topic, classes in sorted(topics.items(), key=lambda kv: (-kv[1].count("frontier"), kv[0])):
+            counted = {c: classes.count(c) for c in order}
+            lines.append(f"  frontier map: {topic}: {counted['frontier']} frontier of {len(classes)} "
+                         f"({_count_line(counted)})")
+        for case_id, p in sorted(cases.items()):
+            if p.get("frontier_flaky"):
+                lines.append(f"  flaky: {case_id}: {p['frontier_flaky']}")
+            elif p.get("frontier_verdict") == "regression":
+                lines.append(f"  regression: {case_id}: {p.get('frontier_reason', '')}")
+        functions = sorted({_function_of(nodeid) for nodeid, _ in rows})
+        lines.append(f"  replay: {replay_command(config, functions)}")
+    return lines
+
+
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.@+-]+")
+
+
+def case_test_id(topic: str, case_id: str) -> str:
+    """The readable, stable test id of a case: ``topic/case-id`` (topic with safe characters)."""
+    return f"{_ID_UNSAFE.sub('_', topic).strip('_') or 'general'}/{case_id}"

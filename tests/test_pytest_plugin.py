@@ -1,0 +1,503 @@
+"""The pytest plugin (issue 5), tested with real pytest sessions (``pytester``).
+
+Every session probes a real Python agent (``agent.py`` below, written into the session's
+folder) through the real runtime, engine and case store; no model is loaded. The agent reads
+``mode.txt`` at every call, so one target (same id and version) can change behaviour between
+sessions: ``v1`` (a frontier on weekdays: Monday, Monday, Friday by sample index; a stable
+wrong 42 on a case whose verified reference is 43), ``fixed`` (the reference everywhere) or
+``broken`` (always Sunday on weekdays).
+
+Expected values are worked out by hand from that script: with k = 6 fixed samples a weekday
+case gets 4 Mondays of 6 (p̂ = 0.6667, in the Agent0 band: frontier); samples 6, 7, 8 (the
+next fresh indices) answer Monday, Monday, Friday.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import re
+import shlex
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+# In-process pytester runs drop every module first imported during the run, and importing
+# numpy / scipy a second time breaks them: load what a probe run uses before any run.
+import frontier_qa.adapters.workflow  # noqa: F401
+import frontier_qa.curricula.file  # noqa: F401
+import frontier_qa.plugins.pytest_suite  # noqa: F401
+import math_verify  # noqa: F401
+import nltk.translate.bleu_score  # noqa: F401
+import sklearn.cluster  # noqa: F401
+from frontier_qa.store import CaseStore, import_suite
+
+PLUGIN = "frontier_qa.plugins.pytest_plugin"
+
+AGENT = r'''
+from pathlib import Path
+
+version = "1"
+
+
+def run(case, sample_index):
+    mode_file = Path(__file__).with_name("mode.txt")
+    mode = mode_file.read_text().strip() if mode_file.exists() else "v1"
+    if mode == "fixed":
+        return "\\boxed{%s}" % case.reference
+    if case.topic == "weekdays":
+        if mode == "broken":
+            return "\\boxed{Sunday}"
+        return "\\boxed{%s}" % ("Monday" if sample_index % 3 != 2 else "Friday")
+    return "\\boxed{%s}" % case.metadata["truth"]
+'''
+
+CASES = [
+    {"id": "add-1", "prompt": "What is 17 + 25?", "reference": "42", "topic": "arithmetic",
+     "metadata": {"truth": "42"}},
+    {"id": "mul-1", "prompt": "What is 6 * 7 in this puzzle?", "reference": "43", "reference_verified": True,
+     "topic": "arithmetic", "metadata": {"truth": "42"}},
+    {"id": "wd-1", "prompt": "Which weekday comes 3 days after Friday?", "reference": "Monday", "topic": "weekdays"},
+    {"id": "wd-2", "prompt": "Counting back four days from a Tuesday, what day is it?", "reference": "Friday",
+     "topic": "weekdays"},
+]
+
+MARKER = 'target="python:agent.py:run", curriculum="cases.jsonl", k=6, sequential=False'
+
+TEST_FILE = f'''
+import pytest
+
+
+@pytest.mark.frontier({MARKER})
+def test_agent(frontier_case):
+    frontier_case.assert_no_regression()
+'''
+
+ITEMS = ["arithmetic/mul-1", "weekdays/wd-1", "weekdays/wd-2"]
+
+# the curriculum as an object made by a factory that logs each call (only generating calls it)
+FACTORY_TEST = '''
+import pytest
+from frontier_qa.curricula import FileCurriculum
+
+
+def make_curriculum():
+    with open("curriculum_calls.txt", "a") as log:
+        log.write("called\\n")
+    return FileCurriculum("cases.jsonl")
+
+
+@pytest.mark.frontier(target="python:agent.py:run", curriculum=make_curriculum, k=6, sequential=False)
+def test_agent(frontier_case):
+    frontier_case.assert_no_regression()
+'''
+
+
+def plugin_args() -> list[str]:
+    """``-p`` the plugin, unless the installed package already registers its pytest11 entry point."""
+    installed = any(ep.value == PLUGIN for ep in importlib.metadata.entry_points(group="pytest11"))
+    return [] if installed else ["-p", PLUGIN]
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A folder with the scripted agent, its cases and a marked test."""
+    pytester.makefile(".py", agent=AGENT)
+    pytester.makefile(".jsonl", cases="\n".join(json.dumps(c) for c in CASES))
+    pytester.makepyfile(test_agent=TEST_FILE)
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    # the plugin module is already imported here, so pytest cannot assertion-rewrite it: expected
+    return pytester.runpytest(*plugin_args(), "-p", "no:cacheprovider",
+                              "-W", "ignore::pytest.PytestAssertRewriteWarning", "-v", *args)
+
+
+def items(result: pytest.RunResult) -> dict[str, str]:
+    """Test id -> outcome word, from ``-v`` output."""
+    found = re.findall(r"::test_\w+\[(.+?)\] (PASSED|FAILED|XFAIL|SKIPPED|ERROR)", result.stdout.str())
+    return dict(found)
+
+
+def summary(result: pytest.RunResult) -> list[str]:
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if re.match(r"=+ frontier-qa =+", line))
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("="))
+    return [line for line in lines[start + 1 : end] if line.strip()]
+
+
+def store_of(pytester: pytest.Pytester) -> CaseStore:
+    return CaseStore(pytester.path / ".frontier-qa")
+
+
+def junit(path: Path) -> dict[str, dict[str, str]]:
+    """Test name -> its properties, from a JUnit XML file."""
+    out = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        out[case.get("name")] = {p.get("name"): p.get("value") for p in case.iter("property")}
+    return out
+
+
+# --- inert when unused ---------------------------------------------------------------------
+
+
+def test_plugin_is_inert_for_suites_that_do_not_use_it(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        """
+        import sys
+        from pathlib import Path
+
+        def pytest_unconfigure(config):
+            names = sorted(m for m in sys.modules if m.split(".")[0] in
+                           ("frontier_qa", "numpy", "pydantic", "litellm", "yaml", "torch"))
+            Path("modules.txt").write_text("\\n".join(names))
+        """
+    )
+    pytester.makepyfile(test_plain="def test_plain():\n    assert 1 + 1 == 2\n")
+    # options set but no marked test: nothing may happen (no store, no import of the engine)
+    result = pytester.runpytest_subprocess(*plugin_args(), "-p", "no:cacheprovider", "--frontier-mode=generate",
+                                           "--frontier-store=store", "--frontier-budget-calls=5")
+    result.assert_outcomes(passed=1)
+    loaded = (pytester.path / "modules.txt").read_text().split()
+    assert loaded == ["frontier_qa", "frontier_qa.plugins", PLUGIN]
+    assert not (pytester.path / "store").exists() and not (pytester.path / ".frontier-qa").exists()
+    assert not re.search(r"=+ frontier-qa =+", result.stdout.str())  # no summary section either
+
+
+# --- generate, replay, regression, flaky -------------------------------------------------------
+
+
+def test_first_run_generates_and_saves_the_cases(project: pytest.Pytester) -> None:
+    result = run(project)
+    assert items(result) == {i: "PASSED" for i in ITEMS}
+    store = store_of(project)
+    runs = [r for r in store.run_ids() if r.startswith("pytest-")]
+    assert len(runs) == 1 and runs[0].endswith("-gen")  # one probe run; the pass case is stored, not an item
+    latest = store.latest()
+    assert {i: r.case_class.value for i, r in latest.items()} == {
+        "add-1": "pass", "mul-1": "failure", "wd-1": "frontier", "wd-2": "frontier"}
+    assert {r.case.metadata["pytest_suite"] for r in latest.values()} == {"test_agent.py::test_agent"}
+    assert latest["wd-1"].p_hat == pytest.approx(4 / 6) and latest["wd-1"].majority == "Monday"
+    lines = summary(result)
+    assert lines[0] == "test_agent.py::test_agent: target python:agent.py:run@1, mode auto, 3 test(s)"
+    assert "  generated: probed 4 new case(s): failure 1, frontier 2, pass 1" in lines
+    assert "  cases: 3 (3 new, 0 replayed): failure 1, frontier 2" in lines
+    assert "  frontier map: weekdays: 2 frontier of 2 (frontier 2)" in lines
+    assert "  frontier map: arithmetic: 0 frontier of 1 (failure 1)" in lines
+    assert lines[-1] == "  replay: pytest test_agent.py::test_agent --frontier-mode=replay"
+
+
+def test_replay_only_reproduces_the_items_without_the_curriculum(project: pytest.Pytester) -> None:
+    project.makepyfile(test_agent=FACTORY_TEST)
+    first = run(project, "--frontier-mode=generate", "--junitxml=first.xml")
+    assert items(first) == {i: "PASSED" for i in ITEMS}
+    calls = project.path / "curriculum_calls.txt"
+    assert calls.read_text() == "called\n"
+    command = summary(first)[-1].removeprefix("  replay: ")
+    assert command == "pytest test_agent.py::test_agent --frontier-mode=replay"
+    (project.path / "cases.jsonl").unlink()  # not needed any more
+    again = run(project, *shlex.split(command)[1:], "--junitxml=again.xml")
+    assert items(again) == {i: "PASSED" for i in ITEMS}
+    assert calls.read_text() == "called\n"  # never called
+    replayed = junit(project.path / "again.xml")
+    assert {n: p["frontier_verdict"] for n, p in replayed.items()} == {f"test_agent[{i}]": "same" for i in ITEMS}
+    assert replayed["test_agent[weekdays/wd-1]"]["frontier_p_hat"] == "0.6667"
+    assert "  cases: 3 (0 new, 3 replayed): failure 1, frontier 2" in summary(again)
+
+
+def test_a_regression_in_the_agent_fails_the_replayed_tests(project: pytest.Pytester) -> None:
+    assert run(project).ret == 0
+    (project.path / "mode.txt").write_text("broken")
+    result = run(project, "--frontier-mode=replay")
+    assert items(result) == {"arithmetic/mul-1": "PASSED", "weekdays/wd-1": "FAILED", "weekdays/wd-2": "FAILED"}
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*AssertionError: frontier case wd-1 (weekdays) regressed: class got worse: "
+                                 "frontier → suspect; replay majority 'Sunday', p̂ 1.00 over k = 6*"])
+    lines = summary(result)
+    assert "  verdicts: regression 2, same 1" in lines
+    assert "  regression: wd-2: class got worse: frontier → suspect" in lines
+    assert "  frontier map: weekdays: 0 frontier of 2 (suspect 2)" in lines
+
+
+def test_a_case_that_no_longer_reproduces_is_reported_flaky(project: pytest.Pytester) -> None:
+    assert run(project).ret == 0
+    (project.path / "mode.txt").write_text("fixed")  # same agent id and version, other behaviour
+    result = run(project, "--frontier-mode=replay", "-rx")
+    assert items(result) == {i: "XFAIL" for i in ITEMS}  # never a silent pass
+    lines = summary(result)
+    assert "  flaky: mul-1: failure did not reproduce on the same target: failure → pass" in lines
+    assert ("  flaky: wd-1: frontier did not reproduce on the same target "
+            "(frontier → pass, p̂ 0.67 → 1.00)") in lines
+    result.stdout.fnmatch_lines(["XFAIL*test_agent*mul-1* - flaky: failure did not reproduce*"])
+    # the stored cases are now "pass", yet stay test items; v1 again is worse than that
+    (project.path / "mode.txt").write_text("v1")
+    assert items(run(project, "--frontier-mode=replay")) == {i: "FAILED" for i in ITEMS}
+    (project.path / "mode.txt").write_text("fixed")
+    strict = run(project, "--frontier-mode=replay", "--frontier-flaky=fail")
+    assert items(strict) == {i: "FAILED" for i in ITEMS}
+    strict.stdout.fnmatch_lines(["*frontier-qa: flaky case wd-2: frontier did not reproduce*"])
+
+
+# --- what a test item gets -----------------------------------------------------------------------
+
+
+def test_junitxml_has_case_id_p_hat_interval_and_class(project: pytest.Pytester) -> None:
+    assert run(project).ret == 0
+    result = run(project, "--frontier-mode=replay", "--junitxml=out.xml")
+    assert result.ret == 0
+    props = junit(project.path / "out.xml")
+    wd = props["test_agent[weekdays/wd-1]"]
+    record = store_of(project).latest()["wd-1"]  # the replay's record
+    assert record.interval is not None
+    assert {k: wd[k] for k in ("frontier_case_id", "frontier_topic", "frontier_class", "frontier_p_hat",
+                               "frontier_k", "frontier_majority", "frontier_stored_class", "frontier_verdict")} == {
+        "frontier_case_id": "wd-1", "frontier_topic": "weekdays", "frontier_class": "frontier",
+        "frontier_p_hat": "0.6667", "frontier_k": "6", "frontier_majority": "Monday",
+        "frontier_stored_class": "frontier", "frontier_verdict": "same"}
+    assert (wd["frontier_p_low"], wd["frontier_p_high"]) == (f"{record.interval.low:.4f}",
+                                                            f"{record.interval.high:.4f}")
+    assert 0.0 < float(wd["frontier_p_low"]) < 4 / 6 < float(wd["frontier_p_high"]) < 1.0
+    assert wd["frontier_run"] == record.run_id and record.run_id.endswith("-r-main")
+    mul = props["test_agent[arithmetic/mul-1]"]
+    assert (mul["frontier_class"], mul["frontier_p_hat"], mul["frontier_majority"]) == ("failure", "1.0000", "42")
+    assert mul["frontier_target"] == "python:agent.py:run@1"
+
+
+def test_a_test_can_sample_the_agent_again(project: pytest.Pytester) -> None:
+    project.makepyfile(test_agent=f'''
+        import pytest
+
+        @pytest.mark.frontier({MARKER})
+        def test_agent(frontier_case):
+            answers = frontier_case.answers(3)  # fresh indices after the k = 6 of this session's run
+            if frontier_case.topic == "weekdays":
+                assert answers == ["Monday", "Monday", "Friday"]
+                assert frontier_case.case_class == "frontier" and frontier_case.majority == "Monday"
+                assert frontier_case.reference == frontier_case.case.reference
+            else:
+                assert answers == ["42", "42", "42"] and frontier_case.case_class == "failure"
+            text = frontier_case.sample(1)[0].text
+            assert text.startswith("\\\\boxed{{")
+    ''')
+    assert items(run(project)) == {i: "PASSED" for i in ITEMS}  # new cases: indices 6, 7, 8
+    assert items(run(project, "--frontier-mode=replay")) == {i: "PASSED" for i in ITEMS}  # replay 6..11, then 12..14
+
+
+def test_budget_running_out_skips_the_undecided_cases(project: pytest.Pytester) -> None:
+    assert run(project).ret == 0
+    result = run(project, "--frontier-mode=replay", "--frontier-budget-calls=3", "-rs")
+    assert items(result) == {i: "SKIPPED" for i in ITEMS}
+    result.stdout.fnmatch_lines(["SKIPPED*frontier-qa stopped before case * was decided: budget*calls 3/3*"])
+
+
+def test_replay_mode_with_nothing_stored_skips_with_the_fix(project: pytest.Pytester) -> None:
+    result = run(project, "--frontier-mode=replay", "-rs")
+    assert items(result) == {"no-cases": "SKIPPED"}
+    result.stdout.fnmatch_lines(["SKIPPED*no stored failure/suspect/frontier cases for 'test_agent.py::test_agent'"
+                                 "*run pytest --frontier-mode=generate*"])
+    assert not (project.path / ".frontier-qa").exists()
+    collected = run(project, "--collect-only")  # auto mode, but collecting only: never probes
+    assert "test_agent[no-cases]" in collected.stdout.str()
+    assert not (project.path / ".frontier-qa").exists()
+
+
+def test_auto_probes_only_a_suite_with_nothing_stored(project: pytest.Pytester) -> None:
+    (project.path / "mode.txt").write_text("fixed")  # every case passes: nothing becomes a test item
+    project.makepyfile(test_agent=FACTORY_TEST)
+    first = run(project, "-rs")
+    assert items(first) == {"no-cases": "SKIPPED"}
+    first.stdout.fnmatch_lines(["SKIPPED*probing found no failure/suspect/frontier cases for "
+                                "'test_agent.py::test_agent' (probed 4 new case(s): pass 4)"])
+    again = run(project, "-rs")  # the 4 stored passes count as stored: auto does not probe again
+    again.stdout.fnmatch_lines(["SKIPPED*none of the 4 stored case(s) of 'test_agent.py::test_agent' is "
+                                "failure/suspect/frontier (run pytest --frontier-mode=generate to look for more)"])
+    assert (project.path / "curriculum_calls.txt").read_text() == "called\n"
+
+
+def test_flags_beat_the_marker_and_the_marker_beats_ini_keys(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\nfrontier_target = python:agent.py:run\nfrontier_k = 4\n")
+    project.makepyfile(test_agent='''
+        import pytest
+
+        @pytest.mark.frontier(curriculum="cases.jsonl", k=6, sequential=False)
+        def test_agent(frontier_case):
+            frontier_case.assert_no_regression()
+    ''')
+    assert run(project, "--junitxml=first.xml").ret == 0
+    first = junit(project.path / "first.xml")["test_agent[weekdays/wd-1]"]
+    assert (first["frontier_k"], first["frontier_target"]) == ("6", "python:agent.py:run@1")  # the ini target
+    assert run(project, "--frontier-mode=replay", "--frontier-k=3", "--junitxml=again.xml").ret == 0
+    again = junit(project.path / "again.xml")["test_agent[weekdays/wd-1]"]
+    # k = 3 from the flag: samples 6, 7, 8 answer Monday, Monday, Friday
+    assert (again["frontier_k"], again["frontier_p_hat"], again["frontier_class"]) == ("3", "0.6667", "frontier")
+
+
+def test_a_committed_suite_file_replays_without_the_store(project: pytest.Pytester) -> None:
+    project.makepyfile(test_agent=f'''
+        import pytest
+
+        @pytest.mark.frontier({MARKER}, suite="frontier_suite.yaml")
+        def test_agent(frontier_case):
+            frontier_case.assert_no_regression()
+    ''')
+    assert run(project, "--frontier-mode=generate").ret == 0
+    entries = import_suite(project.path / "frontier_suite.yaml")
+    assert [(e.case.id, e.observed.case_class.value) for e in entries] == [
+        ("mul-1", "failure"), ("wd-1", "frontier"), ("wd-2", "frontier")]
+    import shutil
+
+    shutil.rmtree(project.path / ".frontier-qa")  # a fresh CI checkout: only the committed suite
+    result = run(project, "--frontier-mode=replay", "--junitxml=ci.xml")
+    assert items(result) == {i: "PASSED" for i in ITEMS}
+    props = junit(project.path / "ci.xml")
+    # nothing drawn before in this store: the replay draws indices 0..5 again, deterministically
+    assert props["test_agent[weekdays/wd-2]"]["frontier_p_hat"] == "0.6667"
+    assert {p["frontier_verdict"] for p in props.values()} == {"same"}
+
+
+def test_two_tests_share_a_named_suite(project: pytest.Pytester) -> None:
+    project.makepyfile(test_agent=f'''
+        import pytest
+
+        shared = pytest.mark.frontier({MARKER}, name="agent-suite")
+
+        @shared
+        def test_no_regression(frontier_case):
+            frontier_case.assert_no_regression()
+
+        @shared
+        def test_reference_is_known(frontier_case):
+            assert frontier_case.reference is not None
+    ''')
+    result = run(project)
+    assert result.parseoutcomes() == {"passed": 6}
+    assert summary(result)[0] == "agent-suite: target python:agent.py:run@1, mode auto, 6 test(s)"
+    assert "  cases: 3 (3 new, 0 replayed): failure 1, frontier 2" in summary(result)
+    project.makepyfile(test_agent=f'''
+        import pytest
+
+        @pytest.mark.frontier({MARKER}, name="agent-suite")
+        def test_one(frontier_case):
+            pass
+
+        @pytest.mark.frontier({MARKER.replace("k=6", "k=4")}, name="agent-suite")
+        def test_two(frontier_case):
+            pass
+    ''')
+    clash = run(project)
+    clash.stdout.fnmatch_lines(["*the suite name 'agent-suite' is already used by test_agent.py::test_one "
+                                "with other arguments*"])
+
+
+# --- bad usage ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("marker", "lines"),
+    [
+        pytest.param('targt="python:agent.py:run"',
+                     ["*: unknown argument targt=", "  fix: did you mean target=?"], id="misspelt"),
+        pytest.param('"python:agent.py:run"',
+                     ["*: positional argument(s) ('python:agent.py:run',)", "  fix: pass keyword arguments*"],
+                     id="positional"),
+        pytest.param(MARKER.replace("k=6", "k=0"),
+                     ["*@pytest.mark.frontier(k=...) on test_agent.py::test_agent: probing.k: Input should be "
+                      "greater than or equal to 1 (got 0)", "  fix: set probing.k to a number >= 1"], id="k=0"),
+        pytest.param(MARKER.replace("sequential=False", "band=(0.9, 0.1)"),
+                     ["*probing.band*low (0.9) is above high (0.1)*"], id="band"),
+        pytest.param('target="python:agent.py:run", curriculum="cases.txt"',
+                     ["*: curriculum='cases.txt' is not understood", "  fix: pass cases file (*.jsonl / *.yaml)*"],
+                     id="curriculum"),
+        pytest.param('target="python:agent.py:run", classes=["frontier", "bogus"]',
+                     ["*: classes: unknown case class 'bogus'", "  fix: use some of frontier, failure, *"],
+                     id="classes"),
+        pytest.param('target="python:agent.py:run"',
+                     ["*: no curriculum to generate cases from (mode auto)",
+                      "  fix: add curriculum='cases.jsonl' (or 'prompted:MODEL_SPEC') to the marker, "
+                      "or run with --frontier-mode=replay"], id="no-curriculum"),
+        pytest.param('target="nope", curriculum="cases.jsonl"', ["*target spec 'nope' has no scheme*"], id="spec"),
+    ],
+)
+def test_bad_marker_arguments_are_usage_errors_with_the_fix(project: pytest.Pytester, marker: str,
+                                                            lines: list[str]) -> None:
+    project.makepyfile(test_agent=f"import pytest\n\n@pytest.mark.frontier({marker})\n"
+                                  "def test_agent(frontier_case):\n    pass\n")
+    result = run(project)
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error stops the session
+    result.stdout.fnmatch_lines(["*ERROR collecting test_agent.py*", *lines])
+    out = result.stdout.str()
+    assert "\n@pytest.mark.frontier on test_agent.py::test_agent: " in out  # names the test
+    assert "Traceback" not in out and "pytest_suite.py" not in out  # the message, not the plugin's insides
+
+
+@pytest.mark.parametrize(
+    ("args", "ini", "lines"),
+    [
+        (["--frontier-k=0"], "", ["ERROR: --frontier-k=0: 0 is below 1", "  fix: give a value >= 1"]),
+        (["--frontier-mode=sometimes"], "",
+         ["ERROR: --frontier-mode=sometimes: 'sometimes' is not one of auto, replay, generate",
+          "  fix: write e.g. --frontier-mode=auto"]),
+        (["--frontier-budget-calls=lots"], "", ["ERROR: --frontier-budget-calls=lots: 'lots' is not an integer"]),
+        ([], "frontier_max_cost_usd = -1", ["ERROR: ini frontier_max_cost_usd = -1: -1 is below 0"]),
+        ([], "frontier_flaky = ignore", ["ERROR: ini frontier_flaky = ignore: 'ignore' is not one of xfail, fail"]),
+    ],
+)
+def test_bad_options_are_usage_errors(pytester: pytest.Pytester, args: list[str], ini: str, lines: list[str]) -> None:
+    if ini:
+        pytester.makeini(f"[pytest]\n{ini}\n")
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest(*plugin_args(), *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(lines)
+
+
+def test_fixture_and_marker_need_each_other(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_a="def test_a(frontier_case):\n    pass\n")
+    result = pytester.runpytest(*plugin_args())
+    result.stdout.fnmatch_lines(["*test_a.py::test_a takes the 'frontier_case' fixture but has no "
+                                 "@pytest.mark.frontier*"])
+    pytester.makepyfile(test_a="import pytest\n\n@pytest.mark.frontier(target='python:x.py:f')\n"
+                               "def test_a():\n    pass\n")
+    result = pytester.runpytest(*plugin_args())
+    result.stdout.fnmatch_lines(["*the test does not take the 'frontier_case' fixture*"])
+
+
+# --- xdist and the worked example (separate processes) -------------------------------------------
+
+
+@pytest.mark.slow
+def test_xdist_generates_once_and_every_worker_collects_the_same_items(project: pytest.Pytester) -> None:
+    args = (*plugin_args(), "-p", "no:cacheprovider", "-n", "2", "-v")
+    first = project.runpytest_subprocess(*args, "--frontier-mode=generate")
+    assert items_xdist(first) == {i: "PASSED" for i in ITEMS}
+    runs = store_of(project).run_ids()
+    assert len([r for r in runs if r.endswith("-gen")]) == 1  # one probe for the session, not one per worker
+    assert "  generated: probed 4 new case(s): failure 1, frontier 2, pass 1" in summary(first)
+    again = project.runpytest_subprocess(*args, "--frontier-mode=replay", "--junitxml=x.xml")
+    assert items_xdist(again) == {i: "PASSED" for i in ITEMS}
+    props = junit(project.path / "x.xml")  # written by the controller from the workers' reports
+    assert {n: p["frontier_verdict"] for n, p in props.items()} == {f"test_agent[{i}]": "same" for i in ITEMS}
+    assert "  cases: 3 (0 new, 3 replayed): failure 1, frontier 2" in summary(again)
+
+
+def items_xdist(result: pytest.RunResult) -> dict[str, str]:
+    found = re.findall(r"(PASSED|FAILED|XFAIL|SKIPPED|ERROR) test_\w+\.py::test_\w+\[(.+?)\]", result.stdout.str())
+    return {item: outcome for outcome, item in found}
+
+
+@pytest.mark.slow
+def test_the_worked_example_runs_offline(pytester: pytest.Pytester) -> None:
+    example = Path(__file__).resolve().parents[1] / "examples" / "pytest"
+    store = pytester.path / "store"
+    args = (*plugin_args(), "-p", "no:cacheprovider", str(example), f"--frontier-store={store}")
+    first = pytester.runpytest_subprocess(*args)
+    first.assert_outcomes(passed=8)
+    lines = summary(first)
+    assert lines[0].startswith("examples/moody-agent: target example:moody-agent@1, mode auto, 8 test(s)")
+    assert "  cases: 4 (4 new, 0 replayed): failure 1, frontier 3" in lines
+    assert "  frontier map: weekdays: 3 frontier of 3 (frontier 3)" in lines
+    again = pytester.runpytest_subprocess(*args, "--frontier-mode=replay")
+    again.assert_outcomes(passed=8)
+    assert "  cases: 4 (0 new, 4 replayed): failure 1, frontier 3" in summary(again)
