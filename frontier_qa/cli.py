@@ -46,7 +46,7 @@ def _root(
 def _register_commands() -> None:
     # Each command module adds itself to ``app``; imported here so ``frontier_qa.cli``
     # stays importable even while a command's optional dependency is missing.
-    from frontier_qa import cli_probe, cli_score  # noqa: F401
+    from frontier_qa import cli_probe, cli_score, cli_train  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -86,6 +86,7 @@ def test_built_wheel_imports_subpackages(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "frontier_qa/adapters/__init__.py" in names
     assert "frontier_qa/plugins/__init__.py" in names
+    assert "frontier_qa/train/__init__.py" in names
     assert "frontier_qa/curricula/__init__.py" in names
     tops = {n.split("/")[0] for n in names}
     assert tops <= {"frontier_qa", f"frontier_qa-{wheel.name.split('-')[1]}.dist-info"}, tops

@@ -204,13 +204,7 @@ class PromptedCurriculum:
         self._shown: dict[int, list[few_shot.Example]] = {}  # few-shot: examples shown, by request seed
 
     def _default_case_system(self) -> str | None:
-        if self.domain in ("math", "general"):
-            return tpl.MATH_CASE_SYSTEM
-        if self.domain == "open_ended":
-            return tpl.OPEN_ENDED_CASE_SYSTEM
-        if self.domain == "workflow" and self.answer_format == "final_answer":
-            return tpl.FINAL_ANSWER_CASE_SYSTEM
-        return None
+        return tpl.default_case_system(self.domain, self.answer_format)
 
     # ------------------------------------------------------------------------- protocol
 

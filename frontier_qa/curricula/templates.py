@@ -231,6 +231,17 @@ HISTORY_HEADINGS: tuple[tuple[str, str], ...] = (
 )
 
 
+def default_case_system(domain: str, answer_format: str | None = None) -> str | None:
+    """The system prompt of cases a curriculum writes for ``domain`` (``None``: none)."""
+    if domain in ("math", "general"):
+        return MATH_CASE_SYSTEM
+    if domain == "open_ended":
+        return OPEN_ENDED_CASE_SYSTEM
+    if domain == "workflow" and answer_format == "final_answer":
+        return FINAL_ANSWER_CASE_SYSTEM
+    return None
+
+
 def history_block(groups: Mapping[str, Sequence[str]], *, max_chars: int = 300) -> str:
     """The in-context memory shown to the curriculum: recent tasks by how the target did.
 

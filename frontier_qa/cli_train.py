@@ -1,0 +1,146 @@
+"""``frontier-qa train``: train a curriculum model against the agent under test.
+
+* ``train curriculum --config configs/train/curriculum-cpu.yaml`` runs GRPO (Agent0 §3.2) and
+  writes ``OUT/checkpoint-N/``, ``OUT/final/`` (a model folder for ``frontier-qa probe
+  --curriculum trained:OUT/final``), ``OUT/tasks.jsonl`` and ``OUT/metrics.jsonl``;
+* ``train merge CHECKPOINT --out DIR`` merges a LoRA checkpoint into a plain model folder;
+* ``train summary OUT`` prints the per-step means of every reward term from ``OUT/tasks.jsonl``.
+
+Past one GPU the same command runs under ``accelerate launch`` (``configs/accelerate/``)::
+
+    accelerate launch --config_file configs/accelerate/deepspeed_zero2.yaml \\
+        -m frontier_qa train curriculum --config configs/train/curriculum-agent0.yaml
+
+Exit codes: 0 done (also when the target budget ended training early, with a checkpoint),
+2 a usage, configuration, budget or target error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from frontier_qa.cli import app
+from frontier_qa.config import Override, parse_set
+
+train_app = typer.Typer(
+    name="train",
+    help="Train a curriculum model against the agent under test (Agent0 §3.2, TRL GRPO).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+_FLAGS = {
+    "model": ("model.path", "--model"),
+    "target": ("target.spec", "--target"),
+    "max_steps": ("training.max_steps", "--max-steps"),
+    "output_dir": ("training.output_dir", "--output-dir"),
+    "k": ("reward.k", "--k"),
+    "budget_calls": ("budget.max_calls", "--budget-calls"),
+    "seed": ("training.seed", "--seed"),
+}
+
+
+def overrides(flags: dict[str, Any], sets: list[str]) -> list[Override]:
+    """Flag values (``None``: not given) as config overrides; ``--set`` ones last (they win)."""
+    out = [Override(_FLAGS[name][0], str(value) if isinstance(value, Path) else value, f"{_FLAGS[name][1]} {value}")
+           for name, value in flags.items() if value is not None]
+    return out + [parse_set(text) for text in sets]
+
+
+@train_app.command("curriculum")
+def curriculum(
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="Training config (configs/train/*.yaml)."),
+    model: Optional[str] = typer.Option(None, "--model", help="Curriculum model: folder, alias or cached name."),
+    target: Optional[str] = typer.Option(None, "--target", help="The agent under test (any target spec)."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Optimizer steps."),
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", help="Run folder (checkpoints, tasks, final)."),
+    k: Optional[int] = typer.Option(None, "--k", help="Target samples per generated task."),
+    budget_calls: Optional[int] = typer.Option(None, "--budget-calls", help="Most target calls for the run."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Training seed."),
+    sets: list[str] = typer.Option([], "--set", help="Any config key: --set training.learning_rate=1e-5."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from the latest checkpoint in the run folder."),
+    resume_from: Optional[Path] = typer.Option(None, "--resume-from", help="Continue from this checkpoint folder."),
+    show_config: bool = typer.Option(False, "--show-config", help="Print the resolved configuration and exit."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-step lines."),
+) -> None:
+    """Train a curriculum model with GRPO so that it proposes the target's frontier tasks."""
+    from frontier_qa.train.config import load_train_config
+
+    flags = {"model": model, "target": target, "max_steps": max_steps, "output_dir": output_dir, "k": k,
+             "budget_calls": budget_calls, "seed": seed}
+    resolved = load_train_config(config, overrides(flags, sets))
+    if show_config:
+        import yaml
+
+        from frontier_qa.runtime.redact import redact_options
+
+        data = redact_options(resolved.model_dump(mode="json"))
+        typer.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), nl=False)
+        raise typer.Exit(0)
+    from frontier_qa.train.curriculum import train_curriculum
+
+    try:
+        result = train_curriculum(resolved, resume=str(resume_from) if resume_from else resume,
+                                  progress=None if quiet else (lambda line: typer.echo(line, err=True)))
+    except KeyboardInterrupt:
+        typer.echo(f"\ninterrupted: checkpoints and tasks so far are in {resolved.training.output_dir}; "
+                   "run again with --resume to continue", err=True)
+        raise typer.Exit(130) from None
+    if result.stopped == "budget":
+        typer.echo(f"stopped after step {result.steps}: the target budget ran out (a checkpoint was saved; raise "
+                   "the budget and run again with --resume)", err=True)
+    typer.echo(f"trained {result.steps} step(s); tasks: {result.tasks_file}; metrics: {result.metrics_file}")
+    if result.final_model is not None:
+        typer.echo(f"model: {result.final_model}")
+        typer.echo(f"probe with it: frontier-qa probe --curriculum trained:{result.final_model} --target ...")
+    if result.adapter is not None:
+        typer.echo(f"LoRA adapter: {result.adapter}")
+
+
+@train_app.command("merge")
+def merge(
+    adapter: Path = typer.Argument(..., help="A LoRA checkpoint (checkpoint-N or final-adapter)."),
+    out: Path = typer.Option(..., "--out", help="Where the merged model folder goes."),
+    base: Optional[Path] = typer.Option(None, "--base", help="Base model folder (default: the adapter's own)."),
+    dtype: str = typer.Option("auto", "--dtype", help="auto | float32 | bfloat16 | float16"),
+) -> None:
+    """Merge a LoRA checkpoint into a plain model folder (usable as hf:DIR and trained:DIR)."""
+    from frontier_qa.errors import ConfigError
+    from frontier_qa.train.curriculum import merge_adapter
+
+    if dtype not in ("auto", "float32", "bfloat16", "float16"):
+        raise ConfigError(f"--dtype {dtype!r} is not understood", hint="use auto, float32, bfloat16 or float16")
+    folder = merge_adapter(adapter, out, dtype=dtype, base=base)
+    typer.echo(f"merged model: {folder}")
+
+
+@train_app.command("summary")
+def summary(
+    run: Path = typer.Argument(..., help="A run folder (or its tasks.jsonl)."),
+) -> None:
+    """Per-step means of every reward term, from the run's tasks.jsonl."""
+    from frontier_qa.train.tasks import TASKS_FILE, read_tasks, summarize
+
+    path = run / TASKS_FILE if run.is_dir() else run
+
+    def cell(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    typer.echo("step  tasks  valid  distinct  uncertainty  tool   repetition  reward  frontier")
+    for s in summarize(read_tasks(path)):
+        typer.echo(f"{s.step:>4}  {s.tasks:>5}  {s.valid:5.2f}  {s.distinct:8.2f}  {cell(s.uncertainty):>11}  "
+                   f"{cell(s.tool):>5}  {s.repetition:10.3f}  {cell(s.reward):>6}  {cell(s.frontier):>8}")
+
+
+def register(target_app: typer.Typer) -> None:
+    """Add the ``train`` commands to ``target_app`` (done for ``frontier_qa.cli.app`` on import)."""
+    target_app.add_typer(train_app, name="train")
+
+
+register(app)
+
+__all__ = ["overrides", "register", "train_app"]

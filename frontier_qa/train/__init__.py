@@ -1,0 +1,59 @@
+"""The curriculum trainer (issue 6): teach a task generator the frontier of one agent.
+
+Agent0 §3.2 trains its curriculum agent with GRPO on a composite reward (Eq. 5): a format
+gate, the executor's uncertainty on each generated task (Eq. 2), its tool use (Eq. 3) and a
+repetition penalty over the batch (Eq. 4). Here the executor is *the agent under test*, any
+target frontier-qa can open (API models, local models, multi-step agents), sampled through
+its adapter with rate limits, cache and budget.
+
+    from frontier_qa.train import load_train_config, train_curriculum
+
+    result = train_curriculum(load_train_config("configs/train/curriculum-cpu.yaml"))
+    # result.final_model is a model folder: `frontier-qa probe --curriculum trained:<it>`
+
+Importing this package loads no torch or TRL (names load on first use).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS: dict[str, str] = {
+    "TrainConfig": "frontier_qa.train.config",
+    "load_train_config": "frontier_qa.train.config",
+    "plan_step": "frontier_qa.train.config",
+    "check_budget": "frontier_qa.train.config",
+    "reward_config": "frontier_qa.train.config",
+    "StepPlan": "frontier_qa.train.config",
+    "TaskFormat": "frontier_qa.train.prompts",
+    "Task": "frontier_qa.train.prompts",
+    "render_text": "frontier_qa.train.prompts",
+    "TargetReward": "frontier_qa.train.reward",
+    "score_tasks": "frontier_qa.train.reward",
+    "TaskRecord": "frontier_qa.train.tasks",
+    "TaskLog": "frontier_qa.train.tasks",
+    "read_tasks": "frontier_qa.train.tasks",
+    "summarize": "frontier_qa.train.tasks",
+    "StepSummary": "frontier_qa.train.tasks",
+    "TrainResult": "frontier_qa.train.curriculum",
+    "train_curriculum": "frontier_qa.train.curriculum",
+    "merge_adapter": "frontier_qa.train.curriculum",
+    "preflight": "frontier_qa.train.curriculum",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'frontier_qa.train' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+__all__ = list(_EXPORTS)

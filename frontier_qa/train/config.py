@@ -1,0 +1,431 @@
+"""The curriculum trainer's configuration: one YAML file plus flags, checked key by key.
+
+``frontier-qa train curriculum --config configs/train/curriculum-agent0.yaml`` reads a file
+with these sections (every key is documented in ``configs/train/curriculum-agent0.yaml``)::
+
+    model       the curriculum model to train (a local folder, an alias such as smollm2, or a
+                Hugging Face name already in the local cache) and optional LoRA
+    target      the agent under test, exactly as in a probe config (spec, options, limits, cache)
+    budget      what rewarding may spend on the target (calls, tokens, dollars, seconds)
+    curriculum  which prompt the model is trained on (Agent0 Table 7 by default)
+    reward      k samples per task, the Eq. 2-5 constants (a preset plus overrides)
+    training    GRPO: steps, batch, learning rate, KL, sampling, checkpoints
+    generation  transformers or vLLM (TRL's colocate or server mode)
+    save        what is written at the end (merged model, LoRA adapter)
+
+Flags override the file (``--max-steps``, ``--set training.learning_rate=1e-5``). A bad value is
+a :class:`~frontier_qa.errors.ConfigError` naming the key, the file line (or flag) that set it
+and the fix, never a traceback. Nothing here imports torch or TRL.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from frontier_qa.config import (
+    BudgetConfig,
+    Override,
+    SamplingConfig,
+    Sources,
+    TargetConfig,
+    parse_set,
+    read_overrides,
+    read_yaml,
+)
+from frontier_qa.errors import BudgetExceededError, ConfigError
+from frontier_qa.rewards import AGENT0_COMPAT, PAPER, RewardConfig
+
+TRAIN_CONFIG_VERSION = 1
+DOMAINS = ("math", "general", "open_ended", "workflow")
+STYLES = ("instruct", "few_shot", "plain")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class LoraSection(_Section):
+    """LoRA through PEFT (``model.lora``); absent: full fine-tuning."""
+
+    r: int = Field(16, ge=1, description="rank")
+    alpha: int = Field(32, ge=1, description="lora_alpha (scale = alpha / r)")
+    dropout: float = Field(0.05, ge=0, lt=1)
+    target_modules: Union[str, list[str]] = Field("all-linear", description="modules to adapt")
+
+
+class ModelSection(_Section):
+    """The curriculum model: any local causal LM."""
+
+    path: str = Field(min_length=1, description="local folder, alias (smollm2) or a cached hub name")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    trust_remote_code: bool = False
+    chat_template: Optional[str] = Field(None, description="a Jinja chat template overriding the tokenizer's")
+    lora: Optional[LoraSection] = None
+
+
+class PromptSection(_Section):
+    """Your own curriculum prompt (``curriculum.style: plain``): the completion is the task."""
+
+    system: Optional[str] = None
+    user: str = Field(min_length=1)
+    prefill: str = Field("", description="text the assistant turn starts with (continued by the model)")
+
+
+class CurriculumSection(_Section):
+    """The prompt the model learns to answer with tasks (the one `frontier-qa probe` will send)."""
+
+    domain: Literal["math", "general", "open_ended", "workflow"] = "math"
+    style: Literal["instruct", "few_shot", "plain"] = "instruct"
+    topics: list[str] = Field(default_factory=list, description="rotated through the prompts; [] = any")
+    ask_solution: bool = Field(False, description="instruct: ask for a program (off: Agent0 Table 7 exactly)")
+    ask_difficulty: bool = Field(False, description="instruct: ask for a difficulty prediction")
+    agent_description: Optional[str] = Field(None, description="workflow: what the agent under test does")
+    tools: Optional[str] = Field(None, description="workflow: JSON/YAML file of the agent's tool schemas")
+    answer_format: Optional[str] = Field(None, description="workflow: text | final_answer; plain: any format")
+    examples: Optional[str] = Field(None, description="few_shot: JSONL/YAML worked examples")
+    prompt: Optional[PromptSection] = Field(None, description="plain: your own prompt")
+    case_system: Optional[str] = Field(None, description="system prompt of the tasks; null: per domain, '': none")
+    dedupe_threshold: Optional[float] = Field(0.5, gt=0, le=1, description="few_shot: copies of examples fail")
+    rows: Optional[int] = Field(None, ge=1, description="prompt rows in the dataset (null: one per task)")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CurriculumSection:
+        if self.style == "plain" and self.prompt is None:
+            raise ValueError("style 'plain' needs curriculum.prompt: {system, user, prefill}")
+        if self.style != "plain" and self.prompt is not None:
+            raise ValueError("curriculum.prompt is used by style 'plain' only; set style: plain or drop it")
+        if self.style == "few_shot" and self.domain not in ("math", "general"):
+            raise ValueError(f"style 'few_shot' writes math/general problems, not domain {self.domain!r}")
+        if self.style == "few_shot" and self.domain == "general" and self.examples is None:
+            raise ValueError("style 'few_shot' for domain 'general' needs curriculum.examples (built-ins are math)")
+        if self.examples is not None and self.style != "few_shot":
+            raise ValueError("curriculum.examples is used by style 'few_shot' only")
+        if self.domain == "workflow" and self.style == "instruct" and not (self.agent_description or "").strip():
+            raise ValueError("domain 'workflow' needs curriculum.agent_description (what the agent under test does)")
+        if self.answer_format is not None:
+            allowed = ("text", "final_answer") if self.domain == "workflow" else ()
+            if self.style != "plain" and self.answer_format not in allowed:
+                raise ValueError(f"answer_format {self.answer_format!r} is not available here: only domain "
+                                 "'workflow' (text | final_answer) or style 'plain' take one")
+        return self
+
+
+class RewardSection(_Section):
+    """The curriculum reward (Agent0 Eq. 2-5): a preset, overrides, and how the target is sampled."""
+
+    preset: Literal["paper", "agent0-compat"] = Field("paper", description="paper: Eq. 2-5; agent0-compat: "
+                                                      "the reference code's constants, without its defects")
+    k: int = Field(10, ge=1, description="target samples per task (Agent0: 10)")
+    lambda_unc: Optional[float] = Field(None, ge=0)
+    lambda_tool: Optional[float] = Field(None, ge=0)
+    tool_gamma: Optional[float] = Field(None, ge=0)
+    tool_cap: Optional[int] = Field(None, ge=0)
+    tool_executor_weight: Optional[float] = Field(None, ge=0, description="tool calls seen in trajectories")
+    tool_text_weight: Optional[float] = Field(None, ge=0, description="tool demand read from the task text")
+    lambda_rep: Optional[float] = Field(None, ge=0)
+    rep_threshold: Optional[float] = Field(None, gt=0)
+    require_reference: Optional[bool] = None
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="target sampling (Agent0: T=1)")
+    embedder: Optional[str] = Field(None, description="open-ended answers: embedding model (null: MiniLM)")
+    max_concurrent_tasks: int = Field(16, ge=1, description="tasks whose k samples are drawn at once")
+    preflight: bool = Field(True, description="ask the target one easy task before loading the model")
+
+
+class TrainingSection(_Section):
+    """GRPO (TRL ``GRPOTrainer``); defaults are Agent0 A.1 (curriculum agent)."""
+
+    output_dir: str = "frontier-qa-curriculum"
+    max_steps: int = Field(5, ge=1, description="optimizer steps (Agent0: 5 per iteration)")
+    prompts_per_step: int = Field(128, ge=1, description="prompts per optimizer step (Agent0 global batch 128)")
+    num_generations: int = Field(4, ge=2, description="tasks per prompt (Agent0: 4 rollouts)")
+    updates_per_generation: int = Field(1, ge=1, description="optimizer steps per batch of generated tasks")
+    per_device_train_batch_size: int = Field(8, ge=1, description="completions per device per micro-batch")
+    learning_rate: float = Field(1e-6, gt=0)
+    weight_decay: float = Field(1e-2, ge=0)
+    beta: float = Field(1e-2, ge=0, description="KL coefficient (Agent0: 1e-2)")
+    temperature: float = Field(1.0, gt=0)
+    top_p: float = Field(0.99, gt=0, le=1)
+    max_completion_length: int = Field(1024, ge=1, description="tokens per generated task")
+    max_grad_norm: float = Field(1.0, gt=0)
+    lr_scheduler_type: str = "constant"
+    warmup_steps: int = Field(0, ge=0)
+    loss_type: Optional[str] = Field(None, description="TRL loss (null: TRL's default)")
+    save_steps: int = Field(1, ge=1)
+    save_total_limit: Optional[int] = Field(None, ge=1)
+    logging_steps: int = Field(1, ge=1)
+    seed: int = 0
+    bf16: Union[Literal["auto"], bool] = "auto"
+    use_cpu: Union[Literal["auto"], bool] = "auto"
+    gradient_checkpointing: Union[Literal["auto"], bool] = "auto"
+    report_to: list[str] = Field(default_factory=lambda: ["none"], description="wandb, tensorboard, trackio…")
+    extra: dict[str, Any] = Field(default_factory=dict, description="any other GRPOConfig field")
+
+
+class GenerationSection(_Section):
+    """How tasks are generated: plain transformers, or vLLM through TRL."""
+
+    backend: Literal["auto", "transformers", "vllm"] = Field(
+        "auto", description="auto: vLLM when it is installed and a GPU is present, else transformers")
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    vllm_server_base_url: Optional[str] = Field(None, description="server mode: e.g. http://10.0.0.2:8000")
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="colocate mode")
+    vllm_tensor_parallel_size: int = Field(1, ge=1, description="colocate mode")
+
+
+class SaveSection(_Section):
+    """What the run leaves besides ``checkpoint-N`` folders."""
+
+    merged: bool = Field(True, description="LoRA: write the merged model to <output_dir>/final")
+    adapter: bool = Field(True, description="LoRA: keep the adapter in <output_dir>/final-adapter")
+
+
+class TrainConfig(_Section):
+    """Everything ``frontier-qa train curriculum`` needs (YAML layout, version 1)."""
+
+    version: Literal[1] = TRAIN_CONFIG_VERSION
+    model: ModelSection
+    target: TargetConfig = Field(default_factory=TargetConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    curriculum: CurriculumSection = Field(default_factory=CurriculumSection)
+    reward: RewardSection = Field(default_factory=RewardSection)
+    training: TrainingSection = Field(default_factory=TrainingSection)
+    generation: GenerationSection = Field(default_factory=GenerationSection)
+    save: SaveSection = Field(default_factory=SaveSection)
+
+    _sources: Any = PrivateAttr(default=None)  # Sources, set by load_train_config
+
+    def where(self, key: str) -> str:
+        """The file line or flag that set ``key`` (dotted), ``"defaults"`` when none did."""
+        if self._sources is None:
+            return "defaults"
+        return self._sources.where(tuple(key.split(".")))
+
+    def error(self, key: str, message: str, hint: str) -> ConfigError:
+        """A :class:`ConfigError` about ``key``, naming where it was set."""
+        return ConfigError(f"{self.where(key)}: {key}: {message}", hint=hint)
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+_TYPE_TAGS = {"bool", "int", "float", "str"}  # pydantic union-member tags (none is a key here)
+
+
+def _key_path(loc: Iterable[Any]) -> tuple[str | int, ...]:
+    # pydantic puts union members' tags ("literal['auto']", "bool") into error locations
+    return tuple(p for p in loc if isinstance(p, int) or (p not in _TYPE_TAGS and not re.search(r"[\[(]", p)))
+
+
+def _known_keys(path: tuple[str | int, ...]) -> list[str]:
+    model: Any = TrainConfig
+    for part in path[:-1]:
+        field = getattr(model, "model_fields", {}).get(part)
+        if field is None:
+            return []
+        annotation = field.annotation
+        candidates = [a for a in (annotation, *getattr(annotation, "__args__", ())) if isinstance(a, type)]
+        model = next((a for a in candidates if issubclass(a, BaseModel)), None)
+        if model is None:
+            return []
+    return sorted(getattr(model, "model_fields", {}))
+
+
+def _report(err: ValidationError, sources: Sources) -> ConfigError:
+    lines: dict[tuple[str | int, ...], str] = {}
+    for error in err.errors():
+        path = _key_path(error["loc"])
+        if path in lines:
+            continue  # a union fails once per member: the first message is enough
+        key = ".".join(map(str, path)) or "(top level)"
+        where = sources.where(path) if path else "config"
+        if error["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(str(path[-1]), _known_keys(path), n=1, cutoff=0.6)
+            fix = f"did you mean '{close[0]}'?" if close else f"known keys here: {', '.join(_known_keys(path))}"
+            lines[path] = f"{where}: {key}: unknown key\n    fix: {fix}"
+        elif error["type"] == "missing":
+            lines[path] = f"{where}: {key}: required key is missing\n    fix: add '{path[-1]}:'"
+        else:
+            given = error.get("input")
+            shown = "" if isinstance(given, (dict, list)) or given is None else f" (got {given!r})"
+            message = str(error["msg"]).removeprefix("Value error, ")
+            lines[path] = f"{where}: {key}: {message}{shown}"
+    body = "\n".join(f"  {line}" for line in lines.values())
+    return ConfigError("the training configuration is invalid:\n" + body,
+                       hint="configs/train/curriculum-agent0.yaml documents every key")
+
+
+def _merge(low: dict[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(low)
+    for key, value in high.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_train_config(path: str | Path | None = None, overrides: Iterable[Override] = ()) -> TrainConfig:
+    """Resolve the training configuration: flags > the file at ``path`` > defaults.
+
+    Args:
+        path: the YAML file (``None``: flags and defaults only; then ``model.path`` must be a flag).
+        overrides: flag values, e.g. ``parse_set("training.max_steps=2")``.
+
+    Raises:
+        ConfigError: every bad key, with the file line or flag that set it and the fix.
+    """
+    layers = [read_overrides(overrides)]
+    if path is not None:
+        layers.append(read_yaml(path))
+    data: dict[str, Any] = {}
+    for layer in reversed(layers):
+        data = _merge(data, layer.data)
+    sources = Sources(layers)
+    version = data.get("version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > TRAIN_CONFIG_VERSION:
+        raise ConfigError(f"{sources.where(('version',))}: version {version} is newer than this frontier-qa reads "
+                          f"({TRAIN_CONFIG_VERSION})", hint="upgrade frontier-qa")
+    try:
+        config = TrainConfig.model_validate(data)
+    except ValidationError as err:
+        raise _report(err, sources) from None
+    config._sources = sources
+    reward_config(config)  # constants out of range are config errors now, not at step 1
+    return config
+
+
+# --- derived values ----------------------------------------------------------------------------
+
+
+def reward_config(config: TrainConfig) -> RewardConfig:
+    """The :class:`~frontier_qa.rewards.RewardConfig`: the preset with the file's overrides."""
+    r = config.reward
+    base = PAPER if r.preset == "paper" else AGENT0_COMPAT
+    changes = {name: getattr(r, name) for name in ("lambda_unc", "lambda_tool", "tool_gamma", "tool_cap",
+                                                     "tool_executor_weight", "tool_text_weight", "lambda_rep",
+                                                     "rep_threshold", "require_reference")
+               if getattr(r, name) is not None}
+    try:
+        return replace(base, **changes)
+    except ConfigError as err:
+        name = err.message.split("RewardConfig.", 1)[-1].split(" ", 1)[0]
+        raise config.error(f"reward.{name}", err.message, err.hint or "see configs/train/curriculum-agent0.yaml") \
+            from None
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """How one optimizer step is made up, on ``world_size`` processes.
+
+    Attributes:
+        world_size: training processes (GPUs).
+        per_device_batch: completions per device per micro-batch.
+        gradient_accumulation_steps: micro-batches per optimizer step on each device.
+        steps_per_generation: micro-batches served by one round of generation (TRL's name).
+        tasks_per_generation: tasks generated per round, all processes together
+            (prompts_per_step × num_generations × updates_per_generation).
+        tasks_per_process: the share of one process, which samples the target for them.
+        samples_per_process: target samples one process asks for per round (tasks × k).
+        calls_per_process: backend calls for them in the worst case (no cache hits, no
+            duplicate tasks): tasks × ⌈k / max_n⌉, with ``max_n`` the target's samples per call.
+    """
+
+    world_size: int
+    per_device_batch: int
+    gradient_accumulation_steps: int
+    steps_per_generation: int
+    tasks_per_generation: int
+    tasks_per_process: int
+    samples_per_process: int
+    calls_per_process: int
+
+
+def plan_step(config: TrainConfig, world_size: int = 1, target_max_n: int = 1) -> StepPlan:
+    """Split Agent0's global batch over devices: TRL counts completions, Agent0 counts prompts.
+
+    One optimizer step sees ``prompts_per_step × num_generations`` completions (Agent0 A.1:
+    128 prompts × 4 rollouts), whatever the number of GPUs; gradient accumulation makes up
+    the difference.
+
+    Raises:
+        ConfigError: the completions of one step do not split evenly over devices × micro-batches.
+    """
+    t = config.training
+    per_step = t.prompts_per_step * t.num_generations
+    micro = t.per_device_train_batch_size * world_size
+    if per_step % micro:
+        raise config.error(
+            "training.per_device_train_batch_size",
+            f"{t.prompts_per_step} prompts × {t.num_generations} generations = {per_step} completions per step do "
+            f"not split into micro-batches of {t.per_device_train_batch_size} on {world_size} device(s)",
+            f"choose per_device_train_batch_size so that {per_step} is a multiple of it × {world_size}",
+        )
+    accumulation = per_step // micro
+    tasks = per_step * t.updates_per_generation
+    local = tasks // world_size
+    k = config.reward.k
+    return StepPlan(world_size, t.per_device_train_batch_size, accumulation, accumulation * t.updates_per_generation,
+                    tasks, local, local * k, local * math.ceil(k / max(1, target_max_n)))
+
+
+def check_budget(config: TrainConfig, plan: StepPlan, *, extra_calls: int = 0, budget: Any = None) -> None:
+    """Refuse to start when the target budget cannot cover one round of generation.
+
+    A round needs up to ``plan.calls_per_process`` backend calls (every task new, every
+    sample paid for), plus ``extra_calls`` made before training (the target check). Tokens,
+    dollars and seconds cannot be known before the calls; those limits stop a run gracefully
+    when they are reached (the step's last tasks get no reward and training ends with a
+    checkpoint). ``budget`` (a :class:`~frontier_qa.runtime.Budget`) replaces ``config.budget``
+    for a target opened elsewhere.
+
+    Raises:
+        BudgetExceededError: ``budget.max_calls`` (or a zero tokens / dollars / seconds limit)
+            cannot cover one step.
+    """
+    b = config.budget if budget is None else budget
+    where = config.where("budget.max_calls") if budget is None else "the target's budget"
+    needed = plan.calls_per_process + extra_calls
+    if b.max_calls is not None and b.max_calls < needed:
+        raise BudgetExceededError(
+            f"{where}: budget.max_calls = {b.max_calls} cannot cover one training step: it may take "
+            f"{plan.tasks_per_process} tasks × k = {config.reward.k} samples = {plan.calls_per_process} target calls"
+            + (f" (+{extra_calls} to check the target first)" if extra_calls else ""),
+            hint=f"raise budget.max_calls to at least {plan.calls_per_process} per step (× training.max_steps = "
+            f"{plan.calls_per_process * config.training.max_steps} for the whole run), or lower reward.k, "
+            "training.prompts_per_step or training.num_generations",
+        )
+    for name in ("max_tokens", "max_cost_usd", "max_wall_s"):
+        if getattr(b, name) == 0:
+            raise BudgetExceededError(f"{config.where('budget.' + name) if budget is None else where}: "
+                                      f"budget.{name} = 0 cannot cover one "
+                                      "training step", hint=f"raise budget.{name} or remove it (null: no limit)")
+
+
+__all__ = [
+    "DOMAINS",
+    "STYLES",
+    "TRAIN_CONFIG_VERSION",
+    "BudgetConfig",
+    "CurriculumSection",
+    "GenerationSection",
+    "LoraSection",
+    "ModelSection",
+    "PromptSection",
+    "RewardSection",
+    "SaveSection",
+    "StepPlan",
+    "TrainConfig",
+    "TrainingSection",
+    "check_budget",
+    "load_train_config",
+    "parse_set",
+    "plan_step",
+    "reward_config",
+]
