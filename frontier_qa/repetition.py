@@ -158,7 +158,8 @@ def repetition_penalty(
             ``embeddings`` are given.
         canonical_order: sort the batch by text (then by embedding) before computing the
             asymmetric BLEU matrix and clustering, so a task's penalty does not depend on its
-            position in the batch. ``False`` reproduces the reference in batch order.
+            position in the batch, and give identical tasks distance 0 (short ones escape BLEU).
+            ``False`` reproduces the reference in batch order.
 
     Returns:
         B penalties, each in [λ_rep/B, λ_rep]; ``[]`` for an empty batch.
@@ -195,6 +196,14 @@ def repetition_penalty(
     if len(mergeable) >= 2:
         if vectors is None:
             dist = bleu_distance_matrix([texts[i] for i in mergeable])
+            if canonical_order:
+                # Identical tasks are repeats however short: 4-gram BLEU gives two equal two-word
+                # tasks 0.32 (distance 0.68 > τ), so the reference never groups them.
+                words = [texts[i].split() for i in mergeable]
+                for a in range(len(words)):
+                    for b in range(a + 1, len(words)):
+                        if words[a] == words[b]:
+                            dist[a, b] = dist[b, a] = 0.0
         else:
             dist = cosine_distance_matrix(vectors[mergeable])
         for index, label in zip(mergeable, cluster_labels(dist, threshold)):
