@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import os
 import random
 import secrets
@@ -93,11 +94,14 @@ class HFAdapter(Adapter):
         trust_remote_code: bool = False,
     ) -> None:
         self.path = Path(model).expanduser().resolve()
-        if not (self.path / "config.json").is_file():
+        # A PEFT adapter folder (a LoRA checkpoint of the curriculum trainer) loads onto its base.
+        self.base = adapter_base(self.path)
+        if self.base is None and not (self.path / "config.json").is_file():
             raise ConfigError(
                 f"hf model folder {str(self.path)!r} does not exist or has no config.json",
-                hint="give a local transformers model folder; frontier-qa never downloads from a hub "
-                "here (or use 'hf:smollm2' for the offline SmolLM2-135M-Instruct)",
+                hint="give a local transformers model folder (or a LoRA adapter folder with "
+                "adapter_config.json); frontier-qa never downloads from a hub here (or use 'hf:smollm2' "
+                "for the offline SmolLM2-135M-Instruct)",
             )
         self._torch = require("torch", extra="local", purpose=_PURPOSE)
         self._transformers = require("transformers", extra="local", purpose=_PURPOSE)
@@ -124,8 +128,11 @@ class HFAdapter(Adapter):
 
     def _load(self) -> None:
         torch, transformers = self._torch, self._transformers
+        weights = self.base or self.path
+        has_tokenizer = any(self.path.glob("tokenizer*"))
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(
-            str(self.path), local_files_only=True, trust_remote_code=self._trust_remote_code
+            str(self.path if has_tokenizer else weights), local_files_only=True,
+            trust_remote_code=self._trust_remote_code,
         )
         if self._chat_template is not None:
             self.tokenizer.chat_template = self._chat_template
@@ -134,12 +141,16 @@ class HFAdapter(Adapter):
                 f"the tokenizer in {str(self.path)!r} has no chat template",
                 hint="use an instruct/chat model, or pass chat_template='<jinja template>' as an option",
             )
-        self.model = transformers.AutoModelForCausalLM.from_pretrained(
-            str(self.path),
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(weights),
             dtype=getattr(torch, self.dtype_name),
             local_files_only=True,
             trust_remote_code=self._trust_remote_code,
-        ).to(self.device)
+        )
+        if self.base is not None:  # merged once at load: generation then runs at full speed
+            peft = require("peft", extra="train", purpose="Loading a LoRA adapter folder")
+            model = peft.PeftModel.from_pretrained(model, str(self.path)).merge_and_unload()
+        self.model = model.to(self.device)
         self.model.eval()
         eos = {self.tokenizer.eos_token_id, *_as_list(self.model.generation_config.eos_token_id)}
         self.eos_ids = sorted(int(token) for token in eos if token is not None)
@@ -323,6 +334,29 @@ def _cut_at_stop(text: str, stops: Sequence[str]) -> str:
     """``text`` up to (excluding) the earliest stop string (OpenAI / vLLM semantics)."""
     cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=len(text))
     return text[:cut]
+
+
+def adapter_base(folder: Path) -> Path | None:
+    """The base model folder of a PEFT adapter folder, ``None`` when ``folder`` is not one.
+
+    Raises:
+        ConfigError: an adapter whose base model is not a model folder on this machine.
+    """
+    config = folder / "adapter_config.json"
+    if (folder / "config.json").is_file() or not config.is_file():
+        return None
+    try:
+        base = json.loads(config.read_text(encoding="utf-8")).get("base_model_name_or_path")
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"cannot read {str(config)!r}: {err}", hint="is the adapter folder complete?") from None
+    base_path = Path(str(base or "")).expanduser()
+    if not base or not (base_path / "config.json").is_file():
+        raise ConfigError(
+            f"the LoRA adapter in {str(folder)!r} needs its base model {base!r}, which is not a model "
+            "folder on this machine",
+            hint="merge it where the base exists (`frontier-qa train merge ADAPTER OUT`) and use hf:OUT",
+        )
+    return base_path.resolve()
 
 
 def render_prompt(tokenizer: Any, case: Case) -> list[int]:

@@ -214,9 +214,9 @@ def resolve_model(ref: str, *, cache_dir: str | os.PathLike[str] | None = None) 
             "`huggingface-cli download ORG/NAME --local-dir DIR`, or an alias: "
             + ", ".join(sorted(MODEL_ALIASES)),
         )
-    if not (path / "config.json").is_file():
+    if not (path / "config.json").is_file() and not (path / "adapter_config.json").is_file():
         raise ConfigError(
-            f"local model folder {str(path)!r} has no config.json",
+            f"local model folder {str(path)!r} has no config.json (nor adapter_config.json)",
             hint="point at the folder that holds config.json and the weights (not its parent)",
         )
     return path.resolve(), str(path.resolve())

@@ -433,6 +433,32 @@ def test_lora_runs_save_a_merged_model_and_the_adapter(tiny: Path, tmp_path: Pat
     assert any(not torch.equal(base[k], merged[k]) for k in base)
     again = merge_adapter(result.output_dir / "checkpoint-2", tmp_path / "merged-2")
     assert all(torch.allclose(merged[k], w) for k, w in _weights(again).items())
+    # the adapter folder itself is a model spec: loaded onto its base and merged at load time
+    from frontier_qa.runtime import open_target
+    from frontier_qa.target import Case, Sampling
+
+    assert not (result.adapter / "config.json").is_file()  # only the LoRA weights: the peft path
+    greedy = Sampling(temperature=0.0, max_tokens=12, seed=0)
+    task = Case(id="t", prompt="Write one task.")
+    texts = []
+    for folder in (result.adapter, result.final_model):
+        model = open_target(f"hf:{folder}", cache=False, dtype="float32")
+        try:
+            texts.append(model.sample_sync(task, 1, greedy)[0].text)
+        finally:
+            import asyncio
+
+            asyncio.run(model.aclose())
+    assert texts[0] == texts[1] and texts[0]
+
+
+def test_an_adapter_without_its_base_model_says_how_to_fix_it(tmp_path: Path) -> None:
+    from frontier_qa.runtime import open_target
+
+    (tmp_path / "adapter_config.json").write_text('{"base_model_name_or_path": "/nowhere/base"}')
+    with pytest.raises(ConfigError, match="needs its base model '/nowhere/base'") as info:
+        open_target(f"hf:{tmp_path}", cache=False)
+    assert "frontier-qa train merge" in (info.value.hint or "")
 
 
 # --- the command line ------------------------------------------------------------------------------
