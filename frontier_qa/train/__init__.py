@@ -40,6 +40,13 @@ _EXPORTS: dict[str, str] = {
     "train_curriculum": "frontier_qa.train.curriculum",
     "merge_adapter": "frontier_qa.train.curriculum",
     "preflight": "frontier_qa.train.curriculum",
+    "ADPOSchedule": "frontier_qa.train.adpo",
+    "advantage_scale": "frontier_qa.train.adpo",
+    "clip_high": "frontier_qa.train.adpo",
+    "PseudoLabelReward": "frontier_qa.train.adpo",
+    "ADPOTrainer": "frontier_qa.train.adpo_trainer",
+    "mask_observations": "frontier_qa.train.rollout",
+    "pad_rollouts": "frontier_qa.train.rollout",
 }
 
 
