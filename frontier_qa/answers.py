@@ -125,7 +125,7 @@ def extract_boxed(text: str) -> str | None:
     last: str | None = None
     pos = 0
     while (opener := _BOX_OPENER.search(text, pos)) is not None:
-        end = _closing_brace(text, opener.end())
+        end = closing_brace(text, opener.end())
         if end is None:
             return None
         last = text[opener.end() : end]
@@ -134,12 +134,12 @@ def extract_boxed(text: str) -> str | None:
         return None
     last = last.strip()
     inner = _BOX_OPENER.match(last)
-    if inner is not None and _closing_brace(last, inner.end()) == len(last) - 1:
+    if inner is not None and closing_brace(last, inner.end()) == len(last) - 1:
         return extract_boxed(last)
     return last or None
 
 
-def _closing_brace(text: str, start: int) -> int | None:
+def closing_brace(text: str, start: int) -> int | None:
     """Index of the ``}`` closing the group opened just before ``start``, or ``None``."""
     depth = 1
     for token in _BRACE_TOKEN.finditer(text, start):

@@ -39,7 +39,7 @@ from fractions import Fraction
 from typing import Literal
 
 from frontier_qa._symbolic import pool
-from frontier_qa.answers import _closing_brace
+from frontier_qa.answers import closing_brace
 from frontier_qa.errors import AnswerError
 
 Mode = Literal["math", "numeric", "string"]
@@ -114,7 +114,7 @@ def _normalize_once(s: str) -> str:
     s = _SPACE_NEAR_SYMBOL.sub(r"\1", s)
     if s.endswith(".") and not s.endswith(".."):
         s = s[:-1].rstrip()
-    while s.startswith("{") and _closing_brace(s, 1) == len(s) - 1:
+    while s.startswith("{") and closing_brace(s, 1) == len(s) - 1:
         s = s[1:-1].strip()
     return s
 
@@ -123,7 +123,7 @@ def _unwrap(s: str) -> str:
     """Replace ``\\text{X}`` and friends by ``X`` (nested braces respected), repeatedly."""
     pos = 0
     while (match := _WRAPPER.search(s, pos)) is not None:
-        end = _closing_brace(s, match.end())
+        end = closing_brace(s, match.end())
         if end is None:
             return s
         s = s[: match.start()] + s[match.end() : end] + s[end + 1 :]

@@ -30,6 +30,7 @@ from typing import Any
 
 from frontier_qa.adapters.tool_executor import find_code, format_output
 from frontier_qa.adapters.workflow import AgentContext
+from frontier_qa.answers import closing_brace
 from frontier_qa.runtime import Limits, open_target
 from frontier_qa.sandbox import Sandbox
 from frontier_qa.target import Case, Sampling, Target
@@ -135,15 +136,8 @@ def _result(line: str) -> str:
 
 def _box_content(text: str) -> str:
     """What a continuation of ``\\boxed{`` puts in the box: up to its closing brace (nested kept)."""
-    depth = 0
-    for i, char in enumerate(text):
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            if depth == 0:
-                return text[:i].strip()
-            depth -= 1
-    return text.strip()
+    end = closing_brace(text, 0)  # the probe's own brace matching
+    return (text if end is None else text[:end]).strip()
 
 
 async def _step(ctx: AgentContext, model: Target, case: Case, sampling: Sampling, sample_index: int,

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from frontier_qa.curricula.templates import ParsedTask
 from frontier_qa.errors import ConfigError
+from frontier_qa.validation import nearest
 
 PREFILL = "Problem:"
 STOP: tuple[str, ...] = ("\nProblem:", "\n\n\n")
@@ -82,6 +83,20 @@ MATH_EXAMPLES: tuple[Example, ...] = (
             "print(120 / 8)"),
 )
 """Built-in worked examples for ``domain="math"`` (each program prints its answer)."""
+
+
+def copied(question: str | None, shown: Sequence[str], threshold: float | None) -> str | None:
+    """Why ``question`` counts as a copy of one of the ``shown`` problems, or ``None``.
+
+    A copy is closer than ``threshold`` in BLEU distance (the validator's dedupe measure, which
+    never sees the examples); ``threshold=None`` keeps copies.
+    """
+    if question is None or threshold is None or not shown:
+        return None
+    distance, other = nearest(question, list(shown))
+    if other is not None and distance < threshold:
+        return f"copies a shown example (BLEU distance {distance:.2f} < {threshold}): {one_line(other)[:80]}"
+    return None
 
 
 def one_line(text: str) -> str:
@@ -177,4 +192,4 @@ def parse(text: str, *, prefilled: bool) -> ParsedTask:
     return ParsedTask(question, reference=answer, solution=program)
 
 
-__all__ = ["MATH_EXAMPLES", "PREFILL", "STOP", "Example", "choose", "load_examples", "parse", "prompt"]
+__all__ = ["MATH_EXAMPLES", "PREFILL", "STOP", "Example", "choose", "copied", "load_examples", "parse", "prompt"]

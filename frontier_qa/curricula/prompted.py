@@ -38,7 +38,6 @@ from frontier_qa.curricula import templates as tpl
 from frontier_qa.curriculum import History, Outcome, Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.target import Case, Sampling, Target, Trajectory
-from frontier_qa.validation import nearest
 
 DOMAINS: tuple[str, ...] = ("math", "general", "tools", "open_ended", "workflow")
 STYLES: tuple[str, ...] = ("instruct", "few_shot")
@@ -255,26 +254,28 @@ class PromptedCurriculum:
         k = self.history_examples
         if k == 0:
             return ""
+        lines: dict[str, list[str]] = {}
+        for key, outcomes in self._history_groups().items():
+            shown = [o for o in outcomes if o.proposal.case.prompt.strip() or key == "rejected"][-k:]
+            lines[key] = [self._example(o, key) for o in shown]
+        return tpl.history_block(lines)
+
+    def _history_groups(self) -> dict[str, list[Outcome]]:
+        """Recent outcomes by what they say about the target (most recent last)."""
 
         def recent(*classes: str, when: Any = None) -> list[Outcome]:
-            found = [o for c in classes for o in self.history.recent(c) if when is None or when(o)]
-            return found
+            return [o for c in classes for o in self.history.recent(c) if when is None or when(o)]
 
         def scattered(o: Outcome) -> bool:
             return o.p_hat is None or o.p_hat < 0.5
 
         # A stable wrong majority (failure with p̂ ≥ 0.5) is a real finding: more like it.
-        groups = {
+        return {
             "frontier": recent("frontier") + recent("failure", when=lambda o: not scattered(o)),
             "too_easy": recent("pass"),
             "too_hard": recent("suspect", "failure", when=scattered),
             "rejected": recent("invalid"),
         }
-        lines: dict[str, list[str]] = {}
-        for key, outcomes in groups.items():
-            shown = [o for o in outcomes if o.proposal.case.prompt.strip() or key == "rejected"][-k:]
-            lines[key] = [self._example(o, key) for o in shown]
-        return tpl.history_block(lines)
 
     @staticmethod
     def _example(outcome: Outcome, key: str) -> str:
@@ -326,11 +327,10 @@ class PromptedCurriculum:
         """Recent frontier cases and stable wrong answers, as worked examples (most recent last)."""
         if self.history_examples == 0:
             return []
-        found = [*self.history.recent("frontier"),
-                 *(o for o in self.history.recent("failure") if o.p_hat is not None and o.p_hat >= 0.5)]
         examples = [few_shot.Example(o.proposal.case.prompt, o.proposal.case.reference or "",
                                      o.proposal.solution)
-                    for o in found if o.proposal.case.prompt.strip() and o.proposal.case.reference]
+                    for o in self._history_groups()["frontier"]
+                    if o.proposal.case.prompt.strip() and o.proposal.case.reference]
         return examples[-self.history_examples:]
 
     # ------------------------------------------------------------------------- parsing
@@ -345,7 +345,8 @@ class PromptedCurriculum:
             return self._invalid(f"the curriculum model returned no text: {why}", raw, topic, metadata, source)
         if self.style == "few_shot":
             parsed = few_shot.parse(raw, prefilled=request.continues_assistant)
-            copied = self._copied_example(parsed.question, self._shown.pop(seed, ()))
+            shown = [e.problem for e in self._shown.pop(seed, ())]
+            copied = few_shot.copied(parsed.question, shown, self.dedupe_threshold)
             if copied is not None:
                 return self._invalid(copied, raw, topic, metadata, source)
         else:
@@ -376,15 +377,6 @@ class PromptedCurriculum:
         )
         return Proposal(case=case, solution=parsed.solution, gold_calls=parsed.gold_calls,
                         predicted_pass_rate=parsed.predicted_pass_rate, source=source, raw=raw)
-
-    def _copied_example(self, question: str | None, shown: Sequence[few_shot.Example]) -> str | None:
-        if question is None or self.dedupe_threshold is None or not shown:
-            return None
-        distance, other = nearest(question, [e.problem for e in shown])
-        if other is not None and distance < self.dedupe_threshold:
-            return (f"copies a shown example (BLEU distance {distance:.2f} < {self.dedupe_threshold}): "
-                    f"{few_shot.one_line(other)[:80]}")
-        return None
 
     def _offered_tools(self, listed: Sequence[str], spec: ToolTaskSpec,
                        metadata: dict[str, Any]) -> tuple[Mapping[str, Any], ...]:

@@ -32,7 +32,6 @@ from frontier_qa.curricula import templates as tpl
 from frontier_qa.curricula.prompted import FEW_SHOT_SHOWN, derive_seed
 from frontier_qa.errors import ConfigError
 from frontier_qa.target import Case
-from frontier_qa.validation import nearest
 
 _DEFAULT = object()  # "the domain's default system prompt for the tasks"
 _PARSERS = {"math": tpl.parse_reasoning, "general": tpl.parse_reasoning, "open_ended": tpl.parse_open_ended,
@@ -205,10 +204,9 @@ class TaskFormat:
             return self._task(question, None, topic)
         if self.style == "few_shot":
             parsed = few_shot.parse(completion, prefilled=True)
-            if parsed.question is not None and self.dedupe_threshold is not None and shown:
-                distance, other = nearest(parsed.question, list(shown))
-                if other is not None and distance < self.dedupe_threshold:
-                    return Task(None, error=f"copies a shown example (BLEU distance {distance:.2f})")
+            copied = few_shot.copied(parsed.question, shown, self.dedupe_threshold)
+            if copied is not None:
+                return Task(None, error=copied)
         else:
             parsed = _PARSERS[self.domain](completion)
         if parsed.error is not None or parsed.question is None:
