@@ -50,6 +50,8 @@ class MicroBatcher(Generic[R, S]):
         max_weight: most rows merged into one batch (a heavier single request runs alone).
         wait_s: seconds to wait after the oldest queued request for more to arrive.
         name: worker thread name.
+        init: run alone on the worker thread before the constructor returns (e.g. loading a
+            model the thread will own); if it raises, the worker is closed and the error raised.
 
     Attributes:
         batches: how many times ``run_batch`` was called (the merge counter tests read).
@@ -64,6 +66,7 @@ class MicroBatcher(Generic[R, S]):
         max_weight: int = 32,
         wait_s: float = 0.005,
         name: str = "frontier-qa-batcher",
+        init: Callable[[], object] | None = None,
     ) -> None:
         if max_weight < 1 or wait_s < 0:
             raise ValueError(f"max_weight must be >= 1 and wait_s >= 0, got {max_weight}, {wait_s}")
@@ -78,6 +81,12 @@ class MicroBatcher(Generic[R, S]):
         self._closed = False
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
+        if init is not None:
+            try:
+                self.call(init)
+            except BaseException:
+                self.close()
+                raise
 
     # ----- callers' side -------------------------------------------------------------
 

@@ -119,12 +119,8 @@ class HFAdapter(Adapter):
             max_weight=max_batch_rows,
             wait_s=batch_wait_s,
             name=f"frontier-qa-hf:{self.path.name}",
+            init=self._load,  # on the worker thread that will own the model
         )
-        try:
-            self._batcher.call(self._load)  # on the worker thread that will own the model
-        except BaseException:
-            self._batcher.close()
-            raise
 
     def _load(self) -> None:
         torch, transformers = self._torch, self._transformers

@@ -106,12 +106,8 @@ class VLLMAdapter(Adapter):
             max_weight=max_batch_rows,
             wait_s=batch_wait_s,
             name=f"frontier-qa-vllm:{self.path.name}",
+            init=self._load,  # the worker thread owns the engine from the start
         )
-        try:
-            self._batcher.call(self._load)  # the worker thread owns the engine from the start
-        except BaseException:
-            self._batcher.close()
-            raise
 
     def _load(self) -> None:
         self.llm = self._vllm.LLM(**self._engine_args)
