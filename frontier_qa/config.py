@@ -679,9 +679,12 @@ class ProbeParts(NamedTuple):
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def _options(config: ProbeConfig, section: str, options: Mapping[str, Any]) -> dict[str, Any]:
+def resolve_options(config: Any, section: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """Adapter options with ``${VAR}`` resolved from the environment (top-level strings only:
-    nested mappings such as HTTP headers are resolved by their adapter)."""
+    nested mappings such as HTTP headers are resolved by their adapter).
+
+    ``config`` is any loaded config with ``error(key, message, hint)`` (the probe's or the
+    trainer's), so an unset variable is reported by key and where it was set."""
     out: dict[str, Any] = {}
     for name, value in options.items():
         if isinstance(value, str):
@@ -714,7 +717,7 @@ def _open(config: ProbeConfig, section: str, model: ModelConfig | TargetConfig, 
     assert model.spec is not None
     try:
         return open_target(model.spec, limits=Limits.from_dict(model.limits.model_dump()), budget=tracker,
-                           cache=cache, **extra, **_options(config, section, model.options))
+                           cache=cache, **extra, **resolve_options(config, section, model.options))
     except ConfigError as err:
         if err.message.startswith(config.where(f"{section}.spec")):
             raise

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from frontier_qa._optional import require
-from frontier_qa.config import load_examples, load_tools
+from frontier_qa.config import load_examples, load_tools, resolve_options
 from frontier_qa.curricula import templates as tpl
 from frontier_qa.errors import ConfigError, FrontierQAError, TargetUnavailableError
 from frontier_qa.local_models import MARKER, MODEL_ALIASES, resolve_model
@@ -41,7 +40,6 @@ from frontier_qa.train.tasks import task_log_path
 PURPOSE = "Training a curriculum (frontier-qa train curriculum)"
 FINAL_DIR, ADAPTER_DIR = "final", "final-adapter"
 MAX_ROWS = 100_000
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True)
@@ -150,15 +148,7 @@ def open_reward_target(config: TrainConfig) -> Target:
     if not t.spec:
         raise config.error("target.spec", "no target to train against",
                            "set target: SPEC in the config or pass --target SPEC")
-    options: dict[str, Any] = {}
-    for name, value in t.options.items():
-        if isinstance(value, str):
-            missing = [m.group(1) for m in _ENV_REF.finditer(value) if m.group(1) not in os.environ]
-            if missing:
-                raise config.error(f"target.options.{name}", f"refers to ${{{missing[0]}}}, which is not set",
-                                   f"export {missing[0]}=... before running")
-            value = _ENV_REF.sub(lambda m: os.environ[m.group(1)], value)
-        options[name] = value
+    options = resolve_options(config, "target", t.options)
     cache: Any = False if t.cache is False else (Path(config.training.output_dir) / "cache" if t.cache is True
                                                   else Path(str(t.cache)))
     extra = {"tool_options": t.tool_options} if t.tool_options else {}
