@@ -3,6 +3,9 @@
 * ``train curriculum --config configs/train/curriculum-cpu.yaml`` runs GRPO (Agent0 §3.2) and
   writes ``OUT/checkpoint-N/``, ``OUT/final/`` (a model folder for ``frontier-qa probe
   --curriculum trained:OUT/final``), ``OUT/tasks.jsonl`` and ``OUT/metrics.jsonl``;
+* ``train coevolve --config configs/coevolve/cpu.yaml`` runs Agent0's co-evolution loop on
+  models you own: curriculum GRPO, task pool, band filter, executor ADPO with sandboxed tool
+  rollouts, per-iteration report (``--resume`` continues an interrupted run);
 * ``train merge CHECKPOINT --out DIR`` merges a LoRA checkpoint into a plain model folder;
 * ``train summary OUT`` prints the per-step means of every reward term from ``OUT/tasks.jsonl``.
 
@@ -27,7 +30,7 @@ from frontier_qa.config import Override, parse_set
 
 train_app = typer.Typer(
     name="train",
-    help="Train a curriculum model against the agent under test (Agent0 §3.2, TRL GRPO).",
+    help="Train a curriculum against your agent (Agent0 §3.2), or co-evolve both agents (Algorithm 1).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -99,6 +102,44 @@ def curriculum(
         typer.echo(f"probe with it: frontier-qa probe --curriculum trained:{result.final_model} --target ...")
     if result.adapter is not None:
         typer.echo(f"LoRA adapter: {result.adapter}")
+
+
+@train_app.command("coevolve")
+def coevolve(
+    config: Path = typer.Option(..., "--config", "-c", help="Co-evolution config (configs/coevolve/*.yaml)."),
+    iterations: Optional[int] = typer.Option(None, "--iterations", help="T, the number of iterations."),
+    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Run folder (iterations, state, report)."),
+    sets: list[str] = typer.Option([], "--set", help="Any config key: --set pool.k=8."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in run_dir where it stopped."),
+    show_config: bool = typer.Option(False, "--show-config", help="Print the resolved configuration and exit."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-phase lines."),
+) -> None:
+    """Co-evolve a curriculum and an executor you own from zero data (Agent0 Algorithm 1)."""
+    from frontier_qa.train.coevolve_config import load_coevolve_config
+
+    given = [Override("iterations", iterations, f"--iterations {iterations}")] if iterations is not None else []
+    given += [Override("run_dir", str(run_dir), f"--run-dir {run_dir}")] if run_dir is not None else []
+    resolved = load_coevolve_config(config, given + [parse_set(text) for text in sets])
+    if show_config:
+        import yaml
+
+        from frontier_qa.runtime.redact import redact_options
+
+        data = redact_options(resolved.model_dump(mode="json"))
+        typer.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), nl=False)
+        raise typer.Exit(0)
+    from frontier_qa.train.coevolve import run_coevolution
+
+    try:
+        result = run_coevolution(resolved, resume=resume,
+                                 progress=None if quiet else (lambda line: typer.echo(line, err=True)))
+    except KeyboardInterrupt:
+        typer.echo(f"\ninterrupted: everything done so far is in {resolved.run_dir}; run again with --resume to "
+                   "continue from there", err=True)
+        raise typer.Exit(130) from None
+    typer.echo(f"co-evolved {result.iterations} iteration(s); report: {result.report}")
+    typer.echo(f"executor: {result.executor_model}")
+    typer.echo(f"curriculum: {result.curriculum_model}")
 
 
 @train_app.command("merge")

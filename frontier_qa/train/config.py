@@ -223,8 +223,8 @@ def _key_path(loc: Iterable[Any]) -> tuple[str | int, ...]:
     return tuple(p for p in loc if isinstance(p, int) or (p not in _TYPE_TAGS and not re.search(r"[\[(]", p)))
 
 
-def _known_keys(path: tuple[str | int, ...]) -> list[str]:
-    model: Any = TrainConfig
+def _known_keys(path: tuple[str | int, ...], root: Any = None) -> list[str]:
+    model: Any = TrainConfig if root is None else root
     for part in path[:-1]:
         field = getattr(model, "model_fields", {}).get(part)
         if field is None:
@@ -237,7 +237,8 @@ def _known_keys(path: tuple[str | int, ...]) -> list[str]:
     return sorted(getattr(model, "model_fields", {}))
 
 
-def _report(err: ValidationError, sources: Sources) -> ConfigError:
+def _report(err: ValidationError, sources: Sources, *, root: Any = None,
+            doc: str = "configs/train/curriculum-agent0.yaml") -> ConfigError:
     lines: dict[tuple[str | int, ...], str] = {}
     for error in err.errors():
         path = _key_path(error["loc"])
@@ -246,8 +247,9 @@ def _report(err: ValidationError, sources: Sources) -> ConfigError:
         key = ".".join(map(str, path)) or "(top level)"
         where = sources.where(path) if path else "config"
         if error["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(str(path[-1]), _known_keys(path), n=1, cutoff=0.6)
-            fix = f"did you mean '{close[0]}'?" if close else f"known keys here: {', '.join(_known_keys(path))}"
+            known = _known_keys(path, root)
+            close = difflib.get_close_matches(str(path[-1]), known, n=1, cutoff=0.6)
+            fix = f"did you mean '{close[0]}'?" if close else f"known keys here: {', '.join(known)}"
             lines[path] = f"{where}: {key}: unknown key\n    fix: {fix}"
         elif error["type"] == "missing":
             lines[path] = f"{where}: {key}: required key is missing\n    fix: add '{path[-1]}:'"
@@ -257,8 +259,7 @@ def _report(err: ValidationError, sources: Sources) -> ConfigError:
             message = str(error["msg"]).removeprefix("Value error, ")
             lines[path] = f"{where}: {key}: {message}{shown}"
     body = "\n".join(f"  {line}" for line in lines.values())
-    return ConfigError("the training configuration is invalid:\n" + body,
-                       hint="configs/train/curriculum-agent0.yaml documents every key")
+    return ConfigError("the training configuration is invalid:\n" + body, hint=f"{doc} documents every key")
 
 
 def _merge(low: dict[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
