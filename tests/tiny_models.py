@@ -6,6 +6,12 @@ BPE tokenizer trained here (vocab 512) with a ChatML chat template, left padding
 downloaded; building takes well under a second. Its output is noise, but deterministic noise:
 the same seed gives the same weights.
 
+``build_tool_user_model(folder)`` is the same model imprinted by a few hundred SFT steps with
+Agent0's tool protocol (Agent0 §3.3): asked "What is a + b?" for a few memorised pairs it writes
+a ```` ```python ```` block that prints ``a + b``, and after the ```` ```output ```` block it
+writes ``The answer is \\boxed{a + b}.``; asked to "Print a + b three times." it keeps calling
+the tool. Tool-rollout and executor-training tests use it.
+
 Use it from a test module::
 
     from tests.tiny_models import build_tiny_model
@@ -116,4 +122,149 @@ def build_tiny_model(
     return folder
 
 
-__all__ = ["CHATML_TEMPLATE", "SPECIAL_TOKENS", "build_tiny_model", "build_tiny_tokenizer"]
+# --- a tiny model that uses the python tool -------------------------------------------------------
+
+TOOL_PAIRS: tuple[tuple[int, int], ...] = ((17, 25), (3, 4), (12, 30), (8, 9), (21, 21), (5, 14))
+"""The (a, b) pairs :func:`build_tool_user_model` memorises ("What is a + b?")."""
+
+REPEAT_PAIRS: tuple[tuple[int, int], ...] = ((17, 25), (3, 4))
+"""Pairs it also memorises as "Print a + b three times.": three tool calls before the answer."""
+
+
+def tool_question(a: int, b: int) -> str:
+    """The question :func:`build_tool_user_model` answers with one tool call."""
+    return f"What is {a} + {b}?"
+
+
+def repeat_question(a: int, b: int) -> str:
+    """The question it answers with three tool calls (one more than a limit of 1 or 2 allows)."""
+    return f"Print {a} + {b} three times."
+
+
+def tool_code_block(a: int, b: int) -> str:
+    """The python block the model writes for ``a + b``."""
+    return f"```python\nprint({a} + {b})\n```"
+
+
+def output_block(observation: str) -> str:
+    """The sandbox output block, in the reference's format (``adapters/tool_executor.py``)."""
+    return f"\n```output\n{observation}\n```\n"
+
+
+def answer_text(a: int, b: int) -> str:
+    """The final answer after the output block."""
+    return f"The answer is \\boxed{{{a + b}}}."
+
+
+def _tool_examples(tokenizer, system: str | None = None) -> list[tuple[list[int], list[int]]]:
+    """(token ids, loss mask) per training sequence: loss on the model's turns only."""
+    def ids(text: str) -> list[int]:
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    examples = []
+    calls = [(q, a, b, 1) for a, b in TOOL_PAIRS for q in [tool_question(a, b)]]
+    calls += [(repeat_question(a, b), a, b, 3) for a, b in REPEAT_PAIRS]
+    for question, a, b, n in calls:
+        head = [{"role": "system", "content": system}] if system else []
+        prompt = tokenizer.apply_chat_template([*head, {"role": "user", "content": question}], tokenize=False,
+                                               add_generation_prompt=True)
+        segments = [(ids(prompt), 0)]
+        for _ in range(n):
+            segments += [(ids(tool_code_block(a, b)), 1), (ids(output_block(str(a + b))), 0)]
+        segments.append((ids(answer_text(a, b)) + [tokenizer.eos_token_id], 1))
+        tokens = [t for seg, _ in segments for t in seg]
+        mask = [m for seg, m in segments for _ in seg]
+        examples.append((tokens, mask))
+    return examples
+
+
+def build_tool_user_model(folder: str | Path, *, seed: int = 0, steps: int = 150,
+                          learning_rate: float = 3e-3, system: str | None = None) -> Path:
+    """Save the tiny model of :func:`build_tiny_model`, taught to call a python tool, into ``folder``.
+
+    Full-batch SFT (plain torch Adam, CPU, one thread so the result is the same on every
+    machine) on the sequences of :data:`TOOL_PAIRS` and :data:`REPEAT_PAIRS`; the loss covers
+    the model's turns (code, answer, eos), not the prompt or the tool output, as in a real
+    tool rollout. Deterministic for a given ``seed``; ≈ 3.5 s on 2 CPU cores (≈ 2.5 s of SFT).
+
+    Measured with seed 0, 16 samples per prompt at temperature 1 through
+    :class:`~frontier_qa.train.tool_rollout.ToolRollout` (max 64 tokens): over the six
+    :data:`TOOL_PAIRS` it called the tool in 15-16 of 16 samples, its code printed a + b in
+    12-15 and it boxed a + b in 12-14 (for "What is 17 + 25?": 15 / 13 / 12); the rest vary
+    (``print(8 +4)``, a cut-off answer), which gives GRPO reward differences. Greedy, every
+    pair is answered exactly: code, output, ``The answer is \\boxed{a + b}.``, EOS. For
+    :func:`repeat_question` it calls the tool again after each output (16 of 16).
+
+    Args:
+        folder: where to write (created if missing).
+        seed: torch seed for the initial weights and the training.
+        steps: Adam steps over the whole set.
+        learning_rate: Adam learning rate.
+        system: a system message the prompts carry (the co-evolution executor's); ``None``: none.
+
+    Returns:
+        ``folder`` as a :class:`Path`, loadable with ``from_pretrained(folder, local_files_only=True)``.
+    """
+    from transformers import AutoTokenizer
+
+    folder = build_tiny_model(folder, seed=seed)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    return _imprint(folder, _tool_examples(tokenizer, system), seed=seed, steps=steps, learning_rate=learning_rate)
+
+
+def build_question_writer_model(folder: str | Path, prompt: str, questions: list[str], *, seed: int = 0,
+                                steps: int = 150, learning_rate: float = 3e-3) -> Path:
+    """The tiny model, taught to answer ``prompt`` with one of ``questions`` (a curriculum that writes tasks).
+
+    Sampled at temperature 1 it writes the memorised questions in varying proportions (and now and
+    then a mix of two), which is what a co-evolution test needs of a curriculum: real tasks.
+    """
+    from transformers import AutoTokenizer
+
+    folder = build_tiny_model(folder, seed=seed)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    head = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                         add_generation_prompt=True)
+    head_ids = tokenizer(head, add_special_tokens=False)["input_ids"]
+    examples = []
+    for question in questions:
+        body = tokenizer(question, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        examples.append((head_ids + body, [0] * len(head_ids) + [1] * len(body)))
+    return _imprint(folder, examples, seed=seed, steps=steps, learning_rate=learning_rate)
+
+
+def _imprint(folder: Path, examples: list[tuple[list[int], list[int]]], *, seed: int, steps: int,
+             learning_rate: float) -> Path:
+    """Full-batch SFT of the saved tiny model on (token ids, loss mask) sequences; saved in place."""
+    import torch
+    from transformers import AutoTokenizer, Qwen2ForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    model = Qwen2ForCausalLM.from_pretrained(str(folder), local_files_only=True, dtype=torch.float32)
+    width = max(len(tokens) for tokens, _ in examples)
+    pad = tokenizer.pad_token_id
+    input_ids = torch.tensor([t + [pad] * (width - len(t)) for t, _ in examples])  # (N, W), right padded
+    attention = torch.tensor([[1] * len(t) + [0] * (width - len(t)) for t, _ in examples])
+    labels = torch.tensor([[tok if m else -100 for tok, m in zip(t, mask)] + [-100] * (width - len(t))
+                           for t, mask in examples])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread: the same float sums, so the same weights, everywhere
+    try:
+        torch.manual_seed(seed)
+        optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
+        model.train()
+        for _ in range(steps):
+            loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    finally:
+        torch.set_num_threads(threads)
+    model.eval()
+    model.save_pretrained(folder)
+    return folder
+
+
+__all__ = ["CHATML_TEMPLATE", "REPEAT_PAIRS", "SPECIAL_TOKENS", "TOOL_PAIRS", "answer_text", "build_tiny_model",
+           "build_question_writer_model", "build_tiny_tokenizer", "build_tool_user_model", "output_block", "repeat_question", "tool_code_block",
+           "tool_question"]

