@@ -1,4 +1,4 @@
-"""The curriculum trainer (issue 6): teach a task generator the frontier of one agent.
+"""Training on models you own: the curriculum trainer, ADPO for the executor, and co-evolution.
 
 Agent0 §3.2 trains its curriculum agent with GRPO on a composite reward (Eq. 5): a format
 gate, the executor's uncertainty on each generated task (Eq. 2), its tool use (Eq. 3) and a
@@ -10,6 +10,10 @@ its adapter with rate limits, cache and budget.
 
     result = train_curriculum(load_train_config("configs/train/curriculum-cpu.yaml"))
     # result.final_model is a model folder: `frontier-qa probe --curriculum trained:<it>`
+
+    from frontier_qa.train import load_coevolve_config, run_coevolution
+
+    run_coevolution(load_coevolve_config("configs/coevolve/cpu.yaml"))   # Agent0 Algorithm 1
 
 Importing this package loads no torch or TRL (names load on first use).
 """
@@ -47,6 +51,18 @@ _EXPORTS: dict[str, str] = {
     "ADPOTrainer": "frontier_qa.train.adpo_trainer",
     "mask_observations": "frontier_qa.train.rollout",
     "pad_rollouts": "frontier_qa.train.rollout",
+    "ToolRollout": "frontier_qa.train.tool_rollout",
+    "ToolSettings": "frontier_qa.train.tool_rollout",
+    "ToolTrace": "frontier_qa.train.tool_rollout",
+    "ExecutorRow": "frontier_qa.train.executor",
+    "ExecutorResult": "frontier_qa.train.executor",
+    "RolloutRecord": "frontier_qa.train.executor",
+    "read_rollouts": "frontier_qa.train.executor",
+    "train_executor": "frontier_qa.train.executor",
+    "CoevolveConfig": "frontier_qa.train.coevolve_config",
+    "load_coevolve_config": "frontier_qa.train.coevolve_config",
+    "CoevolveResult": "frontier_qa.train.coevolve",
+    "run_coevolution": "frontier_qa.train.coevolve",
 }
 
 

@@ -267,7 +267,7 @@ def _phase_pool(config: CoevolveConfig, t: int, it: IterationState, executor: Pa
 
 def _phase_executor(config: CoevolveConfig, t: int, it: IterationState, executor: Path, say: Say) -> None:
     folder = config.run_path / f"iter-{t}"
-    kept = pools.read_jsonl(folder / "pool" / pools.FILTERED_FILE, pools.ScoredTask)
+    kept = [s for s in pools.read_jsonl(folder / "pool" / pools.FILTERED_FILE, pools.ScoredTask) if s.majority]
     if not kept:
         say(f"[iter {t}] executor: no task in the band, the executor is not trained this iteration")
         it.executor_model = str(executor)
@@ -279,7 +279,7 @@ def _phase_executor(config: CoevolveConfig, t: int, it: IterationState, executor
     e = config.executor
     out = folder / "executor"
     resume = any(out.glob("checkpoint-*"))
-    rows = [ExecutorRow(task_id=s.task_id, question=s.question, system=s.system, pseudo_label=s.majority or "",
+    rows = [ExecutorRow(task_id=s.task_id, question=s.question, system=s.system, pseudo_label=s.majority or "",  # kept tasks have one
                         p_hat=s.p_hat) for s in kept]
     say(f"[iter {t}] executor: ADPO on {len(rows)} pseudo-labelled task(s), {e.training.num_generations} rollouts "
         f"each" + (" (resuming)" if resume else ""))
