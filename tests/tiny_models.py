@@ -265,6 +265,6 @@ def _imprint(folder: Path, examples: list[tuple[list[int], list[int]]], *, seed:
     return folder
 
 
-__all__ = ["CHATML_TEMPLATE", "REPEAT_PAIRS", "SPECIAL_TOKENS", "TOOL_PAIRS", "answer_text", "build_tiny_model",
-           "build_question_writer_model", "build_tiny_tokenizer", "build_tool_user_model", "output_block", "repeat_question", "tool_code_block",
-           "tool_question"]
+__all__ = ["CHATML_TEMPLATE", "REPEAT_PAIRS", "SPECIAL_TOKENS", "TOOL_PAIRS", "answer_text", "build_question_writer_model",
+           "build_tiny_model", "build_tiny_tokenizer", "build_tool_user_model", "output_block", "repeat_question",
+           "tool_code_block", "tool_question"]

@@ -279,7 +279,7 @@ def _phase_executor(config: CoevolveConfig, t: int, it: IterationState, executor
     e = config.executor
     out = folder / "executor"
     resume = any(out.glob("checkpoint-*"))
-    rows = [ExecutorRow(task_id=s.task_id, question=s.question, system=s.system, pseudo_label=s.majority or "",  # kept tasks have one
+    rows = [ExecutorRow(task_id=s.task_id, question=s.question, system=s.system, pseudo_label=s.majority or "",
                         p_hat=s.p_hat) for s in kept]
     say(f"[iter {t}] executor: ADPO on {len(rows)} pseudo-labelled task(s), {e.training.num_generations} rollouts "
         f"each" + (" (resuming)" if resume else ""))
@@ -432,7 +432,8 @@ def write_report(config: CoevolveConfig, state: RunState) -> Path:
         h = s.record.get("heldout", {})
         lines.append(f"| after iteration {t} | {_pct(h.get('rate'))} | {_fmt(h.get('tool_calls_per_task'))} |")
     lines += ["", "## Pools", "",
-              "| iteration | written | valid | distinct | in band | mean p̂ | tool calls / sample | p̂ histogram (0-1, 10 bins) |",
+              "| iteration | written | valid | distinct | in band | mean p̂ | tool calls / sample "
+              "| p̂ histogram (0-1, 10 bins) |",
               "|---|---|---|---|---|---|---|---|"]
     for t, s in done:
         p = s.record.get("pool", {})

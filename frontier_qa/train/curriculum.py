@@ -372,7 +372,8 @@ def train_curriculum(config: TrainConfig, *, target: Target | None = None, resum
             (output / "train-config.json").write_text(json.dumps(resolved, indent=2), encoding="utf-8")
         say(f"training {folder} on {plan.world_size} process(es): {plan.tasks_per_generation} tasks per step, "
             f"k = {config.reward.k}, generation with {'vLLM' if vllm else 'transformers'}")
-        trainer = CurriculumTrainer(str(folder), reward, args, dataset, tokenizer, peft_config=lora_config(config.model),
+        trainer = CurriculumTrainer(str(folder), reward, args, dataset, tokenizer,
+                                    peft_config=lora_config(config.model),
                                     on_log=lambda row: say(_describe(row)))
     except BaseException:
         if owned:
