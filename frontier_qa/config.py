@@ -507,6 +507,30 @@ def _merge(low: dict[str, Any], high: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def resolve_layers(layers: list[_Layer], *, version: int, hint: str) -> tuple[dict[str, Any], Sources]:
+    """Merge ``layers`` (highest precedence first) into one dict, refusing a newer ``version`` key.
+
+    Every config loader (probe, curriculum training, co-evolution) reads its layers this way.
+
+    Args:
+        layers: flags, file, environment... highest precedence first.
+        version: the newest config version this frontier-qa reads.
+        hint: the fix shown when the config is newer.
+
+    Raises:
+        ConfigError: the config's ``version`` is newer than ``version``.
+    """
+    data: dict[str, Any] = {}
+    for layer in reversed(layers):
+        data = _merge(data, layer.data)
+    sources = Sources(layers)
+    given = data.get("version")
+    if isinstance(given, int) and not isinstance(given, bool) and given > version:
+        raise ConfigError(f"{sources.where(('version',))}: version {given} is newer than this frontier-qa "
+                          f"reads ({version})", hint=hint)
+    return data, sources
+
+
 # --- errors ----------------------------------------------------------------------------------
 
 
@@ -637,14 +661,8 @@ def load_config(
     if path is not None:
         layers.append(read_yaml(path))
     layers.append(read_env(os.environ if env is None else env))
-    data: dict[str, Any] = {}
-    for layer in reversed(layers):
-        data = _merge(data, layer.data)
-    sources = Sources(layers)
-    version = data.get("version")
-    if isinstance(version, int) and not isinstance(version, bool) and version > CONFIG_VERSION:
-        raise ConfigError(f"{sources.where(('version',))}: version {version} is newer than this frontier-qa "
-                          f"reads ({CONFIG_VERSION})", hint="upgrade frontier-qa (pip install -U frontier-qa)")
+    data, sources = resolve_layers(layers, version=CONFIG_VERSION,
+                                   hint="upgrade frontier-qa (pip install -U frontier-qa)")
     try:
         config = ProbeConfig.model_validate(data)
     except ValidationError as err:

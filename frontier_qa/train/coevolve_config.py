@@ -24,7 +24,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from frontier_qa.config import Override, SamplingConfig, Sources, read_overrides, read_yaml
+from frontier_qa.config import Override, SamplingConfig, Sources, read_overrides, read_yaml, resolve_layers
 from frontier_qa.errors import ConfigError
 from frontier_qa.train.adpo import ADPOSchedule
 from frontier_qa.train.config import (
@@ -33,7 +33,6 @@ from frontier_qa.train.config import (
     SaveSection,
     TrainConfig,
     TrainingSection,
-    _merge,
     _report,
     _Section,
     reward_config,
@@ -231,14 +230,7 @@ def load_coevolve_config(path: str | Path | None = None, overrides: Iterable[Ove
     layers = [read_overrides(overrides)]
     if path is not None:
         layers.append(read_yaml(path))
-    data: dict[str, Any] = {}
-    for layer in reversed(layers):
-        data = _merge(data, layer.data)
-    sources = Sources(layers)
-    version = data.get("version")
-    if isinstance(version, int) and not isinstance(version, bool) and version > COEVOLVE_CONFIG_VERSION:
-        raise ConfigError(f"{sources.where(('version',))}: version {version} is newer than this frontier-qa reads "
-                          f"({COEVOLVE_CONFIG_VERSION})", hint="upgrade frontier-qa")
+    data, sources = resolve_layers(layers, version=COEVOLVE_CONFIG_VERSION, hint="upgrade frontier-qa")
     try:
         config = CoevolveConfig.model_validate(data)
     except ValidationError as err:

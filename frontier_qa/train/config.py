@@ -23,7 +23,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
@@ -39,6 +39,7 @@ from frontier_qa.config import (
     parse_set,
     read_overrides,
     read_yaml,
+    resolve_layers,
 )
 from frontier_qa.errors import BudgetExceededError, ConfigError
 from frontier_qa.rewards import AGENT0_COMPAT, PAPER, RewardConfig
@@ -262,16 +263,6 @@ def _report(err: ValidationError, sources: Sources, *, root: Any = None,
     return ConfigError("the training configuration is invalid:\n" + body, hint=f"{doc} documents every key")
 
 
-def _merge(low: dict[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(low)
-    for key, value in high.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 def load_train_config(path: str | Path | None = None, overrides: Iterable[Override] = ()) -> TrainConfig:
     """Resolve the training configuration: flags > the file at ``path`` > defaults.
 
@@ -285,14 +276,7 @@ def load_train_config(path: str | Path | None = None, overrides: Iterable[Overri
     layers = [read_overrides(overrides)]
     if path is not None:
         layers.append(read_yaml(path))
-    data: dict[str, Any] = {}
-    for layer in reversed(layers):
-        data = _merge(data, layer.data)
-    sources = Sources(layers)
-    version = data.get("version")
-    if isinstance(version, int) and not isinstance(version, bool) and version > TRAIN_CONFIG_VERSION:
-        raise ConfigError(f"{sources.where(('version',))}: version {version} is newer than this frontier-qa reads "
-                          f"({TRAIN_CONFIG_VERSION})", hint="upgrade frontier-qa")
+    data, sources = resolve_layers(layers, version=TRAIN_CONFIG_VERSION, hint="upgrade frontier-qa")
     try:
         config = TrainConfig.model_validate(data)
     except ValidationError as err:
