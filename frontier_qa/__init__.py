@@ -6,7 +6,7 @@ sentence-transformers. Public names are imported on first use.
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 __version__ = "0.1.0"
@@ -61,17 +61,37 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'frontier_qa' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+def _lazy_exports(package: str, exports: Mapping[str, str],
+                  namespace: MutableMapping[str, Any]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's ``__getattr__`` and ``__dir__`` that import each exported name on first use (PEP 562).
+
+    Keeps ``import package`` light (no torch, TRL...); a name is imported from its module once
+    and then cached in ``namespace``. Defined here, in the root every sub-package already loads,
+    so that using it imports nothing more (the pytest plugin must stay inert).
+
+    Args:
+        package: the package's ``__name__`` (for the AttributeError).
+        exports: public name → the module that defines it.
+        namespace: the package's ``globals()``.
+    """
+
+    def getattr_(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(module), name)
+        namespace[name] = value
+        return value
+
+    def dir_() -> list[str]:
+        return sorted(set(namespace) | set(exports))
+
+    return getattr_, dir_
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
 
 
 __all__ = ["__version__", *_EXPORTS]

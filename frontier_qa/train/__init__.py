@@ -20,8 +20,7 @@ Importing this package loads no torch or TRL (names load on first use).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from frontier_qa import _lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "TrainConfig": "frontier_qa.train.config",
@@ -66,17 +65,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'frontier_qa.train' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
 
 
 __all__ = list(_EXPORTS)
