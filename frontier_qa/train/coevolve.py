@@ -300,16 +300,30 @@ def _phase_executor(config: CoevolveConfig, t: int, it: IterationState, executor
     _free_memory()
 
 
-def _phase_evaluate(config: CoevolveConfig, t: int, it: IterationState, state: RunState, say: Say) -> None:
-    folder = config.run_path / f"iter-{t}"
-    heldout = _heldout_questions(config)
-    target = open_executor(config, Path(it.executor_model or ""), folder / "eval-cache")
+HELDOUT_SEED, TABLE5_SEED = 7919, 104729  # sampling seed offsets: held-out and Table 5 draws differ from the pool's
+
+
+def _measure(config: CoevolveConfig, model: Path, cache: Path, questions: list[Question], *, samples: int,
+             seed: int) -> PassRate:
+    """Open the executor ``model`` with its tools, grade it on ``questions``, close it."""
+    target = open_executor(config, model, cache)
     try:
-        acc = run_sync(pass_rate(target, heldout, samples=config.evaluation.samples,
-                                 sampling=_sampling(config.executor.sampling, config.seed + 7919),
-                                 max_concurrent=config.pool.max_concurrent_tasks))
+        return run_sync(pass_rate(target, questions, samples=samples,
+                                  sampling=_sampling(config.executor.sampling, config.seed + seed),
+                                  max_concurrent=config.pool.max_concurrent_tasks))
     finally:
         _close(target)
+
+
+def _heldout(config: CoevolveConfig, model: Path, cache: Path) -> PassRate:
+    items = load_heldout(config.evaluation.heldout, limit=config.evaluation.heldout_size)
+    questions = [Question(h.id, h.problem, h.answer, config.executor.system) for h in items]
+    return _measure(config, model, cache, questions, samples=config.evaluation.samples, seed=HELDOUT_SEED)
+
+
+def _phase_evaluate(config: CoevolveConfig, t: int, it: IterationState, state: RunState, say: Say) -> None:
+    folder = config.run_path / f"iter-{t}"
+    acc = _heldout(config, Path(it.executor_model or ""), folder / "eval-cache")
     it.record["heldout"] = acc.as_dict()
     say(f"[iter {t}] held-out accuracy {_pct(acc.rate)} ({acc.correct}/{acc.samples}), "
         f"{_fmt(acc.tool_calls_per_task)} tool calls per answer")
@@ -317,33 +331,17 @@ def _phase_evaluate(config: CoevolveConfig, t: int, it: IterationState, state: R
     scored = pools.read_jsonl(folder / "pool" / pools.SCORED_FILE, pools.ScoredTask)
     questions = [Question(s.task_id, s.question, s.majority, s.system) for s in scored if s.majority][:n]
     if n and questions:
-        target = open_executor(config, Path(state.base_executor or ""), config.run_path / "cache-executor-1")
-        try:
-            first = run_sync(pass_rate(target, questions, samples=config.evaluation.table5_samples,
-                                       sampling=_sampling(config.executor.sampling, config.seed + 104729),
-                                       max_concurrent=config.pool.max_concurrent_tasks))
-        finally:
-            _close(target)
+        first = _measure(config, Path(state.base_executor or ""), config.run_path / "cache-executor-1", questions,
+                         samples=config.evaluation.table5_samples, seed=TABLE5_SEED)
         it.record["table5"] = first.as_dict()
         say(f"[iter {t}] iteration-1 executor on these tasks: pass rate {_pct(first.rate)}, "
             f"{_fmt(first.tool_calls_per_task)} tool calls per task")
 
 
-def _heldout_questions(config: CoevolveConfig) -> list[Question]:
-    items = load_heldout(config.evaluation.heldout, limit=config.evaluation.heldout_size)
-    return [Question(h.id, h.problem, h.answer, config.executor.system) for h in items]
-
-
 def _baseline(config: CoevolveConfig, state: RunState, say: Say) -> None:
     if state.baseline is not None:
         return
-    target = open_executor(config, Path(state.base_executor or ""), config.run_path / "cache-executor-1")
-    try:
-        acc: PassRate = run_sync(pass_rate(target, _heldout_questions(config), samples=config.evaluation.samples,
-                                           sampling=_sampling(config.executor.sampling, config.seed + 7919),
-                                           max_concurrent=config.pool.max_concurrent_tasks))
-    finally:
-        _close(target)
+    acc = _heldout(config, Path(state.base_executor or ""), config.run_path / "cache-executor-1")
     state.baseline = acc.as_dict()
     say(f"[base] held-out accuracy of the starting executor {_pct(acc.rate)} ({acc.correct}/{acc.samples})")
 

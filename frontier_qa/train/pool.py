@@ -15,7 +15,6 @@ training set.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -240,10 +239,6 @@ def _top_errors(errors: Iterable[str | None], n: int = 3) -> list[list[Any]]:
         key = (e or "").split(":")[0][:80]
         counts[key] = counts.get(key, 0) + 1
     return [[k, v] for k, v in sorted(counts.items(), key=lambda kv: -kv[1])[:n]]
-
-
-def dump(obj: Any) -> str:
-    return json.dumps(obj, indent=2, sort_keys=True, default=str)
 
 
 __all__ = ["FILTERED_FILE", "SCORED_FILE", "TASKS_FILE", "PoolTask", "ScoredTask", "generate_tasks", "in_band",
