@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from frontier_qa._optional import require
+from frontier_qa._optional import missing_extras, require
 from frontier_qa.adapters._batching import MicroBatcher
 from frontier_qa.errors import ConfigError
 from frontier_qa.local_models import model_info, resolve_model
@@ -123,6 +123,12 @@ class HFAdapter(Adapter):
         )
 
     def _load(self) -> None:
+        # transformers checks some packages only when a file needs them (a tokenizer that needs
+        # sentencepiece or protobuf, GGUF weights that need accelerate): name the extra instead.
+        with missing_extras("local", _PURPOSE):
+            self._load_model()
+
+    def _load_model(self) -> None:
         torch, transformers = self._torch, self._transformers
         weights = self.base or self.path
         has_tokenizer = any(self.path.glob("tokenizer*"))

