@@ -93,10 +93,10 @@ def score_rows(
 
     The repetition penalty is computed over all tasks of the file as one batch.
     """
-    from frontier_qa.answers import check_answer_format, extract_answer
-    from frontier_qa.bands import AGENT0_BAND, TOOL_R0_BAND
-    from frontier_qa.consistency import self_consistency
-    from frontier_qa.rewards import AGENT0_COMPAT, PAPER, score_curriculum_batch
+    from frontier_qa.scoring.answers import check_answer_format, extract_answer
+    from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND
+    from frontier_qa.scoring.consistency import self_consistency
+    from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER, score_curriculum_batch
 
     configs = {"paper": PAPER, "agent0-compat": AGENT0_COMPAT}
     bands = {"agent0": AGENT0_BAND, "tool-r0": TOOL_R0_BAND}
@@ -112,7 +112,7 @@ def score_rows(
         failed = row.failed or [a is None for a in row.answers]
         extracted = [None if f else extract_answer(a, fmt) for a, f in zip(row.answers, failed)]
         if fmt == "text":
-            from frontier_qa.semantic import DEFAULT_THRESHOLD, semantic_consistency
+            from frontier_qa.scoring.semantic import DEFAULT_THRESHOLD, semantic_consistency
 
             cons = semantic_consistency(
                 extracted,

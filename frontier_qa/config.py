@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Optional, Union, get
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from frontier_qa.bands import AGENT0_BAND, TOOL_R0_BAND, Band
+from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND, Band
 from frontier_qa.curriculum import Curriculum
 from frontier_qa.errors import ConfigError
 from frontier_qa.reports.gate import GateThresholds

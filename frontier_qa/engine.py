@@ -35,9 +35,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from frontier_qa.bands import AGENT0_BAND, Band
+from frontier_qa.scoring.bands import AGENT0_BAND, Band
 from frontier_qa.curriculum import Curriculum
-from frontier_qa.difficulty import CalibrationReport, calibration_report
+from frontier_qa.scoring.difficulty import CalibrationReport, calibration_report
 from frontier_qa.errors import ConfigError
 from frontier_qa.probe_case import classify_case, judge_prompt, parse_judge_verdict
 from frontier_qa.probe_run import (
@@ -79,7 +79,7 @@ class ProbeSettings:
             ``saturation_window`` candidates ("new": never recorded by an earlier run).
         max_concurrent_cases: cases sampled at once.
         explore_rate: share of cases predicted trivially easy / hopeless that are probed anyway.
-        predict_difficulty: skip cases a :class:`~frontier_qa.difficulty.DifficultyPredictor`
+        predict_difficulty: skip cases a :class:`~frontier_qa.scoring.difficulty.DifficultyPredictor`
             fitted online to this run's results (or the curriculum's own estimate) calls trivial.
         seed: the run's seed (sampling, exploration draws).
         shard: probe only the cases with ``shard_of(id, n) == i`` (CI sharding).
@@ -126,7 +126,7 @@ class ProbeSettings:
                 value = getattr(self, what)
                 raise ConfigError(f"ProbeSettings.{what} = {value!r} is invalid", hint=f"it must be {rule}")
 
-        need(isinstance(self.band, Band), "band", "a frontier_qa.bands.Band, e.g. Band(0.3, 0.8)")
+        need(isinstance(self.band, Band), "band", "a frontier_qa.scoring.bands.Band, e.g. Band(0.3, 0.8)")
         need(self.k >= 1, "k", "an integer >= 1")
         need(self.batch_size >= 1, "batch_size", "an integer >= 1")
         need(self.max_candidates is None or self.max_candidates >= 0, "max_candidates", ">= 0 or None")

@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from frontier_qa.answers import extract_answer
-from frontier_qa.consistency import Consistency, consistency_of, self_consistency
+from frontier_qa.scoring.answers import extract_answer
+from frontier_qa.scoring.consistency import Consistency, consistency_of, self_consistency
 from frontier_qa.curriculum import Proposal
 from frontier_qa.errors import BudgetExceededError, TargetUnavailableError
 from frontier_qa.records import CaseClass, CaseRecord, Interval, Round, case_record, utc_now
@@ -231,7 +231,7 @@ class CaseProber:
 
     def _embedder_for_text(self) -> Any:
         if self._embedder is None:
-            from frontier_qa.embedders import get_embedder
+            from frontier_qa.scoring.embedders import get_embedder
 
             self._embedder = get_embedder(self.settings.embedder)
         return self._embedder
@@ -239,7 +239,7 @@ class CaseProber:
     async def score(self, case: Case, trajectories: Sequence[Trajectory]) -> Consistency:
         """Self-consistency of the samples so far (semantic clusters for ``"text"`` answers)."""
         if case.answer_format == "text":
-            from frontier_qa.semantic import asemantic_consistency
+            from frontier_qa.scoring.semantic import asemantic_consistency
 
             answers = [extract_answer(t.text, "text") if t.ok else None for t in trajectories]
             return await asemantic_consistency(
@@ -261,11 +261,11 @@ class CaseProber:
         if answer_format == TOOL_CALLS_FORMAT:
             return answer == reference
         if answer_format == "text":
-            from frontier_qa.semantic import asemantic_consistency
+            from frontier_qa.scoring.semantic import asemantic_consistency
 
             both = await asemantic_consistency([answer, reference], embedder=self._embedder_for_text())
             return both.n_clusters == 1
-        from frontier_qa.equivalence import comparator
+        from frontier_qa.scoring.equivalence import comparator
 
         return await asyncio.to_thread(comparator("math"), answer, reference)
 

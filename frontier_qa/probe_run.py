@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from frontier_qa.curriculum import Curriculum, Outcome, Proposal
-from frontier_qa.difficulty import DifficultyPredictor, should_skip
+from frontier_qa.scoring.difficulty import DifficultyPredictor, should_skip
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetUnavailableError
 from frontier_qa.probe_case import STOP_BUDGET, STOP_UNAVAILABLE, CaseProber
 from frontier_qa.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase, run_totals

@@ -9,7 +9,7 @@ it cost. A :class:`RunRecord` describes one probe run (or one CI shard of it).
 Every record carries ``schema_version``; a breaking change bumps it, and readers refuse
 versions newer than they know (:mod:`frontier_qa.store`). In-memory values
 (:class:`~frontier_qa.target.Case`, :class:`~frontier_qa.target.Trajectory`,
-:class:`~frontier_qa.consistency.Consistency`) convert with the helpers at the bottom.
+:class:`~frontier_qa.scoring.consistency.Consistency`) convert with the helpers at the bottom.
 Regression and flaky verdicts between two records of a case live in
 :mod:`frontier_qa.reports.compare`; the store that writes these is :mod:`frontier_qa.store`.
 """
@@ -27,7 +27,7 @@ from frontier_qa import __version__
 from frontier_qa.target import Case, Trajectory
 
 if TYPE_CHECKING:  # consistency pulls in answer extraction; records only read its fields
-    from frontier_qa.consistency import Consistency
+    from frontier_qa.scoring.consistency import Consistency
 
 SCHEMA_VERSION = 1
 """Version of every on-disk record in this module (case, run, suite entry, report)."""

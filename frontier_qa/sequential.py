@@ -55,7 +55,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from frontier_qa.consistency import Consistency
+from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.errors import ConfigError
 
 AGENT0_BAND = (0.3, 0.8)  # Agent0 §4: δ = 0.25 around 0.5, both ends inclusive
@@ -459,7 +459,7 @@ def decide(
 
 
 def decide_consistency(consistency: Consistency, config: SequentialConfig | None = None) -> Decision:
-    """:func:`decide` on a :class:`~frontier_qa.consistency.Consistency` of the samples so far.
+    """:func:`decide` on a :class:`~frontier_qa.scoring.consistency.Consistency` of the samples so far.
 
     Failed samples are taken out of k here (they carry no evidence), so ``p_hat`` can differ
     from ``consistency.p_hat``, which divides by all samples.

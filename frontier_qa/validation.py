@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
-from frontier_qa.answers import check_answer_format
+from frontier_qa.scoring.answers import check_answer_format
 from frontier_qa.curriculum import Proposal
 from frontier_qa.errors import AnswerError, ConfigError
 

@@ -26,7 +26,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from frontier_qa.answers import extract_answer
+from frontier_qa.scoring.answers import extract_answer
 from frontier_qa.curriculum import Proposal
 from frontier_qa.errors import SandboxError
 from frontier_qa.sandbox import Sandbox, SandboxResult
@@ -72,7 +72,7 @@ def _describe_failure(result: SandboxResult) -> str:
 
 
 def _same(a: str, b: str, answer_format: str) -> bool:
-    from frontier_qa.equivalence import comparator
+    from frontier_qa.scoring.equivalence import comparator
 
     # open-ended answers compare as normalised strings: a solution program prints a short fact
     return comparator("string" if answer_format == "text" else "math")(a, b)

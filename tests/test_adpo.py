@@ -147,7 +147,7 @@ torch = pytest.importorskip("torch")
 
 def _length_reward(completions, **kwargs):
     """Varies across completions, so advantages are not all zero."""
-    from frontier_qa.rewards import completion_text
+    from frontier_qa.scoring.rewards import completion_text
 
     return [float(len(completion_text(c))) for c in completions]
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from frontier_qa.answers import (
+from frontier_qa.scoring.answers import (
     ANSWER_FORMATS,
     check_answer_format,
     extract_answer,

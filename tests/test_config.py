@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.bands import AGENT0_BAND, TOOL_R0_BAND
+from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND
 from frontier_qa.config import (
     Override,
     ProbeConfig,

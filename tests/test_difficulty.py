@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from frontier_qa.difficulty import (
+from frontier_qa.scoring.difficulty import (
     DifficultyPredictor,
     brier_score,
     calibration_bins,

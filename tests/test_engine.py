@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from frontier_qa.bands import Band
+from frontier_qa.scoring.bands import Band
 from frontier_qa.curriculum import Proposal
 from frontier_qa.engine import ProbeSettings, ProgressEvent, case_id_for, config_hash, probe, replay
 from frontier_qa.errors import ConfigError
@@ -469,7 +469,7 @@ def test_a_python_agent_spec_probes_like_an_adapter(tmp_path: Path) -> None:
 
 def test_tool_call_cases_are_scored_from_the_calls_the_target_made() -> None:
     """A native tool-calling target answers with tool_calls and no text (Tool-R0 cases)."""
-    from frontier_qa.consistency import self_consistency
+    from frontier_qa.scoring.consistency import self_consistency
     from frontier_qa.curricula.templates import canonical_calls
     from frontier_qa.probe_case import TOOL_CALLS_FORMAT, answers_of
     from frontier_qa.target import Case as _Case

@@ -22,7 +22,7 @@ def _python(code: str, *, cwd: Path, env: dict[str, str] | None = None) -> subpr
 
 def test_import_is_light(tmp_path: Path) -> None:
     code = (
-        "import sys, frontier_qa, frontier_qa.target, frontier_qa.errors, frontier_qa.consistency;"
+        "import sys, frontier_qa, frontier_qa.target, frontier_qa.errors, frontier_qa.scoring.consistency;"
         "import frontier_qa.adapters, frontier_qa.plugins;"
         f"print([m for m in {HEAVY!r} if m in sys.modules])"
     )
@@ -33,8 +33,8 @@ def test_import_is_light(tmp_path: Path) -> None:
 
 def test_scoring_core_import_is_light(tmp_path: Path) -> None:
     code = (
-        "import sys, frontier_qa.answers, frontier_qa.equivalence, frontier_qa.rewards, "
-        "frontier_qa.bands, frontier_qa.semantic;"
+        "import sys, frontier_qa.scoring.answers, frontier_qa.scoring.equivalence, frontier_qa.scoring.rewards, "
+        "frontier_qa.scoring.bands, frontier_qa.scoring.semantic;"
         f"print([m for m in {HEAVY!r} if m in sys.modules])"
     )
     out = _python(code, cwd=tmp_path)

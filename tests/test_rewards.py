@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.rewards import (
+from frontier_qa.scoring.rewards import (
     AGENT0_COMPAT,
     PAPER,
     RewardConfig,
@@ -372,7 +372,7 @@ def test_embedder_replaces_bleu_in_the_composite() -> None:
 
 
 def test_unknown_component_is_rejected() -> None:
-    from frontier_qa.rewards import CurriculumRewardFunction
+    from frontier_qa.scoring.rewards import CurriculumRewardFunction
 
     with pytest.raises(ConfigError, match="unknown reward component"):
         CurriculumRewardFunction("novelty")

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from frontier_qa import embedders
-from frontier_qa.embedders import (
+from frontier_qa.scoring import embedders
+from frontier_qa.scoring.embedders import (
     DEFAULT_MODEL,
     LiteLLMEmbedder,
     SentenceTransformerEmbedder,
@@ -25,8 +25,8 @@ from frontier_qa.embedders import (
     load_sentence_transformer,
 )
 from frontier_qa.errors import AnswerError, ConfigError, MissingExtraError, TargetError
-from frontier_qa.contradiction import contradiction_matrix, entity_terms, numbers_in
-from frontier_qa.semantic import (
+from frontier_qa.scoring.contradiction import contradiction_matrix, entity_terms, numbers_in
+from frontier_qa.scoring.semantic import (
     DEFAULT_THRESHOLD,
     asemantic_consistency,
     contradicts,

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from frontier_qa.consistency import Cluster, Consistency
+from frontier_qa.scoring.consistency import Cluster, Consistency
 from frontier_qa.errors import ConfigError
 from frontier_qa.sequential import (
     DEFAULT_PRIOR,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.consistency import Cluster, Consistency
+from frontier_qa.scoring.consistency import Cluster, Consistency
 from frontier_qa.records import (
     CaseClass,
     CaseRecord,

@@ -17,7 +17,7 @@ import yaml
 
 from frontier_qa.config import parse_set
 from frontier_qa.errors import BudgetExceededError, ConfigError
-from frontier_qa.rewards import AGENT0_COMPAT, PAPER
+from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER
 from frontier_qa.train.config import TrainConfig, check_budget, load_train_config, plan_step, reward_config
 
 REPO = Path(__file__).resolve().parents[1]

@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from frontier_qa.difficulty import curriculum_estimate, parse_difficulty_prediction
-from frontier_qa.rewards import parse_curriculum_output
+from frontier_qa.scoring.difficulty import curriculum_estimate, parse_difficulty_prediction
+from frontier_qa.scoring.rewards import parse_curriculum_output
 
 # ---------------------------------------------------------------------------------- templates
 

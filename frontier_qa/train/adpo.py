@@ -28,10 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from frontier_qa.answers import extract_boxed
-from frontier_qa.equivalence import MODES, comparator
+from frontier_qa.scoring.answers import extract_boxed
+from frontier_qa.scoring.equivalence import MODES, comparator
 from frontier_qa.errors import ConfigError
-from frontier_qa.rewards import completion_text
+from frontier_qa.scoring.rewards import completion_text
 
 
 def _clamp01(x: float) -> float:
@@ -176,7 +176,7 @@ class PseudoLabelReward:
     Args:
         label_column: dataset column holding ỹ, a string per row.
         mode: equivalence mode, ``"math"``, ``"numeric"`` or ``"string"``
-            (:mod:`frontier_qa.equivalence`).
+            (:mod:`frontier_qa.scoring.equivalence`).
         timeout_s: limit of one symbolic comparison, seconds.
     """
 

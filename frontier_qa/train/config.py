@@ -42,7 +42,7 @@ from frontier_qa.config import (
     resolve_layers,
 )
 from frontier_qa.errors import BudgetExceededError, ConfigError
-from frontier_qa.rewards import AGENT0_COMPAT, PAPER, RewardConfig
+from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER, RewardConfig
 
 TRAIN_CONFIG_VERSION = 1
 DOMAINS = ("math", "general", "open_ended", "workflow")
@@ -290,7 +290,7 @@ def load_train_config(path: str | Path | None = None, overrides: Iterable[Overri
 
 
 def reward_config(config: TrainConfig) -> RewardConfig:
-    """The :class:`~frontier_qa.rewards.RewardConfig`: the preset with the file's overrides."""
+    """The :class:`~frontier_qa.scoring.rewards.RewardConfig`: the preset with the file's overrides."""
     r = config.reward
     base = PAPER if r.preset == "paper" else AGENT0_COMPAT
     changes = {name: getattr(r, name) for name in ("lambda_unc", "lambda_tool", "tool_gamma", "tool_cap",

@@ -14,8 +14,8 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from frontier_qa.answers import extract_answer
-from frontier_qa.equivalence import comparator
+from frontier_qa.scoring.answers import extract_answer
+from frontier_qa.scoring.equivalence import comparator
 from frontier_qa.target import Case, Sampling, Target
 
 

@@ -149,7 +149,7 @@ class RecordedReward:
         self.calls: list[int] = []
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
-        from frontier_qa.rewards import completion_text
+        from frontier_qa.scoring.rewards import completion_text
 
         rewards = self.reward(prompts, completions, **columns)
         state = columns.get("trainer_state")

@@ -15,7 +15,7 @@ For a batch of B completions, :class:`TargetReward`:
 5. returns R_C (Eq. 5) per completion, logs every term per step (TRL metrics) and appends the
    batch to ``tasks.jsonl``.
 
-The math lives in :mod:`frontier_qa.rewards` and :mod:`frontier_qa.repetition`; this module
+The math lives in :mod:`frontier_qa.scoring.rewards` and :mod:`frontier_qa.scoring.repetition`; this module
 only gathers their inputs. A budget that runs out mid-step leaves the rest of the step's tasks
 unscored (``None``: TRL gives them no advantage) and sets :attr:`TargetReward.budget_exhausted`,
 which stops training after the step. A target that fails for good (bad key, unreachable)
@@ -30,10 +30,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from frontier_qa.consistency import Consistency
+from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError
-from frontier_qa.repetition import repetition_penalty
-from frontier_qa.rewards import PAPER, CurriculumScore, RewardConfig, completion_text, composite_reward
+from frontier_qa.scoring.repetition import repetition_penalty
+from frontier_qa.scoring.rewards import PAPER, CurriculumScore, RewardConfig, completion_text, composite_reward
 from frontier_qa.target import Case, Sampling, Target, Trajectory
 from frontier_qa.train.prompts import Task, TaskFormat
 from frontier_qa.train.tasks import TaskLog, TaskRecord
@@ -53,7 +53,7 @@ def score_tasks(
 ) -> list[CurriculumScore]:
     """R_C for parsed tasks (Agent0 Eq. 2-5): the pure part of :class:`TargetReward`.
 
-    Like :func:`frontier_qa.rewards.score_curriculum_batch`, but for tasks already read by
+    Like :func:`frontier_qa.scoring.rewards.score_curriculum_batch`, but for tasks already read by
     their domain's parser (few-shot and plain tasks have no ``<question>`` tags).
 
     Args:
@@ -66,7 +66,7 @@ def score_tasks(
         offset: where ``questions`` starts in ``batch_questions``.
 
     Returns:
-        One :class:`~frontier_qa.rewards.CurriculumScore` per task (``reference`` unset).
+        One :class:`~frontier_qa.scoring.rewards.CurriculumScore` per task (``reference`` unset).
     """
     n = len(questions)
     if len(p_hats) != n or len(tool_calls) != n:
@@ -116,7 +116,7 @@ class TargetReward:
         k: samples per task (Agent0: 10).
         sampling: the target's sampling (sample i of a task uses ``seed + i``, so a task seen in
             an earlier step comes from the cache).
-        config: the reward constants (:data:`~frontier_qa.rewards.PAPER` by default).
+        config: the reward constants (:data:`~frontier_qa.scoring.rewards.PAPER` by default).
         max_concurrent_tasks: tasks whose samples are drawn at once.
         embedder: for open-ended answers, an embedder or its spec (default MiniLM).
         log: where each batch's :class:`TaskRecord` s go (``None``: not written).

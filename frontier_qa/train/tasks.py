@@ -20,7 +20,7 @@ from typing import Optional
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from frontier_qa.bands import AGENT0_BAND
+from frontier_qa.scoring.bands import AGENT0_BAND
 from frontier_qa.errors import ConfigError
 from frontier_qa.records import utc_now
 from frontier_qa.store import encode_line

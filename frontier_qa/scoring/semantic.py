@@ -4,7 +4,7 @@ Agent0's uncertainty signal (Eq. 6) needs "how many of the k answers agree". For
 or a \\boxed{} expression, equivalence is exact; for free text ("Why did the build fail?")
 it is not. Here the k answers are embedded, clustered by agglomerative clustering with
 average linkage on cosine distance, and each cluster stands for one meaning. Then, as in
-:mod:`frontier_qa.consistency`:
+:mod:`frontier_qa.scoring.consistency`:
 
 * p̂ = largest cluster / k, over *all* k samples: failed and empty answers count in k but
   are never clustered (METHOD.md, defect 5);
@@ -27,17 +27,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from frontier_qa.answers import check_answer_format, extract_answer
-from frontier_qa.consistency import Cluster, Consistency, cluster_entropy
-from frontier_qa.contradiction import check_rules, contradiction_matrix, contradicts
-from frontier_qa.embedders import Embedder, get_embedder, normalize_rows
+from frontier_qa.scoring.answers import check_answer_format, extract_answer
+from frontier_qa.scoring.consistency import Cluster, Consistency, cluster_entropy
+from frontier_qa.scoring.contradiction import check_rules, contradiction_matrix, contradicts
+from frontier_qa.scoring.embedders import Embedder, get_embedder, normalize_rows
 from frontier_qa.errors import AnswerError, ConfigError
 
 if TYPE_CHECKING:
     from frontier_qa.target import Trajectory
 
 # Cosine-distance cut for average linkage, chosen by `benchmarks/semantic_threshold.py` with
-# all-MiniLM-L6-v2 and the full contradiction guard (frontier_qa.contradiction) on the
+# all-MiniLM-L6-v2 and the full contradiction guard (frontier_qa.scoring.contradiction) on the
 # hand-labeled groups in tests/data/open_ended_groups.jsonl (48 groups, 264 answers): highest
 # mean adjusted Rand index on the 32 dev groups over a 0.05..1.0 sweep (step 0.025).
 # Scores at 0.775:
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 DEFAULT_THRESHOLD = 0.775
 
 # The contradiction guard (opposite yes/no, disjoint numbers, disjoint named entities) lives
-# in frontier_qa.contradiction; `contradicts` is re-exported here for backward compatibility.
+# in frontier_qa.scoring.contradiction; `contradicts` is re-exported here for backward compatibility.
 __all__ = [
     "DEFAULT_THRESHOLD",
     "asemantic_consistency",
@@ -129,7 +129,7 @@ def _cosine_distances(
 ) -> np.ndarray:
     """(n, n) cosine distances in [0, 2] between the answered samples, in canonical order.
 
-    Pairs that the ``guard`` rules of :func:`~frontier_qa.contradiction.contradiction_matrix`
+    Pairs that the ``guard`` rules of :func:`~frontier_qa.scoring.contradiction.contradiction_matrix`
     flag get the maximum distance, 2.0.
     """
     vectors = normalize_rows(unique_vectors)
@@ -240,11 +240,11 @@ def semantic_consistency(
             answer (unparseable: counted in k, never clustered).
         failed: per sample, whether the target call failed (counted in ``n_failed`` and in
             k, never clustered, whatever its answer says). Same length as ``answers``.
-        embedder: an :class:`~frontier_qa.embedders.Embedder`, or a spec for
-            :func:`~frontier_qa.embedders.get_embedder`; default all-MiniLM-L6-v2 (offline).
+        embedder: an :class:`~frontier_qa.scoring.embedders.Embedder`, or a spec for
+            :func:`~frontier_qa.scoring.embedders.get_embedder`; default all-MiniLM-L6-v2 (offline).
         threshold: cosine distance (0, 2] at or above which clusters are not merged.
         contradiction_guard: keep apart answers that
-            :func:`~frontier_qa.contradiction.contradiction_matrix` flags however close
+            :func:`~frontier_qa.scoring.contradiction.contradiction_matrix` flags however close
             their embeddings are: True (all rules: opposite leading yes/no, disjoint numbers
             in digits or words, disjoint named entities), False (none), or a subset of
             ``{"polarity", "numbers", "entities"}``.
@@ -301,12 +301,12 @@ def semantic_consistency_of(
 ) -> Consistency:
     """Open-ended self-consistency of a case's trajectories: extract each answer, then cluster.
 
-    Like :func:`frontier_qa.consistency.consistency_of`: a trajectory with ``ok == False``
+    Like :func:`frontier_qa.scoring.consistency.consistency_of`: a trajectory with ``ok == False``
     counts as failed, one with no answer in ``answer_format`` as unparseable.
 
     Args:
         trajectories: the k samples of one case.
-        answer_format: one of :data:`frontier_qa.answers.ANSWER_FORMATS`; default ``"text"``
+        answer_format: one of :data:`frontier_qa.scoring.answers.ANSWER_FORMATS`; default ``"text"``
             (the whole final text).
         embedder: see :func:`semantic_consistency`.
         threshold: see :func:`semantic_consistency`.

@@ -46,10 +46,10 @@ class _Worker:
         self._stderr: IO[bytes] = tempfile.TemporaryFile()
         env = dict(os.environ)
         # Make the child find this very frontier_qa, installed or not.
-        root = str(Path(__file__).resolve().parents[1])
+        root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", "from frontier_qa._symbolic import serve; serve()"],
+            [sys.executable, "-c", "from frontier_qa.scoring._symbolic import serve; serve()"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

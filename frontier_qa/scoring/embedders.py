@@ -1,6 +1,6 @@
 """Sentence embedders for open-ended self-consistency, behind one small protocol.
 
-An embedder turns k answers into k unit vectors; :mod:`frontier_qa.semantic` clusters
+An embedder turns k answers into k unit vectors; :mod:`frontier_qa.scoring.semantic` clusters
 them by cosine distance (QA notes, open problem 2). Two backends:
 
 * :class:`SentenceTransformerEmbedder` — a local sentence-transformers model. The default,

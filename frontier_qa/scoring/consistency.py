@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from frontier_qa.answers import check_answer_format, extract_answer
-from frontier_qa.equivalence import comparator, normalize
+from frontier_qa.scoring.answers import check_answer_format, extract_answer
+from frontier_qa.scoring.equivalence import comparator, normalize
 from frontier_qa.errors import AnswerError
 
 if TYPE_CHECKING:
@@ -115,9 +115,9 @@ def self_consistency(
         failed: per sample, whether the target call failed (counted in ``n_failed``,
             never a vote, whatever its answer says). Same length as ``answers``.
         equivalent: symmetric relation on answers; default: the shared math
-            :func:`frontier_qa.equivalence.comparator` (string, numeric, symbolic stages).
+            :func:`frontier_qa.scoring.equivalence.comparator` (string, numeric, symbolic stages).
         key: canonical form used to pre-group and to break ties; default
-            :func:`frontier_qa.equivalence.normalize`. A custom ``equivalent`` must treat
+            :func:`frontier_qa.scoring.equivalence.normalize`. A custom ``equivalent`` must treat
             answers with equal keys as equivalent.
 
     Returns:
@@ -147,7 +147,7 @@ def self_consistency(
         if answer is not None and not isinstance(answer, str):
             raise AnswerError(
                 f"answer {i} is a {type(answer).__name__}, not a string",
-                hint="extract answers with frontier_qa.answers.extract_answer (None = no answer)",
+                hint="extract answers with frontier_qa.scoring.answers.extract_answer (None = no answer)",
             )
         vote = None if fail or answer is None else (answer.strip() or None)
         n_failed += bool(fail)
@@ -220,7 +220,7 @@ def consistency_of(
 
     Args:
         trajectories: the k samples of one case.
-        answer_format: one of :data:`frontier_qa.answers.ANSWER_FORMATS`.
+        answer_format: one of :data:`frontier_qa.scoring.answers.ANSWER_FORMATS`.
         equivalent: see :func:`self_consistency`.
         key: see :func:`self_consistency`.
 

@@ -3,7 +3,7 @@
 Sentence embeddings place "Yes, it is." next to "No, it is not.", "Spiders have 6 legs."
 next to "Spiders have eight legs." and "The capital of Australia is Sydney." next to "The
 capital of Australia is Canberra." (MiniLM cosine distance 0.1-0.3, closer than many
-paraphrases) because they share topic and words. :mod:`frontier_qa.semantic` sets the
+paraphrases) because they share topic and words. :mod:`frontier_qa.scoring.semantic` sets the
 distance of every pair flagged here to the maximum (2.0) before clustering. Three rules, each
 high precision on its own and all pure string work (no model, microseconds per answer):
 

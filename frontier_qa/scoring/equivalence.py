@@ -8,7 +8,7 @@ that can decide:
 2. **numeric** — both are plain numbers (``1,000``, ``-2.5e3``, ``1/2``, ``\\frac{1}{2}``,
    ``50%``): equal within a relative/absolute tolerance; decisive, no symbolic step;
 3. **symbolic** (mode ``"math"``) — math-verify/sympy in a worker process with a hard
-   time limit that works from any thread (:mod:`frontier_qa._symbolic`). A comparison that
+   time limit that works from any thread (:mod:`frontier_qa.scoring._symbolic`). A comparison that
    runs out of time is *undecided*, which counts as not equivalent.
 
 Decisions, so that the relation stays principled:
@@ -38,8 +38,8 @@ from collections import OrderedDict
 from fractions import Fraction
 from typing import Literal
 
-from frontier_qa._symbolic import pool
-from frontier_qa.answers import closing_brace
+from frontier_qa.scoring._symbolic import pool
+from frontier_qa.scoring.answers import closing_brace
 from frontier_qa.errors import AnswerError
 
 Mode = Literal["math", "numeric", "string"]

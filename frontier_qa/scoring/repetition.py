@@ -45,7 +45,7 @@ _BLEU_WEIGHTS = (0.25, 0.25, 0.25, 0.25)
 class TextEncoder(Protocol):
     """Anything with ``encode(texts) -> array of shape (len(texts), dim)``.
 
-    :class:`frontier_qa.embedders.Embedder` and a sentence-transformers model both fit.
+    :class:`frontier_qa.scoring.embedders.Embedder` and a sentence-transformers model both fit.
     """
 
     def encode(self, texts: list[str]) -> Any: ...

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.repetition import DEFAULT_THRESHOLD, TextEncoder, repetition_penalty
+from frontier_qa.scoring.repetition import DEFAULT_THRESHOLD, TextEncoder, repetition_penalty
 
 # ---------------------------------------------------------------------------------------------
 # Uncertainty (Agent0 Eq. 2)
@@ -189,7 +189,7 @@ def parse_curriculum_output(text: str) -> tuple[str | None, str | None]:
     when there is no block; ``None`` if absent. A ``\\boxed`` inside the question is part of
     the question, not the answer.
     """
-    from frontier_qa.answers import extract_boxed  # lazy: answers is a sibling module
+    from frontier_qa.scoring.answers import extract_boxed  # lazy: answers is a sibling module
 
     matches = list(_QUESTION_RE.finditer(text))
     question = matches[-1].group(1).strip() if matches else None

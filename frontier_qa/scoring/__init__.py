@@ -1,0 +1,17 @@
+"""The scoring core: from answer texts to p̂, bands and rewards; pure values, no I/O.
+
+Nothing here calls a target, and nothing imports above the base (``frontier_qa.errors``,
+``frontier_qa.target``): the probe engine, the trainers and ``frontier-qa score`` all score
+with these functions.
+
+=================  ===========================================================================
+``answers``        final answers out of texts (``\\boxed{}``, "Final answer:", JSON fields)
+``equivalence``    string → numeric → symbolic equivalence (``_symbolic``: the sympy worker)
+``consistency``    majority vote with equivalent answers merged: p̂, pseudo-label, entropy
+``semantic``       open-ended p̂ from embedding clusters (``embedders``, ``contradiction``)
+``bands``          the frontier bands (Agent0, Tool-R0) on p̂
+``rewards``        the curriculum reward terms and presets (Agent0 Eq. 2–5)
+``repetition``     the repetition penalty over a batch of tasks (Agent0 Eq. 4)
+``difficulty``     predicted pass rates and their calibration
+=================  ===========================================================================
+"""
