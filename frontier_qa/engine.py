@@ -55,7 +55,7 @@ from frontier_qa.probe_run import (
 )
 from frontier_qa.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase
 from frontier_qa.reports.compare import Comparison, Verdict, count_verdicts
-from frontier_qa.sandbox import Sandbox
+from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.sequential import MajorityPrior, SequentialConfig
 from frontier_qa.store import CaseStore, Shard
 from frontier_qa.target import Sampling, Target

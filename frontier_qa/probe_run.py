@@ -36,7 +36,7 @@ from frontier_qa.errors import BudgetExceededError, ConfigError, TargetUnavailab
 from frontier_qa.probe_case import STOP_BUDGET, STOP_UNAVAILABLE, CaseProber
 from frontier_qa.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase, run_totals
 from frontier_qa.reports.compare import Comparison, compare
-from frontier_qa.sandbox import Sandbox
+from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.store import CaseStore, Shard, StoreError, latest_by, new_run_id
 from frontier_qa.target import Case, Target
 from frontier_qa.validation import ValidationResult, Validator

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.errors import SandboxError
-from frontier_qa.sandbox import Sandbox, SandboxCapabilities, SandboxResult
+from frontier_qa.runtime.sandbox import Sandbox, SandboxCapabilities, SandboxResult
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -286,7 +286,7 @@ def test_unprivileged_user_gets_a_user_namespace() -> None:
     script = folder / "as_user.py"
     script.write_text(
         f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
-        "from frontier_qa.sandbox import Sandbox\n"
+        "from frontier_qa.runtime.sandbox import Sandbox\n"
         "sb = Sandbox(timeout_s=5)\n"
         "caps = sb.capabilities()\n"
         "print(caps.user_namespace, caps.network, caps.pid_namespace)\n"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.runtime import open_target
-from frontier_qa.sandbox import Sandbox
+from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory
 from tests.servers.fake_openai import FakeOpenAIServer
 

@@ -17,7 +17,7 @@ import pytest
 
 from frontier_qa.adapters.tool_executor import OUTPUT_STOP, ToolExecutor, create, find_code
 from frontier_qa.errors import ConfigError, TargetError
-from frontier_qa.sandbox import Sandbox
+from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory, Usage
 
 SANDBOX = Sandbox(timeout_s=2)

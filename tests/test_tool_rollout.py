@@ -102,7 +102,7 @@ def test_greedy_rollout_is_code_then_masked_output_then_answer(tool_model) -> No
 
 def test_sampled_rollouts_run_the_models_own_code(tool_model) -> None:
     from frontier_qa.adapters.tool_executor import find_code, format_output
-    from frontier_qa.sandbox import Sandbox
+    from frontier_qa.runtime.sandbox import Sandbox
 
     _, tokenizer, model = tool_model
     torch.manual_seed(0)

@@ -1,39 +1,44 @@
 """The target runtime: one place that retries, rate-limits, budgets and caches every adapter.
 
 ``open_target(spec)`` builds an adapter from a spec and wraps it in a :class:`ManagedTarget`
-(inspect_ai's "adapters decide, the core retries"). Importing this package loads no
-provider SDK (litellm, openai) and no ML library.
+(inspect_ai's "adapters decide, the core retries"). The package also holds what runs next to
+the targets: the code :mod:`~frontier_qa.runtime.sandbox` and the local model cache
+(:mod:`~frontier_qa.runtime.local_models`).
+
+Names are imported on first use (PEP 562): importing this package, or one of its modules
+such as ``frontier_qa.runtime.sandbox``, loads no provider SDK (litellm, openai), no ML
+library and no more of the runtime than that module needs.
 """
 
 from __future__ import annotations
 
-from frontier_qa.runtime.budget import BudgetSnapshot, BudgetTracker
-from frontier_qa.runtime.cache import SampleCache
-from frontier_qa.runtime.limits import Backoff, Budget, Limits
-from frontier_qa.runtime.managed import ManagedTarget, RuntimeStats, run_sync
-from frontier_qa.runtime.open import open_target
-from frontier_qa.runtime.rate_limit import Pacer, RateLimiter, estimate_tokens
-from frontier_qa.runtime.redact import redact, redact_options, secret_values
-from frontier_qa.runtime.retry import BackoffWait, classify_status, parse_retry_after
+from frontier_qa import _lazy_exports
 
-__all__ = [
-    "Backoff",
-    "BackoffWait",
-    "Budget",
-    "BudgetSnapshot",
-    "BudgetTracker",
-    "Limits",
-    "ManagedTarget",
-    "Pacer",
-    "RateLimiter",
-    "RuntimeStats",
-    "SampleCache",
-    "classify_status",
-    "estimate_tokens",
-    "open_target",
-    "parse_retry_after",
-    "redact",
-    "redact_options",
-    "run_sync",
-    "secret_values",
-]
+# Bound now, not lazily: ``redact`` is also the name of its module, which the import system
+# would otherwise leave here once anything imported ``frontier_qa.runtime.redact`` (stdlib only).
+from frontier_qa.runtime.redact import redact, redact_options, secret_values
+
+_EXPORTS: dict[str, str] = {
+    "Backoff": "frontier_qa.runtime.limits",
+    "BackoffWait": "frontier_qa.runtime.retry",
+    "Budget": "frontier_qa.runtime.limits",
+    "BudgetSnapshot": "frontier_qa.runtime.budget",
+    "BudgetTracker": "frontier_qa.runtime.budget",
+    "Limits": "frontier_qa.runtime.limits",
+    "ManagedTarget": "frontier_qa.runtime.managed",
+    "Pacer": "frontier_qa.runtime.rate_limit",
+    "RateLimiter": "frontier_qa.runtime.rate_limit",
+    "RuntimeStats": "frontier_qa.runtime.managed",
+    "SampleCache": "frontier_qa.runtime.cache",
+    "classify_status": "frontier_qa.runtime.retry",
+    "estimate_tokens": "frontier_qa.runtime.rate_limit",
+    "open_target": "frontier_qa.runtime.open",
+    "parse_retry_after": "frontier_qa.runtime.retry",
+    "run_sync": "frontier_qa.runtime.managed",
+}
+
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
+
+
+__all__ = [*_EXPORTS, "redact", "redact_options", "secret_values"]

@@ -63,7 +63,7 @@ class ToolsSection(_Section):
     memory_mb: int = Field(2048, ge=64, description="address-space limit of one code block, MiB")
 
     def sandbox(self) -> dict[str, Any]:
-        """Keyword arguments of :class:`~frontier_qa.sandbox.Sandbox`."""
+        """Keyword arguments of :class:`~frontier_qa.runtime.sandbox.Sandbox`."""
         return {"timeout_s": self.timeout_s, "memory_mb": self.memory_mb}
 
     def executor_options(self) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 The executor answers with code: generation stops when the model closes a ```` ```python ````
 block (a block before any ``\\boxed{}`` answer, :func:`~frontier_qa.adapters.tool_executor.find_code`),
-the code runs in a fresh sandboxed interpreter (:class:`~frontier_qa.sandbox.Sandbox`), its
+the code runs in a fresh sandboxed interpreter (:class:`~frontier_qa.runtime.sandbox.Sandbox`), its
 output is appended as ``"\\n```output\\n" + observation + "\\n```\\n"`` (the probe's own tool
 loop, ``adapters/tool_executor.py``, and the reference's format) and the model continues from
 prompt + everything so far. A row stops at EOS, at a turn that ends without code, or at
@@ -34,7 +34,7 @@ from typing import Any
 
 from frontier_qa.adapters.tool_executor import OUTPUT_STOP, find_code, format_output
 from frontier_qa.errors import ConfigError
-from frontier_qa.sandbox import Sandbox, SandboxResult
+from frontier_qa.runtime.sandbox import Sandbox, SandboxResult
 from frontier_qa.train.rollout import MaskedRollout, Segment, mask_observations
 
 # The lines of GRPOTrainer._generate this module relies on: the rollout_func call, and env_mask
@@ -51,7 +51,7 @@ class ToolSettings:
         max_tool_turns: code blocks executed per rollout (Agent0: at most 4); the turn after
             the last one is generated without the code stop.
         output_max_chars: characters of a run's output shown to the model (head and tail kept).
-        sandbox: keyword arguments of :class:`~frontier_qa.sandbox.Sandbox` (``timeout_s``
+        sandbox: keyword arguments of :class:`~frontier_qa.runtime.sandbox.Sandbox` (``timeout_s``
             in seconds, ``memory_mb``, ``network``...); empty: its defaults (10 s, 2 GiB, no network).
     """
 
@@ -159,7 +159,7 @@ class ToolRollout:
 
     Args:
         settings: tool-loop settings; Agent0's by default.
-        sandbox: a ready :class:`~frontier_qa.sandbox.Sandbox` instead of ``settings.sandbox``.
+        sandbox: a ready :class:`~frontier_qa.runtime.sandbox.Sandbox` instead of ``settings.sandbox``.
     """
 
     def __init__(self, settings: ToolSettings | None = None, *, sandbox: Sandbox | None = None) -> None:
