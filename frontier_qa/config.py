@@ -49,7 +49,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND, Band
-from frontier_qa.curriculum import Curriculum
+from frontier_qa.curricula.base import Curriculum
 from frontier_qa.errors import ConfigError
 from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.runtime.budget import BudgetTracker

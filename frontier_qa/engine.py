@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from frontier_qa.scoring.bands import AGENT0_BAND, Band
-from frontier_qa.curriculum import Curriculum
+from frontier_qa.curricula.base import Curriculum
 from frontier_qa.scoring.difficulty import CalibrationReport, calibration_report
 from frontier_qa.errors import ConfigError
 from frontier_qa.probe_case import classify_case, judge_prompt, parse_judge_verdict

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from frontier_qa.scoring.answers import extract_answer
 from frontier_qa.scoring.consistency import Consistency, consistency_of, self_consistency
-from frontier_qa.curriculum import Proposal
+from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import BudgetExceededError, TargetUnavailableError
 from frontier_qa.records import CaseClass, CaseRecord, Interval, Round, case_record, utc_now
 from frontier_qa.sequential import SequentialConfig, Verdict, decide, decide_consistency, fit_prior, wilson_interval

@@ -30,7 +30,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from frontier_qa.curriculum import Curriculum, Outcome, Proposal
+from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
 from frontier_qa.scoring.difficulty import DifficultyPredictor, should_skip
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetUnavailableError
 from frontier_qa.probe_case import STOP_BUDGET, STOP_UNAVAILABLE, CaseProber

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from frontier_qa.scoring.answers import check_answer_format
-from frontier_qa.curriculum import Proposal
+from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import AnswerError, ConfigError
 
 Check = Callable[[Proposal], "str | None"]

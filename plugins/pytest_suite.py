@@ -38,7 +38,7 @@ from typing import Any
 import pytest
 
 from frontier_qa.config import Override, ProbeConfig, ProbeParts, build_probe, load_config
-from frontier_qa.curriculum import Outcome, Proposal
+from frontier_qa.curricula.base import Outcome, Proposal
 from frontier_qa.errors import FrontierQAError
 from frontier_qa.plugins.pytest_case import FrontierCase
 from frontier_qa.plugins.pytest_marker import SuiteSpec, parse_marker, suite_key

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from frontier_qa.curricula.file import StaticCurriculum
-from frontier_qa.curriculum import Outcome, Proposal
+from frontier_qa.curricula.base import Outcome, Proposal
 from frontier_qa.runtime import Backoff, Budget, Limits, ManagedTarget, SampleCache
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory, Usage
 

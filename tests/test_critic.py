@@ -19,7 +19,7 @@ from frontier_qa.curricula.critic import (
     SageCritic,
     parse_score,
 )
-from frontier_qa.curriculum import Proposal
+from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime import open_target
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import pytest
 
 from frontier_qa.scoring.bands import Band
-from frontier_qa.curriculum import Proposal
+from frontier_qa.curricula.base import Proposal
 from frontier_qa.engine import ProbeSettings, ProgressEvent, case_id_for, config_hash, probe, replay
 from frontier_qa.errors import ConfigError
 from frontier_qa.probe_case import classify_case, parse_judge_verdict

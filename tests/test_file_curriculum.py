@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.curricula import FileCurriculum, StaticCurriculum, read_proposals
-from frontier_qa.curriculum import Curriculum, Outcome
+from frontier_qa.curricula.base import Curriculum, Outcome
 from frontier_qa.engine import ProbeSettings, case_id_for, probe
 from frontier_qa.errors import ConfigError
 from frontier_qa.records import CaseClass

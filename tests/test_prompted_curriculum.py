@@ -25,7 +25,7 @@ from frontier_qa.curricula.prompted import (
     from_spec,
     sample_tool_spec,
 )
-from frontier_qa.curriculum import Curriculum, Outcome, Proposal
+from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime import open_target
 from frontier_qa.target import Adapter, Case, Sampling, ToolCall, Trajectory

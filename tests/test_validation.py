@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from frontier_qa.curriculum import Proposal
+from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.target import Case
 from frontier_qa.validation import (

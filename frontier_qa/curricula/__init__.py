@@ -1,7 +1,9 @@
 """Curricula: where the cases a probe run tries come from.
 
-Every curriculum implements :class:`frontier_qa.curriculum.Curriculum` (``name``,
-``async propose(n)``, ``observe(outcomes)``). Built in:
+Every curriculum implements :class:`frontier_qa.curricula.base.Curriculum` (``name``,
+``async propose(n)``, ``observe(outcomes)``); ``base`` is the seam the probe engine sees
+(proposals in, outcomes back) and sits below it, while the curricula themselves sit above
+the engine and may use its validation and verification. Built in:
 
 * :class:`~frontier_qa.curricula.file.FileCurriculum`: cases from a JSONL/YAML file, hand
   written or exported from the case store (:func:`frontier_qa.store.export_suite`);
@@ -19,6 +21,10 @@ from __future__ import annotations
 from frontier_qa import _lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "Curriculum": "frontier_qa.curricula.base",
+    "Proposal": "frontier_qa.curricula.base",
+    "Outcome": "frontier_qa.curricula.base",
+    "History": "frontier_qa.curricula.base",
     "FileCurriculum": "frontier_qa.curricula.file",
     "StaticCurriculum": "frontier_qa.curricula.file",
     "proposal_from_row": "frontier_qa.curricula.file",

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from frontier_qa.curricula.templates import tool_description, tool_name
 from frontier_qa.validation import CriticVerdict
-from frontier_qa.curriculum import Proposal
+from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.target import Case, Sampling, Target
 

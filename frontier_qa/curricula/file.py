@@ -48,7 +48,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from frontier_qa.curriculum import History, Outcome, Proposal
+from frontier_qa.curricula.base import History, Outcome, Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.target import Case
 from frontier_qa.verify import SOLUTION_KEY, TRUSTED_KEY
