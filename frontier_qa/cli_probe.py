@@ -40,8 +40,8 @@ from frontier_qa.config import (
     parse_set,
 )
 from frontier_qa.errors import ConfigError
-from frontier_qa.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
-from frontier_qa.store import CaseStore, encode_line
+from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
+from frontier_qa.store.case_store import CaseStore, encode_line
 
 EXIT_INTERRUPTED = 130
 CASES_FILE = "cases.jsonl"
@@ -387,7 +387,7 @@ def replay_command(
 
 
 def _suite_cases(config: ProbeConfig) -> list[Any]:
-    from frontier_qa.store import import_suite
+    from frontier_qa.store.case_store import import_suite
 
     entries = import_suite(config.replay.suite or "")
     blind = [e.case.id for e in entries if e.observed is None]
@@ -405,7 +405,7 @@ def _has_cases(parts: ProbeParts) -> bool:
 
 
 def _new_run_id() -> str:
-    from frontier_qa.store import new_run_id
+    from frontier_qa.store.case_store import new_run_id
 
     return new_run_id()
 
@@ -422,7 +422,7 @@ def export_command(
     volatile: bool = typer.Option(False, "--volatile", help="Also write run ids, times and costs (noisy diffs)."),
 ) -> None:
     """Export stored cases as a committable suite (replay it with `frontier-qa replay --suite`)."""
-    from frontier_qa.store import export_suite, import_suite, suite_entries
+    from frontier_qa.store.case_store import export_suite, import_suite, suite_entries
 
     cfg = load_config(config, overrides({"store": store}, []))
     wanted = classes or ["frontier", "failure", "suspect"]

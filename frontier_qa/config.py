@@ -57,7 +57,7 @@ from frontier_qa.runtime.cache import SampleCache
 from frontier_qa.runtime.limits import Budget, Limits
 from frontier_qa.runtime.redact import is_secret_name
 from frontier_qa.sequential import SequentialConfig
-from frontier_qa.store import CaseStore, Shard, StoreError
+from frontier_qa.store.case_store import CaseStore, Shard, StoreError
 from frontier_qa.target import Sampling, Target
 from frontier_qa.validation import Validator
 

@@ -9,7 +9,7 @@ One loop (Agent0 §3.2–3.3, turned into a test harness)::
 * **Replay first** (Hypothesis' example database): the store's cases for this target are
   probed again with *fresh* samples (sample indices after every earlier one, so the runtime
   cache cannot hand back the old answers) and compared with their last record
-  (:func:`frontier_qa.reports.compare`): ``regression``, ``improved``, ``same``, ``flaky``.
+  (:func:`frontier_qa.store.comparison`): ``regression``, ``improved``, ``same``, ``flaky``.
 * **Sampling** asks ``target.sample(case, n, sampling, start=k_so_far)`` round by round and
   stops when :func:`frontier_qa.sequential.decide` is sure of the band (or at k); sample ``i``
   of a case is always sample ``i``, so cached samples keep the statistics valid and a resumed
@@ -53,11 +53,11 @@ from frontier_qa.probe_run import (
     case_id_for,
     config_hash,
 )
-from frontier_qa.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase
-from frontier_qa.reports.compare import Comparison, Verdict, count_verdicts
+from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase
+from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
 from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.sequential import MajorityPrior, SequentialConfig
-from frontier_qa.store import CaseStore, Shard
+from frontier_qa.store.case_store import CaseStore, Shard
 from frontier_qa.target import Sampling, Target
 from frontier_qa.validation import Validator
 

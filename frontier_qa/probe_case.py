@@ -9,7 +9,7 @@ The probe engine (:mod:`frontier_qa.engine`) decides *which* cases to probe; a
    clusters of sentence embeddings for open-ended ``"text"`` answers;
 3. compare the majority with the reference; for a stable answer without a verified
    reference, ask the judge target (when there is one) whether it is correct;
-4. :func:`classify_case`, and build the :class:`~frontier_qa.records.CaseRecord`.
+4. :func:`classify_case`, and build the :class:`~frontier_qa.store.records.CaseRecord`.
 
 A budget that runs out (or a target that stops answering) mid-case ends sampling; the
 case is then ``unresolved`` with the samples it got, and the engine stops the run.
@@ -28,7 +28,7 @@ from frontier_qa.scoring.answers import extract_answer
 from frontier_qa.scoring.consistency import Consistency, consistency_of, self_consistency
 from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import BudgetExceededError, TargetUnavailableError
-from frontier_qa.records import CaseClass, CaseRecord, Interval, Round, case_record, utc_now
+from frontier_qa.store.records import CaseClass, CaseRecord, Interval, Round, case_record, utc_now
 from frontier_qa.sequential import SequentialConfig, Verdict, decide, decide_consistency, fit_prior, wilson_interval
 from frontier_qa.target import Case, Target, Trajectory
 

@@ -3,7 +3,7 @@
 :class:`ProbeRun` holds the state of one run (one shard of it) and does the work the
 public entry points in :mod:`frontier_qa.engine` ask for:
 
-* **start / resume**: a new run writes its :class:`~frontier_qa.records.RunRecord`; a resumed
+* **start / resume**: a new run writes its :class:`~frontier_qa.store.records.RunRecord`; a resumed
   one reloads its finished cases (unresolved ones are probed again: the cache returns the
   samples they already paid for) and rebuilds what the interrupted run had learnt (the
   sequential prior, the difficulty predictor, near-duplicate memory);
@@ -34,10 +34,10 @@ from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
 from frontier_qa.scoring.difficulty import DifficultyPredictor, should_skip
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetUnavailableError
 from frontier_qa.probe_case import STOP_BUDGET, STOP_UNAVAILABLE, CaseProber
-from frontier_qa.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase, run_totals
-from frontier_qa.reports.compare import Comparison, compare
+from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase, run_totals
+from frontier_qa.store.comparison import Comparison, compare
 from frontier_qa.runtime.sandbox import Sandbox
-from frontier_qa.store import CaseStore, Shard, StoreError, latest_by, new_run_id
+from frontier_qa.store.case_store import CaseStore, Shard, StoreError, latest_by, new_run_id
 from frontier_qa.target import Case, Target
 from frontier_qa.validation import ValidationResult, Validator
 from frontier_qa.verify import SOLUTION_KEY, Verification, trusted, verify_references

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.records import CLASS_ORDER, CaseClass
+from frontier_qa.store.records import CLASS_ORDER, CaseClass
 
 MODES = ("auto", "rich", "plain", "off")
 _FINDINGS = (CaseClass.FAILURE, CaseClass.SUSPECT, CaseClass.FRONTIER)

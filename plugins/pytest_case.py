@@ -3,7 +3,7 @@
 A test marked ``@pytest.mark.frontier`` gets a :class:`FrontierCase` per stored (or newly
 found) case. It holds the case, what was stored about it (the baseline), a fresh replay
 against the agent made by the engine (:class:`frontier_qa.probe_run.ProbeRun`), the
-engine's verdict on the two (:func:`frontier_qa.reports.compare.compare`) and a handle to
+engine's verdict on the two (:func:`frontier_qa.store.comparison.compare`) and a handle to
 sample the agent again::
 
     def test_agent(frontier_case):
@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from frontier_qa.records import CaseClass, CaseRecord, Interval, Observed, SuiteCase
-from frontier_qa.reports.compare import Comparison, Verdict
+from frontier_qa.store.records import CaseClass, CaseRecord, Interval, Observed, SuiteCase
+from frontier_qa.store.comparison import Comparison, Verdict
 from frontier_qa.target import Case, Sampling, Trajectory
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from typing import Any
 
 from frontier_qa.config import Override
 from frontier_qa.plugins.pytest_plugin import FrontierUsageError
-from frontier_qa.records import CLASS_ORDER, CaseClass
+from frontier_qa.store.records import CLASS_ORDER, CaseClass
 
 DEFAULT_CLASSES = ("failure", "suspect", "frontier")
 """Cases that become test items by default (what ``frontier-qa export`` commits)."""

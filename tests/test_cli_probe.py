@@ -25,7 +25,7 @@ import pytest
 from frontier_qa.cli import main
 from frontier_qa.engine import ProgressEvent
 from frontier_qa.progress import ProbeProgress, resolve_mode
-from frontier_qa.records import CaseClass
+from frontier_qa.store.records import CaseClass
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -411,7 +411,7 @@ def test_plain_progress_prints_findings_periodic_counters_and_budget() -> None:
 def test_progress_reports_replay_regressions_and_renders_a_rich_bar() -> None:
     import io
 
-    from frontier_qa.reports.compare import Comparison, Verdict
+    from frontier_qa.store.comparison import Comparison, Verdict
 
     regression = Comparison("add-1", Verdict.REGRESSION, "pass → failure", CaseClass.PASS, CaseClass.FAILURE, 1.0, 1.0)
     same = Comparison("add-2", Verdict.SAME, "unchanged", CaseClass.PASS, CaseClass.PASS, 1.0, 1.0)

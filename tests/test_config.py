@@ -20,7 +20,7 @@ from frontier_qa.config import (
     parse_set,
 )
 from frontier_qa.errors import ConfigError
-from frontier_qa.store import Shard
+from frontier_qa.store.case_store import Shard
 
 REPO = Path(__file__).resolve().parents[1]
 AGENT = "def answer(case, sample_index):\n    return '\\\\boxed{%s}' % case.reference\n"

@@ -31,7 +31,7 @@ import frontier_qa.plugins.pytest_suite  # noqa: F401
 import math_verify  # noqa: F401
 import nltk.translate.bleu_score  # noqa: F401
 import sklearn.cluster  # noqa: F401
-from frontier_qa.store import CaseStore, import_suite
+from frontier_qa.store.case_store import CaseStore, import_suite
 
 PLUGIN = "frontier_qa.plugins.pytest_plugin"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.records import (
+from frontier_qa.store.records import (
     CaseClass,
     CaseRecord,
     CaseSpec,

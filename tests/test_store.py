@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.scoring.consistency import Cluster, Consistency
-from frontier_qa.records import (
+from frontier_qa.store.records import (
     CaseClass,
     CaseRecord,
     Interval,
@@ -28,7 +28,7 @@ from frontier_qa.records import (
     run_totals,
     truncate_text,
 )
-from frontier_qa.store import (
+from frontier_qa.store.case_store import (
     CaseStore,
     Shard,
     StoreError,
@@ -295,8 +295,8 @@ _WRITER = textwrap.dedent(
     """
     import sys
     from datetime import datetime, timezone
-    from frontier_qa.records import CaseRecord, CaseSpec, SampleRecord
-    from frontier_qa.store import CaseStore
+    from frontier_qa.store.records import CaseRecord, CaseSpec, SampleRecord
+    from frontier_qa.store.case_store import CaseStore
 
     store, tag, count, size = CaseStore(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     now = datetime.now(timezone.utc)
@@ -348,10 +348,10 @@ def test_sigkill_mid_write_loses_nothing_acknowledged(tmp_path: Path) -> None:
 _CRASHER = textwrap.dedent(
     """
     import os, signal, sys
-    import frontier_qa.store as store_module
+    import frontier_qa.store.case_store as store_module
     from datetime import datetime, timezone
-    from frontier_qa.records import CaseRecord, CaseSpec
-    from frontier_qa.store import CaseStore
+    from frontier_qa.store.records import CaseRecord, CaseSpec
+    from frontier_qa.store.case_store import CaseStore
 
     real_write = store_module._write_all
     appended = 0

@@ -48,7 +48,7 @@ class Outcome:
     Attributes:
         proposal: the proposal as it was made.
         case_class: ``frontier`` / ``failure`` / ``suspect`` / ``pass`` / ``unresolved`` /
-            ``invalid`` (see :class:`frontier_qa.records.CaseClass`).
+            ``invalid`` (see :class:`frontier_qa.store.records.CaseClass`).
         p_hat: the final p̂ (``None`` for invalid cases).
         majority: the target's majority answer, if any.
         reason: why it was invalid / suspect / a failure, in words.

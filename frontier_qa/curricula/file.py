@@ -140,7 +140,7 @@ def proposal_from_row(row: Mapping[str, Any], where: str = "row", *, source: str
 def _from_suite(row: Mapping[str, Any], where: str, source: str) -> Proposal:
     from pydantic import ValidationError
 
-    from frontier_qa.records import CaseSpec
+    from frontier_qa.store.records import CaseSpec
 
     unknown = sorted(set(row) - SUITE_FIELDS)
     if unknown:

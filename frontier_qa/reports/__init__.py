@@ -1,7 +1,7 @@
 """Reports from case records: ``report.json``, ``junit.xml``, ``report.md`` and ``report.html``.
 
 Plus the gate (:mod:`~frontier_qa.reports.gate`) that turns a run into pass or fail, and
-replay verdicts (:mod:`~frontier_qa.reports.compare`). :func:`write_reports` writes every
+replay verdicts (:mod:`~frontier_qa.store.comparison`). :func:`write_reports` writes every
 format at once from one summary.
 """
 
@@ -11,8 +11,8 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from frontier_qa.records import CaseRecord, RunRecord
-from frontier_qa.reports.compare import Comparison, Verdict, compare, compare_all, count_verdicts
+from frontier_qa.store.records import CaseRecord, RunRecord
+from frontier_qa.store.comparison import Comparison, Verdict, compare, compare_all, count_verdicts
 from frontier_qa.reports.gate import GateCheck, GateResult, GateThresholds, evaluate_gate
 from frontier_qa.reports.html import html_report, write_html
 from frontier_qa.reports.json_report import JsonReport, build_json_report, write_json_report

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.records import CaseClass, CaseRecord
-from frontier_qa.reports.compare import Comparison, Verdict, count_verdicts
+from frontier_qa.store.records import CaseClass, CaseRecord
+from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
 from frontier_qa.reports.summary import Summary, summarize
 
 
@@ -109,7 +109,7 @@ def evaluate_gate(
     Args:
         records: the run's case records (latest per case), or their :class:`Summary`.
         thresholds: the limits; the default fails on any failure or regression.
-        comparisons: replay verdicts (:func:`~frontier_qa.reports.compare.compare_all`).
+        comparisons: replay verdicts (:func:`~frontier_qa.store.comparison.compare_all`).
     """
     summary = records if isinstance(records, Summary) else summarize(records)
     t, counts = thresholds, summary.by_class

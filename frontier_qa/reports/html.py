@@ -12,9 +12,9 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from frontier_qa.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
+from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
 from frontier_qa.reports._text import esc, fmt_p, fmt_usd, shorten, write_text
-from frontier_qa.reports.compare import Comparison, Verdict, count_verdicts
+from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.summary import Summary, answer_distribution, summarize, timeline, top_cases
 from frontier_qa.reports.svg import COLORS, frontier_map_svg, histogram_svg, line_svg

@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 
-from frontier_qa.records import CaseClass, CaseRecord, RunRecord
+from frontier_qa.store.records import CaseClass, CaseRecord, RunRecord
 from frontier_qa.reports._text import clean, fmt_p, shorten, write_text
 from frontier_qa.reports.summary import Summary, answer_distribution, summarize
 

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from datetime import datetime
 
-from frontier_qa.records import CaseClass
+from frontier_qa.store.records import CaseClass
 from frontier_qa.reports._text import esc, shorten
 
 COLORS: dict[CaseClass, str] = {

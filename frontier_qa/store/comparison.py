@@ -11,7 +11,7 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from frontier_qa.records import CaseClass, CaseRecord, Observed, SuiteCase
+from frontier_qa.store.records import CaseClass, CaseRecord, Observed, SuiteCase
 
 # Worse is higher. Unresolved and invalid say nothing about the target's ability.
 _SEVERITY: dict[CaseClass, int] = {

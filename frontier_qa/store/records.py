@@ -11,7 +11,7 @@ versions newer than they know (:mod:`frontier_qa.store`). In-memory values
 (:class:`~frontier_qa.target.Case`, :class:`~frontier_qa.target.Trajectory`,
 :class:`~frontier_qa.scoring.consistency.Consistency`) convert with the helpers at the bottom.
 Regression and flaky verdicts between two records of a case live in
-:mod:`frontier_qa.reports.compare`; the store that writes these is :mod:`frontier_qa.store`.
+:mod:`frontier_qa.store.comparison`; the store that writes these is :mod:`frontier_qa.store`.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ import yaml
 from pydantic import Field, TypeAdapter, ValidationError
 
 from frontier_qa.errors import FrontierQAError
-from frontier_qa.records import (
+from frontier_qa.store.records import (
     CLASS_ORDER,
     SCHEMA_VERSION,
     CaseClass,

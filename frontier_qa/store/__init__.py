@@ -1,0 +1,45 @@
+"""What a probe run leaves behind: case records, the case store, suites and comparisons.
+
+* :mod:`~frontier_qa.store.records`: the versioned record schema (case and run records,
+  suite entries, case classes);
+* :mod:`~frontier_qa.store.case_store`: the project-local, append-only :class:`CaseStore`
+  (``.frontier-qa/``), CI shards, merging, and committable suites (export / import);
+* :mod:`~frontier_qa.store.comparison`: an old record against a new one (``regression``,
+  ``improved``, ``same``, ``flaky``), used by replay, the reports and the pytest plugin.
+
+The store sits above the scoring core (records carry its :class:`Consistency`) and below
+everything that probes or reports. ``from frontier_qa.store import CaseStore`` keeps working:
+the case store's names are exported here, imported on first use.
+"""
+
+from __future__ import annotations
+
+from frontier_qa import _lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    name: "frontier_qa.store.case_store"
+    for name in (
+        "DEFAULT_DIR",
+        "STORE_FORMAT",
+        "CaseStore",
+        "MergeResult",
+        "ResumeState",
+        "Shard",
+        "StoreError",
+        "TornLineWarning",
+        "encode_line",
+        "export_suite",
+        "import_suite",
+        "latest_by",
+        "new_run_id",
+        "parse_lines",
+        "shard_of",
+        "suite_entries",
+    )
+}
+
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
+
+
+__all__ = list(_EXPORTS)
