@@ -3,7 +3,7 @@
 Each simulated case has a known answer distribution: a correct answer with probability
 p_correct, the wrong mass split over several wrong answers (Dirichlet), and sometimes an
 unparseable share u. Its true majority probability is p* = (1 − u) · max(answer
-probabilities), and the truth is "p* in the band" (frontier_qa.sequential defines it). Both
+probabilities), and the truth is "p* in the band" (frontier_qa.probing.sequential defines it). Both
 policies read the same pre-drawn sample stream per case (common random numbers): fixed-k
 uses the first 10 samples, the sequential policy a prefix. Printed: target calls, band
 accuracy against the truth, 3-class accuracy (below / in / above) and the calls ratio, for
@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from frontier_qa.sequential import SequentialConfig, Verdict, fit_prior, run_sequential, tally
+from frontier_qa.probing.sequential import SequentialConfig, Verdict, fit_prior, run_sequential, tally
 
 FIXED_K = 10
 

@@ -33,11 +33,11 @@ _EXPORTS: dict[str, str] = {
     "Target": "frontier_qa.target",
     "Adapter": "frontier_qa.target",
     # probing
-    "probe": "frontier_qa.engine",
-    "replay": "frontier_qa.engine",
-    "ProbeSettings": "frontier_qa.engine",
-    "ProbeResult": "frontier_qa.engine",
-    "Validator": "frontier_qa.validation",
+    "probe": "frontier_qa.probing.engine",
+    "replay": "frontier_qa.probing.engine",
+    "ProbeSettings": "frontier_qa.probing.settings",
+    "ProbeResult": "frontier_qa.probing.engine",
+    "Validator": "frontier_qa.probing.validation",
     # scoring core
     "extract_answer": "frontier_qa.scoring.answers",
     "extract_boxed": "frontier_qa.scoring.answers",

@@ -138,13 +138,13 @@ def _show(config: ProbeConfig) -> None:
 
 
 def _progress(mode: str, title: str, total: int | None) -> Any:
-    from frontier_qa.progress import ProbeProgress
+    from frontier_qa.probing.progress import ProbeProgress
 
     return ProbeProgress(mode, total=total, title=title)
 
 
 def _check_progress(mode: str) -> None:
-    from frontier_qa.progress import MODES
+    from frontier_qa.probing.progress import MODES
 
     if mode not in MODES:  # checked before any model is opened
         raise ConfigError(f"--progress {mode!r} is not understood", hint=f"use one of: {', '.join(MODES)}")
@@ -164,7 +164,7 @@ def _resume_id(parts: ProbeParts, wanted: str | None) -> str:
 
 
 async def _probe(parts: ProbeParts, run_id: str, resume: bool, progress: Any) -> Any:
-    from frontier_qa.engine import probe
+    from frontier_qa.probing.engine import probe
 
     try:
         assert parts.curriculum is not None
@@ -175,7 +175,7 @@ async def _probe(parts: ProbeParts, run_id: str, resume: bool, progress: Any) ->
 
 
 async def _replay(parts: ProbeParts, run_id: str | None, cases: Any, progress: Any) -> Any:
-    from frontier_qa.engine import replay
+    from frontier_qa.probing.engine import replay
 
     try:
         return await replay(parts.target, parts.store, parts.settings, run_id=run_id, cases=cases,
@@ -218,7 +218,7 @@ def write_outputs(
 
 def _summary(title: str, records: Sequence[CaseRecord], comparisons: Sequence[Any], written: dict[str, Path],
              gate: Any, budget: str | None) -> int:
-    from frontier_qa.progress import counts_line
+    from frontier_qa.probing.progress import counts_line
     from frontier_qa.reports import count_verdicts, summarize
 
     summary = summarize(records)

@@ -56,13 +56,13 @@ from frontier_qa.runtime.budget import BudgetTracker
 from frontier_qa.runtime.cache import SampleCache
 from frontier_qa.runtime.limits import Budget, Limits
 from frontier_qa.runtime.redact import is_secret_name
-from frontier_qa.sequential import SequentialConfig
+from frontier_qa.probing.sequential import SequentialConfig
 from frontier_qa.store.case_store import CaseStore, Shard, StoreError
 from frontier_qa.target import Sampling, Target
-from frontier_qa.validation import Validator
+from frontier_qa.probing.validation import Validator
 
 if TYPE_CHECKING:
-    from frontier_qa.engine import ProbeSettings
+    from frontier_qa.probing.engine import ProbeSettings
 
 CONFIG_VERSION = 1
 ENV_PREFIX = "FRONTIER_QA_"
@@ -743,8 +743,8 @@ def _open(config: ProbeConfig, section: str, model: ModelConfig | TargetConfig, 
 
 
 def build_settings(config: ProbeConfig) -> ProbeSettings:
-    """The engine's :class:`~frontier_qa.engine.ProbeSettings` from ``probing`` and ``shard``."""
-    from frontier_qa.engine import ProbeSettings
+    """The engine's :class:`~frontier_qa.probing.settings.ProbeSettings` from ``probing`` and ``shard``."""
+    from frontier_qa.probing.engine import ProbeSettings
 
     p = config.probing
     if isinstance(p.band, BandRange):

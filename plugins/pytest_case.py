@@ -2,7 +2,7 @@
 
 A test marked ``@pytest.mark.frontier`` gets a :class:`FrontierCase` per stored (or newly
 found) case. It holds the case, what was stored about it (the baseline), a fresh replay
-against the agent made by the engine (:class:`frontier_qa.probe_run.ProbeRun`), the
+against the agent made by the engine (:class:`frontier_qa.probing.run.ProbeRun`), the
 engine's verdict on the two (:func:`frontier_qa.store.comparison.compare`) and a handle to
 sample the agent again::
 
@@ -192,7 +192,7 @@ class FrontierCase:
 
     def answers(self, n: int = 1, sampling: Sampling | None = None) -> list[str | None]:
         """The extracted answers of ``n`` more samples (``None`` for failed or unparseable ones)."""
-        from frontier_qa.probe_case import answers_of
+        from frontier_qa.probing.case import answers_of
 
         return answers_of(self.case, self.sample(n, sampling))
 

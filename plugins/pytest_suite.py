@@ -21,7 +21,7 @@ workers), else a fresh one.
 
 **Replays at test time.** A stored case not replayed during collection is replayed by its
 own test item: one engine run per suite and process (``pytest-<suite>-<session>-r-<worker>``,
-:class:`frontier_qa.probe_run.ProbeRun`) with fresh sample indices, so deselected tests cost
+:class:`frontier_qa.probing.run.ProbeRun`) with fresh sample indices, so deselected tests cost
 nothing and xdist spreads the sampling over workers.
 """
 
@@ -43,7 +43,7 @@ from frontier_qa.errors import FrontierQAError
 from frontier_qa.plugins.pytest_case import FrontierCase
 from frontier_qa.plugins.pytest_marker import SuiteSpec, parse_marker, suite_key
 from frontier_qa.plugins.pytest_plugin import CASE_KEY, FIXTURE, FrontierOptions, FrontierUsageError, case_test_id
-from frontier_qa.probe_run import STOP_BUDGET, STOP_UNAVAILABLE, ProbeRun, case_id_for
+from frontier_qa.probing.run import STOP_BUDGET, STOP_UNAVAILABLE, ProbeRun, case_id_for
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, SuiteCase
 from frontier_qa.store.comparison import compare
 from frontier_qa.runtime import run_sync
@@ -253,7 +253,7 @@ class Suite:
         return parts.curriculum
 
     def _generate(self, view: _View) -> None:
-        from frontier_qa.engine import probe, replay
+        from frontier_qa.probing.engine import probe, replay
 
         c = self.config.curriculum
         if not (self.spec.names_curriculum or c.path or c.model):

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.cli import main
-from frontier_qa.engine import ProgressEvent
-from frontier_qa.progress import ProbeProgress, resolve_mode
+from frontier_qa.probing.engine import ProgressEvent
+from frontier_qa.probing.progress import ProbeProgress, resolve_mode
 from frontier_qa.store.records import CaseClass
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,14 +17,14 @@ import pytest
 
 from frontier_qa.scoring.bands import Band
 from frontier_qa.curricula.base import Proposal
-from frontier_qa.engine import ProbeSettings, ProgressEvent, case_id_for, config_hash, probe, replay
+from frontier_qa.probing.engine import ProbeSettings, ProgressEvent, case_id_for, config_hash, probe, replay
 from frontier_qa.errors import ConfigError
-from frontier_qa.probe_case import classify_case, parse_judge_verdict
+from frontier_qa.probing.case import classify_case, parse_judge_verdict
 from frontier_qa.store.records import CaseClass, CaseRecord
 from frontier_qa.reports import Verdict as ReplayVerdict
 from frontier_qa.reports import summarize
 from frontier_qa.runtime import Budget
-from frontier_qa.sequential import DEFAULT_PRIOR, Verdict
+from frontier_qa.probing.sequential import DEFAULT_PRIOR, Verdict
 from frontier_qa.store.case_store import CaseStore, Shard, StoreError, export_suite, import_suite, shard_of
 from frontier_qa.target import Case, Sampling, Trajectory
 from tests.scripted import (
@@ -471,7 +471,7 @@ def test_tool_call_cases_are_scored_from_the_calls_the_target_made() -> None:
     """A native tool-calling target answers with tool_calls and no text (Tool-R0 cases)."""
     from frontier_qa.scoring.consistency import self_consistency
     from frontier_qa.curricula.templates import canonical_calls
-    from frontier_qa.probe_case import TOOL_CALLS_FORMAT, answers_of
+    from frontier_qa.probing.case import TOOL_CALLS_FORMAT, answers_of
     from frontier_qa.target import Case as _Case
     from frontier_qa.target import ToolCall, Trajectory
 

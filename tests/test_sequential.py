@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from frontier_qa.scoring.consistency import Cluster, Consistency
 from frontier_qa.errors import ConfigError
-from frontier_qa.sequential import (
+from frontier_qa.probing.sequential import (
     DEFAULT_PRIOR,
     FAILED,
     MajorityPrior,

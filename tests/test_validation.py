@@ -9,7 +9,7 @@ import pytest
 from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.target import Case
-from frontier_qa.validation import (
+from frontier_qa.probing.validation import (
     CriticVerdict,
     ValidationResult,
     Validator,

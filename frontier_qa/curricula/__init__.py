@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
     "read_proposals": "frontier_qa.curricula.file",
     "PromptedCurriculum": "frontier_qa.curricula.prompted",
     "SageCritic": "frontier_qa.curricula.critic",
-    "CriticVerdict": "frontier_qa.validation",
+    "CriticVerdict": "frontier_qa.probing.validation",
 }
 
 

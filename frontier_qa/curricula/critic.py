@@ -8,7 +8,7 @@ appendix). Our copy of the paper omits its normalisation (Eq. 2); we take s / 10
 keeps scores of 7 and above.
 
 :class:`SageCritic` implements the validator's ``Critic`` protocol: ``await judge(proposal)``
-returns a :class:`CriticVerdict`. The probe validator (``frontier_qa.validation``) imports
+returns a :class:`CriticVerdict`. The probe validator (``frontier_qa.probing.validation``) imports
 :class:`CriticVerdict` from here.
 """
 
@@ -20,7 +20,7 @@ import re
 from dataclasses import replace
 
 from frontier_qa.curricula.templates import tool_description, tool_name
-from frontier_qa.validation import CriticVerdict
+from frontier_qa.probing.validation import CriticVerdict
 from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.target import Case, Sampling, Target

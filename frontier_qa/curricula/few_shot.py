@@ -21,7 +21,7 @@ reads the answer back.
   answers) go first among the examples, so the model writes more tasks like the ones the
   target found hard. Telling a 135M model "these were too easy" does nothing.
 * ``Answer`` and ``Program`` are two derivations of the reference: the engine runs the program
-  in the sandbox and trusts the reference only when both agree (:mod:`frontier_qa.verify`);
+  in the sandbox and trusts the reference only when both agree (:mod:`frontier_qa.probing.verify`);
   a small model's references are often wrong, and this is what keeps its mistakes from being
   reported as the target's failures.
 * A problem that copies a shown example (BLEU distance below the dedupe threshold) is
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from frontier_qa.curricula.templates import ParsedTask
 from frontier_qa.errors import ConfigError
-from frontier_qa.validation import nearest
+from frontier_qa.probing.validation import nearest
 
 PREFILL = "Problem:"
 STOP: tuple[str, ...] = ("\nProblem:", "\n\n\n")
@@ -186,7 +186,7 @@ def parse(text: str, *, prefilled: bool) -> ParsedTask:
     if program is not None and "print(" not in program:
         program = None  # not a program that prints anything: nothing to verify with
     if answer is None:
-        # Alone, a program's output would become a *verified* reference (frontier_qa.verify); a
+        # Alone, a program's output would become a *verified* reference (frontier_qa.probing.verify); a
         # small model's program is trusted only when its Answer line agrees.
         program = None
     return ParsedTask(question, reference=answer, solution=program)

@@ -51,7 +51,7 @@ from typing import Any
 from frontier_qa.curricula.base import History, Outcome, Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.target import Case
-from frontier_qa.verify import SOLUTION_KEY, TRUSTED_KEY
+from frontier_qa.probing.verify import SOLUTION_KEY, TRUSTED_KEY
 
 ROW_FIELDS = frozenset(
     {"id", "prompt", "question", "system", "topic", "answer_format", "reference", "answer",
@@ -205,7 +205,7 @@ def read_proposals(path: str | os.PathLike[str]) -> list[Proposal]:
     Raises:
         ConfigError: a malformed row (the message names file and line) or a repeated id.
     """
-    from frontier_qa.engine import case_id_for
+    from frontier_qa.probing.engine import case_id_for
 
     source = f"file:{Path(path).name}"
     out: list[Proposal] = []

@@ -147,8 +147,8 @@ async def score_tasks(executor: Target, tasks: Sequence[PoolTask], *, k: int, sa
     Raises:
         TargetError: the executor fails for good (the scores so far stay in ``out``).
     """
-    from frontier_qa.engine import ProbeSettings
-    from frontier_qa.probe_case import CaseProber
+    from frontier_qa.probing.engine import ProbeSettings
+    from frontier_qa.probing.case import CaseProber
 
     prober = CaseProber(executor, ProbeSettings(k=k, sequential=None, sampling=sampling))
     done = {s.task_id: s for s in read_jsonl(out, ScoredTask)}

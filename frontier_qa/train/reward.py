@@ -144,8 +144,8 @@ class TargetReward:
         gather: Gather | None = None,
         rank: int = 0,
     ) -> None:
-        from frontier_qa.engine import ProbeSettings
-        from frontier_qa.probe_case import CaseProber
+        from frontier_qa.probing.engine import ProbeSettings
+        from frontier_qa.probing.case import CaseProber
 
         if k < 1 or max_concurrent_tasks < 1:
             raise ConfigError(f"k = {k} and max_concurrent_tasks = {max_concurrent_tasks} must be >= 1")

@@ -1,7 +1,7 @@
 """One probe run, step by step: start or resume, replay, generate, record, finish.
 
 :class:`ProbeRun` holds the state of one run (one shard of it) and does the work the
-public entry points in :mod:`frontier_qa.engine` ask for:
+public entry points in :mod:`frontier_qa.probing.engine` ask for:
 
 * **start / resume**: a new run writes its :class:`~frontier_qa.store.records.RunRecord`; a resumed
   one reloads its finished cases (unresolved ones are probed again: the cache returns the
@@ -15,7 +15,7 @@ public entry points in :mod:`frontier_qa.engine` ask for:
   until a stop rule fires;
 * **record**: every case is appended to the store the moment it is classified.
 
-Per-case sampling and classification live in :mod:`frontier_qa.probe_case`.
+Per-case sampling and classification live in :mod:`frontier_qa.probing.case`.
 """
 
 from __future__ import annotations
@@ -28,22 +28,21 @@ import random
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
 from frontier_qa.scoring.difficulty import DifficultyPredictor, should_skip
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetUnavailableError
-from frontier_qa.probe_case import STOP_BUDGET, STOP_UNAVAILABLE, CaseProber
+from frontier_qa.probing.case import STOP_BUDGET, STOP_UNAVAILABLE, CaseProber
+from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase, run_totals
 from frontier_qa.store.comparison import Comparison, compare
 from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.store.case_store import CaseStore, Shard, StoreError, latest_by, new_run_id
 from frontier_qa.target import Case, Target
-from frontier_qa.validation import ValidationResult, Validator
-from frontier_qa.verify import SOLUTION_KEY, Verification, trusted, verify_references
+from frontier_qa.probing.validation import ValidationResult, Validator
+from frontier_qa.probing.verify import SOLUTION_KEY, Verification, trusted, verify_references
 
-if TYPE_CHECKING:
-    from frontier_qa.engine import ProbeSettings
 
 STOP_SATURATED = "saturated"
 STOP_EXHAUSTED = "curriculum exhausted"

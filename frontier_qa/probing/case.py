@@ -1,10 +1,10 @@
 """Probing one case: sample in rounds, score, ask the judge, classify, build the record.
 
-The probe engine (:mod:`frontier_qa.engine`) decides *which* cases to probe; a
+The probe engine (:mod:`frontier_qa.probing.engine`) decides *which* cases to probe; a
 :class:`CaseProber` does the per-case work and knows nothing of curricula or stores:
 
 1. sample the target in rounds: ``target.sample(case, next_n, sampling, start=k_so_far)``
-   until :func:`frontier_qa.sequential.decide` stops (or exactly k with a fixed k);
+   until :func:`frontier_qa.probing.sequential.decide` stops (or exactly k with a fixed k);
 2. score every round: majority vote with equivalent answers merged (Agent0 Eq. 6), or
    clusters of sentence embeddings for open-ended ``"text"`` answers;
 3. compare the majority with the reference; for a stable answer without a verified
@@ -29,12 +29,12 @@ from frontier_qa.scoring.consistency import Consistency, consistency_of, self_co
 from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import BudgetExceededError, TargetUnavailableError
 from frontier_qa.store.records import CaseClass, CaseRecord, Interval, Round, case_record, utc_now
-from frontier_qa.sequential import SequentialConfig, Verdict, decide, decide_consistency, fit_prior, wilson_interval
+from frontier_qa.probing.sequential import SequentialConfig, Verdict, decide, decide_consistency, fit_prior, wilson_interval
+from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.target import Case, Target, Trajectory
 
 if TYPE_CHECKING:
-    from frontier_qa.engine import ProbeSettings
-    from frontier_qa.sequential import MajorityPrior
+    from frontier_qa.probing.sequential import MajorityPrior
 
 STOP_BUDGET = "budget"
 STOP_UNAVAILABLE = "target unavailable"
@@ -178,7 +178,7 @@ class CaseProber:
 
     Args:
         target: what is probed.
-        settings: the run's :class:`~frontier_qa.engine.ProbeSettings`.
+        settings: the run's :class:`~frontier_qa.probing.settings.ProbeSettings`.
         judge: optional stronger target for stable answers without a verified reference.
         on_round: called ``(case, k, p̂)`` after every sampling round.
     """

@@ -1,7 +1,7 @@
 """Progress output for ``frontier-qa probe`` and ``replay``: a live bar on a terminal, quiet lines in CI.
 
 :class:`ProbeProgress` is the engine's ``progress`` callback (it takes
-:class:`~frontier_qa.engine.ProgressEvent` values). Modes:
+:class:`~frontier_qa.probing.engine.ProgressEvent` values). Modes:
 
 * ``rich``: a progress bar over candidates (out of ``probing.max_candidates`` when set) and a
   live line of counters by class, replay verdicts and the remaining budget;
@@ -134,7 +134,7 @@ class ProbeProgress:
         return " | ".join(parts)
 
     def __call__(self, event: Any) -> None:
-        """Take one :class:`~frontier_qa.engine.ProgressEvent`."""
+        """Take one :class:`~frontier_qa.probing.engine.ProgressEvent`."""
         if event.counts:
             self.counts = dict(event.counts)
         if event.budget:

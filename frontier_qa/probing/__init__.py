@@ -1,0 +1,39 @@
+"""The probe engine: propose, validate, verify, sample, score, classify, record, replay.
+
+=================  ============================================================================
+``engine``         the public entry points :func:`probe` and :func:`replay` and their results
+``settings``       :class:`ProbeSettings`: band, k, sequential policy, sampling, stop rules
+``run``            one run step by step (start / resume, replay, generate, record, finish)
+``case``           one case: sample in rounds, score, ask the judge, classify, build the record
+``validation``     checks on proposals before any target call (format, tool calls, duplicates)
+``verify``         a proposal's reference checked by running its solution in the sandbox
+``sequential``     when to stop sampling a case (Beta-binomial band decision)
+``progress``       the progress callback of ``frontier-qa probe`` (a bar, or lines in CI)
+=================  ============================================================================
+
+The engine imports the scoring core, the runtime's sandbox, the store and the curriculum seam
+(:mod:`frontier_qa.curricula.base`); the curricula, the config, the CLI, the plugin and the
+trainers sit above it. The package is named ``probing`` because ``frontier_qa.probe`` is the
+:func:`probe` function. Names are imported on first use (PEP 562).
+"""
+
+from __future__ import annotations
+
+from frontier_qa import _lazy_exports
+
+_BY_MODULE: dict[str, tuple[str, ...]] = {
+    "frontier_qa.probing.engine": ("probe", "replay", "ProbeResult", "ReplayResult"),
+    "frontier_qa.probing.settings": ("ProbeSettings",),
+    "frontier_qa.probing.run": ("ProgressEvent", "case_id_for"),
+    "frontier_qa.probing.case": ("classify_case",),
+    "frontier_qa.probing.validation": ("Validator", "ValidationResult"),
+    "frontier_qa.probing.sequential": ("SequentialConfig",),
+    "frontier_qa.probing.progress": ("ProbeProgress",),
+}
+_EXPORTS: dict[str, str] = {name: module for module, names in _BY_MODULE.items() for name in names}
+
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
+
+
+__all__ = list(_EXPORTS)
