@@ -470,7 +470,7 @@ def test_a_python_agent_spec_probes_like_an_adapter(tmp_path: Path) -> None:
 def test_tool_call_cases_are_scored_from_the_calls_the_target_made() -> None:
     """A native tool-calling target answers with tool_calls and no text (Tool-R0 cases)."""
     from frontier_qa.scoring.consistency import self_consistency
-    from frontier_qa.curricula.templates import canonical_calls
+    from frontier_qa.scoring.tool_calls import canonical_calls
     from frontier_qa.probing.case import TOOL_CALLS_FORMAT, answers_of
     from frontier_qa.target import Case as _Case
     from frontier_qa.target import ToolCall, Trajectory

@@ -28,7 +28,7 @@ from frontier_qa.curricula.prompted import (
 from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime import open_target
-from frontier_qa.target import Adapter, Case, Sampling, ToolCall, Trajectory
+from frontier_qa.target import Adapter, Case, Sampling, Trajectory
 
 Reply = Callable[[Case, Sampling], "str | None"]
 
@@ -246,59 +246,13 @@ def test_tool_task_whole_menu_when_no_list_and_errors_when_no_calls() -> None:
         assert flagged.case.prompt == "" and reason in flagged.case.metadata["invalid_reason"], bad
 
 
-def test_relaxed_loader_and_call_normalisation() -> None:
-    assert tpl.load_relaxed("[{'name': 'f', 'arguments': {'x': True}}]") == [{"name": "f", "arguments": {"x": True}}]
-    assert tpl.load_relaxed("```json\n{\"a\": 1}\n```") == {"a": 1}
-    assert tpl.load_relaxed("[{'name': 'f', 'arguments': {'x': true, 'y': null}}]")[0]["arguments"] == {
-        "x": True, "y": None}
-    with pytest.raises(ValueError, match="placeholder"):
-        tpl.load_relaxed('[{"name": "f", "arguments": {"x": "…"}}]')
-    with pytest.raises(ValueError, match="unreadable"):
-        tpl.load_relaxed("name=f, x=1")
-    openai_style = {"type": "function", "function": {"name": "refund", "arguments": "{\"order_id\": \"A1\"}"}}
-    assert tpl.normalize_calls(openai_style) == [{"name": "refund", "arguments": {"order_id": "A1"}}]
-    assert tpl.normalize_calls({"name": "get_weather", "city": "Paris"}) == [
-        {"name": "get_weather", "arguments": {"city": "Paris"}}]
-    assert tpl.normalize_calls([{"tool": "f", "parameters": {"a": 1}}]) == [{"name": "f", "arguments": {"a": 1}}]
-    with pytest.raises(ValueError, match="not an object"):
-        tpl.normalize_calls({"name": "f", "arguments": [1, 2]})
-    with pytest.raises(ValueError, match="must be an object"):
-        tpl.normalize_calls(["f"])
-
-
-def test_canonical_calls_and_grounding() -> None:
-    gold = [{"name": "refund", "arguments": {"order_id": "A-17", "amount": 25}},
-            {"name": "search_orders", "arguments": {"customer_email": "ana@example.com"}}]
-    other = [{"name": "search_orders", "arguments": {"customer_email": " ana@example.com "}},
-             {"name": "refund", "arguments": {"amount": "25.0", "order_id": "A-17"}}]
-    assert tpl.canonical_calls(gold) == tpl.canonical_calls(other)  # order, "25.0" ≡ 25, spaces
-    assert tpl.canonical_calls([{"name": "f", "arguments": {"zip": "02139"}}]) != tpl.canonical_calls(
-        [{"name": "f", "arguments": {"zip": 2139}}])  # leading zeros: an identifier, not a number
-    assert tpl.canonical_calls([{"name": "f", "arguments": {"id": "12345678901234567"}}]) == (
-        '[{"arguments":{"id":"12345678901234567"},"name":"f"}]')
+def test_gold_values_must_be_grounded_in_the_question() -> None:
     question = "Refund order A-17 for 25.0 dollars, urgently."
     calls = [{"name": "refund", "arguments": {"order_id": "A-17", "amount": 25.0, "notify": True,
                                               "reason": "late", "tags": ["urgently", "vip"]}}]
     assert tpl.ungrounded_values(question, calls) == ("refund.reason='late'", "refund.tags='vip'")
     assert tpl.ungrounded_values("Order A-170 please", [{"name": "r", "arguments": {"id": "A-17"}}]) == (
         "r.id='A-17'",)  # word boundaries: A-17 is not inside A-170
-
-
-def test_tool_calls_answer_compares_with_the_reference() -> None:
-    gold = [{"name": "refund", "arguments": {"order_id": "A-17", "amount": 25}}]
-    native = Trajectory(text="", tool_calls=(ToolCall("refund", '{"amount": "25", "order_id": "A-17"}'),))
-    assert tpl.tool_calls_answer(native) == tpl.canonical_calls(gold)
-    hermes = Trajectory(text='Sure.\n<tool_call>\n{"name": "refund", "arguments": {"order_id": "A-17", '
-                             '"amount": 25}}\n</tool_call>')
-    assert tpl.tool_calls_answer(hermes) == tpl.canonical_calls(gold)
-    solver = Trajectory(text="<think>x</think><tool_call_answer>[{'name': 'refund', 'arguments': "
-                             "{'order_id': 'A-17', 'amount': 25}}]</tool_call_answer>")
-    assert tpl.tool_calls_answer(solver) == tpl.canonical_calls(gold)
-    fenced = Trajectory(text='I will call:\n```json\n[{"name": "refund", "arguments": {"order_id": "A-17", '
-                             '"amount": 26}}]\n```')
-    assert tpl.tool_calls_answer(fenced) != tpl.canonical_calls(gold)
-    assert tpl.tool_calls_answer(Trajectory(text="The refund is done.")) is None
-    assert tpl.tool_calls_answer(Trajectory(text=None, error="boom")) is None
 
 
 def test_tool_spec_sampling_follows_tool_r0_b3() -> None:

@@ -6,7 +6,7 @@ one task per proposal, with the templates of :mod:`frontier_qa.curricula.templat
 
 * ``math`` / ``general``: Agent0's curriculum prompt (Table 7), answer format ``"boxed"``;
 * ``tools``: Tool-R0 tasks over the user's own tool schemas, answer format ``"json:calls"``
-  (compare with :func:`~frontier_qa.curricula.templates.tool_calls_answer`);
+  (compare with :func:`~frontier_qa.scoring.tool_calls.tool_calls_answer`);
 * ``open_ended``: free-text questions, answer format ``"text"`` (semantic consistency);
 * ``workflow``: multi-step requests to a described agent, answer format ``"text"`` (or
   ``"final_answer"``).

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from frontier_qa.scoring.answers import extract_answer
 from frontier_qa.scoring.consistency import Consistency, consistency_of, self_consistency
+from frontier_qa.scoring.tool_calls import tool_calls_answer
 from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import BudgetExceededError, TargetUnavailableError
 from frontier_qa.store.records import CaseClass, CaseRecord, Interval, Round, case_record, utc_now
@@ -53,8 +54,6 @@ def answers_of(case: Case, trajectories: Sequence[Trajectory]) -> list[str | Non
     Failed samples have no answer (they never vote).
     """
     if case.answer_format == TOOL_CALLS_FORMAT:
-        from frontier_qa.curricula.templates import tool_calls_answer
-
         return [tool_calls_answer(t) if t.ok else None for t in trajectories]
     return [extract_answer(t.text, case.answer_format) if t.ok else None for t in trajectories]
 
