@@ -327,7 +327,7 @@ def test_committed_schema_is_current_and_the_example_validates() -> None:
     def keys(model: type, prefix: str = "") -> set[str]:
         from pydantic import BaseModel
 
-        from frontier_qa.config import _models_in
+        from frontier_qa.config.diagnostics import _models_in
 
         out = set()
         for name, field in model.model_fields.items():

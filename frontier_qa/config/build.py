@@ -1,0 +1,302 @@
+"""From a resolved configuration to the engine's parts: :func:`build_probe`.
+
+Wires the target (limits, one run budget shared by every model of the run, the sample
+cache under the store), the curriculum, the validator (with SAGE's critic when configured),
+the judge, the store and the :class:`~frontier_qa.probing.settings.ProbeSettings`. Option
+values may say ``${ENV_VAR}``: resolved here, when the models are opened, so keys never sit
+in the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import yaml
+
+from frontier_qa.config.schema import BandRange, GateConfig, ModelConfig, ProbeConfig, TargetConfig
+from frontier_qa.curricula.base import Curriculum
+from frontier_qa.errors import ConfigError
+from frontier_qa.probing.sequential import SequentialConfig
+from frontier_qa.probing.settings import ProbeSettings
+from frontier_qa.probing.validation import Validator
+from frontier_qa.reports.gate import GateThresholds
+from frontier_qa.runtime.budget import BudgetTracker
+from frontier_qa.runtime.cache import SampleCache
+from frontier_qa.runtime.limits import Budget, Limits
+from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND, Band
+from frontier_qa.store.case_store import CaseStore, Shard
+from frontier_qa.target import Sampling, Target
+
+
+# --- wiring: config → the engine's parts --------------------------------------------------------
+
+
+class ProbeParts(NamedTuple):
+    """What :func:`build_probe` wires; unpacks as ``(target, curriculum, settings, store,
+    validator, judge)``. ``curriculum`` is ``None`` when it was not asked for (replay)."""
+
+    target: Target
+    curriculum: Curriculum | None
+    settings: ProbeSettings
+    store: CaseStore
+    validator: Validator
+    judge: Target | None
+
+    async def aclose(self) -> None:
+        """Close every model the parts opened (target, curriculum model, critic, judge)."""
+        critic = getattr(self.validator.critic, "model", None)
+        for part in (self.curriculum, critic, self.judge, self.target):
+            close = getattr(part, "aclose", None)
+            if close is not None:
+                await close()
+
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def resolve_options(config: Any, section: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Adapter options with ``${VAR}`` resolved from the environment (top-level strings only:
+    nested mappings such as HTTP headers are resolved by their adapter).
+
+    ``config`` is any loaded config with ``error(key, message, hint)`` (the probe's or the
+    trainer's), so an unset variable is reported by key and where it was set."""
+    out: dict[str, Any] = {}
+    for name, value in options.items():
+        if isinstance(value, str):
+            missing = [m.group(1) for m in _ENV_REF.finditer(value) if m.group(1) not in os.environ]
+            if missing:
+                raise config.error(f"{section}.options.{name}", f"refers to ${{{missing[0]}}}, which is not set",
+                                   f"export {missing[0]}=... before running")
+            value = _ENV_REF.sub(lambda m: os.environ[m.group(1)], value)
+        out[name] = value
+    return out
+
+
+def budget_tracker(config: ProbeConfig) -> BudgetTracker:
+    """One tracker for the whole run: every model of it spends from the same budget."""
+    return BudgetTracker(Budget(**config.budget.model_dump()))
+
+
+def sample_cache(config: ProbeConfig) -> SampleCache | bool:
+    """The sample cache: ``<store>/cache`` by default, a directory, or ``False`` (off)."""
+    cache = config.target.cache
+    if cache is False:
+        return False
+    return SampleCache(Path(config.store) / "cache" if cache is True else Path(str(cache)))
+
+
+def _open(config: ProbeConfig, section: str, model: ModelConfig | TargetConfig, tracker: BudgetTracker,
+          cache: SampleCache | bool, **extra: Any) -> Target:
+    from frontier_qa.runtime import open_target
+
+    assert model.spec is not None
+    try:
+        return open_target(model.spec, limits=Limits.from_dict(model.limits.model_dump()), budget=tracker,
+                           cache=cache, **extra, **resolve_options(config, section, model.options))
+    except ConfigError as err:
+        if err.message.startswith(config.where(f"{section}.spec")):
+            raise
+        raise config.error(f"{section}.spec", err.message, err.hint or "check the spec and its options") from None
+
+
+def build_settings(config: ProbeConfig) -> ProbeSettings:
+    """The engine's :class:`~frontier_qa.probing.settings.ProbeSettings` from ``probing`` and ``shard``."""
+    from frontier_qa.probing.engine import ProbeSettings
+
+    p = config.probing
+    if isinstance(p.band, BandRange):
+        band = Band(p.band.low, p.band.high, name="custom")
+    else:
+        band = TOOL_R0_BAND if p.band == "tool-r0" else AGENT0_BAND
+    s = p.sampling
+    return ProbeSettings(
+        band=band,
+        k=p.k,
+        sequential=SequentialConfig(confidence=p.confidence) if p.sequential else None,
+        sampling=Sampling(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,
+                          stop=tuple(s.stop), seed=s.seed),
+        batch_size=p.batch_size,
+        max_candidates=p.max_candidates,
+        saturation_window=p.saturation_window,
+        saturation_min_new=p.saturation_min_new,
+        max_concurrent_cases=p.concurrency,
+        explore_rate=p.explore_rate,
+        predict_difficulty=p.predict_difficulty,
+        seed=p.seed,
+        shard=Shard.parse(config.shard) if config.shard else None,
+        replay_first=p.replay_first,
+        verify_references=p.verify_references,
+        replay_scope=p.replay_scope,
+        max_replay=p.max_replay,
+        embedder=p.embedder,
+    )
+
+
+def gate_thresholds(gate: GateConfig) -> GateThresholds:
+    """The gate section as :class:`~frontier_qa.reports.GateThresholds`."""
+    return GateThresholds(**gate.model_dump())
+
+
+def load_tools(config: ProbeConfig) -> list[dict[str, Any]]:
+    """The OpenAI tool schemas of ``curriculum.tools`` (a JSON or YAML list, or ``{tools: [...]}``)."""
+    path = config.curriculum.tools
+    if path is None:
+        return []
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        loaded = yaml.safe_load(text)  # JSON is YAML
+    except OSError as err:
+        raise config.error("curriculum.tools", f"cannot read {path}: {err.strerror}", "check the path") from None
+    except yaml.YAMLError as err:
+        raise config.error("curriculum.tools", f"{path} is not valid JSON/YAML: {err}", "fix the file") from None
+    if isinstance(loaded, dict) and "tools" in loaded:
+        loaded = loaded["tools"]
+    if not isinstance(loaded, list) or not all(isinstance(t, dict) for t in loaded):
+        raise config.error("curriculum.tools", f"{path} must hold a list of tool schemas",
+                           'write [{"type": "function", "function": {"name": ..., "parameters": ...}}, ...]')
+    return loaded
+
+
+def load_examples(config: ProbeConfig) -> list[dict[str, Any]] | None:
+    """The few-shot worked examples of ``curriculum.examples`` (a JSONL file or a YAML/JSON list)."""
+    path = config.curriculum.examples
+    if path is None:
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        if path.endswith(".jsonl"):
+            loaded: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            loaded = yaml.safe_load(text)
+    except OSError as err:
+        raise config.error("curriculum.examples", f"cannot read {path}: {err.strerror}", "check the path") from None
+    except (ValueError, yaml.YAMLError) as err:
+        raise config.error("curriculum.examples", f"{path} is not valid JSONL/YAML: {err}", "fix the file") from None
+    if not isinstance(loaded, list) or not all(isinstance(row, dict) for row in loaded):
+        raise config.error("curriculum.examples", f"{path} must hold a list of worked examples",
+                           'write rows like {"problem": "...", "answer": "...", "program": "print(...)"}')
+    from frontier_qa.curricula.few_shot import load_examples as check_examples
+
+    try:
+        check_examples(loaded)
+    except ConfigError as err:
+        raise config.error("curriculum.examples", f"{path}: {err.message}", err.hint or "fix the file") from None
+    return loaded
+
+
+def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleCache | bool) -> Curriculum:
+    """The curriculum: cases from a file, or a (trained) model prompted for tasks."""
+    c = config.curriculum
+    if c.type == "file":
+        if not c.path:
+            raise config.error("curriculum.type", "a file curriculum needs curriculum.path",
+                               "set curriculum.path to a JSONL/YAML file of cases (or pass --curriculum FILE)")
+        from frontier_qa.curricula.file import FileCurriculum
+
+        return FileCurriculum(c.path, shuffle=c.shuffle, seed=config.probing.seed, limit=c.limit)
+    if c.model is None:
+        example = "hf:/runs/curriculum/checkpoint-50" if c.type == "trained" else "litellm:openai/gpt-4o-mini"
+        raise config.error("curriculum.type", f"a {c.type} curriculum needs curriculum.model",
+                           f"set curriculum.model to a target spec, e.g. {example}")
+    model = c.model
+    if c.type == "trained" and not model.spec.startswith("hf:"):
+        if ":" in model.spec.split("/", 1)[0]:
+            raise config.error("curriculum.model.spec", f"{model.spec!r} is not a trained checkpoint",
+                               "a trained curriculum is an hf:/path/to/checkpoint (or use type: prompted)")
+        model = model.model_copy(update={"spec": f"hf:{model.spec}"})
+    if c.domain == "tools" and not c.tools:
+        raise config.error("curriculum.domain", "the tools domain writes tasks for your tools, but none are given",
+                           "set curriculum.tools to a JSON/YAML file of OpenAI tool schemas (or pass --tools FILE)")
+    if c.domain == "workflow" and not (c.agent_description or "").strip():
+        raise config.error("curriculum.domain", "the workflow domain needs a description of the agent under test",
+                           "set curriculum.agent_description, e.g. 'a support agent that can search and refund orders'")
+    from frontier_qa.curricula.prompted import PromptedCurriculum
+
+    tools = load_tools(config)
+    examples = load_examples(config)
+    opened = _open(config, "curriculum.model", model, tracker, cache)
+    s = c.sampling
+    try:
+        return PromptedCurriculum(
+            opened,
+            domain=c.domain,
+            tools=tools,
+            agent_description=c.agent_description,
+            topics=c.topics or None,
+            sampling=Sampling(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,
+                              stop=tuple(s.stop), seed=s.seed),
+            seed=config.probing.seed,
+            history_examples=c.history_examples,
+            ask_solution=c.ask_solution,
+            ask_difficulty=c.ask_difficulty,
+            answer_format=c.answer_format,
+            close_model=True,
+            style=c.style,
+            examples=examples,
+            dedupe_threshold=config.validation.dedupe_threshold,
+        )
+    except ConfigError as err:
+        _close_now([opened])
+        key = ("curriculum.examples" if err.message.startswith("examples are used")
+               else "curriculum.style" if "style" in err.message else "curriculum.domain")
+        raise config.error(key, err.message, err.hint or "see configs/example.yaml") from None
+
+
+def build_probe(config: ProbeConfig, *, curriculum: bool = True) -> ProbeParts:
+    """Wire a config to the engine's parts.
+
+    Args:
+        config: the resolved configuration (:func:`load_config`).
+        curriculum: also build the curriculum (``False`` for replay, which needs none).
+
+    Returns:
+        :class:`ProbeParts`: ``(target, curriculum, settings, store, validator, judge)``;
+        ``await parts.aclose()`` closes every model it opened.
+
+    Raises:
+        ConfigError: no target, a missing curriculum model or file, an unknown spec, an
+            unset ``${VAR}``; the message names the key and where it was set.
+    """
+    if not config.target.spec:
+        raise config.error("target.spec", "no target to probe",
+                           "pass --target SPEC, set 'target:' in the config, or export FRONTIER_QA_TARGET")
+    settings = build_settings(config)
+    tracker = budget_tracker(config)
+    cache = sample_cache(config)
+    tool_options = {"tool_options": config.target.tool_options} if config.target.tool_options else {}
+    target = _open(config, "target", config.target, tracker, cache, **tool_options)
+    opened: list[Any] = [target]
+    try:
+        cur = build_curriculum(config, tracker, cache) if curriculum else None
+        opened.append(cur)
+        critic = None
+        if config.validation.critic is not None:
+            from frontier_qa.curricula.critic import SageCritic
+
+            c = config.validation.critic
+            critic_model = _open(config, "validation.critic", c, tracker, cache)
+            opened.append(critic_model)
+            critic = SageCritic(critic_model, c.threshold, on_error=c.on_error)
+        judge = _open(config, "probing.judge", config.probing.judge, tracker, cache) if config.probing.judge else None
+        validator = Validator(critic=critic, dedupe_threshold=config.validation.dedupe_threshold)
+    except BaseException:
+        _close_now(opened)
+        raise
+    return ProbeParts(target, cur, settings, CaseStore(config.store), validator, judge)
+
+
+def _close_now(parts: Iterable[Any]) -> None:
+    # building failed half-way: close what was opened (no event loop is running here)
+    import asyncio
+
+    async def close() -> None:
+        for part in parts:
+            if hasattr(part, "aclose"):
+                await part.aclose()
+
+    asyncio.run(close())

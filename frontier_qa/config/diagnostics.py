@@ -1,0 +1,129 @@
+"""Configuration errors that name the key, where it was set and the fix.
+
+A pydantic :class:`~pydantic.ValidationError` becomes one :class:`~frontier_qa.errors.ConfigError`
+listing every bad key in file order, each as ``WHERE: KEY: PROBLEM`` plus a ``fix:`` line,
+with "did you mean" for misspelt keys and values and the bounds of numbers out of range;
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+from frontier_qa.config.schema import Path_, ProbeConfig
+from frontier_qa.errors import ConfigError
+
+if TYPE_CHECKING:
+    from frontier_qa.config.layers import Sources
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def _literals_in(annotation: Any) -> list[str]:
+    if get_origin(annotation) is Literal:
+        return [str(a) for a in get_args(annotation)]
+    return [v for arg in get_args(annotation) for v in _literals_in(arg)]
+
+
+def _clean(loc: tuple[Any, ...], data: Any) -> tuple[Path_, list[type[BaseModel]], Any]:
+    """Pydantic's error location as a key path (union tags dropped), the models at its
+    parent, and the field annotation at its end."""
+    models: list[type[BaseModel]] = [ProbeConfig]
+    parents = models
+    node: Any = data
+    path: list[str | int] = []
+    annotation: Any = ProbeConfig
+    for part in loc:
+        fields = {name: m.model_fields[name] for m in models for name in m.model_fields}
+        if isinstance(node, list) and isinstance(part, int):
+            path.append(part)
+            node = node[part] if 0 <= part < len(node) else None
+            annotation = get_args(annotation)[0] if get_args(annotation) else annotation
+            models = _models_in(annotation)
+        elif (isinstance(node, Mapping) and part in node) or part in fields:
+            path.append(part)
+            parents = models
+            node = node.get(part) if isinstance(node, Mapping) else None
+            annotation = fields[part].annotation if part in fields else None
+            models = _models_in(annotation)
+        # anything else is a union member's tag ("BandRange", "literal[...]", "str"): skip it
+    return tuple(path), parents, annotation
+
+
+_FIXES = {
+    "int": "set {key} to a whole number",
+    "float": "set {key} to a number",
+    "bool": "set {key} to true or false",
+    "string": "set {key} to a string (quote it)",
+    "list": "set {key} to a list, e.g. [a, b]",
+    "dict": "write {key} as a mapping of keys",
+    "model": "write {key} as a mapping of keys",
+}
+
+
+def _line_of(where: str) -> tuple[int, str, int]:
+    file, _, line = where.rpartition(":")
+    return (0, file, int(line)) if line.isdigit() else (1, where, 0)
+
+
+def _describe(error: Mapping[str, Any], data: dict[str, Any], sources: Sources) -> tuple[Path_, str]:
+    path, parents, annotation = _clean(tuple(error["loc"]), data)
+    key = ".".join(map(str, path)) or "(top level)"
+    where = sources.where(path) if path else sources.where(("version",))
+    kind = error["type"]
+    given = error.get("input")
+    if kind == "extra_forbidden":
+        name = str(path[-1])
+        known = sorted({f for m in parents for f in m.model_fields})
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        fix = f"did you mean '{close[0]}'?" if close else f"known keys here: {', '.join(known)}"
+        return path, f"{where}: {key}: unknown key\n  fix: {fix}"
+    if kind == "missing":
+        return path, f"{where}: {key}: required key is missing\n  fix: add '{path[-1]}:'"
+    if kind == "literal_error" and isinstance(given, str):
+        choices = _literals_in(annotation) or [str(error.get("ctx", {}).get("expected", ""))]
+        close = difflib.get_close_matches(given, choices, n=1, cutoff=0.5)
+        fix = (f"did you mean '{close[0]}'? " if close else "") + f"use one of: {', '.join(choices)}"
+        if _models_in(annotation):
+            fix += " (or a mapping such as {low: 0.3, high: 0.8})"
+        return path, f"{where}: {key}: {given!r} is not allowed\n  fix: {fix}"
+    shown = "" if isinstance(given, (dict, list)) or given is None else f" (got {given!r})"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    ctx = error.get("ctx") or {}
+    bound = {"greater_than": "> {gt}", "greater_than_equal": ">= {ge}", "less_than": "< {lt}",
+             "less_than_equal": "<= {le}"}.get(kind)
+    if bound is not None:
+        fix = f"set {key} to a number {bound.format(**ctx)}"
+    else:
+        fix = _FIXES.get(kind.split("_")[0], "").format(key=key) or f"see `frontier-qa schema` for {key}"
+    return path, f"{where}: {key}: {message}{shown}\n  fix: {fix}"
+
+
+def _report(err: ValidationError, data: dict[str, Any], sources: Sources) -> ConfigError:
+    described: dict[Path_, list[tuple[bool, str]]] = {}
+    for error in err.errors():
+        path, text = _describe(error, data, sources)
+        # a union (band: a preset or a mapping) fails once per member; the telling error is
+        # the one of the member the value was meant for: not a type mismatch, nor a preset
+        # name check on a mapping
+        kind = error["type"]
+        off = kind.endswith("_type") or (kind == "literal_error" and not isinstance(error.get("input"), str))
+        described.setdefault(path, []).append((off, text))
+    lines = []
+    for entries in sorted(described.values(), key=lambda e: _line_of(e[0][1].split(": ", 1)[0])):
+        lines.append(next((t for off, t in entries if not off), entries[0][1]))
+    head = "the configuration is invalid:" if len(lines) > 1 else "the configuration is invalid: "
+    body = "\n".join(f"  {line}".replace("\n  fix:", "\n    fix:") for line in lines) if len(lines) > 1 else lines[0]
+    return ConfigError(head + ("\n" if len(lines) > 1 else "") + body,
+                       hint="`frontier-qa schema` prints every key; configs/example.yaml explains them")
