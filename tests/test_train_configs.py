@@ -302,7 +302,7 @@ def test_the_trainer_modules_import_without_torch_or_trl(tmp_path: Path) -> None
 
     heavy = ("torch", "transformers", "trl", "peft", "vllm", "sentence_transformers")
     code = ("import sys, frontier_qa.train, frontier_qa.train.config, frontier_qa.train.prompts, "
-            "frontier_qa.train.reward, frontier_qa.train.tasks, frontier_qa.train.curriculum, frontier_qa.cli_train;"
+            "frontier_qa.train.reward, frontier_qa.train.tasks, frontier_qa.train.curriculum, frontier_qa.cli.train;"
             f"print([m for m in {heavy!r} if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -467,7 +467,6 @@ def test_an_adapter_without_its_base_model_says_how_to_fix_it(tmp_path: Path) ->
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]):  # noqa: ANN201
     """Run ``frontier-qa ARGS`` in this process: (exit code, stdout + stderr)."""
-    import frontier_qa.cli_train  # noqa: F401 - registers the train commands
     from frontier_qa.cli import main
 
     def run(*args: str) -> tuple[int, str]:

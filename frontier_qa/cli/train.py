@@ -25,16 +25,7 @@ from typing import Any, Optional
 
 import typer
 
-from frontier_qa.cli import app
 from frontier_qa.config import Override, parse_set
-
-train_app = typer.Typer(
-    name="train",
-    help="Train a curriculum against your agent (Agent0 §3.2), or co-evolve both agents (Algorithm 1).",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
 
 _FLAGS = {
     "model": ("model.path", "--model"),
@@ -54,7 +45,6 @@ def overrides(flags: dict[str, Any], sets: list[str]) -> list[Override]:
     return out + [parse_set(text) for text in sets]
 
 
-@train_app.command("curriculum")
 def curriculum(
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="Training config (configs/train/*.yaml)."),
     model: Optional[str] = typer.Option(None, "--model", help="Curriculum model: folder, alias or cached name."),
@@ -104,7 +94,6 @@ def curriculum(
         typer.echo(f"LoRA adapter: {result.adapter}")
 
 
-@train_app.command("coevolve")
 def coevolve(
     config: Path = typer.Option(..., "--config", "-c", help="Co-evolution config (configs/coevolve/*.yaml)."),
     iterations: Optional[int] = typer.Option(None, "--iterations", help="T, the number of iterations."),
@@ -142,7 +131,6 @@ def coevolve(
     typer.echo(f"curriculum: {result.curriculum_model}")
 
 
-@train_app.command("merge")
 def merge(
     adapter: Path = typer.Argument(..., help="A LoRA checkpoint (checkpoint-N or final-adapter)."),
     out: Path = typer.Option(..., "--out", help="Where the merged model folder goes."),
@@ -159,7 +147,6 @@ def merge(
     typer.echo(f"merged model: {folder}")
 
 
-@train_app.command("summary")
 def summary(
     run: Path = typer.Argument(..., help="A run folder (or its tasks.jsonl)."),
 ) -> None:
@@ -177,11 +164,20 @@ def summary(
                    f"{cell(s.tool):>5}  {s.repetition:10.3f}  {cell(s.reward):>6}  {cell(s.frontier):>8}")
 
 
-def register(target_app: typer.Typer) -> None:
-    """Add the ``train`` commands to ``target_app`` (done for ``frontier_qa.cli.app`` on import)."""
-    target_app.add_typer(train_app, name="train")
+def register(app: typer.Typer) -> None:
+    """Add the ``train`` command group (curriculum, coevolve, merge, summary) to ``app``."""
+    train_app = typer.Typer(
+        name="train",
+        help="Train a curriculum against your agent (Agent0 §3.2), or co-evolve both agents (Algorithm 1).",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    train_app.command("curriculum")(curriculum)
+    train_app.command("coevolve")(coevolve)
+    train_app.command("merge")(merge)
+    train_app.command("summary")(summary)
+    app.add_typer(train_app, name="train")
 
 
-register(app)
-
-__all__ = ["overrides", "register", "train_app"]
+__all__ = ["overrides", "register"]

@@ -23,7 +23,6 @@ from typing import Any, Optional
 import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from frontier_qa.cli import app
 from frontier_qa.errors import ConfigError
 
 
@@ -187,7 +186,6 @@ def _print_table(results: list[dict[str, Any]], band: str) -> None:
     console.print(f"frontier (in band): {len(frontier)}/{len(results)}: {', '.join(frontier) or '-'}")
 
 
-@app.command("score")
 def score_command(
     path: str = typer.Argument(..., help="JSONL of recorded runs (one task and its k answers per line), or -"),
     preset: str = typer.Option("paper", help="Reward constants: paper | agent0-compat."),
@@ -212,3 +210,8 @@ def score_command(
         typer.echo("\n".join(lines))
     else:
         _print_table(results, band)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``score`` to ``app``."""
+    app.command("score")(score_command)

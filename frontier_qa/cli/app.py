@@ -1,8 +1,11 @@
-"""The ``frontier-qa`` command line.
+"""The ``frontier-qa`` command: the root options, the commands, the exit codes.
 
 Exit codes: 0 success / gate passed, 1 gate failed, 2 usage or configuration error.
 A :class:`~frontier_qa.errors.FrontierQAError` is printed as a message with its fix,
 never as a traceback.
+
+:func:`build_app` registers every command explicitly (each command module has a
+``register(app)``); importing a command module adds nothing anywhere.
 """
 
 from __future__ import annotations
@@ -19,14 +22,6 @@ EXIT_OK = 0
 EXIT_GATE_FAILED = 1
 EXIT_USAGE = 2
 
-app = typer.Typer(
-    name="frontier-qa",
-    help="Find where an AI agent's ability ends: generate, score and replay frontier test cases.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
 
 def _version(value: bool) -> None:
     if value:
@@ -34,7 +29,6 @@ def _version(value: bool) -> None:
         raise typer.Exit(EXIT_OK)
 
 
-@app.callback()
 def _root(
     version: Optional[bool] = typer.Option(  # noqa: UP007 - typer needs Optional on 3.10
         None, "--version", callback=_version, is_eager=True, help="Print the version and exit."
@@ -43,15 +37,31 @@ def _root(
     """frontier-qa command line."""
 
 
-def _register_commands() -> None:
-    # Each command module adds itself to ``app``; imported here so ``frontier_qa.cli``
-    # stays importable even while a command's optional dependency is missing.
-    from frontier_qa import cli_probe, cli_score, cli_train  # noqa: F401
+def build_app() -> typer.Typer:
+    """The ``frontier-qa`` Typer app with every command registered.
+
+    The command modules are imported here, not at module level, so that ``frontier_qa.cli``
+    stays importable even while a command's optional dependency is missing.
+    """
+    from frontier_qa.cli import probe, score, train
+
+    app = typer.Typer(
+        name="frontier-qa",
+        help="Find where an AI agent's ability ends: generate, score and replay frontier test cases.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    app.callback()(_root)
+    probe.register(app)  # probe, replay, export, merge, schema
+    score.register(app)  # score
+    train.register(app)  # train curriculum | coevolve | merge | summary
+    return app
 
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the process exit code."""
-    _register_commands()
+    app = build_app()
     try:
         # With standalone_mode=False click returns the code of a raised Exit instead of exiting.
         rc = app(args=argv, standalone_mode=False)

@@ -22,13 +22,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from frontier_qa.cli import EXIT_OK, EXIT_USAGE, app
+from frontier_qa.cli.app import EXIT_OK, EXIT_USAGE
 from frontier_qa.config import (
     Override,
     ProbeConfig,
@@ -85,43 +85,70 @@ def _band(text: str) -> Any:
     raise ConfigError(f"--band {text!r} is not understood", hint="use agent0, tool-r0 or LOW:HIGH, e.g. 0.3:0.8")
 
 
-def overrides(flags: dict[str, Any], sets: Sequence[str]) -> list[Override]:
+FlagRule = Callable[[Any], "list[Override]"]
+"""How a given flag's value becomes config overrides."""
+
+
+def _to(key: str, flag: str) -> FlagRule:
+    """The value goes to ``key`` as given (a path as its string)."""
+    return lambda value: [Override(key, str(value) if isinstance(value, Path) else value, f"{flag} {value}")]
+
+
+def _fixed(key: str, value: Any, flag: str) -> FlagRule:
+    """A switch: when given, ``key`` gets ``value``."""
+    return lambda _: [Override(key, value, flag)]
+
+
+# Every config flag of the commands below, by parameter name. A command passes the flags it
+# has to overrides() by these names; a flag not in the table is a programming error.
+FLAGS: dict[str, FlagRule] = {
+    "target": _to("target.spec", "--target"),
+    "curriculum": _curriculum,
+    "domain": _to("curriculum.domain", "--domain"),
+    "topic": lambda value: [Override("curriculum.topics", list(value), "--topic")],
+    "tools": _to("curriculum.tools", "--tools"),
+    "budget_calls": _to("budget.max_calls", "--budget-calls"),
+    "budget_tokens": _to("budget.max_tokens", "--budget-tokens"),
+    "max_cost_usd": _to("budget.max_cost_usd", "--max-cost-usd"),
+    "k": _to("probing.k", "--k"),
+    "band": lambda value: [Override("probing.band", _band(value), f"--band {value}")],
+    "max_candidates": _to("probing.max_candidates", "--max-candidates"),
+    "concurrency": _to("probing.concurrency", "--concurrency"),
+    "seed": _to("probing.seed", "--seed"),
+    "judge": _to("probing.judge.spec", "--judge"),
+    "critic": _to("validation.critic.spec", "--critic"),
+    "scope": _to("probing.replay_scope", "--scope"),
+    "max_replay": _to("probing.max_replay", "--max-replay"),
+    "no_replay": _fixed("probing.replay_first", False, "--no-replay"),
+    "out": _to("output.dir", "--out"),
+    "store": _to("store", "--store"),
+    "shard": _to("shard", "--shard"),
+    "suite": _to("replay.suite", "--suite"),
+    "formats": lambda value: [Override("output.formats", list(value), "--format")],
+    "frontier_as_failure": _fixed("output.frontier_as_failure", True, "--frontier-as-failure"),
+    "max_failures": _to("gate.max_failures", "--max-failures"),
+    "max_frontier_share": _to("gate.max_frontier_share", "--max-frontier-share"),
+    "max_regressions": _to("gate.max_regressions", "--max-regressions"),
+}
+# ``replay`` has a gate of its own (regressions fail it; known failures in a suite do not).
+REPLAY_FLAGS: dict[str, FlagRule] = {
+    **FLAGS,
+    "max_failures": _to("replay.gate.max_failures", "--max-failures"),
+    "max_regressions": _to("replay.gate.max_regressions", "--max-regressions"),
+    "max_flaky": _to("replay.gate.max_flaky", "--max-flaky"),
+}
+
+
+def overrides(flags: Mapping[str, Any], sets: Sequence[str], table: Mapping[str, FlagRule] = FLAGS) -> list[Override]:
     """Flag values (``None``: not given) as config overrides; ``--set`` ones last (they win)."""
-    keys = {
-        "target": ("target.spec", "--target"), "store": ("store", "--store"), "out": ("output.dir", "--out"),
-        "budget_calls": ("budget.max_calls", "--budget-calls"), "max_cost_usd": ("budget.max_cost_usd", "--max-cost-usd"),
-        "budget_tokens": ("budget.max_tokens", "--budget-tokens"), "k": ("probing.k", "--k"),
-        "seed": ("probing.seed", "--seed"), "max_candidates": ("probing.max_candidates", "--max-candidates"),
-        "judge": ("probing.judge.spec", "--judge"), "critic": ("validation.critic.spec", "--critic"),
-        "shard": ("shard", "--shard"), "domain": ("curriculum.domain", "--domain"),
-        "tools": ("curriculum.tools", "--tools"), "concurrency": ("probing.concurrency", "--concurrency"),
-        "scope": ("probing.replay_scope", "--scope"), "max_replay": ("probing.max_replay", "--max-replay"),
-        "suite": ("replay.suite", "--suite"),
-    }
     out: list[Override] = []
     for name, value in flags.items():
         if value is None or value == [] or value is False:
             continue
-        if name in keys:
-            key, flag = keys[name]
-            out.append(Override(key, str(value) if isinstance(value, Path) else value, f"{flag} {value}"))
-        elif name == "curriculum":
-            out += _curriculum(value)
-        elif name == "band":
-            out.append(Override("probing.band", _band(value), f"--band {value}"))
-        elif name == "topic":
-            out.append(Override("curriculum.topics", list(value), "--topic"))
-        elif name == "formats":
-            out.append(Override("output.formats", list(value), "--format"))
-        elif name == "no_replay":
-            out.append(Override("probing.replay_first", False, "--no-replay"))
-        elif name == "frontier_as_failure":
-            out.append(Override("output.frontier_as_failure", True, "--frontier-as-failure"))
-        elif name.startswith("gate:"):
-            key = name[5:]
-            out.append(Override(key, value, f"--{key.rsplit('.', 1)[-1].replace('_', '-')} {value}"))
-        else:  # pragma: no cover - a flag added without a mapping
+        rule = table.get(name)
+        if rule is None:  # pragma: no cover - a flag added without a table entry
             raise AssertionError(f"flag {name} has no config key")
+        out += rule(value)
     return out + [parse_set(s) for s in sets]
 
 
@@ -254,7 +281,6 @@ def _budget_line(parts: ProbeParts) -> str | None:
 # --- commands --------------------------------------------------------------------------------------
 
 
-@app.command("probe")
 def probe_command(
     resume_run: Optional[str] = typer.Argument(None, help="With --resume: the run to continue."),
     config: Optional[Path] = _CONFIG,
@@ -290,11 +316,12 @@ def probe_command(
     show_config: bool = _SHOW,
 ) -> None:
     """Probe a target: generate cases, sample them, classify, record, report and gate."""
-    flags = {name: value for name, value in locals().items()
-             if name not in ("resume_run", "config", "run_id", "resume", "sets", "progress", "show_config",
-                             "max_failures", "max_frontier_share", "max_regressions")}
-    flags.update({"gate:gate.max_failures": max_failures, "gate:gate.max_frontier_share": max_frontier_share,
-                  "gate:gate.max_regressions": max_regressions})
+    flags = {"target": target, "curriculum": curriculum, "domain": domain, "topic": topic, "tools": tools,
+             "budget_calls": budget_calls, "budget_tokens": budget_tokens, "max_cost_usd": max_cost_usd, "k": k,
+             "band": band, "max_candidates": max_candidates, "concurrency": concurrency, "seed": seed,
+             "judge": judge, "critic": critic, "out": out, "store": store, "shard": shard, "no_replay": no_replay,
+             "frontier_as_failure": frontier_as_failure, "max_failures": max_failures,
+             "max_frontier_share": max_frontier_share, "max_regressions": max_regressions, "formats": formats}
     if resume_run and not resume:
         raise ConfigError(f"unexpected argument {resume_run!r}", hint=f"to continue that run, write --resume {resume_run}")
     if resume_run and run_id and resume_run != run_id:
@@ -329,7 +356,6 @@ def probe_command(
     raise typer.Exit(code)
 
 
-@app.command("replay")
 def replay_command(
     config: Optional[Path] = _CONFIG,
     target: Optional[str] = _TARGET,
@@ -355,13 +381,12 @@ def replay_command(
     show_config: bool = _SHOW,
 ) -> None:
     """Replay stored cases (or a committed suite) against the target; report regressions and flaky failures."""
-    flags = {name: value for name, value in locals().items()
-             if name not in ("config", "run_id", "sets", "progress", "show_config", "max_failures",
-                             "max_regressions", "max_flaky")}
-    flags.update({"gate:replay.gate.max_failures": max_failures, "gate:replay.gate.max_regressions": max_regressions,
-                  "gate:replay.gate.max_flaky": max_flaky})
+    flags = {"target": target, "suite": suite, "scope": scope, "max_replay": max_replay, "budget_calls": budget_calls,
+             "max_cost_usd": max_cost_usd, "k": k, "seed": seed, "judge": judge, "out": out, "store": store,
+             "shard": shard, "frontier_as_failure": frontier_as_failure, "max_failures": max_failures,
+             "max_regressions": max_regressions, "max_flaky": max_flaky, "formats": formats}
     _check_progress(progress)
-    cfg = load_config(config, overrides(flags, sets))
+    cfg = load_config(config, overrides(flags, sets, REPLAY_FLAGS))
     if show_config:
         _show(cfg)
         return
@@ -410,7 +435,6 @@ def _new_run_id() -> str:
     return new_run_id()
 
 
-@app.command("export")
 def export_command(
     suite: Path = typer.Option(..., "--suite", help="Suite file to write (*.yaml or *.jsonl), e.g. tests/frontier_suite.yaml."),
     config: Optional[Path] = _CONFIG,
@@ -443,7 +467,6 @@ def export_command(
     typer.echo(f"exported {count} case(s) ({', '.join(wanted)}) to {suite}")
 
 
-@app.command("merge")
 def merge_command(
     stores: list[Path] = typer.Argument(..., help="Stores to merge (e.g. the shards' .frontier-qa folders)."),
     into: Optional[Path] = typer.Option(None, "--into", help="Store to merge into (default: the configured store)."),
@@ -457,7 +480,7 @@ def merge_command(
 ) -> None:
     """Merge case stores (CI shards) into one, without duplicates; optionally report on the merged runs."""
     flags = {"store": into, "out": out, "frontier_as_failure": frontier_as_failure, "formats": formats,
-             "gate:gate.max_failures": max_failures, "gate:gate.max_frontier_share": max_frontier_share}
+             "max_failures": max_failures, "max_frontier_share": max_frontier_share}
     cfg = load_config(config, overrides(flags, sets))
     target = CaseStore(cfg.store)
     run_ids = sorted({rid for s in stores for rid in CaseStore(s).run_ids()})
@@ -477,7 +500,6 @@ def _merged_run(store: CaseStore, run_ids: Sequence[str]) -> RunRecord | None:
     return runs[0] if len(runs) == 1 else None
 
 
-@app.command("schema")
 def schema_command(
     out: Optional[Path] = typer.Option(None, "--out", help="Write the schema to this file instead of stdout."),
 ) -> None:
@@ -491,4 +513,14 @@ def schema_command(
     typer.echo(f"wrote {out}")
 
 
-__all__ = ["CASES_FILE", "EXIT_INTERRUPTED", "EXIT_USAGE", "overrides", "write_outputs"]
+def register(app: typer.Typer) -> None:
+    """Add ``probe``, ``replay``, ``export``, ``merge`` and ``schema`` to ``app``."""
+    app.command("probe")(probe_command)
+    app.command("replay")(replay_command)
+    app.command("export")(export_command)
+    app.command("merge")(merge_command)
+    app.command("schema")(schema_command)
+
+
+__all__ = ["CASES_FILE", "EXIT_INTERRUPTED", "EXIT_USAGE", "FLAGS", "REPLAY_FLAGS", "overrides", "register",
+           "write_outputs"]

@@ -1,0 +1,91 @@
+"""Every config flag of ``probe`` and ``replay`` reaches its config key (read back with --show-config).
+
+The commands pass their flags to :func:`frontier_qa.cli.probe.overrides` by name through one
+table (``FLAGS`` / ``REPLAY_FLAGS``); these tests fail when a command forgets a flag, or a
+table entry points at the wrong key.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from frontier_qa.cli import main
+from frontier_qa.cli.app import build_app
+from frontier_qa.cli.probe import FLAGS, REPLAY_FLAGS
+
+# parameter name -> (command-line arguments, config key path, expected value)
+PROBE_CASES: dict[str, tuple[list[str], str, object]] = {
+    "target": (["--target", "litellm:openai/x"], "target.spec", "litellm:openai/x"),
+    "curriculum": (["--curriculum", "prompted:litellm:openai/y"], "curriculum.model.spec", "litellm:openai/y"),
+    "domain": (["--domain", "general"], "curriculum.domain", "general"),
+    "topic": (["--topic", "a", "--topic", "b"], "curriculum.topics", ["a", "b"]),
+    "tools": (["--tools", "tools.json"], "curriculum.tools", "tools.json"),
+    "budget_calls": (["--budget-calls", "7"], "budget.max_calls", 7),
+    "budget_tokens": (["--budget-tokens", "9"], "budget.max_tokens", 9),
+    "max_cost_usd": (["--max-cost-usd", "1.5"], "budget.max_cost_usd", 1.5),
+    "k": (["--k", "3"], "probing.k", 3),
+    "band": (["--band", "0.2:0.7"], "probing.band", {"low": 0.2, "high": 0.7}),
+    "max_candidates": (["--max-candidates", "5"], "probing.max_candidates", 5),
+    "concurrency": (["--concurrency", "2"], "probing.concurrency", 2),
+    "seed": (["--seed", "4"], "probing.seed", 4),
+    "judge": (["--judge", "litellm:openai/j"], "probing.judge.spec", "litellm:openai/j"),
+    "critic": (["--critic", "litellm:openai/c"], "validation.critic.spec", "litellm:openai/c"),
+    "out": (["--out", "reports"], "output.dir", "reports"),
+    "store": (["--store", "cases"], "store", "cases"),
+    "shard": (["--shard", "2/4"], "shard", "2/4"),
+    "no_replay": (["--no-replay"], "probing.replay_first", False),
+    "frontier_as_failure": (["--frontier-as-failure"], "output.frontier_as_failure", True),
+    "max_failures": (["--max-failures", "3"], "gate.max_failures", 3),
+    "max_frontier_share": (["--max-frontier-share", "0.5"], "gate.max_frontier_share", 0.5),
+    "max_regressions": (["--max-regressions", "2"], "gate.max_regressions", 2),
+    "formats": (["--format", "md", "--format", "json"], "output.formats", ["md", "json"]),
+}
+REPLAY_CASES: dict[str, tuple[list[str], str, object]] = {
+    "suite": (["--suite", "suite.yaml"], "replay.suite", "suite.yaml"),
+    "scope": (["--scope", "all"], "probing.replay_scope", "all"),
+    "max_replay": (["--max-replay", "3"], "probing.max_replay", 3),
+    "max_failures": (["--max-failures", "1"], "replay.gate.max_failures", 1),
+    "max_regressions": (["--max-regressions", "4"], "replay.gate.max_regressions", 4),
+    "max_flaky": (["--max-flaky", "5"], "replay.gate.max_flaky", 5),
+}
+
+
+def _resolved(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
+    capsys.readouterr()
+    assert main([*args, "--show-config"]) == 0, capsys.readouterr().err
+    return yaml.safe_load(capsys.readouterr().out)
+
+
+def _at(config: dict, path: str) -> object:
+    for key in path.split("."):
+        config = config[key]
+    return config
+
+
+def test_every_flag_in_the_tables_is_checked_here() -> None:
+    assert set(PROBE_CASES) | set(REPLAY_CASES) == set(FLAGS) | set(REPLAY_FLAGS)
+
+
+@pytest.mark.parametrize("name", sorted(PROBE_CASES))
+def test_probe_flag_sets_its_key(name: str, capsys: pytest.CaptureFixture[str], tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.chdir(tmp_path)
+    args, key, value = PROBE_CASES[name]
+    assert _at(_resolved(capsys, "probe", *args), key) == value
+
+
+@pytest.mark.parametrize("name", sorted({*REPLAY_CASES, "target", "budget_calls", "k", "store", "shard", "formats"}))
+def test_replay_flag_sets_its_key(name: str, capsys: pytest.CaptureFixture[str], tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.chdir(tmp_path)
+    args, key, value = REPLAY_CASES.get(name) or PROBE_CASES[name]
+    assert _at(_resolved(capsys, "replay", *args), key) == value
+
+
+def test_commands_are_registered_explicitly() -> None:
+    """Each build gets every command; importing the command modules registered nothing."""
+    import typer
+
+    first, second = typer.main.get_command(build_app()), typer.main.get_command(build_app())
+    expected = {"probe", "replay", "export", "merge", "schema", "score", "train"}
+    assert set(first.commands) == set(second.commands) == expected
+    assert set(first.commands["train"].commands) == {"curriculum", "coevolve", "merge", "summary"}
