@@ -93,5 +93,11 @@ def _lazy_exports(package: str, exports: Mapping[str, str],
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
 
+# The module paths of 0.1 (frontier_qa.answers, frontier_qa.engine ...) import for one more
+# release, each with a DeprecationWarning naming its new home.
+from frontier_qa._compat import install as _install_moved_modules  # noqa: E402
+
+_install_moved_modules()
+
 
 __all__ = ["__version__", *_EXPORTS]
