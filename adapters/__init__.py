@@ -13,6 +13,8 @@ Spec syntax (``scheme:rest``):
 ``http://host:port/path`` / ``https://…``    an agent behind an HTTP JSON endpoint
 ``tools+<spec>``                             Agent0's tool-integrated executor around a model spec
                                              (opened by :func:`frontier_qa.runtime.open_target`)
+``mock:right`` / ``mock:PATH``               a scripted stand-in for offline tests of a config
+                                             (presets right, wrong, unsure, silent, or a script)
 ==========================================  ==================================================
 
 Each factory imports its optional dependency inside, so ``import frontier_qa.adapters``
@@ -45,6 +47,7 @@ _BUILTIN: dict[str, str] = {
     "python": "frontier_qa.adapters.workflow:create_python",
     "http": "frontier_qa.adapters.workflow:create_http",
     "https": "frontier_qa.adapters.workflow:create_http",
+    "mock": "frontier_qa.adapters.mock_adapter:create",
 }
 _REGISTERED: dict[str, AdapterFactory] = {}
 

@@ -23,7 +23,7 @@ from frontier_qa.train.coevolve_config import load_coevolve_config
 from frontier_qa.train.evaluate import Question, pass_rate
 from frontier_qa.train.heldout import BUILTIN, load_heldout
 from frontier_qa.train.prompts import TaskFormat
-from tests.scripted import ScriptedAdapter, open_scripted
+from frontier_qa.testing import ScriptedAdapter, open_scripted
 
 AGENT0 = "configs/coevolve/agent0.yaml"
 

@@ -1,6 +1,6 @@
 """The probe engine end to end: scripted targets through the real runtime, a real store and sandbox.
 
-Targets are :class:`tests.scripted.ScriptedAdapter` backends wrapped in the real
+Targets are :class:`frontier_qa.testing.ScriptedAdapter` backends wrapped in the real
 :class:`~frontier_qa.runtime.ManagedTarget` (cache, budget, retries); the store is a real
 :class:`~frontier_qa.store.CaseStore` in ``tmp_path``; solution programs run in the real sandbox.
 """
@@ -27,20 +27,19 @@ from frontier_qa.runtime import Budget
 from frontier_qa.probing.sequential import DEFAULT_PRIOR, Verdict
 from frontier_qa.store.case_store import CaseStore, Shard, StoreError, export_suite, import_suite, shard_of
 from frontier_qa.target import Case, Sampling, Trajectory
-from tests.scripted import (
+from frontier_qa.testing import (
     EndlessCurriculum,
     ScriptedAdapter,
     always,
     always_right,
-    arithmetic_cases,
     case,
-    curriculum,
     from_distribution,
     moody,
     open_scripted,
-    weekday_cases,
+    static_curriculum,
     words_embedder,
 )
+from tests.factories import arithmetic_cases, weekday_cases
 
 QUIET = ProbeSettings(replay_first=False)
 T = TypeVar("T")
@@ -130,7 +129,7 @@ def test_settings_reject_bad_values_and_fold_band_and_k_into_the_policy() -> Non
 def test_inconsistent_topic_is_the_frontier(tmp_path: Path) -> None:
     adapter = ScriptedAdapter(moody("weekdays"))
     events: list[ProgressEvent] = []
-    cur = curriculum(arithmetic_cases(4) + weekday_cases(4))
+    cur = static_curriculum(arithmetic_cases(4) + weekday_cases(4))
     result = run(probe(open_scripted(adapter), cur, QUIET, store=CaseStore(tmp_path), progress=events.append))
     classes = {r.id: r.case_class for r in result.records}
     assert classes == {**{f"arithmetic-{i}": CaseClass.PASS for i in range(4)},
@@ -158,7 +157,7 @@ def test_always_right_target_with_verified_references_has_no_failures(tmp_path: 
     proposals.append(replace(proposals[0], case=replace(proposals[0].case, id="no-ref", reference=None,
                                                          prompt="Case 99: What is 40 + 2?", metadata={"truth": "42"}),
                              solution="print(40 + 2)"))
-    result = run(probe(open_scripted(ScriptedAdapter(always_right)), curriculum(proposals), QUIET,
+    result = run(probe(open_scripted(ScriptedAdapter(always_right)), static_curriculum(proposals), QUIET,
                        store=CaseStore(tmp_path)))
     assert [r.case_class for r in result.records] == [CaseClass.PASS] * 4
     assert all(r.case.reference_verified and r.majority_correct for r in result.records)
@@ -168,7 +167,7 @@ def test_always_right_target_with_verified_references_has_no_failures(tmp_path: 
 
 def test_wrong_unverified_reference_with_stable_majority_is_suspect(tmp_path: Path) -> None:
     c = case("ref-wrong", "What is 6 times 7?", reference="41", truth="42")
-    result = run(probe(open_scripted(ScriptedAdapter(always_right)), curriculum([Proposal(c)]), QUIET,
+    result = run(probe(open_scripted(ScriptedAdapter(always_right)), static_curriculum([Proposal(c)]), QUIET,
                        store=CaseStore(tmp_path)))
     (record,) = result.records
     assert record.case_class is CaseClass.SUSPECT and record.majority == "42" and record.majority_correct is False
@@ -178,7 +177,7 @@ def test_wrong_unverified_reference_with_stable_majority_is_suspect(tmp_path: Pa
 def test_verified_reference_missed_stably_is_a_failure(tmp_path: Path) -> None:
     c = case("missed", "What is 6 times 7?", reference="42")
     result = run(probe(open_scripted(ScriptedAdapter(always("41"))),
-                       curriculum([Proposal(c, solution="print(6 * 7)")]), QUIET, store=CaseStore(tmp_path)))
+                       static_curriculum([Proposal(c, solution="print(6 * 7)")]), QUIET, store=CaseStore(tmp_path)))
     (record,) = result.records
     assert record.case_class is CaseClass.FAILURE and record.case.reference_verified
     assert record.case.metadata["verification"] == "solution output agrees with the reference"
@@ -187,7 +186,7 @@ def test_verified_reference_missed_stably_is_a_failure(tmp_path: Path) -> None:
 def test_solution_that_disagrees_leaves_the_reference_unverified(tmp_path: Path) -> None:
     c = case("disagree", "What is 6 times 7?", reference="41")
     result = run(probe(open_scripted(ScriptedAdapter(always("42"))),
-                       curriculum([Proposal(c, solution="print(6 * 7)")]), QUIET, store=CaseStore(tmp_path)))
+                       static_curriculum([Proposal(c, solution="print(6 * 7)")]), QUIET, store=CaseStore(tmp_path)))
     (record,) = result.records
     assert record.case_class is CaseClass.SUSPECT and not record.case.reference_verified
     assert record.case.metadata["solution_output"] == "42"
@@ -200,7 +199,7 @@ def test_a_wrong_reference_never_erases_the_in_band_signal(tmp_path: Path) -> No
         Proposal(case("w-verified", "Which day comes after Thursday, said twice?", topic="days", reference="Sunday"),
                  solution="print('Sunday')"),
     ]
-    result = run(probe(open_scripted(ScriptedAdapter(coin)), curriculum(proposals), QUIET, store=CaseStore(tmp_path)))
+    result = run(probe(open_scripted(ScriptedAdapter(coin)), static_curriculum(proposals), QUIET, store=CaseStore(tmp_path)))
     records = by_id(result.records)
     assert {r.case_class for r in records.values()} == {CaseClass.FRONTIER}
     assert records["w-verified"].case.reference_verified and records["w-verified"].majority_correct is False
@@ -217,7 +216,7 @@ def test_judge_decides_stable_answers_without_a_verified_reference(tmp_path: Pat
         return [Trajectory(text="Verdict: no" if "6 times 7" in c.prompt else "Looks right.\nVerdict: yes")]
 
     judge_adapter.generate = verdict_text  # type: ignore[method-assign]
-    result = run(probe(open_scripted(ScriptedAdapter(always_right)), curriculum(cases), QUIET,
+    result = run(probe(open_scripted(ScriptedAdapter(always_right)), static_curriculum(cases), QUIET,
                        store=CaseStore(tmp_path), judge=open_scripted(judge_adapter)))
     records = by_id(result.records)
     assert records["j-no"].case_class is CaseClass.FAILURE and records["j-no"].majority_correct is False
@@ -235,7 +234,7 @@ def test_invalid_proposals_are_recorded_and_never_sampled(tmp_path: Path) -> Non
         replace(good, case=replace(good.case, id="dup")),  # same prompt as `good`
     ]
     adapter = ScriptedAdapter(always_right)
-    result = run(probe(open_scripted(adapter), curriculum(proposals), QUIET, store=CaseStore(tmp_path)))
+    result = run(probe(open_scripted(adapter), static_curriculum(proposals), QUIET, store=CaseStore(tmp_path)))
     records = by_id(result.records)
     assert records["arithmetic-0"].case_class is CaseClass.PASS
     assert {i: records[i].case_class for i in ("empty", "fmt", "dup")} == dict.fromkeys(
@@ -249,7 +248,7 @@ def test_open_ended_answers_are_clustered_by_meaning(tmp_path: Path) -> None:
     answers = from_distribution({"why": {"The disk was full.": 1, "The disk was full": 1,  # one meaning
                                          "Tests timed out on a slow runner.": 2}})
     c = case("why", "Why did the nightly build fail?", answer_format="text")
-    result = run(probe(open_scripted(ScriptedAdapter(answers)), curriculum([Proposal(c)]), settings,
+    result = run(probe(open_scripted(ScriptedAdapter(answers)), static_curriculum([Proposal(c)]), settings,
                        store=CaseStore(tmp_path)))
     (record,) = result.records
     assert record.case_class is CaseClass.FRONTIER and len(record.clusters) == 2
@@ -265,7 +264,7 @@ def test_budget_exhaustion_stops_gracefully_and_resume_pays_nothing_twice(tmp_pa
     settings = replace(QUIET, max_concurrent_cases=1)
     proposals = arithmetic_cases(4)
     # an always-right case needs 3 + 2 + 2 = 7 calls; 10 calls: one pass, then 3 samples of the next
-    first = run(probe(open_scripted(adapter, cache, budget=Budget(max_calls=10)), curriculum(proposals),
+    first = run(probe(open_scripted(adapter, cache, budget=Budget(max_calls=10)), static_curriculum(proposals),
                       settings, store=store, run_id="budget-run"))
     assert first.stop_reason == "budget" and not first.run.finished
     assert [(r.id, r.case_class, r.k) for r in first.records] == [
@@ -273,8 +272,8 @@ def test_budget_exhaustion_stops_gracefully_and_resume_pays_nothing_twice(tmp_pa
     assert store_ids(store, "budget-run") == ["arithmetic-0", "arithmetic-1"]  # nothing lost
     assert "budget" in (first.records[1].reason or "") and first.run.totals.cases == 2
     with pytest.raises(ConfigError, match="already in the store"):
-        run(probe(open_scripted(adapter, cache), curriculum(proposals), settings, store=store, run_id="budget-run"))
-    second = run(probe(open_scripted(adapter, cache), curriculum(proposals), settings, store=store,
+        run(probe(open_scripted(adapter, cache), static_curriculum(proposals), settings, store=store, run_id="budget-run"))
+    second = run(probe(open_scripted(adapter, cache), static_curriculum(proposals), settings, store=store,
                        run_id="budget-run", resume=True))
     assert second.stop_reason == "curriculum exhausted" and second.run.finished
     assert [r.case_class for r in second.records] == [CaseClass.PASS] * 4
@@ -283,7 +282,7 @@ def test_budget_exhaustion_stops_gracefully_and_resume_pays_nothing_twice(tmp_pa
     latest = store.latest(run_id="budget-run")
     assert latest["arithmetic-1"].case_class is CaseClass.PASS and len(latest) == 4
     with pytest.raises(StoreError, match="nothing to resume"):
-        run(probe(open_scripted(adapter, cache), curriculum(proposals), settings, store=store,
+        run(probe(open_scripted(adapter, cache), static_curriculum(proposals), settings, store=store,
                   run_id="budget-run", resume=True))
 
 
@@ -295,7 +294,7 @@ def test_cancelled_run_resumes_without_duplicates(tmp_path: Path) -> None:
     async def interrupted() -> None:
         gate = asyncio.Event()  # never set: calls after the 17th hang until cancelled
         adapter = ScriptedAdapter(always_right, gate=gate, gate_after=17)
-        task = asyncio.ensure_future(probe(open_scripted(adapter, cache), curriculum(proposals), settings,
+        task = asyncio.ensure_future(probe(open_scripted(adapter, cache), static_curriculum(proposals), settings,
                                            store=store, run_id="cancel-run"))
         while len(adapter.calls) < 17:
             await asyncio.sleep(0.01)
@@ -308,7 +307,7 @@ def test_cancelled_run_resumes_without_duplicates(tmp_path: Path) -> None:
     before = store_ids(store, "cancel-run")
     assert before == ["arithmetic-0", "arithmetic-1"]  # 14 calls finished two cases; the rest hung
     assert store.interrupted_runs()[0].run_id == "cancel-run"
-    again = curriculum(proposals)
+    again = static_curriculum(proposals)
     adapter = ScriptedAdapter(always_right)
     result = run(probe(open_scripted(adapter, cache), again, settings, store=store, run_id="cancel-run", resume=True))
     ids = store_ids(store, "cancel-run")
@@ -329,10 +328,10 @@ def test_replay_first_reports_regression_and_flaky(tmp_path: Path) -> None:
     answers = {"stable": "42", "shaky": "44"}
     adapter = ScriptedAdapter(lambda c, i: answers[c.id])
     target = open_scripted(adapter, cache)
-    first = run(probe(target, curriculum([stable, shaky]), QUIET, store=store, run_id="r1"))
+    first = run(probe(target, static_curriculum([stable, shaky]), QUIET, store=store, run_id="r1"))
     assert {r.id: r.case_class for r in first.records} == {"stable": CaseClass.PASS, "shaky": CaseClass.FAILURE}
     answers.update(stable="41", shaky="45")  # the same target now misses one and gets the other
-    second = run(probe(target, curriculum([]), ProbeSettings(), store=store, run_id="r2"))
+    second = run(probe(target, static_curriculum([]), ProbeSettings(), store=store, run_id="r2"))
     verdicts = {c.case_id: c.verdict for c in second.comparisons}
     assert verdicts == {"stable": ReplayVerdict.REGRESSION, "shaky": ReplayVerdict.FLAKY}
     assert second.verdicts[ReplayVerdict.REGRESSION] == 1
@@ -344,7 +343,7 @@ def test_replay_first_reports_regression_and_flaky(tmp_path: Path) -> None:
 def test_replay_alone_can_replay_a_committed_suite(tmp_path: Path) -> None:
     store = CaseStore(tmp_path / "store")
     target = open_scripted(ScriptedAdapter(moody("weekdays")))
-    first = run(probe(target, curriculum(weekday_cases(2) + arithmetic_cases(2)), QUIET, store=store))
+    first = run(probe(target, static_curriculum(weekday_cases(2) + arithmetic_cases(2)), QUIET, store=store))
     suite = tmp_path / "suite.yaml"
     assert export_suite(first.records, suite) == 4
     entries = import_suite(suite)
@@ -365,7 +364,7 @@ def test_shards_partition_the_cases(tmp_path: Path) -> None:
     seen: dict[int, set[str]] = {}
     for index in (1, 2, 3):
         settings = replace(QUIET, shard=Shard(index, 3))
-        result = run(probe(open_scripted(ScriptedAdapter(moody("weekdays"))), curriculum(proposals), settings,
+        result = run(probe(open_scripted(ScriptedAdapter(moody("weekdays"))), static_curriculum(proposals), settings,
                            store=store, run_id="sharded"))
         seen[index] = {r.id for r in result.records}
         assert all(shard_of(cid, 3) == index for cid in seen[index])
@@ -390,9 +389,9 @@ def test_saturation_stops_a_curriculum_of_easy_cases(tmp_path: Path) -> None:
 def test_sequential_sampling_uses_fewer_calls_than_fixed_k(tmp_path: Path) -> None:
     proposals = arithmetic_cases(10) + weekday_cases(2)
     fixed_adapter, seq_adapter = ScriptedAdapter(moody("weekdays")), ScriptedAdapter(moody("weekdays"))
-    fixed = run(probe(open_scripted(fixed_adapter), curriculum(proposals), replace(QUIET, sequential=None),
+    fixed = run(probe(open_scripted(fixed_adapter), static_curriculum(proposals), replace(QUIET, sequential=None),
                       store=CaseStore(tmp_path / "fixed")))
-    seq = run(probe(open_scripted(seq_adapter), curriculum(proposals),
+    seq = run(probe(open_scripted(seq_adapter), static_curriculum(proposals),
                     replace(QUIET, prior_refit_every=4, batch_size=4), store=CaseStore(tmp_path / "seq")))
     assert fixed_adapter.samples == 12 * 10
     # batch 1: four easy cases at the uninformed prior, 7 calls each; refit on (7,) x 4, then
@@ -408,7 +407,7 @@ def test_difficulty_prediction_skips_predicted_trivial_cases(tmp_path: Path) -> 
     unsure = [replace(p, predicted_pass_rate=0.5) for p in weekday_cases(2)]
     settings = replace(QUIET, predict_difficulty=True, explore_rate=0.0)
     adapter = ScriptedAdapter(moody("weekdays"))
-    result = run(probe(open_scripted(adapter), curriculum(easy + unsure), settings, store=CaseStore(tmp_path)))
+    result = run(probe(open_scripted(adapter), static_curriculum(easy + unsure), settings, store=CaseStore(tmp_path)))
     assert result.skipped == 3 and {r.id for r in result.records} == {"weekdays-0", "weekdays-1"}
     assert result.calibration is not None and result.calibration.n == 2
     assert result.calibration.brier == pytest.approx((0.5 - 4 / 7) ** 2)
@@ -417,10 +416,10 @@ def test_difficulty_prediction_skips_predicted_trivial_cases(tmp_path: Path) -> 
 def test_resume_refuses_another_configuration(tmp_path: Path) -> None:
     store = CaseStore(tmp_path)
     target = open_scripted(ScriptedAdapter(always_right), budget=Budget(max_calls=3))
-    first = run(probe(target, curriculum(arithmetic_cases(2)), QUIET, store=store, run_id="cfg"))
+    first = run(probe(target, static_curriculum(arithmetic_cases(2)), QUIET, store=store, run_id="cfg"))
     assert first.stop_reason == "budget"
     with pytest.raises(StoreError, match="ran with config"):
-        run(probe(open_scripted(ScriptedAdapter(always_right)), curriculum(arithmetic_cases(2)),
+        run(probe(open_scripted(ScriptedAdapter(always_right)), static_curriculum(arithmetic_cases(2)),
                   replace(QUIET, k=6), store=store, run_id="cfg", resume=True))
 
 
@@ -435,7 +434,7 @@ def test_a_fatal_target_error_propagates_and_keeps_what_was_recorded(tmp_path: P
     store = CaseStore(tmp_path)
     settings = replace(QUIET, max_concurrent_cases=1)
     with pytest.raises(TargetError, match="bad API key"):
-        run(probe(open_scripted(ScriptedAdapter(answer)), curriculum(arithmetic_cases(3)), settings,
+        run(probe(open_scripted(ScriptedAdapter(answer)), static_curriculum(arithmetic_cases(3)), settings,
                   store=store, run_id="fatal"))
     assert store_ids(store, "fatal") == ["arithmetic-0"]
     assert [r.run_id for r in store.interrupted_runs()] == ["fatal"]
@@ -446,7 +445,7 @@ def test_replay_scope_all_compares_a_new_target_version_with_the_old(tmp_path: P
     proposals = [Proposal(case(f"g{i}", f"Gold question number {i}: what is {i} squared?", reference=str(i * i),
                                reference_verified=True)) for i in range(3)]
     old = ScriptedAdapter(always_right, id="agent@1", version="1")
-    run(probe(open_scripted(old), curriculum(proposals), QUIET, store=store, run_id="v1"))
+    run(probe(open_scripted(old), static_curriculum(proposals), QUIET, store=store, run_id="v1"))
     new = ScriptedAdapter(lambda c, i: "0" if c.id == "g2" else always_right(c, i), id="agent@2", version="2")
     own_only = run(replay(open_scripted(new), store, ProbeSettings(), run_id="v2-own"))
     assert own_only.comparisons == ()  # nothing recorded for agent@2 yet
@@ -459,8 +458,8 @@ def test_replay_scope_all_compares_a_new_target_version_with_the_old(tmp_path: P
 def test_a_python_agent_spec_probes_like_an_adapter(tmp_path: Path) -> None:
     from frontier_qa.runtime import open_target
 
-    target = open_target(f"python:{Path(__file__).with_name('scripted.py')}:scripted_agent", cache=False)
-    result = run(probe(target, curriculum(arithmetic_cases(2) + weekday_cases(2)), QUIET, store=CaseStore(tmp_path)))
+    target = open_target(f"python:{Path(__file__).with_name('factories.py')}:scripted_agent", cache=False)
+    result = run(probe(target, static_curriculum(arithmetic_cases(2) + weekday_cases(2)), QUIET, store=CaseStore(tmp_path)))
     assert {r.id: r.case_class for r in result.records} == {
         "arithmetic-0": CaseClass.PASS, "arithmetic-1": CaseClass.PASS,
         "weekdays-0": CaseClass.FRONTIER, "weekdays-1": CaseClass.FRONTIER}

@@ -15,7 +15,7 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.store.records import CaseClass
 from frontier_qa.store.case_store import CaseStore, export_suite
 from frontier_qa.probing.verify import TRUSTED_KEY
-from tests.scripted import ScriptedAdapter, always, open_scripted
+from frontier_qa.testing import ScriptedAdapter, always, open_scripted
 
 TOOLS = [{"type": "function", "function": {"name": "book", "parameters": {
     "type": "object", "properties": {"place": {"type": "string"}, "people": {"type": "integer"}},

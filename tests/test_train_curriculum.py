@@ -28,7 +28,7 @@ from frontier_qa.train.config import load_train_config
 from frontier_qa.train.prompts import TaskFormat, render_text
 from frontier_qa.train.reward import TargetReward, score_tasks
 from frontier_qa.train.tasks import read_tasks, summarize
-from tests.scripted import ScriptedAdapter, open_scripted, words_embedder
+from frontier_qa.testing import ScriptedAdapter, open_scripted, words_embedder
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,0 +1,64 @@
+"""Shared factories of the test suite: case sets and a Python agent for spec-driven tests.
+
+The scripted targets and curricula themselves ship with frontier-qa (:mod:`frontier_qa.testing`);
+these are the fixed case sets the tests probe with. This file is also loaded by path as a
+``python:`` agent (``python:tests/factories.py:scripted_agent``), so it imports nothing from
+``tests``.
+"""
+
+from __future__ import annotations
+
+from frontier_qa.curricula.base import Proposal
+from frontier_qa.target import Case
+from frontier_qa.testing import case, moody
+
+
+def arithmetic_cases(n: int, *, topic: str = "arithmetic", start: int = 0, with_reference: bool = True,
+                     solution: bool = False) -> list[Proposal]:
+    """``n`` distinct addition tasks (no two are BLEU near-duplicates), right answers as truth."""
+    out = []
+    for i in range(start, start + n):
+        a, b = 17 + 13 * i, 5 + 7 * i
+        words = ("apples", "books", "coins", "stamps", "marbles", "shells", "cards", "pens")
+        prompt = f"Case {i}: Ana has {a} {words[i % len(words)]} and receives {b} more. How many now?"
+        c = case(f"{topic}-{i}", prompt, topic=topic, reference=str(a + b) if with_reference else None,
+                 truth=str(a + b))
+        out.append(Proposal(c, solution=f"print({a} + {b})" if solution else None, source="scripted"))
+    return out
+
+
+_WEEKDAY_TEMPLATES = (
+    "{name} starts a trip on {day} and returns {n} days later. Which weekday is the return?",
+    "A parcel sent by {name} on {day} takes {n} days to arrive; on what day does it arrive?",
+    "Counting {n} days forward from {day}, which day does {name} reach?",
+    "{name}'s exam is {n} days after {day}. Name the weekday of the exam.",
+    "If today were {day}, what weekday would {name} see in {n} days?",
+    "The library lends {name} a book on {day} for {n} days. When is it due?",
+    "{name} plants seeds on {day}; they sprout {n} days afterwards. Sprouting day?",
+    "Starting from {day}, {name} waits {n} nights. Which morning follows?",
+    "Our ferry leaves {day}. {name} sails {n} days. Landing weekday, please.",
+    "Suppose {day} is day zero for {name}. Day {n} is which weekday?",
+    "{name} set an alarm for {n} days past {day} — what weekday rings?",
+    "Quiz for {name}: {day} plus {n} days equals which day of the week?",
+)
+_NAMES = ("Ana", "Bruno", "Chen", "Dalia", "Emeka", "Farah", "Goran", "Hina", "Ivo", "Jun", "Kemal", "Lior")
+DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def weekday_cases(n: int, *, topic: str = "weekdays", start: int = 0) -> list[Proposal]:
+    """``n`` distinct weekday tasks on ``topic`` (at most 12 before templates repeat)."""
+    out = []
+    for i in range(start, start + n):
+        day, later = i % 7, i + 3
+        prompt = _WEEKDAY_TEMPLATES[i % len(_WEEKDAY_TEMPLATES)].format(name=_NAMES[i % len(_NAMES)], day=DAYS[day],
+                                                                         n=later)
+        out.append(Proposal(case(f"{topic}-{i}", prompt, topic=topic, truth=DAYS[(day + later) % 7]),
+                            source="scripted"))
+    return out
+
+
+def scripted_agent(case: Case, sample_index: int) -> str:
+    """A Python-agent form for spec-driven tests (``python:tests/factories.py:scripted_agent``):
+    a coin flip between the truth and a wrong answer on topic ``weekdays``, right elsewhere."""
+    answer = moody("weekdays")(case, sample_index)
+    return "I am not sure." if answer is None else f"\\boxed{{{answer}}}"
