@@ -1,4 +1,4 @@
-"""Shared factories of the test suite: case sets and a Python agent for spec-driven tests.
+"""Shared factories of the test suite: the repository root, case sets, a Python agent for specs.
 
 The scripted targets and curricula themselves ship with frontier-qa (:mod:`frontier_qa.testing`);
 these are the fixed case sets the tests probe with. This file is also loaded by path as a
@@ -8,9 +8,24 @@ these are the fixed case sets the tests probe with. This file is also loaded by 
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
 from frontier_qa.curricula.base import Proposal
 from frontier_qa.target import Case
 from frontier_qa.testing import case, moody
+
+REPO = Path(__file__).resolve().parents[1]
+"""The repository root (tests live one folder down, grouped by layer)."""
+
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run one coroutine to completion in a fresh event loop."""
+    return asyncio.run(coro)
 
 
 def arithmetic_cases(n: int, *, topic: str = "arithmetic", start: int = 0, with_reference: bool = True,

@@ -114,7 +114,7 @@ def check_trl() -> None:
     if changes:
         warnings.warn(
             "ADPOTrainer overrides TRL internals; " + "; ".join(changes)
-            + f". Its tests (tests/test_adpo.py) verify the installed TRL; trl=={TRL_VERSION} is known good.",
+            + f". Its tests (tests/train/test_adpo.py) verify the installed TRL; trl=={TRL_VERSION} is known good.",
             stacklevel=3,
         )
 

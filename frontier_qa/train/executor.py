@@ -16,7 +16,7 @@
 Only the transformers generation backend runs tool rollouts (:mod:`frontier_qa.train.tool_rollout`).
 TRL warns that ``rollout_func`` is experimental; that warning is silenced while the trainer is
 built (``TRL_EXPERIMENTAL_SILENCE=1``) because the TRL internals used are pinned and checked
-(:func:`~frontier_qa.train.tool_rollout.check_trl_rollout`, ``tests/test_tool_rollout.py``).
+(:func:`~frontier_qa.train.tool_rollout.check_trl_rollout`, ``tests/train/test_tool_rollout.py``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ the requests the curriculum sends are exactly what a model would receive.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import random
@@ -29,6 +28,7 @@ from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime import open_target
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory
+from tests.factories import run
 
 Reply = Callable[[Case, Sampling], "str | None"]
 
@@ -56,10 +56,6 @@ class Scripted(Adapter):
 def scripted(reply: Reply | str, **kwargs: object) -> tuple[Scripted, object]:
     adapter = Scripted(reply if callable(reply) else (lambda case, sampling: reply))
     return adapter, open_target(adapter, cache=kwargs.pop("cache", False))  # type: ignore[arg-type]
-
-
-def run(coro):  # type: ignore[no-untyped-def]
-    return asyncio.run(coro)
 
 
 def scripted_agent(case: Case) -> str:

@@ -32,6 +32,7 @@ import math_verify  # noqa: F401
 import nltk.translate.bleu_score  # noqa: F401
 import sklearn.cluster  # noqa: F401
 from frontier_qa.store.case_store import CaseStore, import_suite
+from tests.factories import REPO
 
 PLUGIN = "frontier_qa.plugins.pytest_plugin"
 
@@ -490,7 +491,7 @@ def items_xdist(result: pytest.RunResult) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_the_worked_example_runs_offline(pytester: pytest.Pytester) -> None:
-    example = Path(__file__).resolve().parents[1] / "examples" / "pytest"
+    example = REPO / "examples" / "pytest"
     store = pytester.path / "store"
     args = (*plugin_args(), "-p", "no:cacheprovider", str(example), f"--frontier-store={store}")
     first = pytester.runpytest_subprocess(*args)

@@ -34,9 +34,10 @@ from frontier_qa.scoring.semantic import (
     semantic_consistency_of,
 )
 from frontier_qa.target import Trajectory
+from tests.factories import REPO
 
-GROUPS = Path(__file__).parent / "data" / "open_ended_groups.jsonl"
-HOLDOUT2 = Path(__file__).parent / "data" / "open_ended_groups_holdout2.jsonl"
+GROUPS = REPO / "tests" / "data" / "open_ended_groups.jsonl"
+HOLDOUT2 = REPO / "tests" / "data" / "open_ended_groups_holdout2.jsonl"
 
 
 class TableEmbedder:

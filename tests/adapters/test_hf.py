@@ -23,6 +23,7 @@ from frontier_qa.adapters._batching import BatcherClosedError, MicroBatcher  # n
 from frontier_qa.adapters.hf_adapter import HFAdapter, _cut_at_stop  # noqa: E402
 from frontier_qa.errors import ConfigError  # noqa: E402
 from frontier_qa.target import Case, Sampling  # noqa: E402
+from tests.factories import run  # noqa: E402
 from tests.tiny_models import build_tiny_model  # noqa: E402
 
 CASE = Case(id="add", prompt="What is 2+3?")
@@ -39,10 +40,6 @@ def adapter(tiny: Path):
     hf = HFAdapter(tiny, batch_wait_s=0.05)
     yield hf
     asyncio.run(hf.aclose())
-
-
-def run(coro):
-    return asyncio.run(coro)
 
 
 def reference_greedy(folder: Path, messages: list[dict], max_new_tokens: int, *, prefill: bool = False):

@@ -8,7 +8,6 @@ import json
 import socket
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,8 +26,8 @@ from frontier_qa.adapters.workflow import (
 )
 from frontier_qa.errors import ConfigError, TargetError
 from frontier_qa.target import Case, ErrorKind, Sampling, ToolCall, Trajectory, Usage
+from tests.factories import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 AGENTS = REPO / "examples" / "agents"
 CASE = Case(id="c1", prompt="What is (3 + 4) * 5 - 2?", topic="arithmetic", metadata={"level": 2})
 

@@ -21,8 +21,8 @@ from frontier_qa.config import (
 )
 from frontier_qa.errors import ConfigError
 from frontier_qa.store.case_store import Shard
+from tests.factories import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 AGENT = "def answer(case, sample_index):\n    return '\\\\boxed{%s}' % case.reference\n"
 WRITER = (
     "def write(case):\n"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.factories import REPO
+
 HEAVY = ("torch", "transformers", "trl", "vllm", "sentence_transformers", "peft", "litellm")
 
 

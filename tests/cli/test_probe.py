@@ -26,8 +26,7 @@ from frontier_qa.cli import main
 from frontier_qa.probing.engine import ProgressEvent
 from frontier_qa.probing.progress import ProbeProgress, resolve_mode
 from frontier_qa.store.records import CaseClass
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.factories import REPO
 
 AGENT = '''
 import json, time

@@ -22,8 +22,8 @@ import pytest
 
 from frontier_qa.errors import SandboxError
 from frontier_qa.runtime.sandbox import Sandbox, SandboxCapabilities, SandboxResult
+from tests.factories import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")

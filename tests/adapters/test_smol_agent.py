@@ -8,7 +8,7 @@ The agent is the embedded default target. Two scripted models check its own logi
 * an in-process adapter that continues prefilled replies (as local models do): the agent opens
   the code block and the answer box itself.
 
-The SmolLM2 run is the embedded-default test (tests/test_embedded_default.py).
+The SmolLM2 run is the embedded-default test (tests/cli/test_embedded_default.py).
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ import pytest
 from frontier_qa.runtime import open_target
 from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory
+from tests.factories import REPO
 from tests.servers.fake_openai import FakeOpenAIServer
 
-AGENT = Path(__file__).resolve().parents[1] / "examples" / "agents" / "smol_agent.py"
+AGENT = REPO / "examples" / "agents" / "smol_agent.py"
 
 
 def _answers(body: dict, index: int) -> str:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.factories import REPO
+
 TOPICS = {"money", "shopping", "time", "distance", "percentages", "area", "ages", "fractions"}
 
 

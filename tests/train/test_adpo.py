@@ -289,7 +289,7 @@ def test_trl_internals_are_the_ones_adpo_was_written_for() -> None:
         "ADPOTrainer overrides GRPOTrainer internals that changed in the installed TRL:\n  - "
         + "\n  - ".join(changes)
         + "\nRe-read trl/trainer/grpo_trainer.py (_compute_loss, _generate_and_score_completions), port "
-        "frontier_qa/train/adpo_trainer.py, re-run tests/test_adpo.py, then update TRL_VERSION, "
+        "frontier_qa/train/adpo_trainer.py, re-run tests/train/test_adpo.py, then update TRL_VERSION, "
         "TRL_SIGNATURES and TRL_FINGERPRINTS."
     )
 

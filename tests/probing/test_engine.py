@@ -8,10 +8,8 @@ Targets are :class:`frontier_qa.testing.ScriptedAdapter` backends wrapped in the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
 
 import pytest
 
@@ -39,14 +37,9 @@ from frontier_qa.testing import (
     static_curriculum,
     words_embedder,
 )
-from tests.factories import arithmetic_cases, weekday_cases
+from tests.factories import REPO, arithmetic_cases, run, weekday_cases
 
 QUIET = ProbeSettings(replay_first=False)
-T = TypeVar("T")
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
 
 
 def by_id(records: tuple[CaseRecord, ...] | list[CaseRecord]) -> dict[str, CaseRecord]:
@@ -458,7 +451,7 @@ def test_replay_scope_all_compares_a_new_target_version_with_the_old(tmp_path: P
 def test_a_python_agent_spec_probes_like_an_adapter(tmp_path: Path) -> None:
     from frontier_qa.runtime import open_target
 
-    target = open_target(f"python:{Path(__file__).with_name('factories.py')}:scripted_agent", cache=False)
+    target = open_target(f"python:{REPO / 'tests' / 'factories.py'}:scripted_agent", cache=False)
     result = run(probe(target, static_curriculum(arithmetic_cases(2) + weekday_cases(2)), QUIET, store=CaseStore(tmp_path)))
     assert {r.id: r.case_class for r in result.records} == {
         "arithmetic-0": CaseClass.PASS, "arithmetic-1": CaseClass.PASS,

@@ -1,7 +1,7 @@
 """ManagedTarget with an in-process scripted adapter: chunking, retries, budgets, cache, secrets.
 
 The adapter here is a real :class:`Adapter` subclass whose behaviour per call is scripted
-(no HTTP); the same properties are checked over real HTTP in ``test_adapter_openai.py``.
+(no HTTP); the same properties are checked over real HTTP in ``tests/adapters/test_openai.py``.
 """
 
 from __future__ import annotations

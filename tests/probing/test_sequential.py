@@ -6,7 +6,6 @@ import importlib.util
 import math
 import random
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,6 +28,7 @@ from frontier_qa.probing.sequential import (
     tally,
     wilson_interval,
 )
+from tests.factories import REPO
 
 CONFIG = SequentialConfig()  # band (0.3, 0.8), confidence 0.9, k_min 3, k_max 10, rounds 3, 2, 2, ...
 
@@ -246,7 +246,7 @@ def test_run_sequential_respects_budgets(labels):
 
 
 def _bench():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "sequential_bench.py"
+    path = REPO / "benchmarks" / "sequential_bench.py"
     spec = importlib.util.spec_from_file_location("sequential_bench", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["sequential_bench"] = module

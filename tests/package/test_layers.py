@@ -12,7 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.factories import REPO
+
 SOURCES = {"frontier_qa": REPO / "frontier_qa", "frontier_qa.adapters": REPO / "adapters",
            "frontier_qa.plugins": REPO / "plugins"}
 

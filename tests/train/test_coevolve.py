@@ -2,7 +2,7 @@
 
 These tests drive the loop's parts with scripted targets inside the real runtime (cache,
 retries): no model is loaded. The whole loop with real models runs in
-``tests/test_coevolve_e2e.py``.
+``tests/train/test_coevolve_e2e.py``.
 """
 
 from __future__ import annotations

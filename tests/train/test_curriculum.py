@@ -29,8 +29,8 @@ from frontier_qa.train.prompts import TaskFormat, render_text
 from frontier_qa.train.reward import TargetReward, score_tasks
 from frontier_qa.train.tasks import read_tasks, summarize
 from frontier_qa.testing import ScriptedAdapter, open_scripted, words_embedder
+from tests.factories import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def split_on(word: str):  # noqa: ANN201 - an answer function for ScriptedAdapter

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.cli import main
+from tests.factories import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "examples" / "data" / "sample_runs.jsonl"
 
 

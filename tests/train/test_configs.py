@@ -19,8 +19,8 @@ from frontier_qa.config import parse_set
 from frontier_qa.errors import BudgetExceededError, ConfigError
 from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER
 from frontier_qa.train.config import TrainConfig, check_budget, load_train_config, plan_step, reward_config
+from tests.factories import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 AGENT0 = REPO / "configs" / "train" / "curriculum-agent0.yaml"
 CPU = REPO / "configs" / "train" / "curriculum-cpu.yaml"
 ACCELERATE = REPO / "configs" / "accelerate"
