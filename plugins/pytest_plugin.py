@@ -1,4 +1,4 @@
-"""The frontier-qa pytest plugin: an agent's frontier cases as ordinary test items (issue 5).
+"""The frontier-qa pytest plugin: an agent's frontier cases as ordinary test items.
 
 Mark a test with the agent and the probe settings, take the ``frontier_case`` fixture, and
 the test runs once per frontier case, replayed against the agent::

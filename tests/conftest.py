@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-# Set before any test module imports litellm / transformers / vllm (ENVIRONMENT.md).
+# Set before any test module imports litellm / transformers / vllm (docs/environment.md).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -2,7 +2,7 @@
 
 ``build_tiny_model(folder)`` writes a ≈ 100k-parameter ``Qwen2ForCausalLM`` and a byte-level
 BPE tokenizer trained here (vocab 512) with a ChatML chat template, left padding, pad
-``<|endoftext|>`` and eos ``<|im_end|>`` (ENVIRONMENT.md "TRL 1.16 GRPO on CPU"). Nothing is
+``<|endoftext|>`` and eos ``<|im_end|>`` (docs/environment.md, "TRL GRPO on CPU"). Nothing is
 downloaded; building takes well under a second. Its output is noise, but deterministic noise:
 the same seed gives the same weights.
 

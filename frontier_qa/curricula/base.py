@@ -24,7 +24,7 @@ class Proposal:
     Attributes:
         case: the case itself (its ``reference`` is the curriculum's unverified answer, if any).
         solution: a Python program whose printed output is the reference answer; the engine
-            runs it in the sandbox to *verify* ``case.reference`` (METHOD.md, QA note 1).
+            runs it in the sandbox to *verify* ``case.reference`` (docs/method.md, QA note 1).
         gold_calls: for tool-calling tasks (Tool-R0): the expected calls
             ``[{"name": ..., "arguments": {...}}]``, checked statically against ``case.tools``.
         predicted_pass_rate: the curriculum's own estimate of p̂ in [0, 1], if it gave one

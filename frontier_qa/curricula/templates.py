@@ -5,7 +5,7 @@ Four task families, one template and one parser each:
 * **reasoning** (``math``, ``general``): Agent0's curriculum prompt (Agent0 Table 7), which asks
   for ``<question>…</question>`` then ``\\boxed{answer}``. frontier-qa may add a topic and two
   optional blocks after the answer: a ```` ```python ```` program that prints the answer (the
-  engine runs it to *verify* the reference; METHOD.md, QA note 1) and a
+  engine runs it to *verify* the reference; docs/method.md, QA note 1) and a
   ``<difficulty_prediction>0..8</difficulty_prediction>`` (self-aware RL, App. A.2).
 * **tools**: Tool-R0's generator interface (Tool-R0 §3.2, App. B, C.2): ``<think>``,
   ``<question>``, ``<available_tools>`` and ``<tool_call_answer>`` (a JSON list of calls with

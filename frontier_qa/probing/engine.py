@@ -16,7 +16,7 @@ One loop (Agent0 §3.2–3.3, turned into a test harness)::
   run re-uses every sample already paid for. The population prior is refit from this run's
   cases every ``prior_refit_every`` cases (empirical Bayes; that is where the savings are).
 * **Classification** (:func:`classify_case`): in band → ``frontier`` whatever the reference
-  says (a wrong reference never erases the signal: METHOD.md defect 2); a stable majority is a
+  says (a wrong reference never erases the signal: docs/method.md, defect 2); a stable majority is a
   ``failure`` only against a *verified* reference or a judge's "no", ``suspect`` against an
   unverified one; scattered answers are ``suspect`` unless they miss a verified reference.
 * **Nothing is lost**: each case is appended to the store the moment it is classified. A

@@ -40,7 +40,7 @@ Check = Callable[[Proposal], "str | None"]
 """A static check: the reason the proposal is invalid, or ``None`` when it passes."""
 
 DEFAULT_DEDUPE_THRESHOLD = 0.5
-"""τ on BLEU distance, as Agent0's repetition clustering (METHOD.md; R-Zero's constant)."""
+"""τ on BLEU distance, as Agent0's repetition clustering (docs/method.md; R-Zero's constant)."""
 
 
 # --- results and the critic seam ---------------------------------------------------------

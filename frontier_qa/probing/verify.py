@@ -1,7 +1,7 @@
 """Verify a proposed case's reference answer by running its solution program in the sandbox.
 
 A curriculum's reference answer is only a claim; Agent0's reference code trusted it and let
-a wrong one erase the uncertainty signal (METHOD.md, defect 2). The QA notes (problem 1)
+a wrong one erase the uncertainty signal (docs/method.md, defect 2). The QA notes (problem 1)
 ask to check it before anything is called a *failure*: execute the generator's solution.
 Here a :class:`~frontier_qa.curricula.base.Proposal` may carry ``solution``, a Python program
 whose printed output is the answer. It runs in :class:`~frontier_qa.runtime.sandbox.Sandbox`

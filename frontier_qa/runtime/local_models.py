@@ -189,7 +189,7 @@ def _convert_gguf(gguf_path: Path, out: Path) -> None:
             folder, gguf_file=name, dtype=torch.float32, local_files_only=True
         )
     # The weights are dense after dequantisation, but save_pretrained still refuses a model
-    # "quantized with gguf" until the quantizer and its config entry are gone (ENVIRONMENT.md).
+    # "quantized with gguf" until the quantizer and its config entry are gone (docs/environment.md).
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config

@@ -3,7 +3,7 @@
 Every extractor returns ``None`` when there is no answer — never a placeholder string
 such as ``"None"`` that a majority vote could count (the reference code's
 ``answers[-1]`` took the last *character* of a string, and an absent box became
-``"e"``; METHOD.md, defects 1 and 5). Formats are chosen per case
+``"e"``; docs/method.md, defects 1 and 5). Formats are chosen per case
 (:attr:`frontier_qa.target.Case.answer_format`):
 
 ========================  =============================================================

@@ -2,7 +2,7 @@
 
 p̂ is the majority cluster's share of *all* k samples. Unparseable answers (no answer
 could be extracted) and failed samples (the target errored) are counted and reported,
-never a vote — the reference code counted the string "None" as an answer (METHOD.md,
+never a vote — the reference code counted the string "None" as an answer (docs/method.md,
 defect 5). The result does not depend on the order the answers arrived in.
 """
 

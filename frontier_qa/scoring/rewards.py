@@ -4,7 +4,7 @@ Each reward is a pure function of numbers and strings, and each is also offered 
 reward-function shape ``(prompts, completions, **columns) -> list[float | None]`` (see
 :func:`curriculum_reward_func` and friends), so a GRPO trainer can use them directly.
 
-Where this departs from the reference code (METHOD.md, "Known defects"):
+Where this departs from the reference code (docs/method.md §7):
 
 * The uncertainty reward is never gated by agreement with the curriculum's own reference
   answer (defect 2); the reference answer is parsed whole from the last ``\\boxed{}``, never as

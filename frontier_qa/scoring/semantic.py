@@ -7,7 +7,7 @@ average linkage on cosine distance, and each cluster stands for one meaning. The
 :mod:`frontier_qa.scoring.consistency`:
 
 * p̂ = largest cluster / k, over *all* k samples: failed and empty answers count in k but
-  are never clustered (METHOD.md, defect 5);
+  are never clustered (docs/method.md, defect 5);
 * the pseudo-label ỹ is the majority cluster's medoid (the member with the smallest sum of
   cosine distances to the others), a real answer rather than an average;
 * the entropy over clusters is semantic entropy (Kuhn et al., 2023, who cluster by NLI

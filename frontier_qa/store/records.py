@@ -115,7 +115,7 @@ class CaseSpec(_Record):
 
     ``reference_verified`` says whether the reference was checked (by executing the
     generator's solution or a stronger judge); only a verified reference can make a
-    ``failure`` (METHOD.md, QA note 1).
+    ``failure`` (docs/method.md, QA note 1).
     """
 
     id: str = Field(min_length=1)

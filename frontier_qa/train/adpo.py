@@ -9,12 +9,12 @@ its self-consistency p̂ is low. Ambiguity-Dynamic Policy Optimization therefore
   can still gain probability where the answer is genuinely open ("dynamic trust region");
   ε_low stays fixed.
 
-With the reference constants (METHOD.md, executor agent)::
+With the reference constants (docs/method.md §5)::
 
     s(p̂)      = 0.6 + 0.4 · clamp((p̂ − 0.3) / 0.5, 0, 1)
     ε_high(p̂) = 0.2 + 0.1 · clamp((0.8 − p̂) / 0.5, 0, 1)        ε_low = 0.2
 
-The reference code defines these but never runs them (METHOD.md defect 4); here they are
+The reference code defines these but never runs them (docs/method.md, defect 4); here they are
 plain functions of floats, applied by :class:`frontier_qa.train.adpo_trainer.ADPOTrainer`.
 The executor's reward, :class:`PseudoLabelReward`, also lives here: it is pure too.
 
@@ -40,7 +40,7 @@ def _clamp01(x: float) -> float:
 
 @dataclass(frozen=True)
 class ADPOSchedule:
-    """The constants of s(p̂) and ε_high(p̂); defaults are the reference's (METHOD.md).
+    """The constants of s(p̂) and ε_high(p̂); defaults are the reference's (docs/method.md §5).
 
     s(p̂) = ``scale_base`` + ``scale_gain`` · clamp((p̂ − ``scale_from``) / ``scale_span``, 0, 1)
 
@@ -92,7 +92,7 @@ class ADPOSchedule:
 
 
 REFERENCE = ADPOSchedule()
-"""The reference constants (aiming-lab/Agent0, METHOD.md "Executor agent")."""
+"""The reference constants (aiming-lab/Agent0; docs/method.md §5)."""
 
 
 def check_p_hat(p_hat: Any, *, where: str = "p_hat") -> float:
@@ -170,7 +170,7 @@ class PseudoLabelReward:
     A TRL reward function: ``reward(prompts, completions, **columns) -> list[float]``; the
     pseudo-label comes from the dataset column ``label_column``. A completion without a
     closed box scores 0 (no answer is never the label). The reference pays −1 for a wrong
-    answer (METHOD.md); group normalisation makes {0, 1} and {−1, 1} give the same
+    answer (docs/method.md §5); group normalisation makes {0, 1} and {−1, 1} give the same
     advantages under ``scale_rewards="group"``, and {0, 1} keeps the logged reward a pass rate.
 
     Args:

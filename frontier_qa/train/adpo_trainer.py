@@ -1,6 +1,6 @@
 """``ADPOTrainer``: TRL's ``GRPOTrainer`` running ADPO for the executor (Agent0 §3.3).
 
-The reference's executor training never runs ADPO (METHOD.md defect 4: p̂ never reaches the
+The reference's executor training never runs ADPO (docs/method.md, defect 4: p̂ never reaches the
 loss, and ``torch.clamp(min=float, max=Tensor)`` raises). Here two seams change, nothing else:
 
 * ``_generate_and_score_completions`` reads each row's p̂ (dataset column ``p_hat``), lets

@@ -73,7 +73,7 @@ class ToolsSection(_Section):
 
 
 class ADPOSection(_Section):
-    """ADPO's s(p̂) and ε_high(p̂) (METHOD.md; the reference constants by default)."""
+    """ADPO's s(p̂) and ε_high(p̂) (docs/method.md §5; the reference constants by default)."""
 
     scale_base: float = 0.6
     scale_gain: float = 0.4

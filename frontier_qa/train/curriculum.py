@@ -254,7 +254,7 @@ def grpo_section_kwargs(model: ModelSection, training: TrainingSection, generati
         max_completion_length=t.max_completion_length, max_grad_norm=t.max_grad_norm,
         lr_scheduler_type=t.lr_scheduler_type, warmup_steps=t.warmup_steps, save_steps=t.save_steps,
         save_total_limit=t.save_total_limit, logging_steps=t.logging_steps, seed=t.seed,
-        # bf16 on CPU is ≈ 50× slower (ENVIRONMENT.md); checkpointing only pays on a GPU
+        # bf16 on CPU is ≈ 50× slower (docs/environment.md); checkpointing only pays on a GPU
         bf16=(cuda and bf16_ok) if t.bf16 == "auto" else t.bf16,
         use_cpu=(not cuda) if t.use_cpu == "auto" else t.use_cpu,
         gradient_checkpointing=cuda if t.gradient_checkpointing == "auto" else t.gradient_checkpointing,

@@ -5,7 +5,7 @@ sandbox's output: the model writes a ```` ```python ```` block, the code runs, i
 appended as ```` ```output ```` … ```` ``` ````, the model continues, up to 4 tool turns,
 and ends with ``\\boxed{}``. The sandbox's tokens were never sampled from the policy, so
 their log-probabilities carry no policy gradient signal; training on them would teach the
-model to predict tool output (METHOD.md: "tool output is not trained on").
+model to predict tool output (docs/method.md §5: tool output is not trained on).
 
 The tool tokens must still be *seen*: later model tokens are conditioned on them. So they stay
 in ``completion_mask`` (TRL's attention mask for the completion) and are removed from the loss

@@ -1,4 +1,4 @@
-"""The pytest plugin (issue 5), tested with real pytest sessions (``pytester``).
+"""The pytest plugin, tested with real pytest sessions (``pytester``).
 
 Every session probes a real Python agent (``agent.py`` below, written into the session's
 folder) through the real runtime, engine and case store; no model is loaded. The agent reads

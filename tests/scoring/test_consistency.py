@@ -160,7 +160,7 @@ def test_consistency_of_trajectories() -> None:
     assert (result.k, result.n_failed, result.n_unparseable) == (5, 1, 1)
     assert result.majority == "7" and result.p_hat == 0.4
     assert result.answers == ("7", None, "7.0", None, "8")
-    # the reference code would have voted "None" twice here (METHOD.md defect 5)
+    # the reference code would have voted "None" twice here (docs/method.md, defect 5)
     assert "None" not in [c.representative for c in result.clusters]
 
 

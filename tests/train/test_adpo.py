@@ -1,4 +1,4 @@
-"""ADPO (issue 7, executor core): the schedule, the reward, the per-task clip inside TRL's loss,
+"""ADPO (the executor's objective): the schedule, the reward, the per-task clip inside TRL's loss,
 the TRL guard, and observation masking of tool output.
 
 Loss tests build the batch by hand on a tiny random model: the policy's log-probabilities are

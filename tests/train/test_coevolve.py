@@ -1,4 +1,4 @@
-"""Co-evolution (issue 7): config, pool, band filter, pseudo-labels, evaluation, state and report.
+"""Co-evolution: config, pool, band filter, pseudo-labels, evaluation, state and report.
 
 These tests drive the loop's parts with scripted targets inside the real runtime (cache,
 retries): no model is loaded. The whole loop with real models runs in

@@ -1,4 +1,4 @@
-"""A full co-evolution iteration on CPU with tiny models (issue 7): every phase real, nothing mocked.
+"""A full co-evolution iteration on CPU with tiny models: every phase real, nothing mocked.
 
 The curriculum is a tiny model imprinted to write "What is a + b?" questions; the executor is
 the tiny tool user of ``tests/tiny_models.py`` (it answers those questions with a python block,

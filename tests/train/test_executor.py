@@ -1,4 +1,4 @@
-"""Executor training (issue 7, part B): ADPO with sandboxed tool rollouts, from rows to ``final/``.
+"""Executor training: ADPO with sandboxed tool rollouts, from rows to ``final/``.
 
 Real ADPO steps on CPU with the tiny tool-using model of ``tests/tiny_models.py``; the code it
 writes runs in the real sandbox.

@@ -1,4 +1,4 @@
-"""Multi-turn tool rollouts in training (issue 7, part B): ToolRollout as TRL's rollout_func.
+"""Multi-turn tool rollouts in training: ToolRollout as TRL's rollout_func.
 
 Everything is real: the tiny tool-using model of ``tests/tiny_models.py`` generates, its code
 runs in the real sandbox, and an ``ADPOTrainer`` turns the rollouts into a batch and a loss.
