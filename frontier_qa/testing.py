@@ -9,6 +9,7 @@ Test your probe configs, your pytest suites and your CI wiring without calling a
   ``answer(case, i)``, a pure function; :func:`open_scripted` wraps it in the real runtime (cache,
   budget, retries), so the engine treats it exactly like a model or an agent::
 
+      import asyncio
       from frontier_qa.probing import ProbeSettings, probe
       from frontier_qa.store import CaseStore
       from frontier_qa.testing import ScriptedAdapter, case, moody, open_scripted, static_curriculum
@@ -16,7 +17,7 @@ Test your probe configs, your pytest suites and your CI wiring without calling a
       target = open_scripted(ScriptedAdapter(moody("weekdays")))          # unsure on one topic
       cases = static_curriculum([case("w1", "Monday + 3 days?", topic="weekdays", truth="Thursday"),
                                  case("a1", "2 + 2?", topic="arithmetic", truth="4")])
-      result = asyncio.run(probe(target, cases, ProbeSettings(k=6), store=CaseStore(tmp_path)))
+      result = asyncio.run(probe(target, cases, ProbeSettings(k=6), store=CaseStore(".frontier-qa-test")))
       # w1 is a frontier case (p̂ 0.5), a1 a pass
 
 Answer functions: :func:`always_right` (the case's ``metadata["truth"]``, else its reference),
