@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from frontier_qa.store.records import CaseClass, CaseRecord, Interval, Observed, SuiteCase
 from frontier_qa.store.comparison import Comparison, Verdict
+from frontier_qa.store.records import CaseClass, CaseRecord, Interval, Observed, SuiteCase
 from frontier_qa.target import Case, Sampling, Trajectory
 
 if TYPE_CHECKING:

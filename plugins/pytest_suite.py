@@ -44,10 +44,10 @@ from frontier_qa.plugins.pytest_case import FrontierCase
 from frontier_qa.plugins.pytest_marker import SuiteSpec, parse_marker, suite_key
 from frontier_qa.plugins.pytest_plugin import CASE_KEY, FIXTURE, FrontierOptions, FrontierUsageError, case_test_id
 from frontier_qa.probing.run import STOP_BUDGET, STOP_UNAVAILABLE, ProbeRun, case_id_for
-from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, SuiteCase
-from frontier_qa.store.comparison import compare
 from frontier_qa.runtime import run_sync
 from frontier_qa.store.case_store import CaseStore, export_suite, import_suite, latest_by, suite_entries
+from frontier_qa.store.comparison import compare
+from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, SuiteCase
 from frontier_qa.target import Case, Sampling, Trajectory
 
 SUITE_KEY = "pytest_suite"

@@ -30,9 +30,9 @@ from typing import Any
 
 from frontier_qa.adapters.tool_executor import find_code, format_output
 from frontier_qa.adapters.workflow import AgentContext
-from frontier_qa.scoring.answers import closing_brace
 from frontier_qa.runtime import Limits, open_target
 from frontier_qa.runtime.sandbox import Sandbox
+from frontier_qa.scoring.answers import closing_brace
 from frontier_qa.target import Case, Sampling, Target
 
 version = "3"  # part of the target id: bump it when the agent's behaviour changes

@@ -40,8 +40,8 @@ from frontier_qa.config import (
     parse_set,
 )
 from frontier_qa.errors import ConfigError
-from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
 from frontier_qa.store.case_store import CaseStore, encode_line
+from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
 
 EXIT_INTERRUPTED = 130
 CASES_FILE = "cases.jsonl"

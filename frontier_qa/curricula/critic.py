@@ -19,10 +19,10 @@ import math
 import re
 from dataclasses import replace
 
-from frontier_qa.curricula.templates import tool_description, tool_name
-from frontier_qa.probing.validation import CriticVerdict
 from frontier_qa.curricula.base import Proposal
+from frontier_qa.curricula.templates import tool_description, tool_name
 from frontier_qa.errors import ConfigError
+from frontier_qa.probing.validation import CriticVerdict
 from frontier_qa.target import Case, Sampling, Target
 
 SAGE_THRESHOLD = 0.7

@@ -50,8 +50,8 @@ from typing import Any
 
 from frontier_qa.curricula.base import History, Outcome, Proposal
 from frontier_qa.errors import ConfigError
-from frontier_qa.target import Case
 from frontier_qa.probing.verify import SOLUTION_KEY, TRUSTED_KEY
+from frontier_qa.target import Case
 
 ROW_FIELDS = frozenset(
     {"id", "prompt", "question", "system", "topic", "answer_format", "reference", "answer",

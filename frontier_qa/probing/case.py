@@ -24,14 +24,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from frontier_qa.curricula.base import Proposal
+from frontier_qa.errors import BudgetExceededError, TargetUnavailableError
+from frontier_qa.probing.sequential import SequentialConfig, Verdict, decide, decide_consistency, fit_prior, wilson_interval
+from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.scoring.answers import extract_answer
 from frontier_qa.scoring.consistency import Consistency, consistency_of, self_consistency
 from frontier_qa.scoring.tool_calls import tool_calls_answer
-from frontier_qa.curricula.base import Proposal
-from frontier_qa.errors import BudgetExceededError, TargetUnavailableError
 from frontier_qa.store.records import CaseClass, CaseRecord, Interval, Round, case_record, utc_now
-from frontier_qa.probing.sequential import SequentialConfig, Verdict, decide, decide_consistency, fit_prior, wilson_interval
-from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.target import Case, Target, Trajectory
 
 if TYPE_CHECKING:

@@ -35,7 +35,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from frontier_qa.curricula.base import Curriculum
-from frontier_qa.scoring.difficulty import CalibrationReport, calibration_report
 from frontier_qa.probing.case import classify_case, judge_prompt, parse_judge_verdict
 from frontier_qa.probing.run import (
     STOP_BUDGET,
@@ -50,14 +49,15 @@ from frontier_qa.probing.run import (
     case_id_for,
     config_hash,
 )
-from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase
-from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
-from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.probing.sequential import MajorityPrior
 from frontier_qa.probing.settings import ProbeSettings
-from frontier_qa.store.case_store import CaseStore
-from frontier_qa.target import Sampling, Target
 from frontier_qa.probing.validation import Validator
+from frontier_qa.runtime.sandbox import Sandbox
+from frontier_qa.scoring.difficulty import CalibrationReport, calibration_report
+from frontier_qa.store.case_store import CaseStore
+from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
+from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase
+from frontier_qa.target import Sampling, Target
 
 
 # --- results ----------------------------------------------------------------------------

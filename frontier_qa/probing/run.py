@@ -31,17 +31,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
-from frontier_qa.scoring.difficulty import DifficultyPredictor, should_skip
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetUnavailableError
 from frontier_qa.probing.case import STOP_BUDGET, STOP_UNAVAILABLE, CaseProber
 from frontier_qa.probing.settings import ProbeSettings
-from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase, run_totals
-from frontier_qa.store.comparison import Comparison, compare
-from frontier_qa.runtime.sandbox import Sandbox
-from frontier_qa.store.case_store import CaseStore, Shard, StoreError, latest_by, new_run_id
-from frontier_qa.target import Case, Target
 from frontier_qa.probing.validation import ValidationResult, Validator
 from frontier_qa.probing.verify import SOLUTION_KEY, Verification, trusted, verify_references
+from frontier_qa.runtime.sandbox import Sandbox
+from frontier_qa.scoring.difficulty import DifficultyPredictor, should_skip
+from frontier_qa.store.case_store import CaseStore, Shard, StoreError, latest_by, new_run_id
+from frontier_qa.store.comparison import Comparison, compare
+from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase, run_totals
+from frontier_qa.target import Case, Target
 
 
 STOP_SATURATED = "saturated"

@@ -55,8 +55,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.errors import ConfigError
+from frontier_qa.scoring.consistency import Consistency
 
 AGENT0_BAND = (0.3, 0.8)  # Agent0 §4: δ = 0.25 around 0.5, both ends inclusive
 TOOL_R0_BAND = (0.25, 0.75)  # Tool-R0 §4: [P_low, P_high]

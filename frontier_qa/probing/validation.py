@@ -32,9 +32,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
-from frontier_qa.scoring.answers import check_answer_format
 from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import AnswerError, ConfigError
+from frontier_qa.scoring.answers import check_answer_format
 
 Check = Callable[[Proposal], "str | None"]
 """A static check: the reason the proposal is invalid, or ``None`` when it passes."""

@@ -26,10 +26,10 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from frontier_qa.scoring.answers import extract_answer
 from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import SandboxError
 from frontier_qa.runtime.sandbox import Sandbox, SandboxResult
+from frontier_qa.scoring.answers import extract_answer
 
 TRUSTED_KEY = "reference_verified"
 """Case metadata key: ``True`` means the case's source vouches for its reference."""

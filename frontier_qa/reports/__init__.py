@@ -11,14 +11,14 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from frontier_qa.store.records import CaseRecord, RunRecord
-from frontier_qa.store.comparison import Comparison, Verdict, compare, compare_all, count_verdicts
 from frontier_qa.reports.gate import GateCheck, GateResult, GateThresholds, evaluate_gate
 from frontier_qa.reports.html import html_report, write_html
 from frontier_qa.reports.json_report import JsonReport, build_json_report, write_json_report
 from frontier_qa.reports.junit import junit_xml, write_junit
 from frontier_qa.reports.markdown import markdown_report, write_markdown
 from frontier_qa.reports.summary import Summary, summarize
+from frontier_qa.store.comparison import Comparison, Verdict, compare, compare_all, count_verdicts
+from frontier_qa.store.records import CaseRecord, RunRecord
 
 FORMATS = ("json", "junit", "md", "html")
 FILE_NAMES = {"json": "report.json", "junit": "junit.xml", "md": "report.md", "html": "report.html"}

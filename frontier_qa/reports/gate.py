@@ -10,9 +10,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.store.records import CaseClass, CaseRecord
-from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
 from frontier_qa.reports.summary import Summary, summarize
+from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
+from frontier_qa.store.records import CaseClass, CaseRecord
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
 from frontier_qa.reports._text import esc, fmt_p, fmt_usd, shorten, write_text
-from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.summary import Summary, answer_distribution, summarize, timeline, top_cases
 from frontier_qa.reports.svg import COLORS, frontier_map_svg, histogram_svg, line_svg
+from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
+from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;background:#f6f7f9;

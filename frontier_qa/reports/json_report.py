@@ -15,10 +15,10 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from frontier_qa import __version__
-from frontier_qa.store.records import SCHEMA_VERSION, CaseClass, CaseRecord, Cost, Interval, RunRecord, utc_now
-from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.summary import Summary, answer_distribution, summarize
+from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
+from frontier_qa.store.records import SCHEMA_VERSION, CaseClass, CaseRecord, Cost, Interval, RunRecord, utc_now
 
 
 class _Model(BaseModel):

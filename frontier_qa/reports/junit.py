@@ -16,9 +16,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 
-from frontier_qa.store.records import CaseClass, CaseRecord, RunRecord
 from frontier_qa.reports._text import clean, fmt_p, shorten, write_text
 from frontier_qa.reports.summary import Summary, answer_distribution, summarize
+from frontier_qa.store.records import CaseClass, CaseRecord, RunRecord
 
 MAX_DETAIL_CHARS = 2000  # prompt characters shown in a failure's details
 

@@ -12,11 +12,11 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
 from frontier_qa.reports._text import fmt_p, fmt_usd, md, write_text
-from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.summary import Summary, answer_distribution, summarize, top_cases
+from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
+from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, Cost
 from frontier_qa.store.case_store import latest_by
+from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, Cost
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ import math
 from collections.abc import Sequence
 from datetime import datetime
 
-from frontier_qa.store.records import CaseClass
 from frontier_qa.reports._text import esc, shorten
+from frontier_qa.store.records import CaseClass
 
 COLORS: dict[CaseClass, str] = {
     CaseClass.FAILURE: "#d1495b",

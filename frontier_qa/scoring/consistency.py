@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from frontier_qa.errors import AnswerError
 from frontier_qa.scoring.answers import check_answer_format, extract_answer
 from frontier_qa.scoring.equivalence import comparator, normalize
-from frontier_qa.errors import AnswerError
 
 if TYPE_CHECKING:
     from frontier_qa.target import Trajectory

@@ -38,9 +38,9 @@ from collections import OrderedDict
 from fractions import Fraction
 from typing import Literal
 
+from frontier_qa.errors import AnswerError
 from frontier_qa.scoring._symbolic import pool
 from frontier_qa.scoring.answers import closing_brace
-from frontier_qa.errors import AnswerError
 
 Mode = Literal["math", "numeric", "string"]
 MODES: tuple[str, ...] = ("math", "numeric", "string")

@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from frontier_qa.errors import AnswerError, ConfigError
 from frontier_qa.scoring.answers import check_answer_format, extract_answer
 from frontier_qa.scoring.consistency import Cluster, Consistency, cluster_entropy
 from frontier_qa.scoring.contradiction import check_rules, contradiction_matrix, contradicts
 from frontier_qa.scoring.embedders import Embedder, get_embedder, normalize_rows
-from frontier_qa.errors import AnswerError, ConfigError
 
 if TYPE_CHECKING:
     from frontier_qa.target import Trajectory

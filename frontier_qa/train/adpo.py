@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from frontier_qa.errors import ConfigError
 from frontier_qa.scoring.answers import extract_boxed
 from frontier_qa.scoring.equivalence import MODES, comparator
-from frontier_qa.errors import ConfigError
 from frontier_qa.scoring.rewards import completion_text
 
 

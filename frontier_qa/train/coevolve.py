@@ -31,8 +31,8 @@ from pydantic import BaseModel, Field
 
 from frontier_qa.config import TargetConfig
 from frontier_qa.errors import ConfigError
-from frontier_qa.runtime.local_models import resolve_model
 from frontier_qa.runtime import Limits, open_target, run_sync
+from frontier_qa.runtime.local_models import resolve_model
 from frontier_qa.target import Sampling, Target
 from frontier_qa.train import pool as pools
 from frontier_qa.train.coevolve_config import CoevolveConfig, check

@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError
+from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.scoring.repetition import repetition_penalty
 from frontier_qa.scoring.rewards import PAPER, CurriculumScore, RewardConfig, completion_text, composite_reward
 from frontier_qa.target import Case, Sampling, Target, Trajectory

@@ -20,10 +20,10 @@ from typing import Optional
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from frontier_qa.scoring.bands import AGENT0_BAND
 from frontier_qa.errors import ConfigError
-from frontier_qa.store.records import utc_now
+from frontier_qa.scoring.bands import AGENT0_BAND
 from frontier_qa.store.case_store import encode_line
+from frontier_qa.store.records import utc_now
 
 TASKS_SCHEMA_VERSION = 1
 TASKS_FILE = "tasks.jsonl"

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND
 from frontier_qa.config import (
     Override,
     ProbeConfig,
@@ -20,6 +19,7 @@ from frontier_qa.config import (
     parse_set,
 )
 from frontier_qa.errors import ConfigError
+from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND
 from frontier_qa.store.case_store import Shard
 from tests.factories import REPO
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
+from frontier_qa.curricula.base import Proposal
 from frontier_qa.curricula.critic import (
     SAGE_QUESTION_PROMPT,
     SAGE_THRESHOLD,
@@ -19,7 +20,6 @@ from frontier_qa.curricula.critic import (
     SageCritic,
     parse_score,
 )
-from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime import open_target
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.curricula import templates as tpl
+from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
 from frontier_qa.curricula.prompted import (
     DEFAULT_SAMPLING,
     PromptedCurriculum,
@@ -24,7 +25,6 @@ from frontier_qa.curricula.prompted import (
     from_spec,
     sample_tool_spec,
 )
-from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime import open_target
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from frontier_qa.scoring.consistency import Cluster, Consistency
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.sequential import (
     DEFAULT_PRIOR,
@@ -28,6 +27,7 @@ from frontier_qa.probing.sequential import (
     tally,
     wilson_interval,
 )
+from frontier_qa.scoring.consistency import Cluster, Consistency
 from tests.factories import REPO
 
 CONFIG = SequentialConfig()  # band (0.3, 0.8), confidence 0.9, k_min 3, k_max 10, rounds 3, 2, 2, ...

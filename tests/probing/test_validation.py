@@ -8,7 +8,6 @@ import pytest
 
 from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import ConfigError
-from frontier_qa.target import Case
 from frontier_qa.probing.validation import (
     CriticVerdict,
     ValidationResult,
@@ -20,6 +19,7 @@ from frontier_qa.probing.validation import (
     normalize_call,
     tool_menu,
 )
+from frontier_qa.target import Case
 
 WEATHER = {
     "type": "function",

@@ -11,17 +11,6 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.store.records import (
-    CaseClass,
-    CaseRecord,
-    CaseSpec,
-    ClusterCount,
-    Cost,
-    Interval,
-    RunRecord,
-    SampleRecord,
-    SuiteCase,
-)
 from frontier_qa.reports import (
     GateThresholds,
     JsonReport,
@@ -39,6 +28,17 @@ from frontier_qa.reports import (
 from frontier_qa.reports._text import clean
 from frontier_qa.reports.summary import histogram_bin, timeline, top_cases
 from frontier_qa.reports.svg import nice_ticks
+from frontier_qa.store.records import (
+    CaseClass,
+    CaseRecord,
+    CaseSpec,
+    ClusterCount,
+    Cost,
+    Interval,
+    RunRecord,
+    SampleRecord,
+    SuiteCase,
+)
 
 T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 EVIL = "<script>alert('x')</script> ]]> \x1b[31m\x00 a|b"

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from frontier_qa.errors import AnswerError
 from frontier_qa.scoring.answers import (
     ANSWER_FORMATS,
     check_answer_format,
@@ -14,7 +15,6 @@ from frontier_qa.scoring.answers import (
     extract_final_answer,
     extract_json_field,
 )
-from frontier_qa.errors import AnswerError
 
 # ------------------------------------------------------------------------------- boxed
 

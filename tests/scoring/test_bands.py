@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND, Band, band_distance, in_band, soft_band
 from frontier_qa.errors import ConfigError
+from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND, Band, band_distance, in_band, soft_band
 
 # Tool-R0 at one shoulder width of 0.15 from the band: exp(-0.15² / (2·0.12²)) = exp(-0.78125).
 SHOULDER_015 = math.exp(-0.78125)

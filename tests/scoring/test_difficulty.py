@@ -8,6 +8,7 @@ import random
 import numpy as np
 import pytest
 
+from frontier_qa.errors import ConfigError
 from frontier_qa.scoring.difficulty import (
     DifficultyPredictor,
     brier_score,
@@ -20,7 +21,6 @@ from frontier_qa.scoring.difficulty import (
     should_skip,
     text_features,
 )
-from frontier_qa.errors import ConfigError
 
 
 def test_parse_and_convert_the_curriculum_estimate():

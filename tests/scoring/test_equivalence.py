@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from frontier_qa.errors import AnswerError
 from frontier_qa.scoring._symbolic import SymbolicPool
 from frontier_qa.scoring.equivalence import (
     Comparator,
@@ -26,7 +27,6 @@ from frontier_qa.scoring.equivalence import (
     parse_number,
     warm_up,
 )
-from frontier_qa.errors import AnswerError
 
 # An expression math-verify/sympy cannot settle quickly: comparing these ran > 100 s
 # without a limit when this was written.

@@ -16,7 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from frontier_qa.errors import AnswerError, ConfigError, MissingExtraError, TargetError
 from frontier_qa.scoring import embedders
+from frontier_qa.scoring.contradiction import contradiction_matrix, entity_terms, numbers_in
 from frontier_qa.scoring.embedders import (
     DEFAULT_MODEL,
     LiteLLMEmbedder,
@@ -24,8 +26,6 @@ from frontier_qa.scoring.embedders import (
     get_embedder,
     load_sentence_transformer,
 )
-from frontier_qa.errors import AnswerError, ConfigError, MissingExtraError, TargetError
-from frontier_qa.scoring.contradiction import contradiction_matrix, entity_terms, numbers_in
 from frontier_qa.scoring.semantic import (
     DEFAULT_THRESHOLD,
     asemantic_consistency,

@@ -17,6 +17,16 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.scoring.consistency import Cluster, Consistency
+from frontier_qa.store.case_store import (
+    CaseStore,
+    Shard,
+    StoreError,
+    TornLineWarning,
+    encode_line,
+    export_suite,
+    import_suite,
+    shard_of,
+)
 from frontier_qa.store.records import (
     CaseClass,
     CaseRecord,
@@ -27,16 +37,6 @@ from frontier_qa.store.records import (
     json_schemas,
     run_totals,
     truncate_text,
-)
-from frontier_qa.store.case_store import (
-    CaseStore,
-    Shard,
-    StoreError,
-    TornLineWarning,
-    encode_line,
-    export_suite,
-    import_suite,
-    shard_of,
 )
 from frontier_qa.target import Case, ToolCall, Trajectory, Usage
 

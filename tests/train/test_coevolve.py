@@ -17,13 +17,13 @@ from frontier_qa.config import parse_set
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime import run_sync
 from frontier_qa.target import Case, Sampling
+from frontier_qa.testing import ScriptedAdapter, open_scripted
 from frontier_qa.train import pool as pools
 from frontier_qa.train.coevolve import RunState, _open_state, curriculum_config, write_report
 from frontier_qa.train.coevolve_config import load_coevolve_config
 from frontier_qa.train.evaluate import Question, pass_rate
 from frontier_qa.train.heldout import BUILTIN, load_heldout
 from frontier_qa.train.prompts import TaskFormat
-from frontier_qa.testing import ScriptedAdapter, open_scripted
 
 AGENT0 = "configs/coevolve/agent0.yaml"
 

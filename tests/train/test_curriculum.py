@@ -21,14 +21,14 @@ from frontier_qa.config import parse_set
 from frontier_qa.curricula import templates as tpl
 from frontier_qa.curricula.prompted import PromptedCurriculum, derive_seed
 from frontier_qa.errors import BudgetExceededError, ConfigError, MissingExtraError, TargetError, TargetUnavailableError
-from frontier_qa.scoring.rewards import PAPER
 from frontier_qa.runtime import Budget, open_target
+from frontier_qa.scoring.rewards import PAPER
 from frontier_qa.target import Adapter, Case, Sampling, ToolCall, Trajectory
+from frontier_qa.testing import ScriptedAdapter, open_scripted, words_embedder
 from frontier_qa.train.config import load_train_config
 from frontier_qa.train.prompts import TaskFormat, render_text
 from frontier_qa.train.reward import TargetReward, score_tasks
 from frontier_qa.train.tasks import read_tasks, summarize
-from frontier_qa.testing import ScriptedAdapter, open_scripted, words_embedder
 from tests.factories import REPO
 
 

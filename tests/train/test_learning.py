@@ -21,9 +21,9 @@ import pytest
 
 from frontier_qa.config import parse_set
 from frontier_qa.target import Case
+from frontier_qa.testing import ScriptedAdapter, open_scripted
 from frontier_qa.train.config import load_train_config
 from frontier_qa.train.tasks import read_tasks, summarize
-from frontier_qa.testing import ScriptedAdapter, open_scripted
 
 WORDS = ("apple banana cherry river mountain city garden window letter number table chair music paper "
          "stone cloud green blue red yellow seven three twelve ninety count add find how many what when "
