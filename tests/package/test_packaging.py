@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -75,9 +76,14 @@ def test_console_script_version_and_help(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_built_wheel_imports_subpackages(tmp_path: Path) -> None:
     """Build the real wheel, install it alone into a folder, import from there."""
+    # build from a clean copy: an in-tree build reuses build/lib, which keeps modules that
+    # pyproject no longer lists, and leaves build/ and *.egg-info in the checkout
+    source = tmp_path / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".frontier-qa", ".pytest_cache", "runs"))
     dist = tmp_path / "dist"
     build = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(REPO)],
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(source)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -85,10 +91,14 @@ def test_built_wheel_imports_subpackages(tmp_path: Path) -> None:
     assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
     (wheel,) = dist.glob("frontier_qa-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "frontier_qa/adapters/__init__.py" in names
-    assert "frontier_qa/plugins/__init__.py" in names
-    assert "frontier_qa/train/__init__.py" in names
-    assert "frontier_qa/curricula/__init__.py" in names
+    # every module of the source tree, at its installed path (a package missing from
+    # pyproject's list would be left out of the wheel silently)
+    sources = {"frontier_qa": REPO / "frontier_qa", "frontier_qa/adapters": REPO / "adapters",
+               "frontier_qa/plugins": REPO / "plugins"}
+    expected = {f"{prefix}/{path.relative_to(folder).as_posix()}"
+                for prefix, folder in sources.items() for path in folder.rglob("*.py")}
+    assert expected - set(names) == set()
+    assert "frontier_qa/py.typed" in names
     tops = {n.split("/")[0] for n in names}
     assert tops <= {"frontier_qa", f"frontier_qa-{wheel.name.split('-')[1]}.dist-info"}, tops
 
