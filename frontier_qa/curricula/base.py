@@ -31,6 +31,8 @@ class Proposal:
             (self-aware RL difficulty prediction).
         source: which curriculum / template produced it (for reports).
         raw: the curriculum's raw output, kept for debugging invalid proposals.
+        aliases: other ids the same case had before (frontier-qa 0.1's hash ids); when the
+            store knows the case under one of them, the engine keeps that id.
     """
 
     case: Case
@@ -39,6 +41,7 @@ class Proposal:
     predicted_pass_rate: float | None = None
     source: str = "unknown"
     raw: str | None = None
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ Two row shapes, in JSONL (one object per line) or YAML (a list of objects):
 field                     meaning
 ========================  ================================================================
 ``prompt`` (``question``)  the task (required)
-``id``                     stable case id; default: a hash of the task (engine.case_id_for)
+``id``                     stable case id; default: the prompt's slug and a hash
 ``topic``                  label for the frontier map (default ``general``)
 ``answer_format``          ``boxed`` (default), ``final_answer``, ``json:<field>``, ``text``
 ``reference`` (``answer``) the expected answer; unverified unless ``reference_verified``
@@ -57,7 +57,7 @@ ROW_FIELDS = frozenset(
     {"id", "prompt", "question", "system", "topic", "answer_format", "reference", "answer",
      "reference_verified", "solution", "tools", "gold_calls", "predicted_pass_rate", "metadata", "history"}
 )  # fmt: skip
-SUITE_FIELDS = frozenset({"schema_version", "case", "observed", "run_id", "finished_at", "cost"})
+SUITE_FIELDS = frozenset({"schema_version", "case", "baseline", "observed", "role", "run_id", "finished_at", "cost"})
 
 
 def _fail(where: str, message: str, hint: str) -> ConfigError:
@@ -205,7 +205,7 @@ def read_proposals(path: str | os.PathLike[str]) -> list[Proposal]:
     Raises:
         ConfigError: a malformed row (the message names file and line) or a repeated id.
     """
-    from frontier_qa.probing.engine import case_id_for
+    from frontier_qa.store.case_ids import case_id_for, legacy_case_id
 
     source = f"file:{Path(path).name}"
     out: list[Proposal] = []
@@ -213,7 +213,8 @@ def read_proposals(path: str | os.PathLike[str]) -> list[Proposal]:
     for where, row in read_rows(path):
         proposal = proposal_from_row(row, where, source=source)
         if not proposal.case.id:
-            proposal = replace(proposal, case=replace(proposal.case, id=case_id_for(proposal.case)))
+            proposal = replace(proposal, case=replace(proposal.case, id=case_id_for(proposal.case)),
+                               aliases=(legacy_case_id(proposal.case),))
         cid = proposal.case.id
         if cid in seen:
             raise ConfigError(f"{where}: case id {cid!r} already used at {seen[cid]}",

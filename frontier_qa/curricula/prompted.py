@@ -37,6 +37,7 @@ from frontier_qa.curricula import few_shot
 from frontier_qa.curricula import templates as tpl
 from frontier_qa.curricula.base import History, Outcome, Proposal
 from frontier_qa.errors import ConfigError
+from frontier_qa.store.case_ids import readable_id
 from frontier_qa.target import Case, Sampling, Target, Trajectory
 
 DOMAINS: tuple[str, ...] = ("math", "general", "tools", "open_ended", "workflow")
@@ -366,7 +367,7 @@ class PromptedCurriculum:
                 metadata["expected_steps"] = list(parsed.steps)
         key = [self.template, parsed.question, *(tpl.tool_name(t) for t in tools)]
         case = Case(
-            id=f"{self.domain}-{_digest(*key)}",
+            id=readable_id(parsed.question, *key),
             prompt=parsed.question,
             system=self.case_system,
             topic=topic or self.domain,
@@ -376,7 +377,8 @@ class PromptedCurriculum:
             metadata=metadata,
         )
         return Proposal(case=case, solution=parsed.solution, gold_calls=parsed.gold_calls,
-                        predicted_pass_rate=parsed.predicted_pass_rate, source=source, raw=raw)
+                        predicted_pass_rate=parsed.predicted_pass_rate, source=source, raw=raw,
+                        aliases=(f"{self.domain}-{_digest(*key)}",))  # frontier-qa 0.1's id
 
     def _offered_tools(self, listed: Sequence[str], spec: ToolTaskSpec,
                        metadata: dict[str, Any]) -> tuple[Mapping[str, Any], ...]:

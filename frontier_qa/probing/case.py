@@ -26,7 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import BudgetExceededError, TargetUnavailableError
-from frontier_qa.probing.sequential import SequentialConfig, Verdict, decide, decide_consistency, fit_prior, wilson_interval
+from frontier_qa.probing.regression import ReplayJudge, band_of
+from frontier_qa.probing.sequential import (
+    Decision,
+    SequentialConfig,
+    Verdict,
+    decide,
+    decide_consistency,
+    fit_prior,
+    wilson_interval,
+)
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.scoring.answers import extract_answer
 from frontier_qa.scoring.consistency import Consistency, consistency_of, self_consistency
@@ -205,6 +214,7 @@ class CaseProber:
         version = getattr(target, "version", None)
         found = version() if callable(version) else None
         self.target_version = None if found is None else str(found)
+        self.stop_detail: str | None = None  # the error that stopped sampling (budget, unavailable target)
 
     # -- the sequential prior (empirical Bayes on this run's cases) ---------------------------
 
@@ -294,36 +304,69 @@ class CaseProber:
 
     # -- one case ------------------------------------------------------------------------------
 
-    async def _sample(self, case: Case, start: int) -> tuple[list[Trajectory], list[Round], Verdict | None, str | None]:
+    def _band_need(self, decision: Decision | None, k: int) -> int:
+        """Samples the band decision still wants (0 once decided)."""
+        if self.policy is None:
+            return max(self.settings.k - k, 0)
+        if decision is None:
+            decision = decide((), 0, 0, self.policy)
+        return 0 if decision.stopped else decision.next_n
+
+    def _band(self, decision: Decision | None, consistency: Consistency | None, k: int) -> Verdict | None:
+        """The band verdict of the samples so far (``None`` until decided)."""
+        if self.policy is not None:
+            return decision.verdict if decision is not None and decision.stopped else None
+        if consistency is None or k < self.settings.k:
+            return None
+        if self.settings.band.contains(consistency.p_hat):
+            return Verdict.IN_BAND
+        return Verdict.BELOW if consistency.p_hat < self.band[0] else Verdict.ABOVE
+
+    async def _sample(
+        self, case: Case, start: int, judge: ReplayJudge | None = None
+    ) -> tuple[list[Trajectory], list[Round], Verdict | None, str | None]:
         trajectories: list[Trajectory] = []
         rounds: list[Round] = []
+        decision: Decision | None = None
+        consistency: Consistency | None = None
+        stop: str | None = None
         try:
-            if self.policy is None:
-                trajectories = list(await self.target.sample(case, self.settings.k, self.sampling, start=start))
-                consistency = await self.score(case, trajectories)
-                rounds.append(self._round(consistency))
-                if self.settings.band.contains(consistency.p_hat):
-                    return trajectories, rounds, Verdict.IN_BAND, None
-                below = consistency.p_hat < self.band[0]
-                return trajectories, rounds, (Verdict.BELOW if below else Verdict.ABOVE), None
-            decision = decide((), 0, 0, self.policy)
-            while not decision.stopped:
-                got = await self.target.sample(case, decision.next_n, self.sampling, start=start + len(trajectories))
+            while True:
+                need = self._band_need(decision, len(trajectories))
+                if judge is not None:
+                    answers = list(consistency.answers) if consistency is not None else []
+                    if len(answers) != len(trajectories):
+                        answers = answers_of(case, trajectories)
+                    band = band_of(decision) if self.policy is not None else _fixed_band(
+                        self._band(decision, consistency, len(trajectories)))
+                    need = max(need, await judge.want(trajectories, answers, consistency, band))
+                if need == 0:
+                    break
+                got = await self.target.sample(case, need, self.sampling, start=start + len(trajectories))
                 if not got:
-                    return trajectories, rounds, None, "the target returned no samples"
+                    stop = "the target returned no samples"
+                    break
                 trajectories.extend(got)
                 consistency = await self.score(case, trajectories)
                 rounds.append(self._round(consistency))
                 if self.on_round is not None:
                     self.on_round(case, len(trajectories), consistency.p_hat)
-                decision = decide_consistency(consistency, self.policy)
-            return trajectories, rounds, decision.verdict, None
-        except BudgetExceededError:
-            return trajectories, rounds, None, STOP_BUDGET
-        except TargetUnavailableError:
-            return trajectories, rounds, None, STOP_UNAVAILABLE
+                if self.policy is not None:
+                    decision = decide_consistency(consistency, self.policy)
+        except BudgetExceededError as err:
+            stop, self.stop_detail = STOP_BUDGET, err.message
+        except TargetUnavailableError as err:
+            stop, self.stop_detail = STOP_UNAVAILABLE, err.message
+        if stop == "the target returned no samples":
+            return trajectories, rounds, None, stop
+        verdict = None if stop is not None else self._band(decision, consistency, len(trajectories))
+        if judge is not None:
+            band = band_of(decision) if self.policy is not None else _fixed_band(verdict)
+            await judge.finish(consistency, band)
+        return trajectories, rounds, verdict, stop
 
-    async def probe(self, case: Case, *, run_id: str, verified: bool, start: int = 0) -> tuple[CaseRecord, str | None]:
+    async def probe(self, case: Case, *, run_id: str, verified: bool, start: int = 0,
+                    judge: ReplayJudge | None = None) -> tuple[CaseRecord, str | None]:
         """Sample, score and classify one case.
 
         Args:
@@ -331,13 +374,14 @@ class CaseProber:
             run_id: the run the record belongs to.
             verified: whether ``case.reference`` is verified.
             start: the first sample index (replays use indices no earlier run drew).
+            judge: a replay's regression test; sampling goes on until it decides too.
 
         Returns:
             The record (not yet stored), and ``"budget"`` / ``"target unavailable"`` when
             that ended sampling (the run should stop), else ``None``.
         """
         started = utc_now()
-        trajectories, rounds, verdict, stop = await self._sample(case, start)
+        trajectories, rounds, verdict, stop = await self._sample(case, start, judge)
         consistency = await self.score(case, trajectories)
         majority, reference = consistency.majority, case.reference
         majority_correct = None
@@ -408,6 +452,11 @@ class CaseProber:
             seed=self.sampling.seed,
             reason=reason,
         )
+
+
+def _fixed_band(verdict: Verdict | None) -> str | None:
+    return None if verdict is None else {Verdict.IN_BAND: "in_band", Verdict.ABOVE: "above",
+                                         Verdict.BELOW: "below"}.get(verdict)
 
 
 __all__ = ["CaseProber", "classify_case", "judge_prompt", "parse_judge_verdict"]

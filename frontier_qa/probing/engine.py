@@ -8,8 +8,10 @@ One loop (Agent0 §3.2–3.3, turned into a test harness)::
 
 * **Replay first** (Hypothesis' example database): the store's cases for this target are
   probed again with *fresh* samples (sample indices after every earlier one, so the runtime
-  cache cannot hand back the old answers) and compared with their last record
-  (:func:`frontier_qa.store.comparison`): ``regression``, ``improved``, ``same``, ``flaky``.
+  cache cannot hand back the old answers) and held to their *baseline* (accepted by a person,
+  else the case's first observation; a replay never changes it) by a sequential test
+  (:mod:`frontier_qa.probing.regression`): ``regression``, ``improved``, ``same``, ``flaky``,
+  ``inconclusive``.
 * **Sampling** asks ``target.sample(case, n, sampling, start=k_so_far)`` round by round and
   stops when :func:`frontier_qa.probing.sequential.decide` is sure of the band (or at k); sample ``i``
   of a case is always sample ``i``, so cached samples keep the statistics valid and a resumed
@@ -71,8 +73,10 @@ class ReplayResult:
         run_id: the run the new records were written under.
         run: its run record (with totals).
         records: the new record of every replayed case.
-        comparisons: old vs new verdict per case (``regression``, ``flaky``, ...).
+        comparisons: baseline vs replay verdict per case (``regression``, ``same``, ...).
         stop_reason: ``"done"``, ``"budget"`` or ``"target unavailable"``.
+        stop_detail: the error behind a budget or unavailable-target stop.
+        planned: cases the replay set out to judge (all shards').
     """
 
     run_id: str
@@ -80,6 +84,8 @@ class ReplayResult:
     records: tuple[CaseRecord, ...]
     comparisons: tuple[Comparison, ...]
     stop_reason: str
+    stop_detail: str | None = None
+    planned: int = 0
 
     @property
     def verdicts(self) -> dict[Verdict, int]:
@@ -104,6 +110,8 @@ class ProbeResult:
         skipped: proposals skipped by difficulty prediction.
         calibration: how well difficulty predictions matched observed p̂ (``None`` without any).
         prior: the sequential policy's population prior at the end (``None`` for fixed k).
+        stop_detail: the error behind a budget or unavailable-target stop.
+        stop_source: which model stopped the run that way: ``"target"`` or ``"curriculum"``.
     """
 
     run_id: str
@@ -116,6 +124,8 @@ class ProbeResult:
     skipped: int
     calibration: CalibrationReport | None = None
     prior: MajorityPrior | None = None
+    stop_detail: str | None = None
+    stop_source: str | None = None
 
     @property
     def frontier(self) -> list[CaseRecord]:
@@ -202,6 +212,8 @@ async def probe(
         skipped=run.skipped,
         calibration=calibration,
         prior=run.prober.prior,
+        stop_detail=run.stop_detail,
+        stop_source=run.stop_source,
     )
 
 
@@ -239,7 +251,8 @@ async def replay(
     reason = run.stop_reason or STOP_DONE
     record = run.finish()
     run.emit("stopped", message=reason)
-    return ReplayResult(run.run_id, record, tuple(run.records()), tuple(run.comparisons), reason)
+    return ReplayResult(run.run_id, record, tuple(run.records()), tuple(run.comparisons), reason,
+                        stop_detail=run.stop_detail, planned=run.replay_size)
 
 
 def _by_class(records: Sequence[CaseRecord]) -> dict[CaseClass, int]:

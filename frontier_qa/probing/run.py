@@ -38,9 +38,21 @@ from frontier_qa.probing.validation import ValidationResult, Validator
 from frontier_qa.probing.verify import SOLUTION_KEY, Verification, trusted, verify_references
 from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.scoring.difficulty import DifficultyPredictor, should_skip
+from frontier_qa.probing.regression import ReplayJudge
+from frontier_qa.store import baselines
+from frontier_qa.store.case_ids import case_id_for, legacy_case_id
 from frontier_qa.store.case_store import CaseStore, Shard, StoreError, latest_by, new_run_id
-from frontier_qa.store.comparison import Comparison, compare
-from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase, run_totals
+from frontier_qa.store.comparison import Comparison, comparison
+from frontier_qa.store.records import (
+    CLASS_ORDER,
+    Baseline,
+    CaseClass,
+    CaseRecord,
+    CaseSpec,
+    RunRecord,
+    SuiteCase,
+    run_totals,
+)
 from frontier_qa.target import Case, Target
 
 
@@ -50,20 +62,6 @@ STOP_MAX_CANDIDATES = "max candidates"
 STOP_DONE = "done"
 STOP_INTERRUPTED = "interrupted"
 _OPEN_ENDED = (STOP_BUDGET, STOP_UNAVAILABLE)  # the run stays open: resume it to go on
-
-
-def case_id_for(case: Case) -> str:
-    """A stable id from what the target sees (system prompt, prompt, tools, history).
-
-    Used when a curriculum gives no id; equal tasks get equal ids across runs and machines.
-    """
-    payload = json.dumps(
-        {"system": case.system, "prompt": case.prompt, "tools": list(case.tools), "history": list(case.history)},
-        sort_keys=True,
-        ensure_ascii=False,
-        default=str,
-    )
-    return "case-" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
 
 def config_hash(settings: ProbeSettings, target_id: str, curriculum_name: str = "") -> str:
@@ -128,6 +126,15 @@ class ProgressEvent:
     comparison: Comparison | None = None
 
 
+@dataclass(frozen=True)
+class ReplayItem:
+    """One case to replay: the case, the baseline it is held to, its first fresh sample index."""
+
+    case: CaseSpec
+    baseline: Baseline | None
+    start: int = 0
+
+
 # --- the run ----------------------------------------------------------------------------
 
 
@@ -158,6 +165,9 @@ class ProbeRun:
         self.seen: deque[str] = deque(maxlen=settings.seen_window)
         self.comparisons: list[Comparison] = []
         self.stop_reason: str | None = None
+        self.stop_detail: str | None = None  # the error behind a budget or unavailable-target stop
+        self.stop_source: str | None = None  # which model it came from: "target" or "curriculum"
+        self.replay_size = 0  # cases in the replay, all shards' (the suite size of the regression test)
         self.candidates = 0
         self.skipped = 0
         self.predictor = DifficultyPredictor() if settings.predict_difficulty else None
@@ -184,9 +194,9 @@ class ProbeRun:
     def _on_round(self, case: Case, k: int, p_hat: float) -> None:
         self.emit("sampled", case_id=case.id, p_hat=p_hat, k=k)
 
-    def stop(self, reason: str) -> None:
+    def stop(self, reason: str, detail: str | None = None, source: str | None = None) -> None:
         if self.stop_reason is None:
-            self.stop_reason = reason
+            self.stop_reason, self.stop_detail, self.stop_source = reason, detail, source
 
     def keep(self, record: CaseRecord) -> None:
         """Append a record to the store at once and remember it."""
@@ -254,55 +264,84 @@ class ProbeRun:
 
     # -- replay ---------------------------------------------------------------------------------
 
-    def replay_plan(
-        self, olds: Sequence[CaseRecord | SuiteCase] | None, scope_all: bool
-    ) -> list[tuple[CaseRecord | SuiteCase, int]]:
-        """(old record, first fresh sample index) for each case to replay, failures first."""
-        history = [
-            r for r in self.store.case_records(target_id=None if scope_all else self.target.id)
-            if r.run_id != self.run_id
-        ]  # fmt: skip
+    def _history(self, scope_all: bool) -> list[CaseRecord]:
+        """Earlier runs' records of this target (its id without a version), or of any target."""
+        records = [r for r in self.store.case_records() if r.run_id != self.run_id]
+        if scope_all:
+            return records
+        return [r for r in records if baselines.base_target_id(r.target_id, r.target_version) == self.target.id]
+
+    def replay_plan(self, olds: Sequence[CaseRecord | SuiteCase] | None, scope_all: bool) -> list[ReplayItem]:
+        """The cases to replay, failures first, each with its baseline and first fresh sample index.
+
+        Baselines (:func:`frontier_qa.store.baselines.resolve`): the latest accepted one, else the
+        case's first observation; a committed suite's own baseline unless the store accepted a
+        newer one. The replay never changes them.
+        """
+        history = self._history(scope_all)
+        accepted = self.store.accepted()
+        items: list[ReplayItem] = []
         if olds is None:
             latest = latest_by(history, lambda r: r.id)
             rank = {c: i for i, c in enumerate(CLASS_ORDER)}
-            olds = sorted(
-                (r for r in latest.values() if r.case_class is not CaseClass.INVALID),  # type: ignore[union-attr]
-                key=lambda r: (rank[r.case_class], r.id),
-            )
+            chosen = sorted((r for r in latest.values() if r.case_class is not CaseClass.INVALID),
+                            key=lambda r: (rank[r.case_class], r.id))
+            everything = self.store.case_records()
+            found = baselines.resolve(self.store, everything)
+            items = [ReplayItem(r.case, found.get(r.id)) for r in chosen]
+        else:
+            for old in olds:
+                own = baselines.of_entry(old) if isinstance(old, SuiteCase) else baselines.from_record(old)
+                stored = accepted.get(old.case.id)
+                if stored is not None and (own is None or stored.accepted_at >= own.accepted_at):
+                    own = stored
+                items.append(ReplayItem(old.case, own))
         used: dict[str, int] = {}
-        for r in history:  # fresh indices: after every sample this target drew for the case
-            if r.target_id == self.target.id and r.samples:
+        target_records = history if not scope_all else self._history(False)
+        for r in target_records:  # fresh indices: after every sample this target drew for the case
+            if r.samples:
                 used[r.id] = max(used.get(r.id, 0), max(s.sample_index for s in r.samples) + 1)
-        plan = [(old, used.get(old.case.id, 0)) for old in olds if self.shard.contains(old.case.id)]
-        plan = [(old, start) for old, start in plan if old.case.id not in self.recorded]
-        return plan[: self.settings.max_replay] if self.settings.max_replay is not None else plan
+        if self.settings.max_replay is not None:
+            items = items[: self.settings.max_replay]
+        self.replay_size = len(items)
+        plan = [replace(i, start=used.get(i.case.id, 0)) for i in items if self.shard.contains(i.case.id)]
+        return [i for i in plan if i.case.id not in self.recorded]
 
-    async def replay(self, plan: Sequence[tuple[CaseRecord | SuiteCase, int]]) -> None:
-        async def one(old: CaseRecord | SuiteCase, start: int) -> None:
-            record = await self.probe_one(old.case.to_case(), verified=old.case.reference_verified, start=start)
+    async def replay(self, plan: Sequence[ReplayItem]) -> None:
+        policy = self.settings.regression.for_cases(self.replay_size or len(plan))
+        target_version = self.prober.target_version
+
+        async def one(item: ReplayItem) -> None:
+            base = item.baseline
+            same = base is not None and (base.target_id, base.target_version) == (self.target.id, target_version)
+            case = item.case.to_case()
+            judge = ReplayJudge(base, policy, case, self.prober.matches, same_target=same)
+            record = await self.probe_one(case, verified=item.case.reference_verified, start=item.start, judge=judge)
             if record is None:
                 return
             self.seen.append(record.case.prompt)
-            verdict = compare(old, record)
+            assert judge.outcome is not None
+            verdict = comparison(record.id, base, record, judge.outcome, evidence=judge.evidence)
             self.comparisons.append(verdict)
             self.emit("replayed", case_id=record.id, case_class=record.case_class, p_hat=record.p_hat,
                       k=record.k, message=f"{verdict.verdict.value}: {verdict.reason}", comparison=verdict)
 
-        await _all([one(old, start) for old, start in plan])
+        await _all([one(item) for item in plan])
         self.comparisons.sort(key=lambda c: c.case_id)
         self.prober.refit()
 
     # -- one case -------------------------------------------------------------------------------
 
-    async def probe_one(self, case: Case, *, verified: bool, start: int = 0,
-                        prediction: float | None = None) -> CaseRecord | None:
+    async def probe_one(self, case: Case, *, verified: bool, start: int = 0, prediction: float | None = None,
+                        judge: ReplayJudge | None = None) -> CaseRecord | None:
         """Probe and record one case; ``None`` when the run stopped before it began."""
         async with self.gate:
             if self.stop_reason is not None:
                 return None
-            record, stop = await self.prober.probe(case, run_id=self.run_id, verified=verified, start=start)
+            record, stop = await self.prober.probe(case, run_id=self.run_id, verified=verified, start=start,
+                                                   judge=judge)
             if stop is not None:  # before the gate opens: cases still waiting must not start
-                self.stop(stop)
+                self.stop(stop, self.prober.stop_detail, "target")
             self.keep(record)
         self._learn_difficulty(record, prediction)
         return record
@@ -332,18 +371,17 @@ class ProbeRun:
             want = s.batch_size if s.max_candidates is None else min(s.batch_size, s.max_candidates - self.candidates)
             try:
                 proposals = list(await curriculum.propose(want))[:want]
-            except BudgetExceededError:  # a curriculum model sharing the budget ran it out
-                self.stop(STOP_BUDGET)
+            except BudgetExceededError as err:  # a curriculum model sharing the budget ran it out
+                self.stop(STOP_BUDGET, err.message, "curriculum")
                 break
-            except TargetUnavailableError:
-                self.stop(STOP_UNAVAILABLE)
+            except TargetUnavailableError as err:
+                self.stop(STOP_UNAVAILABLE, err.message, "curriculum")
                 break
             if not proposals:
                 self.stop(STOP_EXHAUSTED)
                 break
             self.candidates += len(proposals)
-            proposals = [p if p.case.id else replace(p, case=replace(p.case, id=case_id_for(p.case)))
-                         for p in proposals]
+            proposals = [self._named(p) for p in proposals]
             for p in proposals:
                 self.emit("proposed", case_id=p.case.id, message=p.source)
             outcomes = await self.batch(proposals, validator, flags)
@@ -352,6 +390,19 @@ class ProbeRun:
             self.prober.refit()
             if self.stop_reason is None and len(flags) == flags.maxlen and sum(flags) < s.saturation_min_new:
                 self.stop(STOP_SATURATED)
+
+    def _named(self, proposal: Proposal) -> Proposal:
+        """The proposal with an id: its own, else a readable one; an alias the store knows wins."""
+        case = proposal.case
+        if not case.id:
+            proposal = replace(proposal, case=replace(case, id=case_id_for(case)),
+                               aliases=(*proposal.aliases, legacy_case_id(case)))
+        if proposal.case.id in self.known or proposal.case.id in self.recorded:
+            return proposal
+        for alias in proposal.aliases:
+            if alias in self.known or alias in self.recorded:  # the id frontier-qa 0.1 gave this case
+                return replace(proposal, case=replace(proposal.case, id=alias))
+        return proposal
 
     def _flag(self, record: CaseRecord, flags: deque[bool]) -> None:
         if record.id not in self.flagged:
@@ -477,6 +528,7 @@ async def _all(coros: Iterable[Coroutine[Any, Any, Any]]) -> list[Any]:
 
 
 __all__ = [
+    "ReplayItem",
     "STOP_BUDGET",
     "STOP_DONE",
     "STOP_EXHAUSTED",

@@ -14,6 +14,7 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.probing.sequential import SequentialConfig
 from frontier_qa.scoring.bands import AGENT0_BAND, Band
 from frontier_qa.store.case_store import Shard
+from frontier_qa.store.comparison import RegressionPolicy
 from frontier_qa.target import Sampling
 
 
@@ -50,6 +51,10 @@ class ProbeSettings:
             bundled all-MiniLM-L6-v2 (needs ``frontier-qa[embed]``).
         seen_window: recent prompts kept for near-duplicate checks.
         max_text_chars: raw sample text kept per sample in records.
+        regression: how replays decide regressions (alpha over the suite, looks, the drop
+            that matters); see :mod:`frontier_qa.store.comparison`.
+        baseline_samples: samples an accepted baseline holds (``frontier-qa accept`` samples
+            more when the observations it pools have fewer).
     """
 
     band: Band = AGENT0_BAND
@@ -74,6 +79,8 @@ class ProbeSettings:
     embedder: Any = None
     seen_window: int = 200
     max_text_chars: int = 4000
+    regression: RegressionPolicy = RegressionPolicy()
+    baseline_samples: int = 40
 
     def __post_init__(self) -> None:
         def need(ok: bool, what: str, rule: str) -> None:
@@ -93,6 +100,7 @@ class ProbeSettings:
         need(self.replay_scope in ("target", "all"), "replay_scope", "'target' or 'all'")
         need(self.max_replay is None or self.max_replay >= 0, "max_replay", ">= 0 or None")
         need(self.seen_window >= 0, "seen_window", "an integer >= 0")
+        need(self.baseline_samples >= 1, "baseline_samples", "an integer >= 1")
 
     def policy(self) -> SequentialConfig | None:
         """The sequential policy with this run's band and k (``None`` for fixed k)."""

@@ -7,6 +7,7 @@ Layout of a store (default ``.frontier-qa/`` in the project)::
       .lock             fcntl.flock lock file shared by every writer and reader
       store.json        {"format": 1}
       runs/<run_id>.jsonl   one JSON record per line: RunRecord and CaseRecord lines
+      baselines.jsonl   Baseline lines written by ``frontier-qa accept`` (the latest per case wins)
 
 Writes are append-only and atomic per line: each record is one ``os.write`` of a whole
 line to a file opened with ``O_APPEND``, under an exclusive ``flock``, then ``fsync``.
@@ -28,7 +29,7 @@ import os
 import re
 import secrets
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -40,6 +41,7 @@ from frontier_qa.errors import FrontierQAError
 from frontier_qa.store.records import (
     CLASS_ORDER,
     SCHEMA_VERSION,
+    Baseline,
     CaseClass,
     CaseRecord,
     RunRecord,
@@ -56,6 +58,7 @@ except ImportError:  # pragma: no cover - Windows
 
 DEFAULT_DIR = ".frontier-qa"
 STORE_FORMAT = 1
+BASELINES_FILE = "baselines.jsonl"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 Line = CaseRecord | RunRecord
@@ -129,18 +132,30 @@ def encode_line(record: Line | Any) -> bytes:
     return text.encode("utf-8", "backslashreplace") + b"\n"
 
 
-def _digest(record: Line) -> str:
+def _digest(record: Line | Baseline) -> str:
     return hashlib.sha256(encode_line(record)).hexdigest()
 
 
-def _order_key(record: Line) -> tuple[Any, str]:
+def _order_key(record: Line | Baseline) -> tuple[Any, str]:
     """Latest wins: by timestamp, ties by content hash (independent of file or source order)."""
-    stamp = record.finished_at if isinstance(record, CaseRecord) else record.written_at
+    if isinstance(record, Baseline):
+        stamp = record.accepted_at
+    else:
+        stamp = record.finished_at if isinstance(record, CaseRecord) else record.written_at
     return (stamp, _digest(record))
 
 
-def parse_lines(data: bytes, source: str) -> Iterator[Line]:
+_BASELINE = TypeAdapter(Baseline)
+
+
+def parse_lines(data: bytes, source: str, adapter: TypeAdapter[Any] = _LINE) -> Iterator[Any]:
     """Parse a store file's bytes, skipping torn or foreign lines with a :class:`TornLineWarning`.
+
+    Args:
+        data: the file's bytes.
+        source: the file's name, for messages.
+        adapter: what each line is (case and run records by default; baselines for
+            ``baselines.jsonl``).
 
     Raises:
         StoreError: a record has a newer ``schema_version`` than this frontier-qa knows.
@@ -169,7 +184,7 @@ def parse_lines(data: bytes, source: str) -> Iterator[Line]:
                 hint="upgrade frontier-qa (pip install -U frontier-qa)",
             )
         try:
-            yield _LINE.validate_python(obj)
+            yield adapter.validate_python(obj)
         except ValidationError as err:
             warnings.warn(
                 f"{source}:{number}: skipped a line that is not a valid record: "
@@ -179,7 +194,7 @@ def parse_lines(data: bytes, source: str) -> Iterator[Line]:
             )
 
 
-def latest_by(records: Iterable[Line], key: Any) -> dict[Any, Line]:
+def latest_by(records: Iterable[Any], key: Any) -> dict[Any, Any]:
     """Keep the latest record for each ``key(record)`` (see :func:`_order_key`)."""
     best: dict[Any, tuple[tuple[Any, str], Line]] = {}
     for record in records:
@@ -330,6 +345,34 @@ class CaseStore:
         for rid in [run_id] if run_id is not None else self.run_ids():
             yield from self._read_file(self.run_path(rid))
 
+    # -- baselines ----------------------------------------------------------------------
+
+    @property
+    def baselines_path(self) -> Path:
+        """The file of accepted baselines (``baselines.jsonl``)."""
+        return self.root / BASELINES_FILE
+
+    def append_baselines(self, baselines: Sequence[Baseline]) -> None:
+        """Append accepted baselines, all in one write (one line each, fsync)."""
+        if not baselines:
+            return
+        self._ensure()
+        with self._locked(exclusive=True):
+            self._append_locked(self.baselines_path, b"".join(encode_line(b) for b in baselines))
+
+    def baseline_lines(self) -> list[Baseline]:
+        """Every accepted baseline, in file order (a case's earlier ones are its history)."""
+        with self._locked(exclusive=False):
+            try:
+                data = self.baselines_path.read_bytes()
+            except FileNotFoundError:
+                return []
+        return list(parse_lines(data, str(self.baselines_path), _BASELINE))
+
+    def accepted(self) -> dict[str, Baseline]:
+        """The latest accepted baseline of each case id."""
+        return latest_by(self.baseline_lines(), lambda b: b.case_id)  # type: ignore[return-value]
+
     # -- runs and resume ---------------------------------------------------------------
 
     def runs(self) -> list[RunRecord]:
@@ -445,6 +488,7 @@ class CaseStore:
         (run, shard); the result does not depend on the order of ``sources``.
         """
         incoming: list[Line] = []
+        baselines: list[Baseline] = []
         me = self.root.resolve()
         for src in sources:
             store = src if isinstance(src, CaseStore) else CaseStore(src)
@@ -452,10 +496,12 @@ class CaseStore:
                 raise StoreError(f"no case store at {store.root}", hint="pass the directory that holds runs/")
             if store.root.resolve() != me:
                 incoming.extend(store.lines())
+                baselines.extend(store.baseline_lines())
         run_ids = sorted({r.run_id for r in incoming})
         self._ensure()
         kept = duplicates = 0
         with self._locked(exclusive=True):
+            self._merge_baselines(baselines)
             for rid in run_ids:
                 path = self.run_path(rid)
                 lines = [r for r in incoming if r.run_id == rid] + self._read_file(path, lock=False)
@@ -474,6 +520,24 @@ class CaseStore:
             _fsync_dir(self.runs_dir)
         return MergeResult(runs=len(run_ids), cases=kept, duplicates=duplicates)
 
+    def _merge_baselines(self, incoming: Sequence[Baseline]) -> None:
+        """Add the baselines this store lacks (same bytes = same baseline), in time order."""
+        if not incoming:
+            return
+        try:
+            mine = self.baselines_path.read_bytes()
+        except FileNotFoundError:
+            mine = b""
+        have = {_digest(b) for b in parse_lines(mine, str(self.baselines_path), _BASELINE)}
+        new: dict[str, Baseline] = {}
+        for b in incoming:
+            digest = _digest(b)
+            if digest not in have:
+                new[digest] = b
+        if new:
+            ordered = sorted(new.values(), key=_order_key)
+            self._append_locked(self.baselines_path, b"".join(encode_line(b) for b in ordered))
+
 
 # --- committable suites -----------------------------------------------------------------
 
@@ -487,19 +551,36 @@ def _suite_format(path: Path) -> str:
     raise StoreError(f"cannot tell the suite format of {path}", hint="name it *.jsonl or *.yaml")
 
 
-def suite_entries(records: Iterable[CaseRecord], *, volatile: bool = False) -> list[SuiteCase]:
+def suite_entries(
+    records: Iterable[CaseRecord],
+    *,
+    volatile: bool = False,
+    baselines: Mapping[str, Baseline] | None = None,
+) -> list[SuiteCase]:
     """Suite entries from case records: the latest per case id, sorted by id.
 
     Args:
         records: case records (several per case allowed; the latest wins).
         volatile: also keep the run id, finish time and cost (off for committed suites,
             so re-exporting an unchanged suite gives an unchanged file).
+        baselines: each case's baseline by id (:func:`frontier_qa.store.baselines.resolve`),
+            written into the entry so that a replay of the committed suite compares with it;
+            default: each case's first observation among ``records``.
+
+    A ``pass`` case is written with role ``guard``, every other class with ``finding``.
     """
+    records = list(records)
+    if baselines is None:
+        from frontier_qa.store.baselines import first_observations, from_record
+
+        baselines = {cid: from_record(r) for cid, r in first_observations(records).items()}
     latest = latest_by(records, lambda r: r.id)
     return [
         SuiteCase(
             case=r.case,
+            baseline=baselines.get(r.id),
             observed=r.observed(),
+            role="guard" if r.case_class is CaseClass.PASS else "finding",
             run_id=r.run_id if volatile else None,
             finished_at=r.finished_at if volatile else None,
             cost=r.cost if volatile else None,
@@ -537,7 +618,9 @@ def export_suite(
     entries = [e for e in items if isinstance(e, SuiteCase)]
     entries += suite_entries([r for r in items if isinstance(r, CaseRecord)], volatile=volatile)
     entries.sort(key=lambda e: e.case.id)
-    dumped = [e.model_dump(mode="json", exclude_none=True) for e in entries]
+    # which runs a baseline pooled, and the frontier-qa that wrote it, would churn a committed file
+    churn = None if volatile else {"baseline": {"run_ids", "frontier_qa_version"}}
+    dumped = [e.model_dump(mode="json", exclude_none=True, exclude=churn) for e in entries]
     if fmt == "jsonl":
         data = b"".join(encode_line(d) for d in dumped)
     else:

@@ -1,133 +1,392 @@
-"""Replay verdicts: did a case regress, improve, stay the same, or was its failure flaky?
+"""Replay verdicts: did a case regress, improve, stay the same, or can it not be told yet?
 
-Hypothesis replays saved failures before generating new examples and calls a failure
-that does not reproduce *flaky*. frontier-qa does the same with probed cases: the old
-record comes from the store or a committed suite, the new one from replaying the case.
+A replay holds each case to its :class:`~frontier_qa.store.records.Baseline` and decides with
+a statistical test, never by a change of class (a p̂ that moves from 0.70 to 0.43 at k = 10 is
+noise, not a regression). The quantity is the share of samples equivalent to the baseline's
+*anchor* (the verified reference, else the baseline's majority answer); failed and
+unparseable samples are misses.
+
+**The decision** (:func:`judge`, one *look* at the first ``looks[i]`` new samples):
+
+1. ``regression`` when a one-sided Fisher exact test says the new share is lower, at the
+   look's level: ``alpha / n_cases`` (Bonferroni over the suite) split over the looks in
+   proportion to their sample counts (:func:`~frontier_qa.scoring.two_sample.spend`). A
+   replay of an unchanged agent then calls *any* case a regression with probability at most
+   ``alpha``, however many looks each case takes. Exceptions, all judged on a majority
+   anchor (no verified reference): a frontier case still in the band is ``same`` (its p̂
+   moves inside the noise); a majority that moved *to* an unverified reference, or that now
+   consistently gives another of the baseline's frequent answers, is ``improved``.
+2. ``improved`` when the same test says the share is higher; ``flaky`` instead when the
+   agent (target id and version) is unchanged and the baseline was a failure, suspect or
+   frontier case: the same agent cannot have got better, the finding did not reproduce.
+3. ``same`` when a drop of ``min_drop`` or more has posterior probability below
+   ``futility`` (Jeffreys priors), unless a rise that large is more likely than not (then
+   sampling goes on to show it). Stopping early this way never adds false regressions.
+4. otherwise sample more (the next look), and ``inconclusive`` at the cap.
+
+Scattered answers without a verified reference have no anchor: such a case is ``same``
+unless its answers became consistent (``improved``). A case without a baseline is ``new``.
+``docs/method.md`` (§9) states the test, its assumptions and its measured error rates; the
+sampling loop that takes the looks is :mod:`frontier_qa.probing.regression`.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 
-from frontier_qa.store.records import CaseClass, CaseRecord, Observed, SuiteCase
+from frontier_qa.scoring.two_sample import drop_probability, fisher_greater, fisher_less, spend
+from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, Observed, SuiteCase
 
-# Worse is higher. Unresolved and invalid say nothing about the target's ability.
-_SEVERITY: dict[CaseClass, int] = {
-    CaseClass.PASS: 0,
-    CaseClass.FRONTIER: 1,
-    CaseClass.SUSPECT: 2,
-    CaseClass.FAILURE: 3,
-}
+DEFAULT_LOOKS = (5, 10, 20, 40, 80)
+"""New samples at each look of a replayed case; the last is the cap."""
 
 
 class Verdict(str, enum.Enum):
-    """How a case's new record compares with its old one."""
+    """How a case's replay compares with its baseline."""
 
-    REGRESSION = "regression"  # class got worse, or p̂ left the old interval in the bad direction
-    IMPROVED = "improved"  # class got better, or p̂ left the old interval in the good direction
-    SAME = "same"
-    FLAKY = "flaky"  # a failure that did not reproduce on replay of the same target and version
-    INCONCLUSIVE = "inconclusive"  # one side is unresolved or invalid: nothing to compare
+    REGRESSION = "regression"  # the anchor's share dropped (significant at the look's level)
+    IMPROVED = "improved"  # it rose
+    SAME = "same"  # no drop that matters is left plausible
+    FLAKY = "flaky"  # a finding that the same agent no longer reproduces
+    INCONCLUSIVE = "inconclusive"  # the sample cap was reached (or sampling stopped) undecided
+    NEW = "new"  # no baseline to compare with
+
+
+@dataclass(frozen=True)
+class RegressionPolicy:
+    """How replays decide (module docstring).
+
+    Attributes:
+        alpha: the most probability that a replay of an unchanged agent calls any case of the
+            suite a regression (family-wise, in (0, 1)).
+        n_cases: cases in the suite (Bonferroni); each case's own level is ``alpha / n_cases``.
+        looks: new samples at each look, increasing; the last is the cap.
+        min_drop: the drop in the anchor's share that matters, in (0, 1).
+        futility: stop as ``same`` once a drop of ``min_drop`` has posterior probability below this.
+    """
+
+    alpha: float = 0.01
+    n_cases: int = 1
+    looks: tuple[int, ...] = DEFAULT_LOOKS
+    min_drop: float = 0.3
+    futility: float = 0.05
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.alpha < 1.0:
+            raise ValueError(f"alpha = {self.alpha}: use a probability in (0, 1), e.g. 0.01")
+        if self.n_cases < 1:
+            raise ValueError(f"n_cases = {self.n_cases}: use the number of cases replayed (>= 1)")
+        if not 0.0 < self.min_drop < 1.0 or not 0.0 < self.futility < 1.0:
+            raise ValueError(f"min_drop = {self.min_drop} and futility = {self.futility} must lie in (0, 1)")
+        spend(0.5, self.looks)  # checks the looks
+
+    @property
+    def cap(self) -> int:
+        """The most new samples a case gets."""
+        return self.looks[-1]
+
+    @property
+    def levels(self) -> tuple[float, ...]:
+        """The test level of each look (they sum to ``alpha / n_cases``)."""
+        return spend(self.alpha / self.n_cases, self.looks)
+
+    def for_cases(self, n_cases: int) -> RegressionPolicy:
+        """The same policy for a suite of ``n_cases`` cases."""
+        return replace(self, n_cases=max(1, n_cases))
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Samples that gave the anchor answer (``successes``) out of ``n``."""
+
+    successes: int
+    n: int
+
+    def __str__(self) -> str:
+        return f"{self.successes}/{self.n}"
+
+
+@dataclass(frozen=True)
+class Look:
+    """What the new samples say at one look.
+
+    Attributes:
+        index: which look (0-based) of :attr:`RegressionPolicy.looks`.
+        evidence: anchor answers among the first ``looks[index]`` new samples (fewer at a final look).
+        band: the band decision on all new samples so far, when confident: ``"in_band"``,
+            ``"above"``, ``"below"``; ``None`` when undecided.
+        final: no more samples will come (the cap, a budget or an unavailable target).
+        majority: the new samples' majority answer.
+        majority_is_reference: whether it equals the case's unverified reference.
+        majority_was_frequent: whether it is one of the baseline's answers other than the
+            anchor that held at least ``MIN_ANCHOR_SHARE`` of the baseline's samples.
+    """
+
+    index: int
+    evidence: Evidence
+    band: str | None = None
+    final: bool = False
+    majority: str | None = None
+    majority_is_reference: bool | None = None
+    majority_was_frequent: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A decision at a look: the verdict, why, and the test behind it."""
+
+    verdict: Verdict
+    reason: str
+    p_value: float | None = None
+    level: float | None = None
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """The verdict on one case, with the reason in words."""
+    """The verdict on one case, with the reason in words and the numbers behind it.
+
+    Attributes:
+        case_id: the case.
+        verdict: the verdict.
+        reason: why, in words (counts, the test, its level).
+        old_class: the baseline's class (``None`` without a baseline).
+        new_class: the replay's class.
+        old_p_hat: the baseline's p̂.
+        new_p_hat: the replay's p̂.
+        baseline: the baseline compared with.
+        old: anchor answers in the baseline; ``new``: in the replay (the samples the test used).
+        p_value: the one-sided Fisher p-value of the deciding test, when one decided.
+        level: the level it was held to.
+        samples: new samples drawn for the case.
+    """
 
     case_id: str
     verdict: Verdict
     reason: str
-    old_class: CaseClass
+    old_class: CaseClass | None
     new_class: CaseClass
     old_p_hat: float | None
     new_p_hat: float | None
+    baseline: Baseline | None = field(default=None, compare=False)
+    old: Evidence | None = None
+    new: Evidence | None = None
+    p_value: float | None = None
+    level: float | None = None
+    samples: int = 0
+
+    @property
+    def role(self) -> str:
+        """``"guard"`` for a case whose baseline was a pass, else ``"finding"``."""
+        return "guard" if self.old_class is CaseClass.PASS else "finding"
 
 
-def _observed(value: CaseRecord | SuiteCase | Observed) -> Observed:
-    if isinstance(value, CaseRecord):
-        return value.observed()
-    if isinstance(value, SuiteCase):
-        if value.observed is None:
-            raise ValueError(f"suite case {value.case.id!r} has no observed result to compare with")
-        return value.observed
-    return value
+def _what(base: Baseline) -> str:
+    if base.anchor_kind == "reference":
+        return f"right answers (verified reference {base.anchor!r})"
+    return f"answers {base.anchor!r} (the baseline's majority)"
 
 
-def _fmt(p: float | None) -> str:
-    return "—" if p is None else f"{p:.2f}"
+def _p(value: float) -> str:
+    return f"{value:.2g}" if value >= 0.001 else f"{value:.1e}"
+
+
+def judge(
+    base: Baseline | None,
+    look: Look,
+    policy: RegressionPolicy,
+    *,
+    same_target: bool = False,
+) -> Outcome | None:
+    """Decide at one look, or ``None`` to sample on (module docstring).
+
+    Args:
+        base: the case's baseline (``None``: the case is new).
+        look: the new samples at this look.
+        policy: alpha, suite size, looks, the drop that matters.
+        same_target: the replay ran the target id and version the baseline was observed on.
+    """
+    if base is None:
+        return Outcome(Verdict.NEW, "no baseline yet: this is the case's first observation")
+    if base.anchor is None:  # scattered answers, no verified reference
+        if look.band == "above":
+            better = Verdict.FLAKY if same_target else Verdict.IMPROVED
+            return Outcome(better, "the answers became consistent (they were scattered, with no verified reference)")
+        if look.band is not None or look.final:
+            return Outcome(Verdict.SAME, "scattered answers and no verified reference: nothing to hold the agent to")
+        return None
+    e, level = look.evidence, policy.levels[look.index]
+    counts = f"{_what(base)}: {base.successes}/{base.k} in the baseline, {e} now"
+    if e.n == 0:
+        return Outcome(Verdict.INCONCLUSIVE, "no new sample to judge") if look.final else None
+    down = fisher_less(base.successes, base.k, e.successes, e.n)
+    noise = base.case_class is CaseClass.FRONTIER and base.anchor_kind == "majority" and look.band == "in_band"
+    if down <= level and not noise:
+        test = f"one-sided Fisher p = {_p(down)} ≤ {_p(level)}"
+        if base.anchor_kind == "majority" and look.majority_is_reference:
+            return Outcome(Verdict.IMPROVED, f"{counts}; the majority moved to the unverified reference ({test})",
+                           down, level)
+        if base.anchor_kind == "majority" and look.majority_was_frequent and look.band == "above":
+            return Outcome(Verdict.IMPROVED, f"{counts}; it now consistently gives {look.majority!r}, one of its "
+                           f"earlier answers (no verified reference says which is right; {test})", down, level)
+        return Outcome(Verdict.REGRESSION, f"{counts} ({test})", down, level)
+    up = fisher_greater(base.successes, base.k, e.successes, e.n)
+    if up <= level:
+        flaky = same_target and base.case_class in (CaseClass.FAILURE, CaseClass.SUSPECT, CaseClass.FRONTIER)
+        why = "; the same agent no longer reproduces the finding" if flaky else ""
+        return Outcome(Verdict.FLAKY if flaky else Verdict.IMPROVED,
+                       f"{counts} (one-sided Fisher p = {_p(up)} ≤ {_p(level)}){why}", up, level)
+    if noise:
+        return Outcome(Verdict.SAME, f"{counts}; still in the frontier band, p̂ moves within the noise", down, level)
+    drop = drop_probability(base.successes, base.k, e.successes, e.n, policy.min_drop)
+    # a rise that is more likely than not is sampled on until it is shown (or the cap comes)
+    rising = drop_probability(base.k - base.successes, base.k, e.n - e.successes, e.n, policy.min_drop) >= 0.5
+    if drop < policy.futility and (not rising or look.final):
+        return Outcome(Verdict.SAME, f"{counts}; a drop of {policy.min_drop:.2f} or more has probability {drop:.3f}",
+                       down, level)
+    if look.final:
+        return Outcome(Verdict.INCONCLUSIVE,
+                       f"{counts} after {e.n} samples: Fisher p = {_p(down)} is above {_p(level)}, and a drop of "
+                       f"{policy.min_drop:.2f} or more still has probability {drop:.2f}", down, level)
+    return None
+
+
+def comparison(
+    case_id: str,
+    base: Baseline | None,
+    new: CaseRecord,
+    outcome: Outcome,
+    *,
+    evidence: Evidence | None = None,
+) -> Comparison:
+    """A :class:`Comparison` from a decision and the records it was made on."""
+    return Comparison(
+        case_id=case_id,
+        verdict=outcome.verdict,
+        reason=outcome.reason,
+        old_class=None if base is None else base.case_class,
+        new_class=new.case_class,
+        old_p_hat=None if base is None else base.p_hat,
+        new_p_hat=new.p_hat,
+        baseline=base,
+        old=None if base is None or base.anchor is None else Evidence(base.successes, base.k),
+        new=evidence,
+        p_value=outcome.p_value,
+        level=outcome.level,
+        samples=new.k,
+    )
+
+
+# --- comparing two records at once (no further sampling) ------------------------------------
+
+
+def _baseline(old: CaseRecord | SuiteCase | Observed | Baseline, case_id: str) -> Baseline | None:
+    from frontier_qa.store import baselines
+
+    if isinstance(old, Baseline):
+        return old
+    if isinstance(old, CaseRecord):
+        return baselines.from_record(old)
+    if isinstance(old, SuiteCase):
+        return baselines.of_entry(old)
+    from frontier_qa.store.records import CaseSpec
+
+    entry = SuiteCase(case=CaseSpec(id=case_id or "case", prompt=""), observed=old)
+    return baselines.from_observed(entry)
+
+
+def was_frequent(base: Baseline, is_anchor: Callable[[str], bool], is_answer: Callable[[str], bool]) -> bool:
+    """Whether an answer is one of the baseline's answers, other than its anchor, that held at
+    least ``MIN_ANCHOR_SHARE`` of its samples (a frontier case's other likely answer).
+
+    Args:
+        base: the baseline.
+        is_anchor: whether a baseline cluster's answer is the anchor.
+        is_answer: whether a baseline cluster's answer is the answer asked about.
+    """
+    from frontier_qa.store.baselines import MIN_ANCHOR_SHARE
+
+    if not base.k:
+        return False
+    return any(c.count / base.k >= MIN_ANCHOR_SHARE - 1e-9 and not is_anchor(c.answer) and is_answer(c.answer)
+               for c in base.clusters)
+
+
+def new_evidence(base: Baseline | None, new: CaseRecord) -> Evidence:
+    """Anchor answers among a record's samples (cluster representatives matched in its format)."""
+    if base is None or base.anchor is None:
+        return Evidence(0, new.k)
+    from frontier_qa.store.baselines import count_anchor, same_answer
+
+    fmt = new.case.answer_format
+    anchor = base.anchor
+    return Evidence(min(count_anchor(new.clusters, anchor, lambda a, b: same_answer(a, b, fmt)), new.k), new.k)
 
 
 def compare(
-    old: CaseRecord | SuiteCase | Observed, new: CaseRecord | SuiteCase | Observed, *, case_id: str = ""
+    old: CaseRecord | SuiteCase | Observed | Baseline,
+    new: CaseRecord,
+    *,
+    policy: RegressionPolicy | None = None,
+    case_id: str = "",
 ) -> Comparison:
-    """Compare a case's old and new records.
+    """Compare a new record with a baseline at one final look (no further sampling).
 
-    Rules, in order:
-      1. Either side unresolved or invalid → ``inconclusive``.
-      2. Class got worse (pass < frontier < suspect < failure) → ``regression``.
-      3. Class got better: ``flaky`` when the old class was ``failure`` and the target id
-         and version are unchanged (the failure did not reproduce), else ``improved``.
-      4. Same class, new p̂ outside the old interval: the direction decides. When the
-         majority answer is known to be wrong (``majority_correct is False``, or class
-         failure/suspect), a *higher* p̂ means more stably wrong → ``regression``;
-         otherwise a *lower* p̂ means less reliable → ``regression``. The other direction
-         is ``improved``.
-      5. Otherwise ``same``.
+    ``old`` is the baseline, or a record, suite entry or observation that gives one. The
+    replay engine samples in looks instead (:mod:`frontier_qa.probing.regression`); this is
+    for comparing records already made.
     """
-    if not case_id:
-        case_id = old.case.id if isinstance(old, (CaseRecord, SuiteCase)) else ""
-    o, n = _observed(old), _observed(new)
+    policy = policy or RegressionPolicy()
+    case_id = case_id or new.id
+    base = _baseline(old, case_id)
+    evidence = new_evidence(base, new)
+    band = "in_band" if new.case_class is CaseClass.FRONTIER else None
+    if band is None and new.p_hat is not None and new.p_hat > 0.8:  # Agent0's band high edge
+        band = "above"
+    same = base is not None and (base.target_id, base.target_version) == (
+        _base_id(new), new.target_version)
+    from frontier_qa.store.baselines import same_answer
 
-    def verdict(v: Verdict, reason: str) -> Comparison:
-        return Comparison(case_id, v, reason, o.case_class, n.case_class, o.p_hat, n.p_hat)
+    fmt = new.case.answer_format
+    majority, anchor = new.majority, None if base is None else base.anchor
+    frequent = base is not None and majority is not None and was_frequent(
+        base, lambda a: anchor is not None and same_answer(a, anchor, fmt), lambda a: same_answer(majority, a, fmt))
+    look = Look(index=len(policy.looks) - 1, evidence=evidence, band=band, final=True, majority=new.majority,
+                majority_was_frequent=frequent)
+    outcome = judge(base, look, policy, same_target=same)
+    assert outcome is not None  # a final look always decides
+    return comparison(case_id, base, new, outcome, evidence=evidence)
 
-    change = f"{o.case_class.value} → {n.case_class.value}"
-    if o.case_class not in _SEVERITY or n.case_class not in _SEVERITY:
-        return verdict(Verdict.INCONCLUSIVE, f"{change}: nothing to compare")
-    before, after = _SEVERITY[o.case_class], _SEVERITY[n.case_class]
-    if after > before:
-        return verdict(Verdict.REGRESSION, f"class got worse: {change}")
-    if after < before:
-        same_target = (o.target_id, o.target_version) == (n.target_id, n.target_version)
-        if o.case_class is CaseClass.FAILURE and same_target:
-            return verdict(Verdict.FLAKY, f"failure did not reproduce on the same target: {change}")
-        return verdict(Verdict.IMPROVED, f"class got better: {change}")
-    if o.interval is not None and n.p_hat is not None and not o.interval.contains(n.p_hat):
-        wrong = n.majority_correct is False or (
-            n.majority_correct is None and n.case_class in (CaseClass.FAILURE, CaseClass.SUSPECT)
-        )
-        rose = n.p_hat > o.interval.high
-        moved = (
-            f"p̂ {_fmt(o.p_hat)} → {_fmt(n.p_hat)}, outside the old interval "
-            f"[{o.interval.low:.2f}, {o.interval.high:.2f}]"
-        )
-        if rose == wrong:
-            return verdict(
-                Verdict.REGRESSION, moved + (" (more stably wrong)" if wrong else " (less reliable)")
-            )
-        return verdict(Verdict.IMPROVED, moved)
-    return verdict(Verdict.SAME, f"{o.case_class.value}, p̂ {_fmt(o.p_hat)} → {_fmt(n.p_hat)}")
+
+def _base_id(record: CaseRecord) -> str:
+    from frontier_qa.store.baselines import base_target_id
+
+    return base_target_id(record.target_id, record.target_version)
 
 
 def compare_all(
-    old: Iterable[CaseRecord | SuiteCase] | Mapping[str, CaseRecord | SuiteCase],
+    old: Iterable[CaseRecord | SuiteCase] | Mapping[str, CaseRecord | SuiteCase | Baseline],
     new: Iterable[CaseRecord] | Mapping[str, CaseRecord],
+    *,
+    policy: RegressionPolicy | None = None,
 ) -> list[Comparison]:
     """Compare every case present on both sides (matched by case id), sorted by id.
 
-    Several records of one case on one side: the last one given wins (pass the store's
-    :meth:`~frontier_qa.store.CaseStore.latest` index to be explicit).
+    The suite size for the Bonferroni level is the number of cases compared. Several records
+    of one case on one side: the last one given wins.
     """
 
     def by_id(items: Iterable | Mapping) -> dict:
         pairs = items.items() if isinstance(items, Mapping) else ((i.case.id, i) for i in items)
         # a suite entry exported without results has nothing to compare against
-        return {cid: i for cid, i in pairs if not (isinstance(i, SuiteCase) and i.observed is None)}
+        return {cid: i for cid, i in pairs if not (isinstance(i, SuiteCase) and i.observed is None
+                                                   and i.baseline is None)}
 
     olds, news = by_id(old), by_id(new)
-    return [compare(olds[cid], news[cid], case_id=cid) for cid in sorted(olds.keys() & news.keys())]
+    both = sorted(olds.keys() & news.keys())
+    policy = (policy or RegressionPolicy()).for_cases(len(both))
+    return [compare(olds[cid], news[cid], policy=policy, case_id=cid) for cid in both]
 
 
 def count_verdicts(comparisons: Iterable[Comparison]) -> dict[Verdict, int]:
@@ -136,3 +395,21 @@ def count_verdicts(comparisons: Iterable[Comparison]) -> dict[Verdict, int]:
     for c in comparisons:
         counts[c.verdict] += 1
     return counts
+
+
+__all__ = [
+    "DEFAULT_LOOKS",
+    "Comparison",
+    "Evidence",
+    "Look",
+    "Outcome",
+    "RegressionPolicy",
+    "Verdict",
+    "comparison",
+    "compare",
+    "compare_all",
+    "count_verdicts",
+    "judge",
+    "new_evidence",
+    "was_frequent",
+]

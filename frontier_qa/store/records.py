@@ -6,8 +6,12 @@ text, tool use, errors), the p̂ history round by round (sequential sampling), t
 p̂ with its interval, the majority answer, the class the probe engine gave it, and what
 it cost. A :class:`RunRecord` describes one probe run (or one CI shard of it).
 
-Every record carries ``schema_version``; a breaking change bumps it, and readers refuse
-versions newer than they know (:mod:`frontier_qa.store`). In-memory values
+A :class:`Baseline` is what a replay holds a case to: an observation a person accepted
+(``frontier-qa accept``), or the case's first one until then.
+
+Every record carries ``schema_version``; a change of layout bumps it, and readers refuse
+versions newer than they know (:mod:`frontier_qa.store`). Version 2 added baselines and the
+suite entry's ``baseline`` and ``role``; version-1 lines (frontier-qa 0.1) still load. In-memory values
 (:class:`~frontier_qa.target.Case`, :class:`~frontier_qa.target.Trajectory`,
 :class:`~frontier_qa.scoring.consistency.Consistency`) convert with the helpers at the bottom.
 Regression and flaky verdicts between two records of a case live in
@@ -29,8 +33,11 @@ from frontier_qa.target import Case, Trajectory
 if TYPE_CHECKING:  # consistency pulls in answer extraction; records only read its fields
     from frontier_qa.scoring.consistency import Consistency
 
-SCHEMA_VERSION = 1
-"""Version of every on-disk record in this module (case, run, suite entry, report)."""
+SCHEMA_VERSION = 2
+"""Version of every on-disk record this frontier-qa writes (case, run, baseline, suite entry, report)."""
+
+READ_VERSIONS = (1, 2)
+"""Record versions this frontier-qa reads (1: frontier-qa 0.1)."""
 
 DEFAULT_MAX_TEXT_CHARS = 4000
 """Raw sample text kept per sample (characters); longer text keeps its head and tail."""
@@ -284,7 +291,7 @@ class CaseRecord(_Record):
         frontier_qa_version: the frontier-qa version that wrote it.
     """
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1, 2] = SCHEMA_VERSION
     kind: Literal["case"] = "case"
     case: CaseSpec
     run_id: str = Field(min_length=1)
@@ -361,7 +368,7 @@ class RunRecord(_Record):
         frontier_qa_version: the frontier-qa version that wrote it.
     """
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1, 2] = SCHEMA_VERSION
     kind: Literal["run"] = "run"
     run_id: str = Field(min_length=1)
     config_hash: str = ""
@@ -387,15 +394,98 @@ class RunRecord(_Record):
         return self.finished_at is not None
 
 
+BaselineSource = Literal["accept", "first", "suite"]
+"""How a baseline came to be: ``accept`` (a person accepted it), ``first`` (the case's first
+observation, until someone accepts one), ``suite`` (read from a version-1 suite's ``observed``)."""
+
+
+class Baseline(_Record):
+    """What a replay holds a case to: the counts of an accepted observation.
+
+    The quantity compared on replay is the share of samples equivalent to the *anchor*: the
+    verified reference when the case has one, else the baseline's majority answer. Failed
+    calls and unparseable samples count as misses (no anchor answer given).
+
+    Attributes:
+        schema_version: version of this record's layout.
+        kind: ``"baseline"`` (tells it apart from case and run lines).
+        case_id: the case it belongs to.
+        case_class: the case's class in the accepted observation.
+        k: samples it holds (failed calls included).
+        successes: samples equivalent to the anchor, in [0, k].
+        anchor: the answer the agent is held to; ``None`` when there is none (scattered
+            answers and no verified reference: such a case can only improve).
+        anchor_kind: ``"reference"`` (verified reference) or ``"majority"``.
+        p_hat: majority share of the k samples (Agent0 Eq. 6).
+        interval: confidence interval of ``p_hat``.
+        majority: the majority answer.
+        majority_correct: whether the majority matched the case's reference, if known.
+        clusters: the answer distribution, largest first.
+        n_unparseable: samples without an extractable answer.
+        n_failed: samples whose call failed.
+        target_id: the target observed (without its version).
+        target_version: that target's version (a source hash for Python agents).
+        run_ids: the runs whose samples it pools, oldest first.
+        accepted_at: when it became the baseline (UTC).
+        source: how it came to be (:data:`BaselineSource`).
+        frontier_qa_version: the frontier-qa version that wrote it.
+    """
+
+    schema_version: Literal[2] = 2
+    kind: Literal["baseline"] = "baseline"
+    case_id: str = Field(min_length=1)
+    case_class: CaseClass
+    k: int = Field(ge=0)
+    successes: int = Field(ge=0)
+    anchor: str | None = None
+    anchor_kind: Literal["reference", "majority"] | None = None
+    p_hat: float | None = Field(default=None, ge=0.0, le=1.0)
+    interval: Interval | None = None
+    majority: str | None = None
+    majority_correct: bool | None = None
+    clusters: list[ClusterCount] = Field(default_factory=list)
+    n_unparseable: int = Field(default=0, ge=0)
+    n_failed: int = Field(default=0, ge=0)
+    target_id: str = ""
+    target_version: str | None = None
+    run_ids: list[str] = Field(default_factory=list)
+    accepted_at: AwareDatetime = Field(default_factory=utc_now)
+    source: BaselineSource = "accept"
+    frontier_qa_version: str = __version__
+
+    @model_validator(mode="after")
+    def _counts(self) -> Baseline:
+        if self.successes > self.k:
+            raise ValueError(f"successes {self.successes} is above k {self.k}")
+        if (self.anchor is None) != (self.anchor_kind is None):
+            raise ValueError("anchor and anchor_kind are given together or not at all")
+        return self
+
+    @property
+    def rate(self) -> float | None:
+        """Share of samples equivalent to the anchor, ``None`` without an anchor or samples."""
+        return None if self.anchor is None or not self.k else self.successes / self.k
+
+
 class SuiteCase(_Record):
-    """One entry of a committable suite: the case and what was last observed about it.
+    """One entry of a committable suite: the case, its baseline and what was last observed.
+
+    Attributes:
+        case: the case.
+        baseline: what a replay holds it to (version-2 suites; a version-1 suite's
+            ``observed`` stands in for it, see :mod:`frontier_qa.store.baselines`).
+        observed: the last observation when exported (for people reading the file).
+        role: ``"finding"`` (a failure, suspect or frontier case) or ``"guard"`` (a stable,
+            correct case kept so that breaking it is caught).
 
     Volatile fields (run id, timestamps, cost) are present only when the export asked for them.
     """
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1, 2] = SCHEMA_VERSION
     case: CaseSpec
+    baseline: Baseline | None = None
     observed: Observed | None = None
+    role: Literal["finding", "guard"] | None = None
     run_id: str | None = None
     finished_at: AwareDatetime | None = None
     cost: Cost | None = None
@@ -539,5 +629,6 @@ def json_schemas() -> dict[str, dict[str, Any]]:
     return {
         "case": CaseRecord.model_json_schema(),
         "run": RunRecord.model_json_schema(),
+        "baseline": Baseline.model_json_schema(),
         "suite_case": SuiteCase.model_json_schema(),
     }

@@ -198,7 +198,7 @@ def test_record_json_round_trip_and_schema() -> None:
     assert again == rec
     jsonschema = pytest.importorskip("jsonschema")
     schemas = json_schemas()
-    assert set(schemas) == {"case", "run", "suite_case"}
+    assert set(schemas) == {"case", "run", "baseline", "suite_case"}
     jsonschema.validate(json.loads(rec.model_dump_json()), schemas["case"])
     jsonschema.validate(json.loads(make_run().model_dump_json()), schemas["run"])
     with pytest.raises(jsonschema.ValidationError):

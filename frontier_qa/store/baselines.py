@@ -1,0 +1,231 @@
+"""Baselines: what a replay holds each case to, and how they are found.
+
+A replay never changes a baseline; only a person does (``frontier-qa accept``, pytest
+``--frontier-accept``), and every accepted baseline stays in ``<store>/baselines.jsonl`` as
+history. Which baseline a case has (:func:`resolve`):
+
+1. the latest one accepted for it;
+2. else its *first* observation: the earliest record that is neither invalid nor unresolved
+   (``source="first"``): the run that found a case gave it a baseline, and later replays
+   never move it;
+3. a case from a committed suite carries its own (a version-1 suite entry has only
+   ``observed``; :func:`from_observed` turns that into a baseline, ``source="suite"``).
+
+The compared quantity is the share of samples equivalent to the *anchor* (:func:`anchor_of`):
+the verified reference when the case has one, else the baseline's majority answer when it
+holds at least :data:`MIN_ANCHOR_SHARE` of the samples; scattered answers without a verified
+reference have no anchor (nothing to hold the agent to: such a case can only improve).
+Failed calls and unparseable samples are misses.
+
+Targets: from frontier-qa 0.2 a target's id no longer carries its version (``python:a.py:f``
+and version ``1+src.3f2a…``); records of 0.1 say ``python:a.py:f@1``. :func:`base_target_id`
+gives both the same id, so old stores keep replaying.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+
+from frontier_qa.store.case_store import CaseStore, latest_by
+from frontier_qa.store.records import Baseline, BaselineSource, CaseClass, CaseRecord, CaseSpec, ClusterCount, SuiteCase
+
+MIN_ANCHOR_SHARE = 0.3
+"""Least majority share (Agent0's band low edge) for the majority to be a baseline's anchor."""
+
+Matcher = Callable[[str, str], bool]
+"""Whether an answer is equivalent to the anchor: ``matches(answer, anchor)``."""
+
+
+def base_target_id(target_id: str, target_version: str | None) -> str:
+    """A target's id without the ``@version`` suffix frontier-qa 0.1 appended to it."""
+    if target_version and target_id.endswith(f"@{target_version}"):
+        return target_id[: -len(target_version) - 1]
+    return target_id
+
+
+def same_answer(answer: str, anchor: str, answer_format: str) -> bool:
+    """Equivalence as the probe scores it (numeric and symbolic for math, exact for tool calls).
+
+    Open-ended ``text`` answers compare by their case-folded words here; the probe engine
+    passes its embedding matcher instead where it has one.
+    """
+    if answer == anchor:
+        return True
+    if answer_format == "json:calls":
+        return False
+    if answer_format == "text":
+        return " ".join(answer.casefold().split()) == " ".join(anchor.casefold().split())
+    from frontier_qa.scoring.equivalence import comparator
+
+    return comparator("math")(answer, anchor)
+
+
+def anchor_of(case: CaseSpec, majority: str | None, top_share: float | None) -> tuple[str | None, str | None]:
+    """The answer a baseline holds the agent to, and its kind (module docstring).
+
+    Args:
+        case: the case (its reference and whether it is verified).
+        majority: the baseline's majority answer.
+        top_share: the majority's share of all baseline samples, in [0, 1].
+
+    Returns:
+        ``(anchor, "reference" | "majority")``, or ``(None, None)``.
+    """
+    if case.reference is not None and case.reference_verified:
+        return case.reference, "reference"
+    if majority is not None and top_share is not None and top_share >= MIN_ANCHOR_SHARE - 1e-9:
+        return majority, "majority"
+    return None, None
+
+
+def count_anchor(clusters: Iterable[ClusterCount], anchor: str, matches: Matcher) -> int:
+    """Samples of the clusters equivalent to the anchor."""
+    return sum(c.count for c in clusters if matches(c.answer, anchor))
+
+
+def from_record(
+    record: CaseRecord,
+    *,
+    source: BaselineSource = "first",
+    matches: Matcher | None = None,
+    accepted_at: datetime | None = None,
+) -> Baseline:
+    """The baseline one observation gives.
+
+    Args:
+        record: the observation.
+        source: how it becomes the baseline.
+        matches: answer equivalence (default: :func:`same_answer` in the case's format).
+        accepted_at: when it became the baseline (default: when it was observed).
+    """
+    fmt = record.case.answer_format
+    match = matches or (lambda a, b: same_answer(a, b, fmt))
+    top = record.clusters[0].count if record.clusters else 0
+    anchor, kind = anchor_of(record.case, record.majority, top / record.k if record.k else None)
+    successes = 0
+    if anchor is not None:
+        successes = top if kind == "majority" else count_anchor(record.clusters, anchor, match)
+    return Baseline(
+        case_id=record.id,
+        case_class=record.case_class,
+        k=record.k,
+        successes=min(successes, record.k),
+        anchor=anchor,
+        anchor_kind=kind,  # type: ignore[arg-type]
+        p_hat=record.p_hat,
+        interval=record.interval,
+        majority=record.majority,
+        majority_correct=record.majority_correct,
+        clusters=list(record.clusters),
+        n_unparseable=record.n_unparseable,
+        n_failed=record.n_failed,
+        target_id=base_target_id(record.target_id, record.target_version),
+        target_version=record.target_version,
+        run_ids=[record.run_id],
+        accepted_at=accepted_at or record.finished_at,
+        source=source,
+    )
+
+
+def from_observed(entry: SuiteCase) -> Baseline | None:
+    """A baseline from a version-1 suite entry's ``observed`` (no per-answer counts there).
+
+    The majority's count is p̂·k; against a verified reference that the majority missed, the
+    count of right answers is unknown and taken as 0 (the lowest it can be: a drop below an
+    understated baseline is harder to show, so this never adds false regressions).
+    """
+    o = entry.observed
+    if o is None:
+        return None
+    top = round((o.p_hat or 0.0) * o.k)
+    anchor, kind = anchor_of(entry.case, o.majority, o.p_hat)
+    successes = 0
+    if kind == "majority" or (kind == "reference" and o.majority_correct):
+        successes = top
+    clusters = [ClusterCount(answer=o.majority, count=top)] if o.majority is not None and top else []
+    return Baseline(
+        case_id=entry.case.id,
+        case_class=o.case_class,
+        k=o.k,
+        successes=min(successes, o.k),
+        anchor=anchor,
+        anchor_kind=kind,  # type: ignore[arg-type]
+        p_hat=o.p_hat,
+        interval=o.interval,
+        majority=o.majority,
+        majority_correct=o.majority_correct,
+        clusters=clusters,
+        target_id=base_target_id(o.target_id, o.target_version),
+        target_version=o.target_version,
+        source="suite",
+    )
+
+
+def of_entry(entry: SuiteCase) -> Baseline | None:
+    """A suite entry's baseline: its own (version 2), else one from ``observed`` (version 1)."""
+    return entry.baseline if entry.baseline is not None else from_observed(entry)
+
+
+def first_observations(records: Iterable[CaseRecord]) -> dict[str, CaseRecord]:
+    """Each case's earliest record that is neither invalid nor unresolved."""
+    usable = [r for r in records if r.case_class not in (CaseClass.INVALID, CaseClass.UNRESOLVED)]
+    first: dict[str, CaseRecord] = {}
+    for r in sorted(usable, key=lambda r: (r.finished_at, r.run_id)):
+        first.setdefault(r.id, r)
+    return first
+
+
+def resolve(
+    store: CaseStore,
+    records: Iterable[CaseRecord] | None = None,
+    *,
+    matches: Callable[[CaseRecord], Matcher] | None = None,
+) -> dict[str, Baseline]:
+    """Every case's baseline: the latest accepted one, else its first observation.
+
+    Args:
+        store: the store (its accepted baselines, and its records when ``records`` is not given).
+        records: the case records to look for first observations in (default: the store's).
+        matches: the answer matcher to use for a record (default: :func:`same_answer`).
+    """
+    accepted = store.accepted()
+    pool = store.case_records() if records is None else list(records)
+    out: dict[str, Baseline] = {}
+    for case_id, record in first_observations(pool).items():
+        if case_id not in accepted:
+            out[case_id] = from_record(record, matches=None if matches is None else matches(record))
+    out.update(accepted)
+    return out
+
+
+def history(store: CaseStore, case_ids: Iterable[str] | None = None) -> dict[str, list[CaseRecord]]:
+    """Every observation of each case, oldest first (p̂ by agent version and date, for trends)."""
+    wanted = None if case_ids is None else set(case_ids)
+    out: dict[str, list[CaseRecord]] = {}
+    for r in sorted(store.case_records(), key=lambda r: (r.finished_at, r.run_id)):
+        if r.case_class is not CaseClass.INVALID and (wanted is None or r.id in wanted):
+            out.setdefault(r.id, []).append(r)
+    return out
+
+
+def latest_accepted(baselines: Iterable[Baseline]) -> Mapping[str, Baseline]:
+    """The latest of each case's baselines."""
+    return latest_by(baselines, lambda b: b.case_id)
+
+
+__all__ = [
+    "MIN_ANCHOR_SHARE",
+    "Matcher",
+    "anchor_of",
+    "base_target_id",
+    "count_anchor",
+    "first_observations",
+    "from_observed",
+    "from_record",
+    "history",
+    "latest_accepted",
+    "of_entry",
+    "resolve",
+    "same_answer",
+]
