@@ -181,7 +181,8 @@ def test_general_domain_uses_the_adapted_template() -> None:
     system = adapter.requests[0][0].system or ""
     assert system.startswith("You are an expert setter of reasoning questions.")
     assert "```python" not in system and "<difficulty_prediction>" in system
-    assert proposal.case.reference == "Jupiter" and proposal.case.id.startswith("general-")
+    assert proposal.case.reference == "Jupiter" and proposal.case.id.startswith("which-planet-is-largest-")
+    assert proposal.aliases[0].startswith("general-")  # frontier-qa 0.1's id
 
 
 # ---------------------------------------------------------------------------- tool tasks
