@@ -312,12 +312,15 @@ class PythonAgentAdapter(Adapter):
     Args:
         agent: a function (sync or async) or an object with ``arun``/``run``/``__call__``.
         id: the target id (default ``python:<module>.<name>``); part of every cache key.
-        version: the agent's version; appended to the id (``id@version``) so a new agent
-            version never reuses old cached answers. Default: the agent's ``version`` or
-            ``__version__`` attribute, if any.
+        version: the agent's declared version. Default: the agent's ``version`` or
+            ``__version__`` attribute, if any. The reported version adds a hash of the
+            agent's source (:mod:`frontier_qa.adapters.agent_source`): ``2+src.3f2a9c1b``,
+            so an edited agent never reuses cached answers, bumped or not.
         transient: exception types retried by the runtime (others fail only their sample).
         fatal: exception types that stop the run.
         max_n: samples per ``generate`` call (default 1: each sample is retried alone).
+        module: the module whose source is hashed (default: the agent's own module).
+        agent_kwargs: the arguments a class agent was made with (part of the hash).
     """
 
     supports_prefill = False
@@ -331,14 +334,23 @@ class PythonAgentAdapter(Adapter):
         transient: Sequence[type[BaseException]] = (TimeoutError, ConnectionError),
         fatal: Sequence[type[BaseException]] = (),
         max_n: int = 1,
+        module: Any = None,
+        agent_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
+        from frontier_qa.adapters.agent_source import agent_version
+
         self.agent = agent
         self.call = _entry_point(agent)
         found = _field(agent, "version", "__version__")
-        self._version = version or (found if isinstance(found, (str, int)) else None)
+        declared = version or (found if isinstance(found, (str, int)) else None)
+        if module is None:
+            module = sys.modules.get(getattr(agent, "__module__", None) or type(agent).__module__)
+        declared_text = None if declared is None else str(declared)
+        self._version = declared_text if module is None else agent_version(module, declared_text, agent_kwargs)
         name = getattr(agent, "__qualname__", type(agent).__qualname__)
-        base = id or f"python:{getattr(agent, '__module__', '?')}.{name}"
-        self.id = f"{base}@{self._version}" if self._version else base
+        # the id names the agent; its version (declared + source hash) is kept apart, so that
+        # an edit changes the cache keys and records but not which cases are the agent's
+        self.id = id or f"python:{getattr(agent, '__module__', '?')}.{name}"
         self.transient = tuple(transient)
         self.fatal = tuple(fatal)
         self.max_n = max(1, int(max_n))
@@ -477,24 +489,28 @@ def _load(target: str) -> tuple[Any, Any]:
 def create_python(rest: str, *, agent_kwargs: Mapping[str, Any] | None = None, **options: Any) -> PythonAgentAdapter:
     """Factory for ``python:MODULE:ATTR`` specs; ``options`` go to :class:`PythonAgentAdapter`.
 
-    A class is instantiated with ``agent_kwargs``; the adapter id defaults to ``python:rest``
-    plus ``@version`` from the option, or the agent's or its module's ``version`` /
-    ``__version__`` (so cached answers of an older agent are never reused).
+    A class is instantiated with ``agent_kwargs``; the adapter id defaults to ``python:rest``.
+    The version is the declared one (the option, else the agent's or its module's ``version`` /
+    ``__version__``) plus a hash of the agent's source and ``agent_kwargs``
+    (:mod:`frontier_qa.adapters.agent_source`), so an edited agent never reuses cached answers.
     """
     module, agent = _load(rest)
     module_version = _field(module, "version", "__version__")
-    if "version" not in options and isinstance(module_version, (str, int)):
+    if "version" not in options and isinstance(module_version, (str, int)) and not isinstance(
+            _field(agent, "version", "__version__"), (str, int)):
         options["version"] = str(module_version)  # a module-level `version` marks the agent's behaviour
+    options.setdefault("module", module)
+    options.setdefault("agent_kwargs", dict(agent_kwargs or {}))
     if inspect.isclass(agent):
         agent = agent(**dict(agent_kwargs or {}))
     elif agent_kwargs:
         raise ConfigError(f"agent_kwargs were given but {rest!r} is not a class",
                           hint="drop agent_kwargs, or point the spec at the agent class")
-    known = {"id", "version", "transient", "fatal", "max_n"}
+    known = {"id", "version", "transient", "fatal", "max_n", "module", "agent_kwargs"}
     unknown = set(options) - known
     if unknown:
         raise ConfigError(f"unknown option(s) for a python agent: {sorted(unknown)}",
-                          hint=f"known: {sorted(known | {'agent_kwargs'})}")
+                          hint=f"known: {sorted(known - {'module'})}")
     options.setdefault("id", f"python:{rest}")
     return PythonAgentAdapter(agent, **options)
 
@@ -539,7 +555,8 @@ class HttpAgentAdapter(Adapter):
         batch: ask for all ``n`` samples in one request and read ``{"samples": [...]}``.
         max_n: samples per request when ``batch`` (default 16; 1 otherwise).
         id: the target id (default ``http:<url>``); part of every cache key.
-        version: the agent's version, appended to the id (``id@version``).
+        version: the agent's version (``target.version`` in a config): part of every cache
+            key and record, so answers of another version are never replayed from the cache.
     """
 
     supports_prefill = False
@@ -565,8 +582,7 @@ class HttpAgentAdapter(Adapter):
         self.max_n = int(max_n or (16 if batch else 1)) if batch else 1
         self._version = version
         shown = re.sub(r"//[^/@]*@", "//", url)  # never put user:password@ into ids
-        base = id or f"http:{shown}"
-        self.id = f"{base}@{version}" if version else base
+        self.id = id or f"http:{shown}"
         # one httpx.AsyncClient per event loop: a client's connections belong to the loop that made them
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 

@@ -1,8 +1,10 @@
 """The ``frontier-qa`` command: the root options, the commands, the exit codes.
 
-Exit codes: 0 success / gate passed, 1 gate failed, 2 usage or configuration error.
-A :class:`~frontier_qa.errors.FrontierQAError` is printed as a message with its fix,
-never as a traceback.
+Exit codes (:mod:`frontier_qa.exit_codes`): 0 the gate passed, 1 it failed (findings), 2 a
+usage or configuration error, 3 the run could not judge the agent, 130 interrupted. A
+:class:`~frontier_qa.errors.FrontierQAError` is printed as a message with its fix, and every
+click / typer usage error (an unknown command or option, a bad value, no command at all) as
+click prints it; never a traceback.
 
 :func:`build_app` registers every command explicitly (each command module has a
 ``register(app)``); importing a command module adds nothing anywhere.
@@ -17,10 +19,9 @@ import typer
 
 from frontier_qa import __version__
 from frontier_qa.errors import FrontierQAError
+from frontier_qa.exit_codes import EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_NO_JUDGEMENT, EXIT_OK, EXIT_USAGE
 
-EXIT_OK = 0
-EXIT_GATE_FAILED = 1
-EXIT_USAGE = 2
+EXIT_GATE_FAILED = EXIT_FINDINGS  # the name before 0.2
 
 
 def _version(value: bool) -> None:
@@ -43,7 +44,7 @@ def build_app() -> typer.Typer:
     The command modules are imported here, not at module level, so that ``frontier_qa.cli``
     stays importable even while a command's optional dependency is missing.
     """
-    from frontier_qa.cli import probe, score, train
+    from frontier_qa.cli import accept, probe, score, train
 
     app = typer.Typer(
         name="frontier-qa",
@@ -54,9 +55,27 @@ def build_app() -> typer.Typer:
     )
     app.callback()(_root)
     probe.register(app)  # probe, replay, export, merge, schema
+    accept.register(app)  # accept
     score.register(app)  # score
     train.register(app)  # train curriculum | coevolve | merge | summary
     return app
+
+
+def _click_kind(err: BaseException) -> str | None:
+    """What a click or typer exception is: ``"exit"``, ``"abort"``, ``"usage"`` or ``None``.
+
+    Typer raises click's classes (``click.exceptions``) in some versions and its own copies
+    (``typer._click.exceptions``, ``typer.exceptions``) in others, so they are recognised by
+    their class names along the MRO, whichever module they come from.
+    """
+    names = {klass.__name__ for klass in type(err).__mro__}
+    if "Exit" in names and hasattr(err, "exit_code"):
+        return "exit"
+    if "Abort" in names:
+        return "abort"
+    if names & {"ClickException", "UsageError"} and callable(getattr(err, "show", None)):
+        return "usage"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,19 +87,19 @@ def main(argv: list[str] | None = None) -> int:
     except FrontierQAError as err:
         typer.echo(f"error: {err}", err=True)
         return EXIT_USAGE
-    except typer.Exit as done:
-        return int(done.exit_code or 0)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
-        return 130
-    except Exception as err:  # click usage errors
-        import click
-
-        if isinstance(err, click.exceptions.ClickException):
-            err.show()
+        return EXIT_INTERRUPTED
+    except Exception as err:  # click / typer: usage errors, Exit, Abort
+        kind = _click_kind(err)
+        if kind == "exit":
+            return int(getattr(err, "exit_code", 0) or 0)
+        if kind == "abort":
+            typer.echo("aborted", err=True)
+            return EXIT_INTERRUPTED
+        if kind == "usage":
+            err.show()  # type: ignore[attr-defined]  # the message and "Try 'frontier-qa --help'"
             return EXIT_USAGE
-        if isinstance(err, click.exceptions.Abort):
-            return 130
         raise
     return rc if isinstance(rc, int) else EXIT_OK
 

@@ -8,13 +8,17 @@
     OUT/report.md      a summary for a pull request or a job page
     OUT/report.html    a self-contained page with the frontier map and p̂ histogram
 
-Exit codes: 0 the gate passed, 1 the gate failed (failures, frontier share, replay
-regressions over their limits), 2 a usage or configuration error, 130 interrupted (Ctrl-C:
-every classified case is already in the store; the command says how to resume).
+Exit codes (:mod:`frontier_qa.exit_codes`): 0 the gate passed, 1 it failed (failures,
+frontier share, replay regressions over their limits), 2 a usage or configuration error, 3
+the run could not judge the agent (target unavailable, every call failed, no valid case,
+too many unresolved, an empty curriculum, nothing to replay: the reason comes first), 130
+interrupted (Ctrl-C: every classified case is already in the store; the command says how to
+resume).
 
-``replay`` probes stored cases (or a committed suite) again and reports regressions and
-flaky failures; ``export`` writes a committable suite; ``merge`` joins CI shards' stores
-(and reports on them); ``schema`` prints the config file's JSON Schema.
+``replay`` holds stored cases (or a committed suite) to their baselines and reports
+regressions; ``export`` writes a committable suite (findings, guards, baselines); ``merge``
+joins CI shards' stores (and reports on them); ``schema`` prints the config file's JSON Schema.
+``accept`` is in :mod:`frontier_qa.cli.accept`.
 """
 
 from __future__ import annotations
@@ -28,7 +32,6 @@ from typing import Any, Optional
 
 import typer
 
-from frontier_qa.cli.app import EXIT_OK, EXIT_USAGE
 from frontier_qa.config import (
     Override,
     ProbeConfig,
@@ -40,11 +43,12 @@ from frontier_qa.config import (
     parse_set,
 )
 from frontier_qa.errors import ConfigError
+from frontier_qa.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from frontier_qa.store.case_store import CaseStore, encode_line
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
 
-EXIT_INTERRUPTED = 130
 CASES_FILE = "cases.jsonl"
+SHOWN_VERDICTS = 5  # regressions explained on the console (the reports list them all)
 
 _CONFIG = typer.Option(None, "--config", "-c", help="YAML config (see configs/example.yaml).")
 _TARGET = typer.Option(None, "--target", help="Target spec: litellm:…, openai:MODEL@URL, hf:…, python:FILE:ATTR, http://…")
@@ -54,6 +58,7 @@ _SET = typer.Option([], "--set", help="Any config key: --set probing.k=6 (repeat
 _FORMAT = typer.Option([], "--format", help="Report format: json, junit, md, html (repeatable; default all).")
 _PROGRESS = typer.Option("auto", "--progress", help="auto | rich | plain | off (auto: a bar on a terminal, lines in CI).")
 _SHOW = typer.Option(False, "--show-config", help="Print the resolved configuration and exit.")
+_NO_CACHE = typer.Option(False, "--no-cache", help="Sample afresh: neither read nor write the sample cache.")
 
 
 # --- flags → config ------------------------------------------------------------------------------
@@ -120,6 +125,7 @@ FLAGS: dict[str, FlagRule] = {
     "scope": _to("probing.replay_scope", "--scope"),
     "max_replay": _to("probing.max_replay", "--max-replay"),
     "no_replay": _fixed("probing.replay_first", False, "--no-replay"),
+    "no_cache": _fixed("target.cache", False, "--no-cache"),
     "out": _to("output.dir", "--out"),
     "store": _to("store", "--store"),
     "shard": _to("shard", "--shard"),
@@ -136,6 +142,7 @@ REPLAY_FLAGS: dict[str, FlagRule] = {
     "max_failures": _to("replay.gate.max_failures", "--max-failures"),
     "max_regressions": _to("replay.gate.max_regressions", "--max-regressions"),
     "max_flaky": _to("replay.gate.max_flaky", "--max-flaky"),
+    "max_inconclusive": _to("replay.gate.max_inconclusive", "--max-inconclusive"),
 }
 
 
@@ -227,9 +234,16 @@ def write_outputs(
     comparisons: Sequence[Any] = (),
     gate: Any,
     band: tuple[float, float] | None,
+    facts: Any = None,
+    store: CaseStore | None = None,
 ) -> tuple[dict[str, Path], Any]:
-    """Write ``cases.jsonl`` and the reports into ``output.dir``; returns paths and the gate."""
+    """Write ``cases.jsonl`` and the reports into ``output.dir``; returns paths and the gate.
+
+    ``facts`` (:class:`~frontier_qa.reports.RunFacts`) feed the health checks; ``store`` gives
+    each case's earlier observations for the trend lines.
+    """
     from frontier_qa.reports import write_reports
+    from frontier_qa.store.baselines import history
 
     out = Path(config.output.dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -237,17 +251,23 @@ def write_outputs(
     tmp = cases.with_name(f".{CASES_FILE}.{os.getpid()}.tmp")
     tmp.write_bytes(b"".join(encode_line(r) for r in sorted(records, key=lambda r: r.id)))
     os.replace(tmp, cases)
+    past = history(store, [r.id for r in records]) if store is not None and store.runs_dir.is_dir() else None
     written, result = write_reports(out, records, run, formats=config.output.formats, thresholds=gate_thresholds(gate),
                                     comparisons=comparisons, frontier_as_failure=config.output.frontier_as_failure,
-                                    band=band)
+                                    band=band, facts=facts, history=past)
     return {"cases": cases, **written}, result
 
 
 def _summary(title: str, records: Sequence[CaseRecord], comparisons: Sequence[Any], written: dict[str, Path],
-             gate: Any, budget: str | None) -> int:
+             gate: Any, budget: str | None, replay: Callable[[str], str] | None = None) -> int:
     from frontier_qa.probing.progress import counts_line
     from frontier_qa.reports import count_verdicts, summarize
+    from frontier_qa.reports.explain import explain
 
+    if gate is not None and gate.health:  # first: a run that got nowhere must say so before anything else
+        typer.echo("could not judge the agent (exit 3):")
+        for problem in gate.health:
+            typer.echo(f"  - {problem.message}")
     summary = summarize(records)
     counts = {c.value: summary.by_class[c] for c in CLASS_ORDER}
     typer.echo(title)
@@ -258,18 +278,30 @@ def _summary(title: str, records: Sequence[CaseRecord], comparisons: Sequence[An
                    f"{t.counts[CaseClass.FAILURE]} failure of {t.total}")
     if comparisons:
         verdicts = count_verdicts(comparisons)
-        typer.echo("  replay: " + ", ".join(f"{v.value} {n}" for v, n in verdicts.items() if n))
+        guards = sum(1 for c in comparisons if c.role == "guard")
+        typer.echo("  replay: " + (", ".join(f"{v.value} {n}" for v, n in verdicts.items() if n) or "nothing")
+                   + (f" ({guards} guard case(s) among them)" if guards else ""))
+        by_id = {r.id: r for r in records}
+        regressions = [c for c in comparisons if c.verdict.value == "regression" and c.case_id in by_id]
+        for c in regressions[:SHOWN_VERDICTS]:
+            for line in explain(c, by_id[c.case_id], replay=None if replay is None else replay(c.case_id),
+                                prompt_chars=200):
+                typer.echo(f"  {line}")
+        if len(regressions) > SHOWN_VERDICTS:
+            typer.echo(f"  ... {len(regressions) - SHOWN_VERDICTS} more regressions: see report.md")
     if budget:
         typer.echo(f"  spent: {budget}")
     typer.echo("  wrote: " + ", ".join(str(p) for p in written.values()))
     if gate is None:
         return EXIT_OK
-    if gate.passed:
+    if gate.health:
+        typer.echo("gate: COULD NOT JUDGE (exit 3)")
+    elif gate.passed:
         typer.echo("gate: passed")
     else:
         typer.echo("gate: FAILED")
-        for reason in gate.reasons:
-            typer.echo(f"  - {reason}")
+    for reason in gate.reasons:
+        typer.echo(f"  - {reason}")
     return gate.exit_code
 
 
@@ -310,6 +342,7 @@ def probe_command(
     max_failures: Optional[int] = typer.Option(None, "--max-failures", help="Gate: most failures."),
     max_frontier_share: Optional[float] = typer.Option(None, "--max-frontier-share", help="Gate: most frontier share."),
     max_regressions: Optional[int] = typer.Option(None, "--max-regressions", help="Gate: most replay regressions."),
+    no_cache: bool = _NO_CACHE,
     formats: list[str] = _FORMAT,
     sets: list[str] = _SET,
     progress: str = _PROGRESS,
@@ -321,7 +354,8 @@ def probe_command(
              "band": band, "max_candidates": max_candidates, "concurrency": concurrency, "seed": seed,
              "judge": judge, "critic": critic, "out": out, "store": store, "shard": shard, "no_replay": no_replay,
              "frontier_as_failure": frontier_as_failure, "max_failures": max_failures,
-             "max_frontier_share": max_frontier_share, "max_regressions": max_regressions, "formats": formats}
+             "max_frontier_share": max_frontier_share, "max_regressions": max_regressions, "formats": formats,
+             "no_cache": no_cache}
     if resume_run and not resume:
         raise ConfigError(f"unexpected argument {resume_run!r}", hint=f"to continue that run, write --resume {resume_run}")
     if resume_run and run_id and resume_run != run_id:
@@ -346,11 +380,16 @@ def probe_command(
             result = asyncio.run(_probe(parts, rid, resume, bar))
     except KeyboardInterrupt:
         raise _interrupted(parts.store, rid, "probe") from None
+    from frontier_qa.reports import RunFacts
+
     band = (parts.settings.band.low, parts.settings.band.high)
+    facts = RunFacts(mode="probe", stop_reason=result.stop_reason, stop_detail=result.stop_detail,
+                     stop_source=result.stop_source, candidates=result.candidates, target=parts.target.id)
     written, gate = write_outputs(cfg, result.records, result.run, comparisons=result.comparisons, gate=cfg.gate,
-                                  band=band)
-    title = f"frontier-qa probe: run {result.run_id}, target {parts.target.id}, stopped: {result.stop_reason}"
-    code = _summary(title, result.records, result.comparisons, written, gate, _budget_line(parts))
+                                  band=band, facts=facts, store=parts.store)
+    title = f"frontier-qa probe: run {result.run_id}, target {_shown(parts)}, stopped: {result.stop_reason}"
+    code = _summary(title, result.records, result.comparisons, written, gate, _budget_line(parts),
+                    replay=_replay_hint(config, target, None, store))
     if not result.run.finished:
         typer.echo(f"the run stays open ({result.stop_reason}); continue it with: --resume {result.run_id}")
     raise typer.Exit(code)
@@ -375,16 +414,21 @@ def replay_command(
     max_failures: Optional[int] = typer.Option(None, "--max-failures", help="Gate: most failures (default: off)."),
     max_regressions: Optional[int] = typer.Option(None, "--max-regressions", help="Gate: most regressions."),
     max_flaky: Optional[int] = typer.Option(None, "--max-flaky", help="Gate: most flaky failures."),
+    max_inconclusive: Optional[int] = typer.Option(
+        None, "--max-inconclusive", help="Gate: most cases left undecided at the sample cap (default: off)."),
+    case: list[str] = typer.Option([], "--case", help="Replay only this case id (repeatable)."),
+    no_cache: bool = _NO_CACHE,
     formats: list[str] = _FORMAT,
     sets: list[str] = _SET,
     progress: str = _PROGRESS,
     show_config: bool = _SHOW,
 ) -> None:
-    """Replay stored cases (or a committed suite) against the target; report regressions and flaky failures."""
+    """Hold stored cases (or a committed suite) to their baselines; report regressions. Never changes a baseline."""
     flags = {"target": target, "suite": suite, "scope": scope, "max_replay": max_replay, "budget_calls": budget_calls,
              "max_cost_usd": max_cost_usd, "k": k, "seed": seed, "judge": judge, "out": out, "store": store,
              "shard": shard, "frontier_as_failure": frontier_as_failure, "max_failures": max_failures,
-             "max_regressions": max_regressions, "max_flaky": max_flaky, "formats": formats}
+             "max_regressions": max_regressions, "max_flaky": max_flaky, "max_inconclusive": max_inconclusive,
+             "formats": formats, "no_cache": no_cache}
     _check_progress(progress)
     cfg = load_config(config, overrides(flags, sets, REPLAY_FLAGS))
     if show_config:
@@ -392,11 +436,12 @@ def replay_command(
         return
     cases = _suite_cases(cfg) if cfg.replay.suite else None
     parts = build_probe(cfg, curriculum=False)
-    if cases is None and not _has_cases(parts):
-        asyncio.run(parts.aclose())
-        scope = "any target" if parts.settings.replay_scope == "all" else f"target {parts.target.id!r}"
-        raise ConfigError(f"nothing to replay: the store {parts.store.root} holds no cases of {scope}",
-                          hint="probe first, pass --suite FILE, or --scope all to replay other targets' cases")
+    if case:
+        try:
+            cases = _named_cases(parts, cases, case)
+        except BaseException:
+            asyncio.run(parts.aclose())
+            raise
     rid = run_id or _new_run_id()
     bar = _progress(progress, "replay", None)
     try:
@@ -404,11 +449,17 @@ def replay_command(
             result = asyncio.run(_replay(parts, rid, cases, bar))
     except KeyboardInterrupt:
         raise _interrupted(parts.store, rid, "replay") from None
+    from frontier_qa.reports import RunFacts
+
     band = (parts.settings.band.low, parts.settings.band.high)
+    facts = RunFacts(mode="replay", stop_reason=None if result.stop_reason == "done" else result.stop_reason,
+                     stop_detail=result.stop_detail, stop_source="target", planned=result.planned,
+                     target=parts.target.id)
     written, gate = write_outputs(cfg, result.records, result.run, comparisons=result.comparisons,
-                                  gate=cfg.replay.gate, band=band)
-    title = f"frontier-qa replay: run {result.run_id}, target {parts.target.id}, {len(result.records)} case(s)"
-    raise typer.Exit(_summary(title, result.records, result.comparisons, written, gate, _budget_line(parts)))
+                                  gate=cfg.replay.gate, band=band, facts=facts, store=parts.store)
+    title = f"frontier-qa replay: run {result.run_id}, target {_shown(parts)}, {len(result.records)} case(s)"
+    raise typer.Exit(_summary(title, result.records, result.comparisons, written, gate, _budget_line(parts),
+                              replay=_replay_hint(config, target, suite, store)))
 
 
 def _suite_cases(config: ProbeConfig) -> list[Any]:
@@ -424,9 +475,36 @@ def _suite_cases(config: ProbeConfig) -> list[Any]:
     return entries
 
 
-def _has_cases(parts: ProbeParts) -> bool:
-    target_id = None if parts.settings.replay_scope == "all" else parts.target.id
-    return any(r.case_class is not CaseClass.INVALID for r in parts.store.case_records(target_id=target_id))
+def _named_cases(parts: ProbeParts, suite: list[Any] | None, wanted: Sequence[str]) -> list[Any]:
+    """The named cases: from the committed suite when there is one, else the store's latest records."""
+    from frontier_qa.store.case_store import latest_by
+
+    pool: dict[str, Any] = ({e.case.id: e for e in suite} if suite is not None
+                            else latest_by(parts.store.case_records(), lambda r: r.id))
+    unknown = [c for c in wanted if c not in pool]
+    if unknown:
+        where = "the suite" if suite is not None else f"the store {parts.store.root}"
+        raise ConfigError(f"no case {unknown[0]!r} in {where}", hint="give a case id as report.md or junit.xml "
+                          "name it (the part after 'topic/')")
+    return [pool[c] for c in dict.fromkeys(wanted)]
+
+
+def _shown(parts: ProbeParts) -> str:
+    version = getattr(parts.target, "version", None)
+    found = version() if callable(version) else None
+    return f"{parts.target.id} (version {found})" if found else parts.target.id
+
+
+def _replay_hint(config: Path | None, target: str | None, suite: Path | None, store: Path | None
+                 ) -> Callable[[str], str]:
+    """The command that replays just one case, with this command's config, target, suite and store."""
+    import shlex
+
+    args = ["frontier-qa", "replay"]
+    for flag, value in (("--config", config), ("--target", target), ("--suite", suite), ("--store", store)):
+        if value is not None:
+            args += [flag, str(value)]
+    return lambda case_id: shlex.join([*args, "--case", case_id])
 
 
 def _new_run_id() -> str:
@@ -441,12 +519,21 @@ def export_command(
     store: Optional[Path] = _STORE,
     run: Optional[str] = typer.Option(None, "--run", help="Only this run's cases (default: every run)."),
     target_id: Optional[str] = typer.Option(None, "--target-id", help="Only cases recorded for this target id."),
-    classes: list[str] = typer.Option([], "--class", help="Classes to export (repeatable; default frontier, failure, suspect)."),
+    classes: list[str] = typer.Option(
+        [], "--class", help="Classes to export as findings (repeatable; default frontier, failure, suspect)."),
+    guards: Optional[int] = typer.Option(
+        None, "--guards", help="Pass cases kept as guards, spread over topics (default replay.guards: 10)."),
     append: bool = typer.Option(False, "--append", help="Keep the suite's other cases; update those exported again."),
     volatile: bool = typer.Option(False, "--volatile", help="Also write run ids, times and costs (noisy diffs)."),
 ) -> None:
-    """Export stored cases as a committable suite (replay it with `frontier-qa replay --suite`)."""
+    """Export stored cases with their baselines as a committable suite (replay it with `frontier-qa replay --suite`).
+
+    The suite holds the findings (frontier, failure, suspect cases by default) and a sample of
+    pass cases as guards, so that breaking what the agent got right is caught too.
+    """
+    from frontier_qa.store.baselines import base_target_id, resolve
     from frontier_qa.store.case_store import export_suite, import_suite, suite_entries
+    from frontier_qa.store.guards import select_guards
 
     cfg = load_config(config, overrides({"store": store}, []))
     wanted = classes or ["frontier", "failure", "suspect"]
@@ -454,17 +541,24 @@ def export_command(
     bad = [c for c in wanted if c not in known]
     if bad:
         raise ConfigError(f"unknown case class {bad[0]!r}", hint=f"use one of: {', '.join(known)}")
+    if guards is not None and guards < 0:
+        raise ConfigError(f"--guards {guards} is negative", hint="give a count >= 0 (0: no guard cases)")
     chosen = {CaseClass(c) for c in wanted}
     source = CaseStore(cfg.store)
     if not source.runs_dir.is_dir():
         raise ConfigError(f"no case store at {source.root}", hint="probe first, or pass --store DIR")
-    latest = source.latest(run_id=run, target_id=target_id).values()
-    entries = suite_entries([r for r in latest if r.case_class in chosen], volatile=volatile)
+    latest = [r for r in source.latest(run_id=run).values()
+              if target_id is None or target_id in (r.target_id, base_target_id(r.target_id, r.target_version))]
+    findings = [r for r in latest if r.case_class in chosen]
+    n_guards = cfg.replay.guards if guards is None else guards
+    kept = select_guards([r for r in latest if r.case_class not in chosen], n_guards)
+    entries = suite_entries(findings + kept, volatile=volatile, baselines=resolve(source))
     if append and suite.exists():
         fresh = {e.case.id for e in entries}
         entries += [e for e in import_suite(suite) if e.case.id not in fresh]
     count = export_suite(entries, suite)
-    typer.echo(f"exported {count} case(s) ({', '.join(wanted)}) to {suite}")
+    typer.echo(f"exported {count} case(s) to {suite}: {len(findings)} finding(s) ({', '.join(wanted)}), "
+               f"{len(kept)} guard(s), each with its baseline")
 
 
 def merge_command(

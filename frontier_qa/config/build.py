@@ -30,6 +30,7 @@ from frontier_qa.runtime.cache import SampleCache
 from frontier_qa.runtime.limits import Budget, Limits
 from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND, Band
 from frontier_qa.store.case_store import CaseStore, Shard
+from frontier_qa.store.comparison import RegressionPolicy
 from frontier_qa.target import Sampling, Target
 
 
@@ -134,7 +135,15 @@ def build_settings(config: ProbeConfig) -> ProbeSettings:
         replay_scope=p.replay_scope,
         max_replay=p.max_replay,
         embedder=p.embedder,
+        regression=regression_policy(config),
+        baseline_samples=config.regression.baseline_samples,
     )
+
+
+def regression_policy(config: ProbeConfig) -> RegressionPolicy:
+    """The ``regression`` section as the replay's :class:`~frontier_qa.store.comparison.RegressionPolicy`."""
+    r = config.regression
+    return RegressionPolicy(alpha=r.alpha, looks=tuple(r.looks), min_drop=r.min_drop, futility=r.futility)
 
 
 def gate_thresholds(gate: GateConfig) -> GateThresholds:
@@ -268,8 +277,10 @@ def build_probe(config: ProbeConfig, *, curriculum: bool = True) -> ProbeParts:
     settings = build_settings(config)
     tracker = budget_tracker(config)
     cache = sample_cache(config)
-    tool_options = {"tool_options": config.target.tool_options} if config.target.tool_options else {}
-    target = _open(config, "target", config.target, tracker, cache, **tool_options)
+    extra: dict[str, Any] = {"tool_options": config.target.tool_options} if config.target.tool_options else {}
+    if config.target.version:
+        extra["version"] = config.target.version
+    target = _open(config, "target", config.target, tracker, cache, **extra)
     opened: list[Any] = [target]
     try:
         cur = build_curriculum(config, tracker, cache) if curriculum else None

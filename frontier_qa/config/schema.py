@@ -74,7 +74,11 @@ class TargetConfig(_Section):
     options: dict[str, Any] = Field(default_factory=dict, description="adapter options (api_base, api_key: ${VAR})")
     tool_options: dict[str, Any] = Field(default_factory=dict, description="tools+ specs: executor options")
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
-    cache: Union[bool, str] = Field(True, description="true: <store>/cache; false: off; or a directory")
+    cache: Union[bool, str] = Field(True, description="true: <store>/cache; false: off (--no-cache); or a directory")
+    version: Optional[str] = Field(
+        None, min_length=1,
+        description="the target's version (model revision, deployment tag): in every cache key and record; "
+                    "python: agents add a hash of their source to it")
 
     @model_validator(mode="before")
     @classmethod
@@ -187,9 +191,31 @@ class GateConfig(_Section):
     max_failures: Optional[int] = Field(0, ge=0)
     max_suspects: Optional[int] = Field(None, ge=0)
     max_frontier_share: Optional[float] = Field(None, ge=0, le=1)
-    max_unresolved_share: Optional[float] = Field(None, ge=0, le=1)
+    max_unresolved_share: Optional[float] = Field(
+        0.2, ge=0, le=1, description="above it the run could not judge the agent: exit 3, not a finding")
     max_regressions: Optional[int] = Field(0, ge=0)
     max_flaky: Optional[int] = Field(None, ge=0)
+    max_inconclusive: Optional[int] = Field(None, ge=0, description="replay verdicts left undecided at the cap")
+
+
+class RegressionConfig(_Section):
+    """How a replay decides that a case regressed (see frontier_qa.store.comparison)."""
+
+    alpha: float = Field(0.01, gt=0, lt=1, description="most chance that a replay of an unchanged agent calls "
+                                                        "any case of the suite a regression")
+    looks: list[int] = Field(default_factory=lambda: [5, 10, 20, 40, 80], min_length=1,
+                             description="new samples at each look of a replayed case; the last is the cap")
+    min_drop: float = Field(0.3, gt=0, lt=1, description="the drop in the share of right (or baseline) answers "
+                                                         "that matters")
+    futility: float = Field(0.05, gt=0, lt=1, description="stop as 'same' once that drop is less likely than this")
+    baseline_samples: int = Field(40, ge=1, description="samples an accepted baseline holds (accept samples more)")
+
+    @field_validator("looks")
+    @classmethod
+    def _increasing(cls, value: list[int]) -> list[int]:
+        if any(n < 1 for n in value) or value != sorted(set(value)):
+            raise ValueError(f"{value} must be increasing sample counts >= 1, e.g. [5, 10, 20, 40, 80]")
+        return value
 
 
 class ReplayGateConfig(GateConfig):
@@ -203,6 +229,8 @@ class ReplayConfig(_Section):
 
     suite: Optional[str] = Field(None, description="a committed suite (frontier-qa export); null: the store")
     gate: ReplayGateConfig = Field(default_factory=ReplayGateConfig)
+    guards: int = Field(10, ge=0, description="pass cases, sampled across topics, that export and the pytest "
+                                              "plugin keep as guards next to the findings")
 
 
 class OutputConfig(_Section):
@@ -227,6 +255,7 @@ class ProbeConfig(_Section):
     store: str = Field(".frontier-qa", description="case store directory")
     output: OutputConfig = Field(default_factory=OutputConfig)
     gate: GateConfig = Field(default_factory=GateConfig)
+    regression: RegressionConfig = Field(default_factory=RegressionConfig)
     replay: ReplayConfig = Field(default_factory=ReplayConfig)
     shard: Optional[str] = Field(None, description="CI shard i/n, e.g. 2/4")
 

@@ -247,23 +247,23 @@ class CaseProber:
 
     async def score(self, case: Case, trajectories: Sequence[Trajectory]) -> Consistency:
         """Self-consistency of the samples so far (semantic clusters for ``"text"`` answers)."""
+        if case.answer_format not in ("text", TOOL_CALLS_FORMAT):
+            # symbolic equivalence may wait on a worker process: keep the event loop free
+            return await asyncio.to_thread(consistency_of, list(trajectories), case.answer_format)
+        answers = ([extract_answer(t.text, "text") if t.ok else None for t in trajectories]
+                   if case.answer_format == "text" else answers_of(case, trajectories))
+        return await self.score_answers(case, answers, [not t.ok for t in trajectories])
+
+    async def score_answers(self, case: Case, answers: Sequence[str | None], failed: Sequence[bool]) -> Consistency:
+        """Self-consistency of extracted answers (e.g. pooled from several records of a case)."""
         if case.answer_format == "text":
             from frontier_qa.scoring.semantic import asemantic_consistency
 
-            answers = [extract_answer(t.text, "text") if t.ok else None for t in trajectories]
-            return await asemantic_consistency(
-                answers, failed=[not t.ok for t in trajectories], embedder=self._embedder_for_text()
-            )
+            return await asemantic_consistency(answers, failed=list(failed), embedder=self._embedder_for_text())
         if case.answer_format == TOOL_CALLS_FORMAT:
             # canonical call lists compare exactly (no casefolding of argument values)
-            return self_consistency(
-                answers_of(case, trajectories),
-                failed=[not t.ok for t in trajectories],
-                equivalent=operator.eq,
-                key=str,
-            )
-        # symbolic equivalence may wait on a worker process: keep the event loop free
-        return await asyncio.to_thread(consistency_of, list(trajectories), case.answer_format)
+            return self_consistency(answers, failed=list(failed), equivalent=operator.eq, key=str)
+        return await asyncio.to_thread(self_consistency, list(answers), failed=list(failed))
 
     async def matches(self, answer: str, reference: str, answer_format: str) -> bool:
         """Whether an answer is equivalent to the reference (same meaning, for ``"text"``)."""

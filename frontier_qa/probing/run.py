@@ -290,8 +290,12 @@ class ProbeRun:
             found = baselines.resolve(self.store, everything)
             items = [ReplayItem(r.case, found.get(r.id)) for r in chosen]
         else:
+            found = baselines.resolve(self.store) if any(isinstance(o, CaseRecord) for o in olds) else {}
             for old in olds:
-                own = baselines.of_entry(old) if isinstance(old, SuiteCase) else baselines.from_record(old)
+                if isinstance(old, SuiteCase):
+                    own = baselines.of_entry(old)
+                else:  # a stored case: its baseline in the store, else this record
+                    own = found.get(old.case.id) or baselines.from_record(old)
                 stored = accepted.get(old.case.id)
                 if stored is not None and (own is None or stored.accepted_at >= own.accepted_at):
                     own = stored

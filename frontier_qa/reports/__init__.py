@@ -8,10 +8,11 @@ format at once from one summary.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from frontier_qa.reports.gate import GateCheck, GateResult, GateThresholds, evaluate_gate
+from frontier_qa.reports.health import HealthProblem, RunFacts
 from frontier_qa.reports.html import html_report, write_html
 from frontier_qa.reports.json_report import JsonReport, build_json_report, write_json_report
 from frontier_qa.reports.junit import junit_xml, write_junit
@@ -34,6 +35,8 @@ def write_reports(
     comparisons: Sequence[Comparison] = (),
     frontier_as_failure: bool = False,
     band: tuple[float, float] | None = None,
+    facts: RunFacts | None = None,
+    history: Mapping[str, Sequence[CaseRecord]] | None = None,
 ) -> tuple[dict[str, Path], GateResult | None]:
     """Write the chosen report formats into ``out_dir``.
 
@@ -46,6 +49,8 @@ def write_reports(
         comparisons: replay verdicts, counted by the gate and listed in the reports.
         frontier_as_failure: JUnit reports frontier cases as failing tests.
         band: frontier band (low, high) in p̂ units, shaded on the HTML histogram.
+        facts: what the run knows beyond its records, for the health checks (:mod:`.health`).
+        history: every observation of each case, oldest first (trend lines).
 
     Returns:
         The written paths by format, and the gate result (``None`` without thresholds).
@@ -58,24 +63,21 @@ def write_reports(
             f"unknown report format(s): {', '.join(unknown)}", hint=f"choose from {', '.join(FORMATS)}"
         )
     summary = summarize(records)
-    gate = None if thresholds is None else evaluate_gate(summary, thresholds, comparisons)
+    gate = None if thresholds is None else evaluate_gate(summary, thresholds, comparisons, facts)
     out = Path(out_dir)
     written: dict[str, Path] = {}
     if "json" in formats:
-        report = build_json_report(summary, run, gate=gate, comparisons=comparisons)
+        report = build_json_report(summary, run, gate=gate, comparisons=comparisons, history=history)
         written["json"] = write_json_report(out / FILE_NAMES["json"], report)
     if "junit" in formats:
-        written["junit"] = write_junit(
-            out / FILE_NAMES["junit"], summary, run, frontier_as_failure=frontier_as_failure
-        )
+        written["junit"] = write_junit(out / FILE_NAMES["junit"], summary, run, frontier_as_failure=frontier_as_failure,
+                                       comparisons=comparisons, gate=gate)
     if "md" in formats:
-        written["md"] = write_markdown(
-            out / FILE_NAMES["md"], summary, run, gate=gate, comparisons=comparisons
-        )
+        written["md"] = write_markdown(out / FILE_NAMES["md"], summary, run, gate=gate, comparisons=comparisons,
+                                       history=history)
     if "html" in formats:
-        written["html"] = write_html(
-            out / FILE_NAMES["html"], summary, run, gate=gate, comparisons=comparisons, band=band
-        )
+        written["html"] = write_html(out / FILE_NAMES["html"], summary, run, gate=gate, comparisons=comparisons,
+                                     history=history, band=band)
     return written, gate
 
 
@@ -86,6 +88,8 @@ __all__ = [
     "GateCheck",
     "GateResult",
     "GateThresholds",
+    "HealthProblem",
+    "RunFacts",
     "JsonReport",
     "Summary",
     "Verdict",

@@ -1,7 +1,9 @@
-"""The CI gate: thresholds on failures, frontier share and replay regressions → pass or fail.
+"""The CI gate: run health, then thresholds on failures, frontier share and replay verdicts.
 
-The CLI turns :attr:`GateResult.passed` into the exit code (0 passed, 1 failed); every
-failed check says what was measured and which limit it broke.
+:attr:`GateResult.exit_code` is what the CLI and the pytest plugin end with
+(:mod:`frontier_qa.exit_codes`): 3 when the run could not judge the agent
+(:mod:`~frontier_qa.reports.health`), else 1 when a check failed, else 0. Every failed check
+says what was measured and which limit it broke.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from frontier_qa.errors import ConfigError
+from frontier_qa.exit_codes import EXIT_FINDINGS, EXIT_NO_JUDGEMENT, EXIT_OK
+from frontier_qa.reports.health import HealthProblem, RunFacts, assess
 from frontier_qa.reports.summary import Summary, summarize
 from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
 from frontier_qa.store.records import CaseClass, CaseRecord
@@ -23,20 +27,24 @@ class GateThresholds:
         max_failures: most ``failure`` cases allowed (wrong against a verified reference).
         max_suspects: most ``suspect`` cases allowed (wrong against an unverified reference).
         max_frontier_share: most frontier cases allowed, as a share of valid cases in [0, 1].
-        max_unresolved_share: most unresolved cases allowed, as a share of valid cases in [0, 1].
+        max_unresolved_share: most unresolved cases, as a share of valid cases in [0, 1]; above
+            it the run could not judge the agent (exit 3, a health problem, not a finding).
         max_regressions: most replay regressions allowed.
         max_flaky: most flaky failures allowed on replay.
+        max_inconclusive: most replay verdicts left undecided at the sample cap (off by default:
+            "could not tell yet" is not a finding).
     """
 
     max_failures: int | None = 0
     max_suspects: int | None = None
     max_frontier_share: float | None = None
-    max_unresolved_share: float | None = None
+    max_unresolved_share: float | None = 0.2
     max_regressions: int | None = 0
     max_flaky: int | None = None
+    max_inconclusive: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_failures", "max_suspects", "max_regressions", "max_flaky"):
+        for name in ("max_failures", "max_suspects", "max_regressions", "max_flaky", "max_inconclusive"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ConfigError(f"gate.{name} is {value}", hint="use a count >= 0, or leave it unset")
@@ -62,21 +70,31 @@ class GateResult:
     """The gate's decision.
 
     Attributes:
-        passed: every check held.
+        passed: the run was healthy and every check held.
         checks: every check that ran, in a fixed order.
-        reasons: the messages of the checks that failed (empty when passed).
+        health: why the run could not judge the agent (empty when it could).
+        reasons: the health problems' and failed checks' messages (empty when passed).
     """
 
     passed: bool
     checks: tuple[GateCheck, ...]
+    health: tuple[HealthProblem, ...] = ()
+
+    @property
+    def judged(self) -> bool:
+        """Whether the run could judge the agent (no health problem)."""
+        return not self.health
 
     @property
     def reasons(self) -> tuple[str, ...]:
-        return tuple(c.message for c in self.checks if not c.passed)
+        return tuple(p.message for p in self.health) + tuple(c.message for c in self.checks if not c.passed)
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.passed else 1
+        """3 when the run could not judge the agent, else 1 when a check failed, else 0."""
+        if self.health:
+            return EXIT_NO_JUDGEMENT
+        return EXIT_OK if self.passed else EXIT_FINDINGS
 
 
 def _count(name: str, what: str, value: int, limit: int) -> GateCheck:
@@ -103,13 +121,16 @@ def evaluate_gate(
     records: Iterable[CaseRecord] | Summary,
     thresholds: GateThresholds = GateThresholds(),
     comparisons: Sequence[Comparison] = (),
+    facts: RunFacts | None = None,
 ) -> GateResult:
-    """Decide pass or fail.
+    """Decide pass or fail, or that the run could not judge the agent.
 
     Args:
         records: the run's case records (latest per case), or their :class:`Summary`.
         thresholds: the limits; the default fails on any failure or regression.
         comparisons: replay verdicts (:func:`~frontier_qa.store.comparison.compare_all`).
+        facts: what the run knows beyond its records (stop reason, proposals, planned
+            replays), for the health checks; ``None`` checks the records alone.
     """
     summary = records if isinstance(records, Summary) else summarize(records)
     t, counts = thresholds, summary.by_class
@@ -124,16 +145,14 @@ def evaluate_gate(
         checks.append(
             _share("frontier_share", "frontier", counts[CaseClass.FRONTIER], valid, t.max_frontier_share)
         )
-    if t.max_unresolved_share is not None:
-        checks.append(
-            _share(
-                "unresolved_share", "unresolved", counts[CaseClass.UNRESOLVED], valid, t.max_unresolved_share
-            )
-        )
     if t.max_regressions is not None:
         checks.append(
             _count("regressions", "replay regressions", verdicts[Verdict.REGRESSION], t.max_regressions)
         )
     if t.max_flaky is not None:
         checks.append(_count("flaky", "flaky failures", verdicts[Verdict.FLAKY], t.max_flaky))
-    return GateResult(passed=all(c.passed for c in checks), checks=tuple(checks))
+    if t.max_inconclusive is not None:
+        checks.append(_count("inconclusive", "inconclusive replays", verdicts[Verdict.INCONCLUSIVE],
+                             t.max_inconclusive))
+    health = assess(summary, facts or RunFacts(mode="unknown"), max_unresolved_share=t.max_unresolved_share)
+    return GateResult(passed=not health and all(c.passed for c in checks), checks=tuple(checks), health=health)

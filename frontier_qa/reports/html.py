@@ -9,10 +9,11 @@ opened anywhere. Every piece of user or model text is escaped with
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from frontier_qa.reports._text import esc, fmt_p, fmt_usd, shorten, write_text
+from frontier_qa.reports.explain import baseline_votes, votes
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.summary import Summary, answer_distribution, summarize, timeline, top_cases
 from frontier_qa.reports.svg import COLORS, frontier_map_svg, histogram_svg, line_svg
@@ -28,6 +29,7 @@ h2{font-size:18px;margin:28px 0 10px;border-bottom:1px solid #dde1e6;padding-bot
 .meta{color:#5a6270}.meta code{background:#eceff3;padding:1px 4px;border-radius:3px}
 .gate{padding:10px 14px;border-radius:6px;margin:16px 0;font-weight:600}
 .gate.pass{background:#e3f4e6;border:1px solid #2e933c}.gate.fail{background:#fbe4e7;border:1px solid #d1495b}
+.gate.nojudge{background:#fff4d6;border:1px solid #e59f00}
 .gate ul{margin:6px 0 0;font-weight:400}
 .cards{display:flex;flex-wrap:wrap;gap:10px;margin:12px 0}
 .card{background:#fff;border:1px solid #dde1e6;border-radius:6px;padding:10px 14px;min-width:120px}
@@ -90,6 +92,33 @@ def _case_card(r: CaseRecord, prompt_chars: int) -> str:
     )
 
 
+def _verdict_card(x: Comparison, r: CaseRecord | None, history: Sequence[CaseRecord], prompt_chars: int) -> str:
+    rows = []
+    b = x.baseline
+    if b is not None:
+        interval = "" if b.interval is None else f" [{b.interval.low:.2f}, {b.interval.high:.2f}]"
+        rows.append(f"<tr><td>baseline</td><td>{b.case_class.value}</td><td>{fmt_p(b.p_hat)}{interval}</td>"
+                    f"<td>{b.k}</td><td>{esc(b.target_version or '—')}</td><td>{b.accepted_at:%Y-%m-%d}</td>"
+                    f"<td>{esc(baseline_votes(b))}</td></tr>")
+    if r is not None:
+        rows.append(f"<tr><td>now</td><td>{r.case_class.value}</td><td>{fmt_p(r.p_hat)} {_interval(r)}</td>"
+                    f"<td>{r.k}</td><td>{esc(r.target_version or '—')}</td><td>{r.finished_at:%Y-%m-%d}</td>"
+                    f"<td>{esc(votes(answer_distribution(r)))}</td></tr>")
+    head = "<tr><th></th><th>class</th><th>p̂</th><th>k</th><th>agent</th><th>date</th><th>answers</th></tr>"
+    prompt = "" if r is None else f"<pre>{esc(shorten(r.case.prompt, prompt_chars))}</pre>"
+    trend = ""
+    points = [(h.finished_at, h.p_hat) for h in history if h.p_hat is not None]
+    if len(points) > 1:
+        trend = line_svg(points, title="p̂ by observation", y_label="p̂", width=420, height=160)
+    topic = "?" if r is None else r.topic
+    return (f'<div class="case"><h3>{_badge_text("regression")} {esc(topic)}/{esc(x.case_id)}</h3>{prompt}'
+            f"<table>{head}{''.join(rows)}</table><p>Why: {esc(x.reason)}</p>{trend}</div>")
+
+
+def _badge_text(text: str) -> str:
+    return f'<span class="badge" style="background:#d1495b">{esc(text)}</span>'
+
+
 def _samples(r: CaseRecord, sample_chars: int) -> str:
     rows = [
         f'<tr><td class="n">{s.sample_index}</td><td class="ans">{esc(shorten(s.answer or "—", 200))}</td>'
@@ -109,6 +138,7 @@ def html_report(
     *,
     gate: GateResult | None = None,
     comparisons: Sequence[Comparison] = (),
+    history: Mapping[str, Sequence[CaseRecord]] | None = None,
     band: tuple[float, float] | None = None,
     top: int = 8,
     max_cases: int = 500,
@@ -123,6 +153,7 @@ def html_report(
         run: the run, for the header.
         gate: the gate result to show, if evaluated.
         comparisons: replay verdicts, if any.
+        history: every observation of each case, oldest first (trend lines of regressions).
         band: the frontier band (low, high) in p̂ units to shade on the histogram.
         top: frontier and failure cases shown in detail.
         max_cases: cases listed with their samples (the rest are counted, not listed).
@@ -143,12 +174,22 @@ def html_report(
         if run.seed is not None:
             meta.append(f"seed {run.seed}")
     parts.append(f'<div class="meta">{" · ".join(meta)}</div>')
+    if gate is not None and gate.health:
+        items = "".join(f"<li>{esc(p.message)}</li>" for p in gate.health)
+        parts.append(f'<div class="gate nojudge">Could not judge the agent (exit 3)<ul>{items}</ul></div>')
     if gate is not None:
         items = "".join(f"<li>{'✔' if c.passed else '✘'} {esc(c.message)}</li>" for c in gate.checks)
         state = "pass" if gate.passed else "fail"
         parts.append(
             f'<div class="gate {state}">Gate {"passed" if gate.passed else "failed"}<ul>{items}</ul></div>'
         )
+    by_id = {r.id: r for r in s.records}
+    regressions = [x for x in comparisons if x.verdict is Verdict.REGRESSION]
+    if regressions:
+        shown = "".join(_verdict_card(x, by_id.get(x.case_id), (history or {}).get(x.case_id, ()), prompt_chars)
+                        for x in regressions[:top])
+        more = f"<p>{len(regressions) - top} more regressions: see report.json.</p>" if len(regressions) > top else ""
+        parts.append(f"<h2>Regressions ({len(regressions)})</h2>{shown}{more}")
     c = s.cost
     cards = [
         ("cases", str(s.total)),
@@ -216,20 +257,22 @@ def html_report(
         if chosen:
             parts.append(f"<h2>{name}</h2>" + "".join(_case_card(r, prompt_chars) for r in chosen))
     if comparisons:
-        counts = count_verdicts(comparisons)
-        summary_row = " · ".join(f"{v.value}: {counts[v]}" for v in Verdict)
-        changed = "".join(
-            f"<tr><td>{esc(x.case_id)}</td><td>{x.verdict.value}</td><td>{esc(x.reason)}</td></tr>"
-            for x in comparisons
-            if x.verdict not in (Verdict.SAME, Verdict.INCONCLUSIVE)
+        findings = count_verdicts(x for x in comparisons if x.role == "finding")
+        guards = count_verdicts(x for x in comparisons if x.role == "guard")
+        table = "".join(f'<tr><td>{v.value}</td><td class="n">{findings[v]}</td><td class="n">{guards[v]}</td></tr>'
+                        for v in Verdict)
+        changed = [x for x in comparisons if x.verdict is not Verdict.SAME]
+        rows = "".join(
+            f"<tr><td>{esc(x.case_id)}</td><td>{x.role}</td><td>{x.verdict.value}</td>"
+            f"<td>{'—' if x.old_class is None else x.old_class.value} {fmt_p(x.old_p_hat)} → "
+            f"{x.new_class.value} {fmt_p(x.new_p_hat)}</td><td>{esc(x.reason)}</td></tr>"
+            for x in changed[:max_cases]
         )
         parts.append(
-            f"<h2>Replay</h2><p>{summary_row}</p>"
-            + (
-                f"<table><tr><th>case</th><th>verdict</th><th>why</th></tr>{changed}</table>"
-                if changed
-                else ""
-            )
+            "<h2>Replay</h2><p>Each case held to its baseline; guards are stable, correct cases kept to catch "
+            f"breakage.</p><table><tr><th>verdict</th><th>findings</th><th>guards</th></tr>{table}</table>"
+            + (f"<h3>Changed</h3><table><tr><th>case</th><th>role</th><th>verdict</th><th>baseline → now</th>"
+               f"<th>why</th></tr>{rows}</table>" if rows else "")
         )
     rank = {cls: i for i, cls in enumerate(CLASS_ORDER)}
     listed = sorted(s.records, key=lambda r: (rank[r.case_class], r.id))[:max_cases]

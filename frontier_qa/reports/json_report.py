@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -17,8 +17,17 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from frontier_qa import __version__
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.summary import Summary, answer_distribution, summarize
-from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
-from frontier_qa.store.records import SCHEMA_VERSION, CaseClass, CaseRecord, Cost, Interval, RunRecord, utc_now
+from frontier_qa.store.comparison import Comparison, Evidence, Verdict, count_verdicts
+from frontier_qa.store.records import (
+    SCHEMA_VERSION,
+    Baseline,
+    CaseClass,
+    CaseRecord,
+    Cost,
+    Interval,
+    RunRecord,
+    utc_now,
+)
 
 
 class _Model(BaseModel):
@@ -47,11 +56,23 @@ class AnswerCount(_Model):
     count: int
 
 
+class Observation(_Model):
+    """One earlier observation of a case (for trend lines)."""
+
+    run_id: str
+    at: AwareDatetime
+    case_class: CaseClass
+    p_hat: float | None
+    k: int
+    target_version: str | None
+
+
 class CaseSummary(_Model):
     """One case as the report lists it."""
 
     id: str
     topic: str
+    prompt: str
     case_class: CaseClass
     p_hat: float | None
     interval: Interval | None
@@ -60,7 +81,9 @@ class CaseSummary(_Model):
     reference_verified: bool
     k: int
     target_id: str
+    target_version: str | None = None
     answers: list[AnswerCount]
+    history: list[Observation] = Field(default_factory=list, description="earlier observations, oldest first")
 
 
 class GateCheckReport(_Model):
@@ -71,25 +94,56 @@ class GateCheckReport(_Model):
     message: str
 
 
+class HealthReport(_Model):
+    """Why the run could not judge the agent."""
+
+    code: str
+    message: str
+
+
 class GateReport(_Model):
-    """The gate's decision: passed, and the failed checks' messages as reasons."""
+    """The gate's decision: passed, the exit code, and why (health problems first)."""
 
     passed: bool
+    exit_code: int
+    could_not_judge: bool
+    health: list[HealthReport]
     reasons: list[str]
     checks: list[GateCheckReport]
 
 
+class VerdictReport(_Model):
+    """One replay verdict: baseline against now, and the test that decided."""
+
+    id: str
+    verdict: Verdict
+    role: str
+    reason: str
+    old_class: CaseClass | None
+    new_class: CaseClass
+    old_p_hat: float | None
+    new_p_hat: float | None
+    baseline: Baseline | None
+    baseline_anchor: Evidence | None
+    now_anchor: Evidence | None
+    p_value: float | None
+    level: float | None
+    samples: int
+
+
 class ReplayReport(_Model):
-    """Replay verdicts: counts and the cases that did not stay the same."""
+    """Replay verdicts: counts (all, findings, guards) and every case that did not stay the same."""
 
     counts: dict[Verdict, int]
-    changed: list[dict[str, str | float | None]]
+    findings: dict[Verdict, int]
+    guards: dict[Verdict, int]
+    changed: list[VerdictReport]
 
 
 class JsonReport(_Model):
     """Everything in ``report.json``."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[2] = SCHEMA_VERSION
     kind: Literal["report"] = "report"
     frontier_qa_version: str = __version__
     generated_at: AwareDatetime
@@ -110,9 +164,20 @@ def gate_report(gate: GateResult) -> GateReport:
     """The gate result as a record."""
     return GateReport(
         passed=gate.passed,
+        exit_code=gate.exit_code,
+        could_not_judge=not gate.judged,
+        health=[HealthReport(code=p.code, message=p.message) for p in gate.health],
         reasons=list(gate.reasons),
         checks=[GateCheckReport(**vars(c)) for c in gate.checks],
     )
+
+
+def verdict_report(c: Comparison) -> VerdictReport:
+    """One comparison as a record."""
+    return VerdictReport(id=c.case_id, verdict=c.verdict, role=c.role, reason=c.reason, old_class=c.old_class,
+                         new_class=c.new_class, old_p_hat=c.old_p_hat, new_p_hat=c.new_p_hat, baseline=c.baseline,
+                         baseline_anchor=c.old, now_anchor=c.new, p_value=c.p_value, level=c.level,
+                         samples=c.samples)
 
 
 def build_json_report(
@@ -121,25 +186,23 @@ def build_json_report(
     *,
     gate: GateResult | None = None,
     comparisons: Sequence[Comparison] = (),
+    history: Mapping[str, Sequence[CaseRecord]] | None = None,
     generated_at: datetime | None = None,
 ) -> JsonReport:
-    """Build the report record from case records (latest per case) and the run."""
+    """Build the report record from case records (latest per case) and the run.
+
+    ``history`` (every observation of each case, oldest first) fills each case's ``history``;
+    its last entry, the case's own record, is left out.
+    """
     s = records if isinstance(records, Summary) else summarize(records)
+    history = history or {}
     replay = None
     if comparisons:
         replay = ReplayReport(
             counts=count_verdicts(comparisons),
-            changed=[
-                {
-                    "id": c.case_id,
-                    "verdict": c.verdict.value,
-                    "reason": c.reason,
-                    "old_p_hat": c.old_p_hat,
-                    "new_p_hat": c.new_p_hat,
-                }
-                for c in comparisons
-                if c.verdict is not Verdict.SAME
-            ],
+            findings=count_verdicts(c for c in comparisons if c.role == "finding"),
+            guards=count_verdicts(c for c in comparisons if c.role == "guard"),
+            changed=[verdict_report(c) for c in comparisons if c.verdict is not Verdict.SAME],
         )
     return JsonReport(
         generated_at=generated_at or utc_now(),
@@ -164,6 +227,7 @@ def build_json_report(
             CaseSummary(
                 id=r.id,
                 topic=r.topic,
+                prompt=r.case.prompt,
                 case_class=r.case_class,
                 p_hat=r.p_hat,
                 interval=r.interval,
@@ -172,7 +236,11 @@ def build_json_report(
                 reference_verified=r.case.reference_verified,
                 k=r.k,
                 target_id=r.target_id,
+                target_version=r.target_version,
                 answers=[AnswerCount(answer=a, count=n) for a, n in answer_distribution(r)],
+                history=[Observation(run_id=h.run_id, at=h.finished_at, case_class=h.case_class, p_hat=h.p_hat,
+                                     k=h.k, target_version=h.target_version)
+                         for h in history.get(r.id, ()) if h.run_id != r.run_id],
             )
             for r in s.records
         ],

@@ -2,22 +2,26 @@
 
 Layout follows what pytest's ``--junitxml`` writes and Jenkins, GitLab and GitHub
 report actions read: ``<testsuites>`` → ``<testsuite>`` → ``<testcase classname=topic
-name=case-id>``, with ``<properties>`` on the suite and on each case. Failures become
-``<failure>``; frontier and suspect cases pass (with their p̂ as properties) unless
-configured to fail; unresolved and invalid cases are ``<skipped>``. All text goes
-through :func:`~frontier_qa.reports._text.clean` because XML 1.0 cannot hold most
-control characters.
+name=case-id>``, with ``<properties>`` on the suite and on each case. Failures and replay
+regressions become ``<failure>`` (a regression's text explains it: baseline against now);
+frontier and suspect cases pass (with their p̂ as properties) unless configured to fail;
+unresolved and invalid cases are ``<skipped>``. A run that could not judge the agent gets
+one errored test case, ``frontier-qa / run health``, first. All text goes through
+:func:`~frontier_qa.reports._text.clean` because XML 1.0 cannot hold most control characters.
 """
 
 from __future__ import annotations
 
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from frontier_qa.reports._text import clean, fmt_p, shorten, write_text
+from frontier_qa.reports.explain import explain
+from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.summary import Summary, answer_distribution, summarize
+from frontier_qa.store.comparison import Comparison, Verdict
 from frontier_qa.store.records import CaseClass, CaseRecord, RunRecord
 
 MAX_DETAIL_CHARS = 2000  # prompt characters shown in a failure's details
@@ -69,6 +73,8 @@ def junit_xml(
     frontier_as_failure: bool = False,
     suspect_as_failure: bool = False,
     suite_name: str = "frontier-qa",
+    comparisons: Sequence[Comparison] = (),
+    gate: GateResult | None = None,
 ) -> str:
     """The JUnit XML document (a string starting with the XML declaration).
 
@@ -78,19 +84,27 @@ def junit_xml(
         frontier_as_failure: report frontier cases as failing tests (type ``frontier``).
         suspect_as_failure: report suspect cases as failing tests (type ``suspect``).
         suite_name: the ``<testsuite>`` name.
+        comparisons: replay verdicts; a regression fails its test case.
+        gate: the gate's result; when the run could not judge the agent, an errored test case says why.
     """
     s = records if isinstance(records, Summary) else summarize(records)
+    verdicts = {c.case_id: c for c in comparisons}
     failing = {CaseClass.FAILURE}
     failing |= {CaseClass.FRONTIER} if frontier_as_failure else set()
     failing |= {CaseClass.SUSPECT} if suspect_as_failure else set()
     skipping = {CaseClass.UNRESOLVED, CaseClass.INVALID}
-    n_fail = sum(s.by_class[c] for c in failing)
-    n_skip = sum(s.by_class[c] for c in skipping)
+
+    def regressed(r: CaseRecord) -> bool:
+        return r.id in verdicts and verdicts[r.id].verdict is Verdict.REGRESSION
+
+    n_fail = sum(1 for r in s.records if r.case_class in failing or regressed(r))
+    n_skip = sum(1 for r in s.records if r.case_class in skipping and not regressed(r))
+    health = gate.health if gate is not None else ()
     seconds = [max((r.finished_at - r.started_at).total_seconds(), 0.0) for r in s.records]
     counts = {
-        "tests": str(s.total),
+        "tests": str(s.total + (1 if health else 0)),
         "failures": str(n_fail),
-        "errors": "0",
+        "errors": str(1 if health else 0),
         "skipped": str(n_skip),
         "time": f"{sum(seconds):.3f}",
     }
@@ -109,6 +123,11 @@ def junit_xml(
                 ("config_hash", run.config_hash or None),
             ],
         )
+    if health:
+        errored = ET.SubElement(suite, "testcase", classname="frontier-qa", name="run health", time="0.000")
+        error = ET.SubElement(errored, "error", message=clean(shorten(health[0].message, 500)),
+                              type="could-not-judge")
+        error.text = clean("the run could not judge the agent (exit 3):\n" + "\n".join(f"- {p.message}" for p in health))
     for r, secs in zip(s.records, seconds, strict=True):
         case = ET.SubElement(
             suite, "testcase", classname=clean(r.topic), name=clean(r.id), time=f"{secs:.3f}"
@@ -124,9 +143,15 @@ def junit_xml(
                 ("majority", r.majority),
                 ("target", r.target_id),
                 ("target_version", r.target_version),
+                ("verdict", verdicts[r.id].verdict.value if r.id in verdicts else None),
             ],
         )
-        if r.case_class in failing:
+        if regressed(r):
+            c = verdicts[r.id]
+            failure = ET.SubElement(case, "failure", message=clean(shorten(f"regression: {c.reason}", 500)),
+                                    type="regression")
+            failure.text = clean("\n".join(explain(c, r)))
+        elif r.case_class in failing:
             failure = ET.SubElement(case, "failure", message=_message(r), type=r.case_class.value)
             failure.text = _details(r)
         elif r.case_class in skipping:

@@ -1,18 +1,21 @@
 """``report.md``: a summary a person reads in a pull request or a CI job page.
 
-Sections: header (target, run, gate), counts by class, cost, the frontier map by topic,
-the top frontier and failure cases with their answer distributions, and replay changes.
-All user and model text is escaped (:func:`~frontier_qa.reports._text.md`), so an
-answer cannot break a table or inject HTML.
+Sections: header (target, run), why the run could not judge the agent (when it could not),
+the gate, the regressions (first, when there are any: baseline against now, the answers, the
+test, the trend), counts by class, cost, the frontier map by topic, the top frontier and
+failure cases with their answer distributions, and the other replay verdicts, findings and
+guards apart. Long lists end with "N more". All user and model text is escaped
+(:func:`~frontier_qa.reports._text.md`), so an answer cannot break a table or inject HTML.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from frontier_qa.reports._text import fmt_p, fmt_usd, md, write_text
+from frontier_qa.reports.explain import baseline_votes, votes
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.summary import Summary, answer_distribution, summarize, top_cases
 from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
@@ -48,13 +51,58 @@ def _case_block(r: CaseRecord, prompt_chars: int) -> list[str]:
     return out + [""]
 
 
+def _interval(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f" [{low:.2f}, {high:.2f}]"
+
+
+def _trend(records: Sequence[CaseRecord], last: int = 6) -> str:
+    shown = records[-last:]
+    steps = [f"{r.finished_at:%Y-%m-%d} {r.case_class.value} {fmt_p(r.p_hat)}"
+             + (f" ({md(r.target_version, 24)})" if r.target_version else "") for r in shown]
+    more = f"{len(records) - len(shown)} earlier, " if len(records) > len(shown) else ""
+    return more + " → ".join(steps)
+
+
+def _verdict_block(c: Comparison, r: CaseRecord | None, history: Sequence[CaseRecord], prompt_chars: int) -> list[str]:
+    topic = r.topic if r is not None else "?"
+    out = [f"#### {md(c.verdict.value)} · {md(topic)}/{md(c.case_id)}", ""]
+    if r is not None:
+        out.append("> " + md(r.case.prompt, prompt_chars))
+        if r.case.reference is not None:
+            which = "verified" if r.case.reference_verified else "unverified"
+            out += ["", f"Reference ({which}): {md(r.case.reference, 200)}"]
+        out.append("")
+    rows = []
+    b = c.baseline
+    if b is not None:
+        low, high = (b.interval.low, b.interval.high) if b.interval else (None, None)
+        rows.append(("baseline", b.case_class.value, fmt_p(b.p_hat) + _interval(low, high), b.k,
+                     md(b.target_version or "—", 40), f"{b.accepted_at:%Y-%m-%d}", md(baseline_votes(b), 200)))
+    if r is not None:
+        low, high = (r.interval.low, r.interval.high) if r.interval else (None, None)
+        rows.append(("now", r.case_class.value, fmt_p(r.p_hat) + _interval(low, high), r.k,
+                     md(r.target_version or "—", 40), f"{r.finished_at:%Y-%m-%d}",
+                     md(votes(answer_distribution(r)), 200)))
+    out += _table(["", "class", "p̂", "k", "agent", "date", "answers"], rows)
+    out += ["", f"Why: {md(c.reason, 400)}"]
+    if len(history) > 1:
+        out += ["", f"History: {_trend(history)}"]
+    return out + [""]
+
+
+def _more(n: int, what: str) -> list[str]:
+    return [f"*{n} more {what}: see report.json*", ""] if n > 0 else []
+
+
 def markdown_report(
     records: Iterable[CaseRecord] | Summary,
     run: RunRecord | None = None,
     *,
     gate: GateResult | None = None,
     comparisons: Sequence[Comparison] = (),
+    history: Mapping[str, Sequence[CaseRecord]] | None = None,
     top: int = 5,
+    top_verdicts: int = 10,
     prompt_chars: int = 300,
 ) -> str:
     """The Markdown report.
@@ -64,10 +112,14 @@ def markdown_report(
         run: the run, for the header.
         gate: the gate result to show, if evaluated.
         comparisons: replay verdicts to list, if any.
+        history: every observation of each case, oldest first, for trend lines.
         top: how many frontier and failure cases to show in detail.
+        top_verdicts: how many regressions (and other changed verdicts) to list.
         prompt_chars: prompt characters shown per case.
     """
     s = records if isinstance(records, Summary) else summarize(records)
+    by_id = {r.id: r for r in s.records}
+    history = history or {}
     out = ["# frontier-qa report", ""]
     targets = ", ".join(md(t) for t in s.targets) or "none"
     head = [f"Target: {targets}"]
@@ -79,10 +131,20 @@ def markdown_report(
             head.append(f"shard {run.shard_index}/{run.shard_count}")
         head.append(f"started {run.started_at:%Y-%m-%d %H:%M} UTC")
     out += [" · ".join(head), ""]
+    if gate is not None and gate.health:
+        out.append("**Could not judge the agent (exit 3).**")
+        out += [f"- {md(p.message)}" for p in gate.health]
+        out.append("")
     if gate is not None:
         out.append(f"**Gate: {'PASSED' if gate.passed else 'FAILED'}**")
         out += [f"- {md(c.message)}{'' if c.passed else ' ❌'}" for c in gate.checks]
         out.append("")
+    regressions = [c for c in comparisons if c.verdict is Verdict.REGRESSION]
+    if regressions:
+        out += [f"## Regressions ({len(regressions)})", ""]
+        for c in regressions[:top_verdicts]:
+            out += _verdict_block(c, by_id.get(c.case_id), history.get(c.case_id, ()), prompt_chars)
+        out += _more(len(regressions) - top_verdicts, "regressions")
     out += ["## Summary", ""]
     valid = s.total - s.by_class[CaseClass.INVALID]
     rows = [
@@ -117,14 +179,24 @@ def markdown_report(
             out += [f"## {title}", ""]
             for r in chosen:
                 out += _case_block(r, prompt_chars)
+            out += _more(s.by_class[cls] - len(chosen), f"{cls.value} cases")
     if comparisons:
-        counts = count_verdicts(comparisons)
-        out += ["## Replay", ""]
-        out += _table(["verdict", "cases"], [(v.value, counts[v]) for v in Verdict]) + [""]
-        changed = [x for x in comparisons if x.verdict not in (Verdict.SAME, Verdict.INCONCLUSIVE)]
-        out += [f"- {md(x.case_id)}: **{x.verdict.value}** — {md(x.reason)}" for x in changed]
-        out.append("")
+        out += _replay_section(comparisons, by_id, top_verdicts)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _replay_section(comparisons: Sequence[Comparison], by_id: Mapping[str, CaseRecord], top: int) -> list[str]:
+    findings = count_verdicts(c for c in comparisons if c.role == "finding")
+    guards = count_verdicts(c for c in comparisons if c.role == "guard")
+    out = ["## Replay", "", "Held to each case's baseline; guards are stable, correct cases kept to catch breakage.", ""]
+    out += _table(["verdict", "findings", "guards"], [(v.value, findings[v], guards[v]) for v in Verdict]) + [""]
+    changed = [x for x in comparisons if x.verdict not in (Verdict.SAME, Verdict.REGRESSION)]
+    for x in changed[:top]:
+        topic = by_id[x.case_id].topic if x.case_id in by_id else "?"
+        out.append(f"- {md(topic)}/{md(x.case_id)} ({x.role}): **{x.verdict.value}** — {md(x.reason, 400)}")
+    if changed:
+        out.append("")
+    return out + _more(len(changed) - top, "verdicts")
 
 
 def write_markdown(

@@ -91,6 +91,9 @@ class ManagedTarget:
         secrets: extra secret strings to keep out of messages and the cache (the adapter's
             own ``secrets`` attribute is always included).
         sleep: coroutine used for every wait (injectable for tests).
+        version: a version given by configuration (a model revision, a deployment tag); it
+            goes in front of the adapter's own version (``v7+src.3f2a9c1b``). The version is
+            part of every cache key: a new version never replays another version's samples.
     """
 
     def __init__(
@@ -102,9 +105,11 @@ class ManagedTarget:
         *,
         secrets: Iterable[str] = (),
         sleep: Sleep = asyncio.sleep,
+        version: str | None = None,
     ) -> None:
         self.adapter = adapter
         self.id: str = adapter.id
+        self._version = version
         self.limits = limits or Limits()
         self.budget = budget if isinstance(budget, BudgetTracker) else BudgetTracker(budget)
         self.cache = cache
@@ -144,9 +149,12 @@ class ManagedTarget:
         if n == 0:
             return []
         messages = case.messages
-        extra = {"tools": list(case.tools)} if case.tools else None
+        extra: dict[str, Any] = {"tools": list(case.tools)} if case.tools else {}
+        version = self.version()
+        if version is not None:
+            extra["version"] = version
         indices = range(start, start + n)
-        keys = {i: cache_key(self.id, messages, sampling, i, extra) for i in indices}
+        keys = {i: cache_key(self.id, messages, sampling, i, extra or None) for i in indices}
         results: dict[int, Trajectory] = {}
         if self.cache is not None:
             hits = self.cache.get_many(keys.values())
@@ -184,7 +192,9 @@ class ManagedTarget:
         return self.budget.remaining()
 
     def version(self) -> str | None:
-        return self.adapter.version()
+        """The configured version and the adapter's own, joined by ``+`` (``None`` if neither)."""
+        parts = [v for v in (self._version, self.adapter.version()) if v]
+        return "+".join(dict.fromkeys(parts)) or None
 
     async def aclose(self) -> None:
         """Close the adapter and the cache."""

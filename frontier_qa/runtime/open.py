@@ -56,6 +56,7 @@ def open_target(
     budget: Budget | BudgetTracker | Mapping[str, Any] | None = None,
     cache: CacheOption = None,
     tool_options: Mapping[str, Any] | None = None,
+    version: str | None = None,
     **adapter_options: Any,
 ) -> Target:
     """Open a target: build its adapter and wrap it with retries, rate limits, budget and cache.
@@ -70,6 +71,8 @@ def open_target(
         cache: ``None``/``True``: cache at ``.frontier-qa/cache/`` under the current directory;
             a path: cache there; a :class:`SampleCache`; ``False``: no cache.
         tool_options: for ``tools+`` specs, keyword arguments of the tool-integrated executor.
+        version: the target's version (a model revision, a deployment tag): part of every
+            sample's cache key and of every record, in front of the adapter's own version.
         **adapter_options: passed to the adapter factory (``api_key``, ``api_base``,
             ``timeout``...). Secret-named options never reach messages or the cache.
 
@@ -84,7 +87,7 @@ def open_target(
         if adapter_options:
             raise ConfigError("adapter options were given together with an adapter instance",
                               hint="pass the options to the adapter's constructor instead")
-        return ManagedTarget(spec_or_adapter, limits_value, budget_value, cache_value)
+        return ManagedTarget(spec_or_adapter, limits_value, budget_value, cache_value, version=version)
     if not isinstance(spec_or_adapter, str):
         raise ConfigError(f"cannot open a target from {type(spec_or_adapter).__name__}",
                           hint="pass a spec string such as 'litellm:openai/gpt-4o-mini' or an Adapter")
@@ -97,10 +100,11 @@ def open_target(
             raise ConfigError(f"tool_options were given but {spec_or_adapter!r} is not a tools+ spec",
                               hint="prefix the spec with 'tools+' to use the tool-integrated executor")
         adapter = create_adapter(spec_or_adapter, **adapter_options)
-        return ManagedTarget(adapter, limits_value, budget_value, cache_value, secrets=secrets)
+        return ManagedTarget(adapter, limits_value, budget_value, cache_value, secrets=secrets, version=version)
 
     inner_cache = cache_value if cache_value is not None else False
-    inner = open_target(rest, limits=limits_value, budget=budget_value, cache=inner_cache, **adapter_options)
+    inner = open_target(rest, limits=limits_value, budget=budget_value, cache=inner_cache, version=version,
+                        **adapter_options)
     try:
         from frontier_qa.adapters.tool_executor import ToolExecutor
     except ImportError as exc:

@@ -140,9 +140,10 @@ def from_observed(entry: SuiteCase) -> Baseline | None:
         return None
     top = round((o.p_hat or 0.0) * o.k)
     anchor, kind = anchor_of(entry.case, o.majority, o.p_hat)
-    successes = 0
-    if kind == "majority" or (kind == "reference" and o.majority_correct):
-        successes = top
+    correct = o.majority_correct
+    if correct is None and kind == "reference" and o.majority is not None and anchor is not None:
+        correct = same_answer(o.majority, anchor, entry.case.answer_format)
+    successes = top if kind == "majority" or (kind == "reference" and correct) else 0
     clusters = [ClusterCount(answer=o.majority, count=top)] if o.majority is not None and top else []
     return Baseline(
         case_id=entry.case.id,

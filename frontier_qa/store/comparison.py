@@ -218,6 +218,8 @@ def judge(
         return None
     e, level = look.evidence, policy.levels[look.index]
     counts = f"{_what(base)}: {base.successes}/{base.k} in the baseline, {e} now"
+    if base.k == 0:
+        return Outcome(Verdict.INCONCLUSIVE, "the baseline holds no samples: accept an observation of the case")
     if e.n == 0:
         return Outcome(Verdict.INCONCLUSIVE, "no new sample to judge") if look.final else None
     down = fisher_less(base.successes, base.k, e.successes, e.n)

@@ -14,6 +14,7 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.reports import (
     GateThresholds,
     JsonReport,
+    RunFacts,
     Verdict,
     compare,
     compare_all,
@@ -28,6 +29,7 @@ from frontier_qa.reports import (
 from frontier_qa.reports._text import clean
 from frontier_qa.reports.summary import histogram_bin, timeline, top_cases
 from frontier_qa.reports.svg import nice_ticks
+from frontier_qa.store.comparison import Evidence
 from frontier_qa.store.records import (
     CaseClass,
     CaseRecord,
@@ -157,7 +159,7 @@ def test_json_report(tmp_path: Path, records: list[CaseRecord]) -> None:
     )
     data = json.loads(paths["json"].read_text())
     report = JsonReport.model_validate(data)
-    assert data["schema_version"] == 1 and data["kind"] == "report"
+    assert data["schema_version"] == 2 and data["kind"] == "report"
     assert data["by_class"]["failure"] == 2 and data["total"] == 8
     assert data["p_hat_histogram"]["counts"] == [0, 0, 0, 1, 0, 1, 0, 1, 1, 3]
     assert {t["topic"]: t["total"] for t in data["by_topic"]} == {"algebra": 5, "geometry": 3}
@@ -309,7 +311,7 @@ def test_gate_pass_and_fail_with_reasons(records: list[CaseRecord]) -> None:
     bad = evaluate_gate(
         records,
         GateThresholds(max_failures=1, max_suspects=0, max_frontier_share=0.25, max_unresolved_share=0.5),
-        comparisons=[compare(rec("a", CaseClass.PASS, 1.0), rec("a", CaseClass.FAILURE, 1.0))],
+        comparisons=[compare(by_answers((("4", 20),)), by_answers((("5", 10),), cls="failure"))],
     )
     assert not bad.passed and bad.exit_code == 1
     assert bad.reasons == (
@@ -318,6 +320,29 @@ def test_gate_pass_and_fail_with_reasons(records: list[CaseRecord]) -> None:
         "frontier share 28.6% (2/7) is above the limit of 25.0%",
         "1 replay regressions (above the limit of 0)",
     )
+
+
+def test_a_run_that_could_not_judge_exits_3_whatever_the_checks(records: list[CaseRecord]) -> None:
+    unresolved = [rec(f"u{i}", CaseClass.UNRESOLVED, 0.3) for i in range(3)] + records[:4]
+    gate = evaluate_gate(unresolved, GateThresholds(max_failures=None))
+    assert gate.exit_code == 3 and not gate.passed and not gate.judged
+    assert [p.code for p in gate.health] == ["unresolved-share"]
+    assert gate.reasons[0] == ("3 of 7 cases (43%) stayed unresolved, above the limit of 20%: raise the budget or "
+                               "k, or resume the run (gate.max_unresolved_share sets the limit)")
+    assert evaluate_gate(unresolved, GateThresholds(max_failures=None, max_unresolved_share=0.5)).exit_code == 0
+    facts = RunFacts(mode="probe", stop_reason="target unavailable", target="hf:smollm2", stop_source="curriculum",
+                     stop_detail="target 'hf:smollm2' failed 25 calls in a row; last error: transient: no answer "
+                                 "within Limits.timeout_s = 120.0 s", candidates=0)
+    down = evaluate_gate([], GateThresholds(), facts=facts)
+    assert [p.code for p in down.health] == ["target-unavailable", "curriculum-empty"] and down.exit_code == 3
+    assert down.health[0].message.endswith(
+        "The calls timed out; a local model on a CPU can need minutes per call: raise "
+        "curriculum.model.limits.timeout_s (now 120 s), e.g. --set curriculum.model.limits.timeout_s=240.")
+    failed = [rec("e", CaseClass.UNRESOLVED, None, answers=())]
+    failed[0] = failed[0].model_copy(update={"samples": [SampleRecord(sample_index=0, error="fatal: refused")]})
+    assert [p.code for p in evaluate_gate(failed, GateThresholds()).health] == ["every-call-failed", "unresolved-share"]
+    nothing = evaluate_gate([], GateThresholds(), facts=RunFacts(mode="replay", planned=0))
+    assert [p.code for p in nothing.health] == ["nothing-to-replay"]
 
 
 def test_gate_thresholds_are_validated() -> None:
@@ -330,45 +355,58 @@ def test_gate_thresholds_are_validated() -> None:
 # --- replay verdicts ----------------------------------------------------------------------------------------
 
 
+def by_answers(answers: tuple[tuple[str, int], ...], *, cls: str = "pass", reference: str | None = "4",
+               version: str = "v1") -> CaseRecord:
+    k = sum(n for _, n in answers)
+    return rec("c", CaseClass(cls), answers[0][1] / k if k else None, answers=answers, reference=reference,
+               version=version)
+
+
+SCATTERED = tuple((a, 2) for a in "ABCDEFGH")
+
+
 @pytest.mark.parametrize(
     ("old", "new", "verdict"),
     [
-        (("pass", 1.0, None, "v1", None), ("failure", 1.0, None, "v1", None), Verdict.REGRESSION),
-        (("frontier", 0.5, None, "v1", None), ("suspect", 0.9, None, "v1", None), Verdict.REGRESSION),
-        (("failure", 1.0, None, "v1", None), ("pass", 1.0, None, "v1", None), Verdict.FLAKY),
-        (("failure", 1.0, None, "v1", None), ("frontier", 0.5, None, "v1", None), Verdict.FLAKY),
-        (("failure", 1.0, None, "v1", None), ("pass", 1.0, None, "v2", None), Verdict.IMPROVED),
-        (("suspect", 0.9, None, "v1", None), ("pass", 1.0, None, "v1", None), Verdict.IMPROVED),
-        # same class: p̂ leaves the old interval
-        (("pass", 0.95, (0.8, 1.0), "v1", True), ("pass", 0.7, None, "v1", True), Verdict.REGRESSION),
-        (("frontier", 0.5, (0.3, 0.7), "v1", None), ("frontier", 0.8, None, "v1", None), Verdict.IMPROVED),
-        (
-            ("frontier", 0.5, (0.3, 0.7), "v1", False),
-            ("frontier", 0.8, None, "v1", False),
-            Verdict.REGRESSION,
-        ),
-        (("failure", 0.8, (0.6, 0.9), "v1", None), ("failure", 1.0, None, "v1", None), Verdict.REGRESSION),
-        (("failure", 0.8, (0.6, 0.9), "v1", None), ("failure", 0.5, None, "v1", None), Verdict.IMPROVED),
-        (("frontier", 0.5, (0.3, 0.7), "v1", None), ("frontier", 0.7, None, "v1", None), Verdict.SAME),
-        (("pass", 1.0, None, "v1", None), ("pass", 0.6, None, "v1", None), Verdict.SAME),  # no interval
-        (("pass", 1.0, None, "v1", None), ("unresolved", 0.5, None, "v1", None), Verdict.INCONCLUSIVE),
-        (("invalid", None, None, "v1", None), ("failure", 1.0, None, "v1", None), Verdict.INCONCLUSIVE),
+        # a verified reference "4": the share of right answers is compared
+        (by_answers((("4", 20),)), by_answers((("5", 10),), cls="failure"), Verdict.REGRESSION),
+        (by_answers((("4", 20),)), by_answers((("4", 10),)), Verdict.SAME),
+        # the example: p̂ 0.70 → 0.43 at k = 10 and 7 is noise, not a regression
+        (by_answers((("4", 7), ("5", 3)), cls="frontier"), by_answers((("5", 4), ("4", 3)), cls="frontier"),
+         Verdict.INCONCLUSIVE),
+        # a failure the same agent no longer makes did not reproduce; a new version improved
+        (by_answers((("5", 10),), cls="failure"), by_answers((("4", 10),)), Verdict.FLAKY),
+        (by_answers((("5", 10),), cls="failure"), by_answers((("4", 10),), version="v2"), Verdict.IMPROVED),
+        # no reference: held to the baseline's majority
+        (by_answers((("A", 20),), reference=None), by_answers((("B", 20),), reference=None), Verdict.REGRESSION),
+        (by_answers((("A", 6), ("B", 4)), cls="frontier", reference=None),
+         by_answers((("B", 6), ("A", 4)), cls="frontier", reference=None), Verdict.SAME),  # still in the band
+        (by_answers((("A", 12), ("B", 8)), cls="frontier", reference=None),
+         by_answers((("C", 20),), reference=None), Verdict.REGRESSION),  # stably an answer it never gave
+        (by_answers((("A", 12), ("B", 8)), cls="frontier", reference=None, version="v2"),
+         by_answers((("B", 20),), reference=None), Verdict.IMPROVED),  # settled on one of its answers
+        # scattered answers without a reference hold the agent to nothing
+        (by_answers(SCATTERED, cls="suspect", reference=None),
+         by_answers((("Z", 1), ("Y", 1)), cls="suspect", reference=None), Verdict.SAME),
+        (by_answers((("4", 10),)), rec("c", CaseClass.UNRESOLVED, None, answers=()), Verdict.INCONCLUSIVE),
+        (rec("c", CaseClass.INVALID, None, answers=()), by_answers((("4", 10),)), Verdict.INCONCLUSIVE),
     ],
 )
-def test_compare_verdicts(old: tuple, new: tuple, verdict: Verdict) -> None:
-    def make(spec: tuple) -> CaseRecord:
-        cls, p, interval, version, correct = spec
-        return rec("c", CaseClass(cls), p, interval=interval, version=version, majority_correct=correct)
-
-    result = compare(make(old), make(new))
+def test_compare_verdicts(old: CaseRecord, new: CaseRecord, verdict: Verdict) -> None:
+    result = compare(old, new)
     assert result.verdict is verdict, result.reason
-    assert result.case_id == "c" and result.old_class is CaseClass(old[0])
+    assert result.case_id == "c" and result.old_class is old.case_class
 
 
 def test_compare_reasons_and_suites() -> None:
-    old = rec("c", CaseClass.PASS, 0.95, interval=(0.8, 1.0))
-    new = rec("c", CaseClass.PASS, 0.6)
-    assert compare(old, new).reason == "p̂ 0.95 → 0.60, outside the old interval [0.80, 1.00] (less reliable)"
+    old = by_answers((("4", 19), ("5", 1)))
+    new = by_answers((("5", 8), ("4", 2)), cls="failure")
+    result = compare(old, new)
+    assert result.reason.startswith("right answers (verified reference '4'): 19/20 in the baseline, 2/10 now "
+                                    "(one-sided Fisher p = ")
+    assert (result.old, result.new) == (Evidence(19, 20), Evidence(2, 10))
+    assert result.p_value is not None and result.level is not None and result.p_value <= result.level
+    # a version-1 suite entry has only 'observed': its majority count stands in for the answers
     entry = SuiteCase(case=old.case, observed=old.observed())
     assert compare(entry, new).verdict is Verdict.REGRESSION
     bare = SuiteCase(case=CaseSpec(id="d", prompt="p"))  # exported without results: skipped

@@ -1,0 +1,87 @@
+"""``frontier-qa accept``: make what the agent does now the baseline of some cases.
+
+Replays never change a baseline; this command does, when a person decides that the agent's
+current behaviour on these cases is right (a fix landed, a reference was wrong, a new model is
+the new normal). Each accepted baseline pools every sample the current agent drew for the case
+and samples more until it holds ``regression.baseline_samples`` (40): a strong baseline is what
+lets a replay catch a 0.9 → 0.4 drop at a strict false-alarm rate. Every earlier baseline stays
+in the store as history; ``--suite`` also writes the new baselines into a committed suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from frontier_qa.cli.probe import _CONFIG, _NO_CACHE, _SET, _STORE, _TARGET, overrides
+from frontier_qa.config import build_probe, build_settings, load_config
+from frontier_qa.errors import ConfigError
+from frontier_qa.exit_codes import EXIT_OK
+from frontier_qa.store.case_store import CaseStore
+
+
+
+async def _accept(cfg: Any, case_ids: list[str] | None, sample: bool, run_id: str) -> list[Any]:
+    from frontier_qa.probing.accept import accept
+
+    if not cfg.target.spec:  # no target: pool what was observed, draw nothing
+        return await accept(CaseStore(cfg.store), case_ids, build_settings(cfg), target=None, sample=False,
+                            run_id=run_id)
+    parts = build_probe(cfg, curriculum=False)
+    try:
+        return await accept(parts.store, case_ids, parts.settings, target=parts.target, sample=sample, run_id=run_id)
+    finally:
+        await parts.aclose()
+
+
+def accept_command(
+    cases: list[str] = typer.Argument(None, help="Case ids to accept (as report.md and junit.xml name them)."),
+    all_cases: bool = typer.Option(False, "--all", help="Accept every case of the target (every case without one)."),
+    config: Optional[Path] = _CONFIG,
+    target: Optional[str] = _TARGET,
+    store: Optional[Path] = _STORE,
+    suite: Optional[Path] = typer.Option(None, "--suite", help="Also write the new baselines into this committed suite."),
+    samples: Optional[int] = typer.Option(
+        None, "--samples", help="Samples a baseline holds (default regression.baseline_samples: 40)."),
+    no_sample: bool = typer.Option(False, "--no-sample", help="Only pool what was observed; draw no new samples."),
+    no_cache: bool = _NO_CACHE,
+    sets: list[str] = _SET,
+) -> None:
+    """Accept the agent's current behaviour on cases as their new baseline (replays never change one)."""
+    from frontier_qa.store.case_store import new_run_id
+
+    if bool(cases) == all_cases:
+        raise ConfigError("name the cases to accept, or pass --all (not both)",
+                          hint="frontier-qa accept weekdays-3 weekdays-7, or frontier-qa accept --all")
+    more = [] if samples is None else [f"regression.baseline_samples={samples}"]
+    cfg = load_config(config, overrides({"target": target, "store": store, "no_cache": no_cache}, [*sets, *more]))
+    done = asyncio.run(_accept(cfg, None if all_cases else list(cases), not no_sample, f"accept-{new_run_id()}"))
+    for a in done:
+        b = a.baseline
+        drawn = f", {a.sampled} drawn now" if a.sampled else ""
+        anchor = "" if b.anchor is None else f"; {b.successes}/{b.k} give {b.anchor!r}"
+        typer.echo(f"accepted {b.case_id}: {b.case_class.value}, p̂ {b.p_hat:.2f} over {b.k} samples "
+                   f"({a.pooled} observed{drawn}), agent {b.target_version or b.target_id}{anchor}")
+        if a.note:
+            typer.echo(f"  note: {a.note}")
+    if suite is not None:
+        from frontier_qa.store.case_store import export_suite, import_suite
+
+        new = {a.baseline.case_id: a.baseline for a in done}
+        entries = [e.model_copy(update={"baseline": new[e.case.id]}) if e.case.id in new else e
+                   for e in import_suite(suite)]
+        export_suite(entries, suite)
+        typer.echo(f"wrote {sum(e.case.id in new for e in entries)} baseline(s) into {suite}")
+    typer.echo(f"{len(done)} baseline(s) accepted into {cfg.store}; earlier ones stay as history")
+    raise typer.Exit(EXIT_OK)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``accept`` to ``app``."""
+    app.command("accept")(accept_command)
+
+
+__all__ = ["accept_command", "register"]

@@ -1,0 +1,118 @@
+"""Run health: did the run judge the agent at all? Part of the gate, with its own exit code.
+
+A run that got nowhere must not pass. Each problem below ends the run with exit code 3
+(:data:`~frontier_qa.exit_codes.EXIT_NO_JUDGEMENT`), apart from findings (1) and usage errors
+(2), and its message comes first on the console and in every report:
+
+=========================  ==========================================================
+``target-unavailable``     the target (or the curriculum's model) stopped answering
+``every-call-failed``      samples were drawn and every one of them failed
+``no-valid-case``          cases came in, but none could be classified (all invalid)
+``unresolved-share``       more cases stayed unresolved than the limit (default 20%)
+``curriculum-empty``       the curriculum proposed nothing (an empty cases file?)
+``nothing-to-replay``      a replay found no stored case to judge
+=========================  ==========================================================
+
+When calls timed out the message says so, and which setting to raise.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from frontier_qa.reports.summary import Summary
+from frontier_qa.store.records import CaseClass
+
+_TIMEOUT = re.compile(r"timeout_s = ([0-9.]+) s|timed? ?out", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the run knows beyond its records.
+
+    Attributes:
+        mode: ``"probe"``, ``"replay"`` or ``"merge"``.
+        stop_reason: why it stopped (``"target unavailable"``, ``"budget"`` ...), if known.
+        stop_detail: the error behind that stop.
+        stop_source: which model it came from: ``"target"`` or ``"curriculum"``.
+        candidates: proposals the curriculum made (probe), if known.
+        planned: cases a replay set out to judge (replay), if known.
+        target: the target's id, for messages.
+    """
+
+    mode: str = "probe"
+    stop_reason: str | None = None
+    stop_detail: str | None = None
+    stop_source: str | None = None
+    candidates: int | None = None
+    planned: int | None = None
+    target: str = ""
+
+
+@dataclass(frozen=True)
+class HealthProblem:
+    """Why the run could not judge the agent: a short ``code`` and a message with the fix."""
+
+    code: str
+    message: str
+
+
+def _timeout_hint(text: str, source: str | None, target: str) -> str:
+    found = _TIMEOUT.search(text or "")
+    if found is None:
+        return ""
+    key = "curriculum.model.limits.timeout_s" if source == "curriculum" else "target.limits.timeout_s"
+    seconds = found.group(1)
+    now = f" (now {float(seconds):g} s)" if seconds else ""
+    local = any(s in target for s in ("hf:", "vllm", "python:")) or source == "curriculum"
+    why = "; a local model on a CPU can need minutes per call" if local else ""
+    suggest = f"{2 * float(seconds):g}" if seconds else "600"
+    return f" The calls timed out{why}: raise {key}{now}, e.g. --set {key}={suggest}."
+
+
+def assess(summary: Summary, facts: RunFacts = RunFacts(), *, max_unresolved_share: float | None = 0.2
+           ) -> tuple[HealthProblem, ...]:
+    """Every reason the run could not judge the agent (empty when it could).
+
+    Args:
+        summary: the run's cases.
+        facts: what the run knows beyond its records.
+        max_unresolved_share: the most unresolved cases, as a share of valid ones (``None``: off).
+    """
+    problems: list[HealthProblem] = []
+    counts = summary.by_class
+    valid = summary.total - counts[CaseClass.INVALID]
+    samples = [s for r in summary.records for s in r.samples]
+    errors = [s.error for s in samples if s.error]
+    who = "the curriculum's model" if facts.stop_source == "curriculum" else f"the target {facts.target}".rstrip()
+    if facts.stop_reason == "target unavailable":
+        detail = facts.stop_detail or "too many calls in a row failed"
+        problems.append(HealthProblem("target-unavailable", f"{who} stopped answering: {detail}."
+                                      + _timeout_hint(detail, facts.stop_source, facts.target)))
+    elif samples and len(errors) == len(samples):
+        problems.append(HealthProblem(
+            "every-call-failed", f"every one of the {len(samples)} target calls failed; the first error: {errors[0]}."
+            + _timeout_hint(errors[0], "target", facts.target)))
+    if facts.mode == "replay" and facts.planned == 0 and summary.total == 0:
+        problems.append(HealthProblem("nothing-to-replay", "there was no stored case to replay; probe first, pass "
+                                      "--suite FILE, or --scope all to replay other targets' cases"))
+    elif facts.mode == "probe" and facts.candidates == 0 and summary.total == 0:
+        problems.append(HealthProblem("curriculum-empty", "the curriculum proposed no case (is the cases file "
+                                      "empty?); nothing was judged"))
+    elif summary.total and valid == 0:
+        problems.append(HealthProblem("no-valid-case", f"none of the {summary.total} cases could be classified: "
+                                      "every one failed validation (see their reasons in report.md)"))
+    elif not summary.total and not problems and facts.mode != "merge":
+        problems.append(HealthProblem("no-valid-case", "no case was classified"))
+    unresolved = counts[CaseClass.UNRESOLVED]
+    if max_unresolved_share is not None and valid and unresolved / valid > max_unresolved_share + 1e-12:
+        why = f" ({facts.stop_reason})" if facts.stop_reason else ""
+        problems.append(HealthProblem(
+            "unresolved-share", f"{unresolved} of {valid} cases ({unresolved / valid:.0%}) stayed unresolved{why}, "
+            f"above the limit of {max_unresolved_share:.0%}: raise the budget or k, or resume the run "
+            "(gate.max_unresolved_share sets the limit)"))
+    return tuple(problems)
+
+
+__all__ = ["HealthProblem", "RunFacts", "assess"]
