@@ -1,31 +1,34 @@
 """``FrontierCase``: what a frontier test receives, one case at a time.
 
 A test marked ``@pytest.mark.frontier`` gets a :class:`FrontierCase` per stored (or newly
-found) case. It holds the case, what was stored about it (the baseline), a fresh replay
-against the agent made by the engine (:class:`frontier_qa.probing.run.ProbeRun`), the
-engine's verdict on the two (:func:`frontier_qa.store.comparison.compare`) and a handle to
+found) case. It holds the case, the baseline it is held to, a fresh replay against the agent
+made by the engine (:class:`frontier_qa.probing.run.ProbeRun`: sampled in looks until the
+regression test decides), the verdict (:mod:`frontier_qa.store.comparison`) and a handle to
 sample the agent again::
 
     def test_agent(frontier_case):
+        frontier_case.assert_no_regression()                # held to its baseline, statistically
         assert frontier_case.case_class != "failure"        # the replay's class
-        frontier_case.assert_no_regression()                # class or p̂ got worse
         texts = [t.text for t in frontier_case.sample(2)]   # two more fresh samples
 
-**Flaky.** A stored failure that the same target (id and version) no longer fails is the
-engine's ``flaky`` verdict. The plugin also calls a stored *frontier* or *suspect* case
-flaky when the same target now lands in a better class: the same agent cannot have got
-better, so the earlier finding did not reproduce (the engine calls that ``improved``,
-which is right only for a new target or version). A flaky case is never a silent pass:
-the plugin reports it as xfail (or a failure with ``--frontier-flaky=fail``).
+**Flaky.** A finding (a failure, suspect or frontier case) that the same agent (target id and
+version) now gets significantly better at did not reproduce: the engine says ``flaky``. A flaky
+case is never a silent pass: the plugin reports it as xfail (or a failure with
+``--frontier-flaky=fail``).
+
+**Failure messages** show the prompt, the reference, baseline against now (class, p̂ with its
+interval, k, agent version), the top answers with their votes, the test that decided, and the
+command that replays just this item (:mod:`frontier_qa.reports.explain`).
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from frontier_qa.store.comparison import Comparison, Verdict
-from frontier_qa.store.records import CaseClass, CaseRecord, Interval, Observed, SuiteCase
+from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, Interval
 from frontier_qa.target import Case, Sampling, Trajectory
 
 if TYPE_CHECKING:
@@ -34,70 +37,59 @@ if TYPE_CHECKING:
 NEW = "new"  # the verdict of a case first found in this session: nothing to compare with
 
 
-def _observed(baseline: CaseRecord | SuiteCase | None) -> Observed | None:
-    if baseline is None:
-        return None
-    return baseline.observed() if isinstance(baseline, CaseRecord) else baseline.observed
-
-
-def flaky_reason(comparison: Comparison | None, old: Observed | None, new: CaseRecord | None) -> str | None:
-    """Why a replay did not reproduce its stored case, or ``None`` when it did (module docstring).
-
-    Args:
-        comparison: the engine's verdict on the stored and replayed records.
-        old: what was stored (class, p̂, target id and version).
-        new: the replay's record.
-    """
-    if comparison is None or old is None or new is None:
-        return None
-    if comparison.verdict is Verdict.FLAKY:
-        return comparison.reason
-    same_target = (old.target_id, old.target_version) == (new.target_id, new.target_version)
-    if (comparison.verdict is Verdict.IMPROVED and same_target and comparison.old_class is not comparison.new_class
-            and comparison.old_class in (CaseClass.FRONTIER, CaseClass.SUSPECT)):
-        return (f"{comparison.old_class.value} did not reproduce on the same target "
-                f"({comparison.old_class.value} → {comparison.new_class.value}, "
-                f"p̂ {_p(comparison.old_p_hat)} → {_p(comparison.new_p_hat)})")
-    return None
-
-
 def _p(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
 class FrontierCase:
-    """One frontier case of the agent under test, with its fresh replay.
+    """One case of the agent under test, with its fresh replay and verdict.
 
     Attributes:
         id: the case id (stable across runs; part of the test id).
         case: the case as the target sees it (:class:`frontier_qa.target.Case`).
-        stored: the stored record (or committed suite entry) the replay is compared with;
-            ``None`` for a case first found in this session.
+        baseline: what the case is held to (accepted by a person, else its first
+            observation); ``None`` for a case first found in this session.
         replayed: the record of this session's run of the case: a fresh replay, or the
             probe that found it (``verdict == "new"``).
-        comparison: the engine's verdict on ``stored`` → ``replayed`` (``None`` when new).
-        flaky_reason: why the stored finding did not reproduce, ``None`` when it did.
+        comparison: the verdict on ``baseline`` → ``replayed`` (``None`` when new).
+        guard: whether the case is a guard (a stable, correct case kept to catch breakage).
+        accepted: the baseline ``--frontier-accept`` recorded for it in this session, if any.
+        flaky_reason: why the finding did not reproduce, ``None`` when it did.
+        command: the pytest command that replays just this item.
     """
 
     def __init__(
         self,
         suite: Suite,
-        stored: CaseRecord | SuiteCase | None,
+        baseline: Baseline | None,
         replayed: CaseRecord,
         comparison: Comparison | None,
+        *,
+        guard: bool = False,
+        accepted: Baseline | None = None,
     ) -> None:
         self._suite = suite
-        self.stored = stored
+        self.baseline = baseline
         self.replayed = replayed
         self.comparison = comparison
+        self.guard = guard
+        self.accepted = accepted
         self.case: Case = replayed.case.to_case()
         self.id = self.case.id
-        self.flaky_reason = flaky_reason(comparison, _observed(stored), replayed)
+        self.command = ""
+        verdict = None if comparison is None else comparison.verdict
+        self.flaky_reason = comparison.reason if comparison is not None and verdict is Verdict.FLAKY else None
         used = [s.sample_index for s in replayed.samples]
         self._next_index = max(used) + 1 if used else 0
 
     def __repr__(self) -> str:
         return f"<FrontierCase {self.id} {self.case_class.value} p̂={_p(self.p_hat)} {self.verdict}>"
+
+    def for_item(self, command: str) -> FrontierCase:
+        """This case as one test item sees it (its own replay command); samples stay shared."""
+        view = copy.copy(self)
+        view.command = command
+        return view
 
     # -- the case ------------------------------------------------------------------------------
 
@@ -113,17 +105,17 @@ class FrontierCase:
     def reference(self) -> str | None:
         return self.case.reference
 
-    # -- what was stored, what the replay found ----------------------------------------------------
+    # -- the baseline, what the replay found ---------------------------------------------------------
 
     @property
     def stored_class(self) -> CaseClass | None:
-        observed = _observed(self.stored)
-        return None if observed is None else observed.case_class
+        """The baseline's class (``None`` for a new case)."""
+        return None if self.baseline is None else self.baseline.case_class
 
     @property
     def stored_p_hat(self) -> float | None:
-        observed = _observed(self.stored)
-        return None if observed is None else observed.p_hat
+        """The baseline's p̂."""
+        return None if self.baseline is None else self.baseline.p_hat
 
     @property
     def case_class(self) -> CaseClass:
@@ -148,30 +140,31 @@ class FrontierCase:
     @property
     def verdict(self) -> str:
         """``"new"``, ``"same"``, ``"improved"``, ``"regression"``, ``"flaky"`` or ``"inconclusive"``."""
-        if self.comparison is None:
-            return NEW
-        if self.flaky_reason is not None:
-            return Verdict.FLAKY.value
-        return self.comparison.verdict.value
+        return NEW if self.comparison is None else self.comparison.verdict.value
 
     @property
     def flaky(self) -> bool:
         return self.flaky_reason is not None
 
+    def explanation(self) -> list[str]:
+        """The lines that explain the verdict (prompt, reference, baseline vs now, answers, command)."""
+        from frontier_qa.reports.explain import explain
+
+        if self.comparison is None:
+            return [f"new: {self.topic}/{self.id} (no baseline yet)"]
+        return explain(self.comparison, self.replayed, replay=self.command or None)
+
     def assert_no_regression(self) -> None:
-        """Fail the test when the replay is worse than what was stored.
+        """Fail the test when the replay regressed against the baseline (never under ``--frontier-accept``).
 
         Raises:
-            AssertionError: the verdict is ``regression`` (class got worse, or p̂ left the
-                stored interval in the bad direction); the message says how.
+            AssertionError: the verdict is ``regression``: a one-sided test at the suite's
+                false-alarm level says the share of right (or baseline) answers dropped; the
+                message shows baseline against now and the command that replays the item.
         """
-        if self.verdict == Verdict.REGRESSION.value:
-            assert self.comparison is not None
-            raise AssertionError(
-                f"frontier case {self.id} ({self.topic}) regressed: {self.comparison.reason}; "
-                f"replay majority {self.majority!r}, p̂ {_p(self.p_hat)} over k = {self.replayed.k} "
-                f"(run {self.replayed.run_id}, target {self.replayed.target_id})"
-            )
+        __tracebackhide__ = True
+        if self.verdict == Verdict.REGRESSION.value and self.accepted is None:
+            raise AssertionError("frontier-qa: " + "\n".join(self.explanation()))
 
     # -- run the agent again ---------------------------------------------------------------------
 
@@ -204,6 +197,7 @@ class FrontierCase:
         props: list[tuple[str, Any]] = [
             ("frontier_case_id", self.id),
             ("frontier_topic", self.topic),
+            ("frontier_role", "guard" if self.guard else "finding"),
             ("frontier_class", self.case_class.value),
             ("frontier_p_hat", "" if self.p_hat is None else f"{self.p_hat:.4f}"),
             ("frontier_p_low", "" if interval is None else f"{interval.low:.4f}"),
@@ -217,6 +211,10 @@ class FrontierCase:
         ]
         if self.comparison is not None:
             props.append(("frontier_reason", self.comparison.reason))
+            if self.comparison.p_value is not None:
+                props.append(("frontier_p_value", f"{self.comparison.p_value:.3g}"))
         if self.flaky_reason:
             props.append(("frontier_flaky", self.flaky_reason))
+        if self.accepted is not None:
+            props.append(("frontier_accepted", "1"))
         return props

@@ -51,6 +51,7 @@ MARKER_ARGS: dict[str, str] = {
     "set": "any other config keys, e.g. {'probing.concurrency': 2}",
     "name": "the suite's name in the store (default: the test's node id)",
     "classes": f"case classes that become test items (default {list(DEFAULT_CLASSES)})",
+    "guards": "pass cases kept as guard items, spread over topics (default replay.guards: 10; 0: none)",
     "suite": "a committed suite file (*.yaml / *.jsonl): replayed too, and updated when generating",
 }
 
@@ -76,6 +77,7 @@ class SuiteSpec:
         curriculum: a curriculum object or factory given to the marker (``None`` for a spec).
         names_curriculum: whether the marker names a curriculum at all.
         classes: case classes that become test items.
+        guards: pass cases kept as guard items (``None``: the config's ``replay.guards``).
         suite_file: a committed suite file, absolute.
         fingerprint: equal for equal arguments (two tests may share a suite name only then).
     """
@@ -89,6 +91,7 @@ class SuiteSpec:
     classes: tuple[str, ...]
     suite_file: str | None
     fingerprint: str
+    guards: int | None = None
 
 
 def _bad(where: str, message: str, fix: str) -> FrontierUsageError:
@@ -215,6 +218,9 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], where: str, b
     for c in classes:
         if c not in known:
             raise _bad(where, f"classes: unknown case class {c!r}", f"use some of {', '.join(known)}")
+    guards = kwargs.get("guards")
+    if guards is not None and (isinstance(guards, bool) or not isinstance(guards, int) or guards < 0):
+        raise _bad(where, f"guards={guards!r} must be a count >= 0", "write guards=10 (0: no guard cases)")
     config = kwargs.get("config")
     suite = kwargs.get("suite")
     return SuiteSpec(
@@ -227,6 +233,7 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], where: str, b
         classes=tuple(c.value for c in CLASS_ORDER if c.value in {CaseClass(x).value for x in classes}),
         suite_file=None if suite is None else _path(suite, "suite", where, base, (".yaml", ".yml", ".jsonl", ".json")),
         fingerprint=_fingerprint(kwargs),
+        guards=guards,
     )
 
 

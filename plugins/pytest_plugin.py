@@ -21,6 +21,13 @@ Modes (``--frontier-mode``):
 * ``replay``: stored cases only; the curriculum is never built or asked (CI).
 * ``generate``: replay the stored cases, then probe for new ones and save them.
 
+Each stored case is held to its *baseline* (accepted by a person, else its first
+observation); a replay never changes it. ``--frontier-accept`` makes what the agent does now
+the baseline of every replayed case (the way snapshot plugins' update flags work). A session
+that could not judge the agent (nothing stored to replay, the target unavailable, too many
+cases left undecided) ends with exit status 3 (:mod:`frontier_qa.exit_codes`), its reason
+first in the terminal summary.
+
 Under pytest-xdist the controller does not collect; each worker does, so generation runs
 once per session behind a file lock in the store, and every worker reads the same cases
 back from the store (see :mod:`frontier_qa.plugins.pytest_suite`). The controller builds the
@@ -43,6 +50,14 @@ FIXTURE = "frontier_case"
 MODES = ("auto", "replay", "generate")
 FLAKY_POLICIES = ("xfail", "fail")
 PROPERTY_PREFIX = "frontier_"
+
+
+class FrontierUnjudged(Exception):
+    """An item whose case could not be judged (nothing to replay, the target unavailable).
+
+    Raised by the ``frontier_case`` fixture: pytest reports the item as an error, and the
+    session ends with exit status 3.
+    """
 
 
 class FrontierUsageError(pytest.UsageError, pytest.Collector.CollectError):
@@ -104,6 +119,11 @@ class FrontierOptions:
     def flaky(self) -> str:
         return str(self.values.get("flaky", "xfail"))
 
+    @property
+    def accept(self) -> bool:
+        """``--frontier-accept``: make what the agent does now the baseline of every replayed case."""
+        return bool(self.values.get("accept", False))
+
 
 def _convert(option: _Option, raw: str, label: str) -> Any:
     kind = option.kind
@@ -144,6 +164,9 @@ def read_options(config: pytest.Config) -> FrontierOptions:
         options.values[option.dest] = _convert(option, raw, label)
         options.sources[option.dest] = source
         options.labels[option.dest] = label
+    if config.getoption("frontier_accept", default=False):
+        options.values["accept"] = True
+        options.sources["accept"], options.labels["accept"] = "cli", "--frontier-accept"
     return options
 
 
@@ -160,6 +183,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group.addoption(option.flag, dest=f"frontier_{option.dest}", default=None, metavar=option.dest.upper(),
                         help=f"{option.help} (ini: {option.ini})")
         parser.addini(option.ini, f"frontier-qa: {option.help}", default="")
+    group.addoption("--frontier-accept", dest="frontier_accept", action="store_true", default=False,
+                    help="accept what the agent does now as the baseline of every replayed case "
+                         "(replays never change a baseline otherwise)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -212,7 +238,7 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     case = item.stash.get(CASE_KEY, None)
-    reason = getattr(case, "flaky_reason", None)
+    reason = getattr(case, "flaky_reason", None) if getattr(case, "accepted", None) is None else None
     if reason and report.when == "call" and report.passed:
         # never a silent pass (Hypothesis' Flaky): xfail by default, a failure on request
         if item.config.stash[OPTIONS_KEY].flaky == "fail":
@@ -231,7 +257,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 class FrontierReporter:
-    """Gathers the frontier properties of every report and prints the terminal summary.
+    """Gathers the frontier properties of every report, ends a session that could not judge the
+    agent with exit status 3, and prints the terminal summary.
 
     Works on the xdist controller too: it sees the workers' reports, user properties included.
     """
@@ -239,6 +266,7 @@ class FrontierReporter:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.results: dict[str, dict[str, str]] = {}  # nodeid -> frontier properties and outcome
+        self.unjudged: list[str] = []  # why the session could not judge the agent
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not report.user_properties:
@@ -254,12 +282,50 @@ class FrontierReporter:
             entry.update(props)
             entry["outcome"] = outcome
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.unjudged = unjudged(self.results)
+        if self.unjudged and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
+                                                    pytest.ExitCode.NO_TESTS_COLLECTED):
+            from frontier_qa.exit_codes import EXIT_NO_JUDGEMENT
+
+            session.exitstatus = EXIT_NO_JUDGEMENT
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.results:
             return
         terminalreporter.section("frontier-qa")
+        if self.unjudged:
+            terminalreporter.write_line("could not judge the agent (exit status 3):", red=True, bold=True)
+            for reason in self.unjudged:
+                terminalreporter.write_line(f"  - {reason}", red=True)
         for line in summary_lines(self.config, self.results):
             terminalreporter.write_line(line)
+
+
+def unjudged(results: dict[str, dict[str, Any]]) -> list[str]:
+    """Why suites could not judge the agent: items that errored for it, or too many undecided.
+
+    Args:
+        results: test node id -> its ``frontier_*`` properties and ``outcome``.
+    """
+    reasons: list[str] = []
+    suites: dict[str, list[dict[str, Any]]] = {}
+    for _, props in sorted(results.items()):
+        suites.setdefault(props["frontier_suite"], []).append(props)
+    for name, rows in suites.items():
+        cases: dict[str, dict[str, Any]] = {}
+        for p in rows:
+            cases.setdefault(p.get("frontier_case_id", ""), p)
+        hard = sorted({p["frontier_unjudged"] for p in rows if p.get("frontier_unjudged_kind") == "run"})
+        reasons += [f"{name}: {why}" for why in hard]
+        undecided = [p for cid, p in cases.items() if cid and p.get("frontier_unjudged_kind") == "case"]
+        limit = float(rows[0].get("frontier_unresolved_limit") or "nan")
+        if cases and undecided and limit == limit and len(undecided) / len(cases) > limit + 1e-12:
+            reasons.append(f"{name}: {len(undecided)} of {len(cases)} cases ({len(undecided) / len(cases):.0%}) "
+                           f"could not be decided, above the limit of {limit:.0%} "
+                           f"(gate.max_unresolved_share): {undecided[0]['frontier_unjudged']}")
+    return reasons
 
 
 # --- terminal summary -----------------------------------------------------------------------------
@@ -312,17 +378,22 @@ def summary_lines(config: pytest.Config, results: dict[str, dict[str, Any]]) -> 
                      f"{len(rows)} test(s)")
         if first.get("frontier_generation"):
             lines.append(f"  generated: {first['frontier_generation']}")
-        skipped = [p for _, p in rows if p.get("frontier_skip")]
+        skipped = [p for _, p in rows if p.get("frontier_skip") or p.get("frontier_unjudged_kind") == "run"]
         if not cases and skipped:
-            lines.append(f"  no cases: {skipped[0]['frontier_skip']}")
+            lines.append(f"  no cases: {skipped[0].get('frontier_skip') or skipped[0].get('frontier_unjudged')}")
         verdicts: dict[str, int] = {}
         for p in cases.values():
             verdicts[p["frontier_verdict"]] = verdicts.get(p["frontier_verdict"], 0) + 1
         if cases:
             new = verdicts.get("new", 0)
             by_class = {c: sum(p.get("frontier_class") == c for p in cases.values()) for c in order}
-            lines.append(f"  cases: {len(cases)} ({new} new, {len(cases) - new} replayed): {_count_line(by_class)}")
+            guards = sum(p.get("frontier_role") == "guard" for p in cases.values())
+            lines.append(f"  cases: {len(cases)} ({new} new, {len(cases) - new} replayed; {guards} guard(s)): "
+                         f"{_count_line(by_class)}")
             lines.append(f"  verdicts: {_count_line(dict(sorted(verdicts.items())))}")
+            accepted = sum(p.get("frontier_accepted") == "1" for p in cases.values())
+            if accepted:
+                lines.append(f"  accepted: {accepted} baseline(s) now hold what the agent does")
         topics: dict[str, list[str]] = {}
         for p in cases.values():
             topics.setdefault(p.get("frontier_topic", "general"), []).append(p.get("frontier_class", "?"))

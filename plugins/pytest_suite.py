@@ -5,8 +5,15 @@ One :class:`Suite` per ``@pytest.mark.frontier`` (per suite ``name``) and pytest
 **Which cases.** Every case a suite finds is tagged with the suite's name in its case
 metadata (``pytest_suite``), so one store holds many suites (and the CLI's runs) apart. A
 suite's test items are the cases with any tagged record in one of its ``classes`` (failure,
-suspect, frontier by default), plus the entries of its committed ``suite=`` file. A case
-never drops out because a replay found it better: a flaky finding stays visible.
+suspect, frontier by default), a topic-stratified sample of its ``pass`` cases as *guards*
+(``guards=``, ``replay.guards``: 10), plus the entries of its committed ``suite=`` file. A
+case never drops out because a replay found it better: a flaky finding stays visible.
+
+**Baselines.** Each item is held to its baseline (:mod:`frontier_qa.store.baselines`): the
+latest one accepted in the store, a committed suite entry's own, else the case's first
+observation. Replays never change one; ``--frontier-accept`` does, for every case replayed,
+and writes them into the ``suite=`` file too. The regression test's suite size (Bonferroni)
+is the number of items, known at collection, so each item decides alone.
 
 **Collection is deterministic** (the same items on every xdist worker). Items come only from
 the store, read during collection, before any test of the session runs (xdist starts tests
@@ -42,12 +49,23 @@ from frontier_qa.curricula.base import Outcome, Proposal
 from frontier_qa.errors import FrontierQAError
 from frontier_qa.plugins.pytest_case import FrontierCase
 from frontier_qa.plugins.pytest_marker import SuiteSpec, parse_marker, suite_key
-from frontier_qa.plugins.pytest_plugin import CASE_KEY, FIXTURE, FrontierOptions, FrontierUsageError, case_test_id
-from frontier_qa.probing.run import STOP_BUDGET, STOP_UNAVAILABLE, ProbeRun, case_id_for
+from frontier_qa.plugins.pytest_plugin import (
+    CASE_KEY,
+    FIXTURE,
+    FrontierOptions,
+    FrontierUnjudged,
+    FrontierUsageError,
+    case_test_id,
+    replay_command,
+)
+from frontier_qa.probing.run import STOP_BUDGET, STOP_UNAVAILABLE, ProbeRun
 from frontier_qa.runtime import run_sync
+from frontier_qa.store import baselines
+from frontier_qa.store.case_ids import case_id_for, legacy_case_id
 from frontier_qa.store.case_store import CaseStore, export_suite, import_suite, latest_by, suite_entries
-from frontier_qa.store.comparison import compare
-from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, SuiteCase
+from frontier_qa.store.comparison import from_record
+from frontier_qa.store.guards import select_guards
+from frontier_qa.store.records import CLASS_ORDER, Baseline, CaseClass, CaseRecord, SuiteCase
 from frontier_qa.target import Case, Sampling, Trajectory
 
 SUITE_KEY = "pytest_suite"
@@ -89,11 +107,12 @@ class SuiteCurriculum:
                 return []
             fresh = []
             for p in batch:
-                case = p.case if p.case.id else replace(p.case, id=case_id_for(p.case))
-                if case.id in self.known:
+                if not p.case.id:
+                    p = replace(p, case=replace(p.case, id=case_id_for(p.case)), aliases=(legacy_case_id(p.case),))
+                if p.case.id in self.known or any(a in self.known for a in p.aliases):
                     self.skipped += 1
                 else:
-                    fresh.append(replace(p, case=_tagged(case, self.suite)))
+                    fresh.append(replace(p, case=_tagged(p.case, self.suite)))
             if fresh:
                 return fresh
         return []
@@ -112,8 +131,10 @@ class _View:
     """A suite's cases as the store holds them at collection time."""
 
     ids: frozenset[str]  # the test items
-    stored: dict[str, CaseRecord | SuiteCase]  # the baseline of each item, from before this session
+    stored: dict[str, CaseRecord | SuiteCase]  # each item's case as known before this session
+    baselines: dict[str, Baseline]  # what each item is held to
     found: dict[str, CaseRecord]  # records of this session's collection-time runs (replay first, generation)
+    guards: frozenset[str]  # the items that are guards (stable, correct cases)
     known: int  # cases the suite has any record of (items or not) from before this session
 
 
@@ -152,6 +173,8 @@ class Suite:
         self.cases: dict[str, FrontierCase] = {}
         self.generation = ""
         self.empty_reason = ""
+        self.unjudged = False  # the suite has no items because nothing could be judged
+        self._accepted: dict[str, Baseline] = {}
 
     def where(self) -> str:
         return f"@pytest.mark.frontier on {self.spec.where}"
@@ -233,13 +256,24 @@ class Suite:
         now = [r for rid in self.store.run_ids() if rid.startswith(self.prefix)
                for r in self._tagged(self.store.case_records(run_id=rid))]
         rows = self._before + now
-        stored: dict[str, CaseRecord | SuiteCase] = {e.case.id: e for e in self._suite_entries()}
+        entries = {e.case.id: e for e in self._suite_entries()}
+        stored: dict[str, CaseRecord | SuiteCase] = dict(entries)
         stored.update(latest_by(self._before, lambda r: r.id))  # the store is newer than a committed suite
+        ids = {r.id for r in rows if r.case_class.value in self.spec.classes} | set(entries)
+        latest = latest_by(rows, lambda r: r.id)
+        count = self.config.replay.guards if self.spec.guards is None else self.spec.guards
+        guards = {r.id for r in select_guards([r for cid, r in latest.items() if cid not in ids], count)}
+        ids |= guards
+        held = baselines.resolve(self.store, self._before)  # accepted, else the first observation
+        accepted = self.store.accepted()
+        for cid, entry in entries.items():  # a committed suite's own, unless the store accepted a newer one
+            own = baselines.of_entry(entry)
+            if own is not None and (cid not in accepted or accepted[cid].accepted_at < own.accepted_at):
+                held[cid] = own
         found: dict[str, CaseRecord] = latest_by(now, lambda r: r.id)  # type: ignore[assignment]
-        ids = {r.id for r in rows if r.case_class.value in self.spec.classes}
-        ids |= {cid for cid, e in stored.items() if isinstance(e, SuiteCase)}
         return _View(frozenset(ids), stored={i: stored[i] for i in ids if i in stored},
-                     found={i: found[i] for i in ids if i in found}, known=len(stored))
+                     baselines={i: held[i] for i in ids if i in held}, found={i: found[i] for i in ids if i in found},
+                     guards=frozenset(guards), known=len(stored))
 
     def _curriculum(self, parts: ProbeParts) -> Any:
         if self.spec.curriculum is not None:
@@ -266,7 +300,7 @@ class Suite:
         settings = self.settings()
         try:
             stop = None
-            olds = [view.stored[i] for i in sorted(view.stored)]
+            olds = [view.stored[i] for i in sorted(view.ids) if i in view.stored]
             if olds:  # stored cases first: the budget goes to known cases before new ones
                 done = run_sync(replay(parts.target, self.store, settings, run_id=self.prefix + "replay", cases=olds,
                                        judge=parts.judge))
@@ -283,12 +317,26 @@ class Suite:
             self._export()
 
     def _export(self) -> None:
-        """Write the suite's items to its committed suite file (kept entries not re-recorded)."""
+        """Write the suite's items, with their baselines, to its committed suite file."""
         view = self._read()
         records = {**{i: r for i, r in view.stored.items() if isinstance(r, CaseRecord)}, **view.found}
-        entries = suite_entries(records.values())
+        held = dict(view.baselines)
+        for cid, record in view.found.items():  # a case found now is born with its baseline
+            held.setdefault(cid, baselines.from_record(record))
+        entries = suite_entries(records.values(), baselines=held)
         entries += [e for i, e in view.stored.items() if isinstance(e, SuiteCase) and i not in records]
         export_suite(entries, self.spec.suite_file or "")
+
+    def _write_accepted(self, accepted: dict[str, Baseline]) -> None:
+        """Put accepted baselines into the committed suite file (under the suite's lock: xdist workers)."""
+        if not self.spec.suite_file or not accepted:
+            return
+        with _flock(self.store.root / "pytest" / f"{self.key}.lock"):
+            path = Path(self.spec.suite_file)
+            entries = import_suite(path) if path.exists() else []
+            entries = [e.model_copy(update={"baseline": accepted[e.case.id]}) if e.case.id in accepted else e
+                       for e in entries]
+            export_suite(entries, path)
 
     def _generation_line(self) -> str:
         runs = [rid for rid in self.store.run_ids() if rid.startswith(self.prefix)]
@@ -305,15 +353,21 @@ class Suite:
         return "; ".join(parts)
 
     def _empty_reason(self) -> str:
-        wanted = "/".join(self.spec.classes)
+        """Why the suite has no items; :attr:`unjudged` says whether that means nothing could be judged."""
+        wanted = "/".join(self.spec.classes) + " or guard"
         if self.generation:
+            found = [r for rid in self.store.run_ids() if rid.startswith(self.prefix)
+                     for r in self.store.case_records(run_id=rid)]
+            judged = [r for r in found if r.case_class not in (CaseClass.INVALID, CaseClass.UNRESOLVED)]
+            self.unjudged = not judged  # an empty curriculum, every case invalid, or the target down
             return f"probing found no {wanted} cases for {self.spec.name!r} ({self.generation})"
         known = self.view.known if self.view is not None else 0
         if known:
-            return (f"none of the {known} stored case(s) of {self.spec.name!r} is {wanted} "
+            return (f"none of the {known} stored case(s) of {self.spec.name!r} is a {wanted} case "
                     "(run pytest --frontier-mode=generate to look for more)")
-        return (f"no stored {wanted} cases for {self.spec.name!r} in {self.store.root} "
-                "(run pytest --frontier-mode=generate to find some)")
+        self.unjudged = True
+        return (f"nothing to replay: no stored case for {self.spec.name!r} in {self.store.root} "
+                "(run pytest --frontier-mode=generate to find some, or commit a suite= file)")
 
     # -- test time ---------------------------------------------------------------------------------
 
@@ -322,30 +376,50 @@ class Suite:
         if case_id in self.cases:
             return self.cases[case_id]
         assert self.view is not None
-        stored = self.view.stored.get(case_id)
+        base = self.view.baselines.get(case_id)
         if case_id in self.view.found:
             new = self.view.found[case_id]
-            case = FrontierCase(self, stored, new, None if stored is None else compare(stored, new))
+            comparison = from_record(new, base) if new.verdict is not None else None
         else:
-            assert stored is not None
+            assert case_id in self.view.stored
             new, comparison = self._replay(case_id)
-            case = FrontierCase(self, stored, new, comparison)
+        accepted = None
+        if self.session.options.accept:
+            accepted = self._accept(case_id)
+        case = FrontierCase(self, base, new, comparison, guard=case_id in self.view.guards, accepted=accepted)
         self.cases[case_id] = case
         return case
 
-    def _replay(self, case_id: str) -> tuple[CaseRecord, Any]:
-        assert self.view is not None and self.items is not None
+    def _accept(self, case_id: str) -> Baseline:
+        from frontier_qa.probing.accept import accept_case
+
+        parts = self.parts()
+        run = self._replay_run()
+        done = run_sync(accept_case(self.store, case_id, run.prober, self.settings(), target=parts.target,
+                                    run_id=f"{self.prefix}accept-{self.session.worker}"))
+        self.store.append_baselines([done.baseline])
+        self._accepted[case_id] = done.baseline
+        return done.baseline
+
+    def _replay_run(self) -> ProbeRun:
         if self._run is None:
             parts = self.parts()
             self._run = ProbeRun(parts.target, self.store, self.settings(), judge=parts.judge, sandbox=None,
                                  progress=None)
             self._run.start(f"{self.prefix}r-{self.session.worker}", False, "replay")
-        run = self._run
+        return self._run
+
+    def _replay(self, case_id: str) -> tuple[CaseRecord, Any]:
+        assert self.view is not None and self.items is not None
+        run = self._replay_run()
         if self._plan is None:  # fresh sample indices for every case this process may replay
             lazy = [self.view.stored[i] for i, _ in self.items if i not in self.view.found]
-            self._plan = {old.case.id: (old, start) for old, start in run.replay_plan(lazy, False)}
-        old, start = self._plan[case_id]
-        run_sync(run.replay([(old, start)]))
+            self._plan = {item.case.id: item for item in run.replay_plan(lazy, False)}
+            run.replay_size = len(self.items)  # the suite's size, known at collection: each item decides alone
+        item = self._plan[case_id]
+        if case_id in self.view.baselines:  # the suite's baselines (a committed suite's, or accepted ones)
+            item = replace(item, baseline=self.view.baselines[case_id])
+        run_sync(run.replay([item]))
         record = run.recorded.get(case_id)
         stopped = run.stop_reason
         if record is None or (record.case_class is CaseClass.UNRESOLVED and stopped):
@@ -353,7 +427,7 @@ class Suite:
             spent = getattr(self.parts().target, "snapshot", None)
             why += f" ({spent().describe()})" if callable(spent) else ""
             if stopped == STOP_UNAVAILABLE:
-                pytest.fail(why, pytrace=False)
+                raise FrontierUnjudged(f"{why}: {run.stop_detail or 'the target stopped answering'}")
             pytest.skip(why)
         comparison = next(c for c in reversed(run.comparisons) if c.case_id == case_id)
         return record, comparison
@@ -363,8 +437,9 @@ class Suite:
         return run_sync(parts.target.sample(case, n, sampling or self.settings().run_sampling(), start=start))
 
     def finish(self) -> None:
-        """End this process's replay run and close the models it opened."""
+        """End this process's replay run, write accepted baselines into the suite file, close the models."""
         try:
+            self._write_accepted(self._accepted)
             if self._run is not None:
                 self._run.finish()
         finally:
@@ -427,16 +502,17 @@ class Session:
         suite = self.suite(parse_marker(marker.args, marker.kwargs, where, self.base))
         items = suite.collect()
         if not items:
-            metafunc.parametrize(FIXTURE, [pytest.param(_Ref(suite.spec.name, None), id="no-cases",
-                                                        marks=pytest.mark.skip(reason=suite.empty_reason))],
+            marks = () if suite.unjudged else (pytest.mark.skip(reason=suite.empty_reason),)
+            metafunc.parametrize(FIXTURE, [pytest.param(_Ref(suite.spec.name, None), id="no-cases", marks=marks)],
                                  indirect=True)
             return
         metafunc.parametrize(FIXTURE, [_Ref(suite.spec.name, cid) for cid, _ in items],
                              ids=[case_test_id(topic, cid) for cid, topic in items], indirect=True)
 
     def _properties(self, suite: Suite, target: str | None = None) -> list[tuple[str, Any]]:
+        limit = suite.config.gate.max_unresolved_share
         props = [("frontier_suite", suite.spec.name), ("frontier_target", target or str(suite.config.target.spec)),
-                 ("frontier_mode", self.options.mode)]
+                 ("frontier_mode", self.options.mode), ("frontier_unresolved_limit", "" if limit is None else limit)]
         if suite.generation:
             props.append(("frontier_generation", suite.generation))
         return props
@@ -450,13 +526,23 @@ class Session:
         suite = self.suites[ref.suite]
         node = request.node
         if ref.case_id is None:
+            if suite.unjudged:  # an error, not a skip: nothing was judged, the session must not pass
+                node.user_properties.extend([*self._properties(suite), ("frontier_unjudged", suite.empty_reason),
+                                             ("frontier_unjudged_kind", "run")])
+                raise FrontierUnjudged(suite.empty_reason)
             node.user_properties.extend([*self._properties(suite), ("frontier_skip", suite.empty_reason)])
             pytest.skip(suite.empty_reason)
         try:
             case = suite.frontier_case(ref.case_id)
-        except pytest.skip.Exception:
-            node.user_properties.extend([*self._properties(suite), ("frontier_case_id", ref.case_id)])
+        except pytest.skip.Exception as stop:  # sampling stopped (budget) before the case was decided
+            node.user_properties.extend([*self._properties(suite), ("frontier_case_id", ref.case_id),
+                                         ("frontier_unjudged", str(stop.msg)), ("frontier_unjudged_kind", "case")])
             raise
+        except FrontierUnjudged as err:
+            node.user_properties.extend([*self._properties(suite), ("frontier_case_id", ref.case_id),
+                                         ("frontier_unjudged", str(err)), ("frontier_unjudged_kind", "run")])
+            raise
+        case = case.for_item(replay_command(request.config, [node.nodeid]))
         node.user_properties.extend([*self._properties(suite, case.replayed.target_id), *case.properties()])
         node.stash[CASE_KEY] = case
         return case

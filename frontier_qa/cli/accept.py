@@ -2,9 +2,9 @@
 
 Replays never change a baseline; this command does, when a person decides that the agent's
 current behaviour on these cases is right (a fix landed, a reference was wrong, a new model is
-the new normal). Each accepted baseline pools every sample the current agent drew for the case
-and samples more until it holds ``regression.baseline_samples`` (40): a strong baseline is what
-lets a replay catch a 0.9 → 0.4 drop at a strict false-alarm rate. Every earlier baseline stays
+the new normal). Each accepted baseline takes the samples of the case's latest observation and
+samples the same agent for more until it holds ``regression.baseline_samples`` (40): a strong
+baseline is what lets a replay catch a 0.9 → 0.4 drop at a strict false-alarm rate. Every earlier baseline stays
 in the store as history; ``--suite`` also writes the new baselines into a committed suite.
 """
 
@@ -63,7 +63,8 @@ def accept_command(
         b = a.baseline
         drawn = f", {a.sampled} drawn now" if a.sampled else ""
         anchor = "" if b.anchor is None else f"; {b.successes}/{b.k} give {b.anchor!r}"
-        typer.echo(f"accepted {b.case_id}: {b.case_class.value}, p̂ {b.p_hat:.2f} over {b.k} samples "
+        p_hat = "—" if b.p_hat is None else f"{b.p_hat:.2f}"
+        typer.echo(f"accepted {b.case_id}: {b.case_class.value}, p̂ {p_hat} over {b.k} samples "
                    f"({a.pooled} observed{drawn}), agent {b.target_version or b.target_id}{anchor}")
         if a.note:
             typer.echo(f"  note: {a.note}")

@@ -1,9 +1,9 @@
 """Accepting observations as baselines: ``frontier-qa accept`` and pytest ``--frontier-accept``.
 
 A person says "the agent as it is now is right" for some cases. For each one, the new
-baseline pools every sample the *current* agent (the target id and version of the case's
-latest record) drew for it, across runs, and when that is fewer than ``baseline_samples``
-(40 by default) it samples the target for the rest, with fresh indices. A larger baseline is
+baseline takes the samples of the case's latest observation (the replay the person just
+looked at) and, when that is fewer than ``baseline_samples`` (40 by default), samples the
+same agent (target id and version) for the rest, with fresh indices. A larger baseline is
 what lets a replay tell a 0.9 → 0.4 drop from noise at a strict false-alarm rate (see
 ``docs/method.md`` §9); it is paid for once, at accept time, not on every replay. The top-up
 samples are an observation like any other: they are recorded under an ``accept-…`` run.
@@ -41,7 +41,7 @@ class Accepted:
 
     Attributes:
         baseline: the new baseline.
-        pooled: samples taken from earlier observations of the same agent.
+        pooled: samples taken from the case's latest observation.
         sampled: samples drawn now to reach ``baseline_samples`` (target calls, unless cached).
         note: why no samples were drawn although the baseline is small, if so.
     """
@@ -53,7 +53,7 @@ class Accepted:
 
 
 def _pool(records: Sequence[CaseRecord]) -> tuple[list[str | None], list[bool], set[int], list[str]]:
-    """Answers, failed flags, used sample indices and run ids of records of one agent (one per index)."""
+    """Answers, failed flags, used sample indices and run ids of records (one sample per index)."""
     answers: list[str | None] = []
     failed: list[bool] = []
     seen: set[int] = set()
@@ -124,9 +124,9 @@ async def accept_case(
                          hint="probe or replay the case first (an invalid case has nothing to accept)")
     latest = max(usable, key=lambda r: (r.finished_at, r.run_id))
     agent = (baselines.base_target_id(latest.target_id, latest.target_version), latest.target_version)
-    same_agent = [r for r in usable if (baselines.base_target_id(r.target_id, r.target_version),
-                                         r.target_version) == agent]
-    answers, failed, used, runs = _pool(same_agent)
+    # only the latest observation: an API model can change behind an unchanged id, and older samples
+    # of "the same" agent may then describe another one
+    answers, failed, used, runs = _pool([latest])
     pooled = len(answers)
     case = latest.case.to_case()
     note = ""

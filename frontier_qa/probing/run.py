@@ -42,7 +42,7 @@ from frontier_qa.probing.regression import ReplayJudge
 from frontier_qa.store import baselines
 from frontier_qa.store.case_ids import case_id_for, legacy_case_id
 from frontier_qa.store.case_store import CaseStore, Shard, StoreError, latest_by, new_run_id
-from frontier_qa.store.comparison import Comparison, comparison
+from frontier_qa.store.comparison import Comparison, comparison, from_record, to_record
 from frontier_qa.store.records import (
     CLASS_ORDER,
     Baseline,
@@ -324,8 +324,8 @@ class ProbeRun:
             if record is None:
                 return
             self.seen.append(record.case.prompt)
-            assert judge.outcome is not None
-            verdict = comparison(record.id, base, record, judge.outcome, evidence=judge.evidence)
+            verdict = from_record(record, base)
+            assert verdict is not None
             self.comparisons.append(verdict)
             self.emit("replayed", case_id=record.id, case_class=record.case_class, p_hat=record.p_hat,
                       k=record.k, message=f"{verdict.verdict.value}: {verdict.reason}", comparison=verdict)
@@ -346,6 +346,9 @@ class ProbeRun:
                                                    judge=judge)
             if stop is not None:  # before the gate opens: cases still waiting must not start
                 self.stop(stop, self.prober.stop_detail, "target")
+            if judge is not None and judge.outcome is not None:  # the verdict is kept with the observation
+                verdict = comparison(record.id, judge.baseline, record, judge.outcome, evidence=judge.evidence)
+                record = record.model_copy(update={"verdict": to_record(verdict)})
             self.keep(record)
         self._learn_difficulty(record, prediction)
         return record

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from frontier_qa.scoring.two_sample import drop_probability, fisher_greater, fisher_less, spend
-from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, Observed, SuiteCase
+from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, Observed, ReplayVerdict, SuiteCase
 
 DEFAULT_LOOKS = (5, 10, 20, 40, 80)
 """New samples at each look of a replayed case; the last is the cap."""
@@ -224,21 +224,22 @@ def judge(
         return Outcome(Verdict.INCONCLUSIVE, "no new sample to judge") if look.final else None
     down = fisher_less(base.successes, base.k, e.successes, e.n)
     noise = base.case_class is CaseClass.FRONTIER and base.anchor_kind == "majority" and look.band == "in_band"
+    # a finding that the same agent now does better on did not reproduce: flaky, not improved
+    flaky = same_target and base.case_class in (CaseClass.FAILURE, CaseClass.SUSPECT, CaseClass.FRONTIER)
+    better = Verdict.FLAKY if flaky else Verdict.IMPROVED
+    why = "; the same agent no longer reproduces the finding" if flaky else ""
     if down <= level and not noise:
         test = f"one-sided Fisher p = {_p(down)} ≤ {_p(level)}"
         if base.anchor_kind == "majority" and look.majority_is_reference:
-            return Outcome(Verdict.IMPROVED, f"{counts}; the majority moved to the unverified reference ({test})",
+            return Outcome(better, f"{counts}; the majority moved to the unverified reference ({test}){why}",
                            down, level)
         if base.anchor_kind == "majority" and look.majority_was_frequent and look.band == "above":
-            return Outcome(Verdict.IMPROVED, f"{counts}; it now consistently gives {look.majority!r}, one of its "
-                           f"earlier answers (no verified reference says which is right; {test})", down, level)
+            return Outcome(better, f"{counts}; it now consistently gives {look.majority!r}, one of its earlier "
+                           f"answers (no verified reference says which is right; {test}){why}", down, level)
         return Outcome(Verdict.REGRESSION, f"{counts} ({test})", down, level)
     up = fisher_greater(base.successes, base.k, e.successes, e.n)
     if up <= level:
-        flaky = same_target and base.case_class in (CaseClass.FAILURE, CaseClass.SUSPECT, CaseClass.FRONTIER)
-        why = "; the same agent no longer reproduces the finding" if flaky else ""
-        return Outcome(Verdict.FLAKY if flaky else Verdict.IMPROVED,
-                       f"{counts} (one-sided Fisher p = {_p(up)} ≤ {_p(level)}){why}", up, level)
+        return Outcome(better, f"{counts} (one-sided Fisher p = {_p(up)} ≤ {_p(level)}){why}", up, level)
     if noise:
         return Outcome(Verdict.SAME, f"{counts}; still in the frontier band, p̂ moves within the noise", down, level)
     drop = drop_probability(base.successes, base.k, e.successes, e.n, policy.min_drop)
@@ -278,6 +279,30 @@ def comparison(
         level=outcome.level,
         samples=new.k,
     )
+
+
+def to_record(c: Comparison) -> ReplayVerdict:
+    """A comparison as the :class:`~frontier_qa.store.records.ReplayVerdict` kept with its observation."""
+    b = c.baseline
+    return ReplayVerdict(
+        verdict=c.verdict.value, reason=c.reason, baseline_class=c.old_class, baseline_p_hat=c.old_p_hat,
+        baseline_source=None if b is None else b.source, anchor=None if b is None else b.anchor,
+        baseline_successes=None if c.old is None else c.old.successes, baseline_k=None if c.old is None else c.old.n,
+        successes=None if c.new is None else c.new.successes, n=None if c.new is None else c.new.n,
+        p_value=c.p_value, level=c.level,
+    )
+
+
+def from_record(record: CaseRecord, baseline: Baseline | None = None) -> Comparison | None:
+    """The comparison a replay recorded with an observation (``None`` when it was no replay)."""
+    v = record.verdict
+    if v is None:
+        return None
+    old = None if v.baseline_k is None or v.baseline_successes is None else Evidence(v.baseline_successes, v.baseline_k)
+    new = None if v.n is None or v.successes is None else Evidence(v.successes, v.n)
+    return Comparison(case_id=record.id, verdict=Verdict(v.verdict), reason=v.reason, old_class=v.baseline_class,
+                      new_class=record.case_class, old_p_hat=v.baseline_p_hat, new_p_hat=record.p_hat,
+                      baseline=baseline, old=old, new=new, p_value=v.p_value, level=v.level, samples=record.k)
 
 
 # --- comparing two records at once (no further sampling) ------------------------------------
@@ -411,6 +436,8 @@ __all__ = [
     "compare",
     "compare_all",
     "count_verdicts",
+    "from_record",
+    "to_record",
     "judge",
     "new_evidence",
     "was_frequent",

@@ -263,6 +263,39 @@ class Observed(_Record):
     target_version: str | None = None
 
 
+class ReplayVerdict(_Record):
+    """A replay's verdict on a case, recorded with the observation it was made on.
+
+    Attributes:
+        verdict: ``regression``, ``improved``, ``same``, ``flaky``, ``inconclusive`` or ``new``
+            (see :class:`frontier_qa.store.comparison.Verdict`).
+        reason: why, in words.
+        baseline_class: the baseline's class.
+        baseline_p_hat: the baseline's p̂.
+        baseline_source: how the baseline came to be (``accept``, ``first``, ``suite``).
+        anchor: the answer the test counted.
+        baseline_successes: anchor answers among the baseline's ``baseline_k`` samples.
+        baseline_k: the baseline's samples.
+        successes: anchor answers among the ``n`` new samples the test used.
+        n: those samples.
+        p_value: the deciding one-sided Fisher p-value, when a test decided.
+        level: the level it was held to.
+    """
+
+    verdict: str
+    reason: str
+    baseline_class: CaseClass | None = None
+    baseline_p_hat: float | None = None
+    baseline_source: str | None = None
+    anchor: str | None = None
+    baseline_successes: int | None = None
+    baseline_k: int | None = None
+    successes: int | None = None
+    n: int | None = None
+    p_value: float | None = None
+    level: float | None = None
+
+
 class CaseRecord(_Record):
     """Everything recorded about one probed case in one run.
 
@@ -289,6 +322,7 @@ class CaseRecord(_Record):
         started_at: when probing the case started (UTC).
         finished_at: when the record was written (UTC); orders records of one case.
         frontier_qa_version: the frontier-qa version that wrote it.
+        verdict: the replay's verdict against the case's baseline, when this was a replay.
     """
 
     schema_version: Literal[1, 2] = SCHEMA_VERSION
@@ -313,6 +347,7 @@ class CaseRecord(_Record):
     started_at: AwareDatetime
     finished_at: AwareDatetime = Field(default_factory=utc_now)
     frontier_qa_version: str = __version__
+    verdict: ReplayVerdict | None = None
 
     @property
     def id(self) -> str:

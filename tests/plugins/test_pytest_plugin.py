@@ -2,14 +2,16 @@
 
 Every session probes a real Python agent (``agent.py`` below, written into the session's
 folder) through the real runtime, engine and case store; no model is loaded. The agent reads
-``mode.txt`` at every call, so one target (same id and version) can change behaviour between
-sessions: ``v1`` (a frontier on weekdays: Monday, Monday, Friday by sample index; a stable
-wrong 42 on a case whose verified reference is 43), ``fixed`` (the reference everywhere) or
-``broken`` (always Sunday on weekdays).
+``mode.txt`` at every call, so one target (same id and version: its source does not change)
+can change behaviour between sessions: ``v1`` (a frontier on weekdays: Monday, Monday, Friday
+by sample index; a stable wrong 42 on a case whose verified reference is 43; right on add-1),
+``fixed`` (the reference everywhere), ``broken`` (always Sunday on weekdays) or ``wrong-add``
+(v1, but add-1 answered 41).
 
 Expected values are worked out by hand from that script: with k = 6 fixed samples a weekday
-case gets 4 Mondays of 6 (p̂ = 0.6667, in the Agent0 band: frontier); samples 6, 7, 8 (the
-next fresh indices) answer Monday, Monday, Friday.
+case gets 4 Mondays of 6 (p̂ = 0.6667, in the Agent0 band: frontier). A replay samples in looks
+of 5, 10, 20, 40, 80 new samples until the regression test decides; samples 6..15 of a weekday
+case give 7 Mondays of 10 (p̂ 0.70, still in the band: ``same``).
 """
 
 from __future__ import annotations
@@ -28,9 +30,13 @@ import pytest
 import frontier_qa.adapters.workflow  # noqa: F401
 import frontier_qa.curricula.file  # noqa: F401
 import frontier_qa.plugins.pytest_suite  # noqa: F401
+import frontier_qa.probing.accept  # noqa: F401
+import frontier_qa.reports.explain  # noqa: F401
 import math_verify  # noqa: F401
 import nltk.translate.bleu_score  # noqa: F401
+import scipy.special  # noqa: F401
 import sklearn.cluster  # noqa: F401
+from frontier_qa.store import baselines
 from frontier_qa.store.case_store import CaseStore, import_suite
 from tests.factories import REPO
 
@@ -51,11 +57,13 @@ def run(case, sample_index):
         if mode == "broken":
             return "\\boxed{Sunday}"
         return "\\boxed{%s}" % ("Monday" if sample_index % 3 != 2 else "Friday")
+    if mode == "wrong-add" and case.id == "add-1":
+        return "\\boxed{41}"
     return "\\boxed{%s}" % case.metadata["truth"]
 '''
 
 CASES = [
-    {"id": "add-1", "prompt": "What is 17 + 25?", "reference": "42", "topic": "arithmetic",
+    {"id": "add-1", "prompt": "What is 17 + 25?", "reference": "42", "reference_verified": True, "topic": "arithmetic",
      "metadata": {"truth": "42"}},
     {"id": "mul-1", "prompt": "What is 6 * 7 in this puzzle?", "reference": "43", "reference_verified": True,
      "topic": "arithmetic", "metadata": {"truth": "42"}},
@@ -75,7 +83,8 @@ def test_agent(frontier_case):
     frontier_case.assert_no_regression()
 '''
 
-ITEMS = ["arithmetic/mul-1", "weekdays/wd-1", "weekdays/wd-2"]
+FINDINGS = ["arithmetic/mul-1", "weekdays/wd-1", "weekdays/wd-2"]
+ITEMS = ["arithmetic/add-1", *FINDINGS]  # add-1 always passes: a guard
 
 # the curriculum as an object made by a factory that logs each call (only generating calls it)
 FACTORY_TEST = '''
@@ -129,6 +138,18 @@ def summary(result: pytest.RunResult) -> list[str]:
     return [line for line in lines[start + 1 : end] if line.strip()]
 
 
+def failure_lines(result: pytest.RunResult, item: str) -> list[str]:
+    """The ``E`` lines of one item's failure."""
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if line.startswith("E") and item in line)
+    out = []
+    for line in lines[start:]:
+        if not line.startswith("E"):
+            break
+        out.append(line)
+    return out
+
+
 def store_of(pytester: pytest.Pytester) -> CaseStore:
     return CaseStore(pytester.path / ".frontier-qa")
 
@@ -176,18 +197,18 @@ def test_first_run_generates_and_saves_the_cases(project: pytest.Pytester) -> No
     assert items(result) == {i: "PASSED" for i in ITEMS}
     store = store_of(project)
     runs = [r for r in store.run_ids() if r.startswith("pytest-")]
-    assert len(runs) == 1 and runs[0].endswith("-gen")  # one probe run; the pass case is stored, not an item
+    assert len(runs) == 1 and runs[0].endswith("-gen")  # one probe run
     latest = store.latest()
     assert {i: r.case_class.value for i, r in latest.items()} == {
         "add-1": "pass", "mul-1": "failure", "wd-1": "frontier", "wd-2": "frontier"}
     assert {r.case.metadata["pytest_suite"] for r in latest.values()} == {"test_agent.py::test_agent"}
     assert latest["wd-1"].p_hat == pytest.approx(4 / 6) and latest["wd-1"].majority == "Monday"
     lines = summary(result)
-    assert lines[0] == "test_agent.py::test_agent: target python:agent.py:run@1, mode auto, 3 test(s)"
+    assert lines[0] == "test_agent.py::test_agent: target python:agent.py:run, mode auto, 4 test(s)"
     assert "  generated: probed 4 new case(s): failure 1, frontier 2, pass 1" in lines
-    assert "  cases: 3 (3 new, 0 replayed): failure 1, frontier 2" in lines
+    assert "  cases: 4 (4 new, 0 replayed; 1 guard(s)): failure 1, frontier 2, pass 1" in lines
     assert "  frontier map: weekdays: 2 frontier of 2 (frontier 2)" in lines
-    assert "  frontier map: arithmetic: 0 frontier of 1 (failure 1)" in lines
+    assert "  frontier map: arithmetic: 0 frontier of 2 (failure 1, pass 1)" in lines
     assert lines[-1] == "  replay: pytest test_agent.py::test_agent --frontier-mode=replay"
 
 
@@ -205,41 +226,85 @@ def test_replay_only_reproduces_the_items_without_the_curriculum(project: pytest
     assert calls.read_text() == "called\n"  # never called
     replayed = junit(project.path / "again.xml")
     assert {n: p["frontier_verdict"] for n, p in replayed.items()} == {f"test_agent[{i}]": "same" for i in ITEMS}
-    assert replayed["test_agent[weekdays/wd-1]"]["frontier_p_hat"] == "0.6667"
-    assert "  cases: 3 (0 new, 3 replayed): failure 1, frontier 2" in summary(again)
+    # samples 6..11: 4 Mondays of 6, in the band once k = 6 is reached: "same" at the first look
+    assert (replayed["test_agent[weekdays/wd-1]"]["frontier_p_hat"], replayed["test_agent[weekdays/wd-1]"][
+        "frontier_k"]) == ("0.6667", "6")
+    assert replayed["test_agent[arithmetic/add-1]"]["frontier_role"] == "guard"
+    assert "  cases: 4 (0 new, 4 replayed; 1 guard(s)): failure 1, frontier 2, pass 1" in summary(again)
 
 
-def test_a_regression_in_the_agent_fails_the_replayed_tests(project: pytest.Pytester) -> None:
+def test_a_regression_fails_every_replay_until_someone_accepts(project: pytest.Pytester) -> None:
     assert run(project).ret == 0
     (project.path / "mode.txt").write_text("broken")
-    result = run(project, "--frontier-mode=replay")
-    assert items(result) == {"arithmetic/mul-1": "PASSED", "weekdays/wd-1": "FAILED", "weekdays/wd-2": "FAILED"}
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*AssertionError: frontier case wd-1 (weekdays) regressed: class got worse: "
-                                 "frontier → suspect; replay majority 'Sunday', p̂ 1.00 over k = 6*"])
+    for _ in range(2):  # a replay never moves the baseline: the agent stays broken, the test stays red
+        result = run(project, "--frontier-mode=replay")
+        assert items(result) == {"arithmetic/add-1": "PASSED", "arithmetic/mul-1": "PASSED",
+                                 "weekdays/wd-1": "FAILED", "weekdays/wd-2": "FAILED"}
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert store_of(project).accepted() == {}  # nobody accepted anything
+    first = baselines.resolve(store_of(project))["wd-1"]
+    assert (first.source, first.case_class.value, first.successes, first.k) == ("first", "frontier", 4, 6)
+    message = failure_lines(result, "weekdays/wd-1")
+    assert message[:3] == ["E       AssertionError: frontier-qa: regression: weekdays/wd-1",
+                           "E         prompt:     Which weekday comes 3 days after Friday?",
+                           "E         reference:  Monday (unverified)"]
+    assert re.fullmatch(r"E         baseline:   frontier, p̂ 0\.67 \[0\.35, 0\.88\], k=6, agent 1\+src\.[0-9a-f]{8}, "
+                        r"\d{4}-\d\d-\d\d \(first observation\)", message[3])
+    assert re.fullmatch(r"E         now:        suspect, p̂ 1\.00 \[0\.\d\d, 1\.00\], k=40, agent 1\+src\.[0-9a-f]{8}",
+                        message[4])
+    assert message[5:] == [
+        "E         why:        answers 'Monday' (the baseline's majority): 4/6 in the baseline, 0/40 now "
+        "(one-sided Fisher p = 9.2e-05 ≤ 6.5e-04)",
+        "E         answers now:       40 × Sunday",
+        "E         answers baseline:  4 × Monday, 2 × Friday",
+        "E         replay it:  pytest 'test_agent.py::test_agent[weekdays/wd-1]' --frontier-mode=replay"]
     lines = summary(result)
-    assert "  verdicts: regression 2, same 1" in lines
-    assert "  regression: wd-2: class got worse: frontier → suspect" in lines
+    assert "  verdicts: regression 2, same 2" in lines
     assert "  frontier map: weekdays: 0 frontier of 2 (suspect 2)" in lines
+    # a person accepts the new behaviour: the items pass, and the next replays hold the agent to it
+    accepted = run(project, "--frontier-mode=replay", "--frontier-accept")
+    assert items(accepted) == {i: "PASSED" for i in ITEMS}
+    assert "  accepted: 4 baseline(s) now hold what the agent does" in summary(accepted)
+    held = store_of(project).accepted()["wd-1"]
+    assert (held.source, held.case_class.value, held.k, held.anchor, held.successes) == (
+        "accept", "suspect", 40, "Sunday", 40)  # 40 broken samples pooled: no new draws needed
+    assert items(run(project, "--frontier-mode=replay")) == {i: "PASSED" for i in ITEMS}
+    (project.path / "mode.txt").write_text("v1")  # back to the old behaviour: now that is the change
+    back = items(run(project, "--frontier-mode=replay"))
+    # wd-2's majority Monday is no reference of its: a regression from the accepted Sunday; wd-1's majority
+    # Monday is its (unverified) reference: the accepted suspect finding no longer reproduces
+    assert (back["weekdays/wd-2"], back["weekdays/wd-1"]) == ("FAILED", "XFAIL")
+    assert len([b for b in store_of(project).baseline_lines() if b.case_id == "wd-1"]) == 1  # history kept
+
+
+def test_a_guard_case_catches_breaking_what_used_to_pass(project: pytest.Pytester) -> None:
+    assert run(project).ret == 0
+    (project.path / "mode.txt").write_text("wrong-add")  # the stable, correct add-1 now answers 41
+    result = run(project, "--frontier-mode=replay", "--junitxml=out.xml")
+    assert items(result) == {"arithmetic/add-1": "FAILED", **{i: "PASSED" for i in FINDINGS}}
+    result.stdout.fnmatch_lines(["*why:        right answers (verified reference '42'): 6/6 in the baseline, 0/10 now*"])
+    props = junit(project.path / "out.xml")["test_agent[arithmetic/add-1]"]
+    assert (props["frontier_role"], props["frontier_stored_class"], props["frontier_class"]) == (
+        "guard", "pass", "failure")
+    assert "  regression: add-1: right answers (verified reference '42'): 6/6 in the baseline, 0/10 now " \
+           "(one-sided Fisher p = 1.2e-04 ≤ 1.6e-04)" in summary(result)
 
 
 def test_a_case_that_no_longer_reproduces_is_reported_flaky(project: pytest.Pytester) -> None:
     assert run(project).ret == 0
     (project.path / "mode.txt").write_text("fixed")  # same agent id and version, other behaviour
     result = run(project, "--frontier-mode=replay", "-rx")
-    assert items(result) == {i: "XFAIL" for i in ITEMS}  # never a silent pass
+    # the failure is fixed, wd-2 now answers its reference: findings that did not reproduce, never a silent pass;
+    # wd-1's reference is its baseline majority: answering it always is no significant change on 6 samples
+    assert items(result) == {"arithmetic/add-1": "PASSED", "arithmetic/mul-1": "XFAIL", "weekdays/wd-1": "PASSED",
+                             "weekdays/wd-2": "XFAIL"}
     lines = summary(result)
-    assert "  flaky: mul-1: failure did not reproduce on the same target: failure → pass" in lines
-    assert ("  flaky: wd-1: frontier did not reproduce on the same target "
-            "(frontier → pass, p̂ 0.67 → 1.00)") in lines
-    result.stdout.fnmatch_lines(["XFAIL*test_agent*mul-1* - flaky: failure did not reproduce*"])
-    # the stored cases are now "pass", yet stay test items; v1 again is worse than that
-    (project.path / "mode.txt").write_text("v1")
-    assert items(run(project, "--frontier-mode=replay")) == {i: "FAILED" for i in ITEMS}
-    (project.path / "mode.txt").write_text("fixed")
+    assert any(line.startswith("  flaky: mul-1: right answers (verified reference '43'): 0/6 in the baseline, "
+                               "10/10 now") for line in lines)
+    result.stdout.fnmatch_lines(["XFAIL*test_agent*mul-1* - flaky: *the same agent no longer reproduces the finding"])
     strict = run(project, "--frontier-mode=replay", "--frontier-flaky=fail")
-    assert items(strict) == {i: "FAILED" for i in ITEMS}
-    strict.stdout.fnmatch_lines(["*frontier-qa: flaky case wd-2: frontier did not reproduce*"])
+    assert items(strict)["weekdays/wd-2"] == "FAILED" and items(strict)["arithmetic/mul-1"] == "FAILED"
+    strict.stdout.fnmatch_lines(["*frontier-qa: flaky case wd-2: *the majority moved to the unverified reference*"])
 
 
 # --- what a test item gets -----------------------------------------------------------------------
@@ -252,70 +317,93 @@ def test_junitxml_has_case_id_p_hat_interval_and_class(project: pytest.Pytester)
     props = junit(project.path / "out.xml")
     wd = props["test_agent[weekdays/wd-1]"]
     record = store_of(project).latest()["wd-1"]  # the replay's record
-    assert record.interval is not None
+    assert record.interval is not None and record.verdict is not None and record.verdict.verdict == "same"
     assert {k: wd[k] for k in ("frontier_case_id", "frontier_topic", "frontier_class", "frontier_p_hat",
-                               "frontier_k", "frontier_majority", "frontier_stored_class", "frontier_verdict")} == {
+                               "frontier_k", "frontier_majority", "frontier_stored_class", "frontier_verdict",
+                               "frontier_role")} == {
         "frontier_case_id": "wd-1", "frontier_topic": "weekdays", "frontier_class": "frontier",
         "frontier_p_hat": "0.6667", "frontier_k": "6", "frontier_majority": "Monday",
-        "frontier_stored_class": "frontier", "frontier_verdict": "same"}
+        "frontier_stored_class": "frontier", "frontier_verdict": "same", "frontier_role": "finding"}
     assert (wd["frontier_p_low"], wd["frontier_p_high"]) == (f"{record.interval.low:.4f}",
                                                             f"{record.interval.high:.4f}")
     assert 0.0 < float(wd["frontier_p_low"]) < 4 / 6 < float(wd["frontier_p_high"]) < 1.0
     assert wd["frontier_run"] == record.run_id and record.run_id.endswith("-r-main")
     mul = props["test_agent[arithmetic/mul-1]"]
     assert (mul["frontier_class"], mul["frontier_p_hat"], mul["frontier_majority"]) == ("failure", "1.0000", "42")
-    assert mul["frontier_target"] == "python:agent.py:run@1"
+    assert mul["frontier_target"] == "python:agent.py:run"
 
 
 def test_a_test_can_sample_the_agent_again(project: pytest.Pytester) -> None:
     project.makepyfile(test_agent=f'''
         import pytest
 
+        def weekday(i):
+            return "Monday" if i % 3 != 2 else "Friday"
+
         @pytest.mark.frontier({MARKER})
         def test_agent(frontier_case):
-            answers = frontier_case.answers(3)  # fresh indices after the k = 6 of this session's run
+            after = max(s.sample_index for s in frontier_case.replayed.samples) + 1
+            answers = frontier_case.answers(3)  # fresh indices after this session's samples of the case
             if frontier_case.topic == "weekdays":
-                assert answers == ["Monday", "Monday", "Friday"]
+                assert answers == [weekday(i) for i in range(after, after + 3)]
                 assert frontier_case.case_class == "frontier" and frontier_case.majority == "Monday"
                 assert frontier_case.reference == frontier_case.case.reference
-            else:
+            elif frontier_case.id == "mul-1":
                 assert answers == ["42", "42", "42"] and frontier_case.case_class == "failure"
             text = frontier_case.sample(1)[0].text
             assert text.startswith("\\\\boxed{{")
     ''')
     assert items(run(project)) == {i: "PASSED" for i in ITEMS}  # new cases: indices 6, 7, 8
-    assert items(run(project, "--frontier-mode=replay")) == {i: "PASSED" for i in ITEMS}  # replay 6..11, then 12..14
+    assert items(run(project, "--frontier-mode=replay")) == {i: "PASSED" for i in ITEMS}
 
 
-def test_budget_running_out_skips_the_undecided_cases(project: pytest.Pytester) -> None:
+# --- runs that could not judge the agent: exit status 3 ----------------------------------------------
+
+
+def test_budget_running_out_leaves_the_session_unjudged(project: pytest.Pytester) -> None:
     assert run(project).ret == 0
     result = run(project, "--frontier-mode=replay", "--frontier-budget-calls=3", "-rs")
     assert items(result) == {i: "SKIPPED" for i in ITEMS}
+    assert result.ret == 3  # frontier_qa.exit_codes.EXIT_NO_JUDGEMENT, not a green run
     result.stdout.fnmatch_lines(["SKIPPED*frontier-qa stopped before case * was decided: budget*calls 3/3*"])
+    result.stdout.fnmatch_lines(["could not judge the agent (exit status 3):",
+                                 "  - test_agent.py::test_agent: 4 of 4 cases (100%) could not be decided, above the "
+                                 "limit of 20% (gate.max_unresolved_share): frontier-qa stopped before*"])
 
 
-def test_replay_mode_with_nothing_stored_skips_with_the_fix(project: pytest.Pytester) -> None:
-    result = run(project, "--frontier-mode=replay", "-rs")
-    assert items(result) == {"no-cases": "SKIPPED"}
-    result.stdout.fnmatch_lines(["SKIPPED*no stored failure/suspect/frontier cases for 'test_agent.py::test_agent'"
-                                 "*run pytest --frontier-mode=generate*"])
+def test_replay_mode_with_nothing_stored_errors_the_session(project: pytest.Pytester) -> None:
+    result = run(project, "--frontier-mode=replay")
+    assert items(result) == {"no-cases": "ERROR"} and result.ret == 3
+    result.stdout.fnmatch_lines(["*FrontierUnjudged: nothing to replay: no stored case for "
+                                 "'test_agent.py::test_agent'*run pytest --frontier-mode=generate*"])
+    assert summary(result)[0] == "could not judge the agent (exit status 3):"
     assert not (project.path / ".frontier-qa").exists()
     collected = run(project, "--collect-only")  # auto mode, but collecting only: never probes
     assert "test_agent[no-cases]" in collected.stdout.str()
     assert not (project.path / ".frontier-qa").exists()
 
 
+def test_an_empty_curriculum_errors_the_session(project: pytest.Pytester) -> None:
+    (project.path / "cases.jsonl").write_text("")
+    result = run(project)
+    assert items(result) == {"no-cases": "ERROR"} and result.ret == 3
+    result.stdout.fnmatch_lines(["*FrontierUnjudged: probing found no failure/suspect/frontier or guard cases*"])
+
+
 def test_auto_probes_only_a_suite_with_nothing_stored(project: pytest.Pytester) -> None:
-    (project.path / "mode.txt").write_text("fixed")  # every case passes: nothing becomes a test item
+    (project.path / "mode.txt").write_text("fixed")  # every case passes: all four become guards
     project.makepyfile(test_agent=FACTORY_TEST)
-    first = run(project, "-rs")
-    assert items(first) == {"no-cases": "SKIPPED"}
-    first.stdout.fnmatch_lines(["SKIPPED*probing found no failure/suspect/frontier cases for "
-                                "'test_agent.py::test_agent' (probed 4 new case(s): pass 4)"])
-    again = run(project, "-rs")  # the 4 stored passes count as stored: auto does not probe again
-    again.stdout.fnmatch_lines(["SKIPPED*none of the 4 stored case(s) of 'test_agent.py::test_agent' is "
-                                "failure/suspect/frontier (run pytest --frontier-mode=generate to look for more)"])
+    first = run(project)
+    assert items(first) == {i: "PASSED" for i in ITEMS}
+    assert "  cases: 4 (4 new, 0 replayed; 4 guard(s)): pass 4" in summary(first)
+    again = run(project)  # the 4 stored passes count as stored: auto does not probe again
+    assert items(again) == {i: "PASSED" for i in ITEMS}
     assert (project.path / "curriculum_calls.txt").read_text() == "called\n"
+    project.makepyfile(test_agent=FACTORY_TEST.replace("sequential=False", "sequential=False, guards=0"))
+    none = run(project, "-rs")  # no guards wanted and nothing else: a skip, not an error
+    assert items(none) == {"no-cases": "SKIPPED"} and none.ret == 0
+    none.stdout.fnmatch_lines(["SKIPPED*none of the 4 stored case(s) of 'test_agent.py::test_agent' is a "
+                               "failure/suspect/frontier or guard case*"])
 
 
 def test_flags_beat_the_marker_and_the_marker_beats_ini_keys(project: pytest.Pytester) -> None:
@@ -329,10 +417,10 @@ def test_flags_beat_the_marker_and_the_marker_beats_ini_keys(project: pytest.Pyt
     ''')
     assert run(project, "--junitxml=first.xml").ret == 0
     first = junit(project.path / "first.xml")["test_agent[weekdays/wd-1]"]
-    assert (first["frontier_k"], first["frontier_target"]) == ("6", "python:agent.py:run@1")  # the ini target
-    assert run(project, "--frontier-mode=replay", "--frontier-k=3", "--junitxml=again.xml").ret == 0
+    assert (first["frontier_k"], first["frontier_target"]) == ("6", "python:agent.py:run")  # marker k, ini target
+    assert run(project, "--frontier-store=other", "--frontier-k=3", "--junitxml=again.xml").ret == 0
     again = junit(project.path / "again.xml")["test_agent[weekdays/wd-1]"]
-    # k = 3 from the flag: samples 6, 7, 8 answer Monday, Monday, Friday
+    # k = 3 from the flag: samples 0, 1, 2 answer Monday, Monday, Friday
     assert (again["frontier_k"], again["frontier_p_hat"], again["frontier_class"]) == ("3", "0.6667", "frontier")
 
 
@@ -346,8 +434,9 @@ def test_a_committed_suite_file_replays_without_the_store(project: pytest.Pytest
     ''')
     assert run(project, "--frontier-mode=generate").ret == 0
     entries = import_suite(project.path / "frontier_suite.yaml")
-    assert [(e.case.id, e.observed.case_class.value) for e in entries] == [
-        ("mul-1", "failure"), ("wd-1", "frontier"), ("wd-2", "frontier")]
+    assert [(e.case.id, e.observed.case_class.value, e.role, e.baseline.k) for e in entries] == [
+        ("add-1", "pass", "guard", 6), ("mul-1", "failure", "finding", 6), ("wd-1", "frontier", "finding", 6),
+        ("wd-2", "frontier", "finding", 6)]
     import shutil
 
     shutil.rmtree(project.path / ".frontier-qa")  # a fresh CI checkout: only the committed suite
@@ -357,6 +446,14 @@ def test_a_committed_suite_file_replays_without_the_store(project: pytest.Pytest
     # nothing drawn before in this store: the replay draws indices 0..5 again, deterministically
     assert props["test_agent[weekdays/wd-2]"]["frontier_p_hat"] == "0.6667"
     assert {p["frontier_verdict"] for p in props.values()} == {"same"}
+    (project.path / "mode.txt").write_text("broken")  # CI on a broken agent: red, and it stays red
+    assert run(project, "--frontier-mode=replay").ret == pytest.ExitCode.TESTS_FAILED
+    assert run(project, "--frontier-mode=replay").ret == pytest.ExitCode.TESTS_FAILED
+    # accepting writes the new baselines into the committed suite too
+    assert run(project, "--frontier-mode=replay", "--frontier-accept").ret == 0
+    accepted = {e.case.id: e.baseline for e in import_suite(project.path / "frontier_suite.yaml")}
+    assert (accepted["wd-1"].source, accepted["wd-1"].anchor) == ("accept", "Sunday")
+    assert run(project, "--frontier-mode=replay").ret == 0
 
 
 def test_two_tests_share_a_named_suite(project: pytest.Pytester) -> None:
@@ -374,9 +471,9 @@ def test_two_tests_share_a_named_suite(project: pytest.Pytester) -> None:
             assert frontier_case.reference is not None
     ''')
     result = run(project)
-    assert result.parseoutcomes() == {"passed": 6}
-    assert summary(result)[0] == "agent-suite: target python:agent.py:run@1, mode auto, 6 test(s)"
-    assert "  cases: 3 (3 new, 0 replayed): failure 1, frontier 2" in summary(result)
+    assert result.parseoutcomes() == {"passed": 8}
+    assert summary(result)[0] == "agent-suite: target python:agent.py:run, mode auto, 8 test(s)"
+    assert "  cases: 4 (4 new, 0 replayed; 1 guard(s)): failure 1, frontier 2, pass 1" in summary(result)
     project.makepyfile(test_agent=f'''
         import pytest
 
@@ -481,7 +578,10 @@ def test_xdist_generates_once_and_every_worker_collects_the_same_items(project: 
     assert items_xdist(again) == {i: "PASSED" for i in ITEMS}
     props = junit(project.path / "x.xml")  # written by the controller from the workers' reports
     assert {n: p["frontier_verdict"] for n, p in props.items()} == {f"test_agent[{i}]": "same" for i in ITEMS}
-    assert "  cases: 3 (0 new, 3 replayed): failure 1, frontier 2" in summary(again)
+    assert "  cases: 4 (0 new, 4 replayed; 1 guard(s)): failure 1, frontier 2, pass 1" in summary(again)
+    empty = project.runpytest_subprocess(*args, "--frontier-mode=replay", "--frontier-store=nothing")
+    assert empty.ret == 3  # the controller ends an unjudged session with exit status 3 too
+    assert "could not judge the agent (exit status 3):" in empty.stdout.str()
 
 
 def items_xdist(result: pytest.RunResult) -> dict[str, str]:
@@ -495,11 +595,15 @@ def test_the_worked_example_runs_offline(pytester: pytest.Pytester) -> None:
     store = pytester.path / "store"
     args = (*plugin_args(), "-p", "no:cacheprovider", str(example), f"--frontier-store={store}")
     first = pytester.runpytest_subprocess(*args)
-    first.assert_outcomes(passed=8)
+    first.assert_outcomes(passed=12)
     lines = summary(first)
-    assert lines[0].startswith("examples/moody-agent: target example:moody-agent@1, mode auto, 8 test(s)")
-    assert "  cases: 4 (4 new, 0 replayed): failure 1, frontier 3" in lines
+    assert lines[0].startswith("examples/moody-agent: target example:moody-agent, mode auto, 12 test(s)")
+    assert "  cases: 6 (6 new, 0 replayed; 2 guard(s)): failure 1, frontier 3, pass 2" in lines
     assert "  frontier map: weekdays: 3 frontier of 3 (frontier 3)" in lines
     again = pytester.runpytest_subprocess(*args, "--frontier-mode=replay")
-    again.assert_outcomes(passed=8)
-    assert "  cases: 4 (0 new, 4 replayed): failure 1, frontier 3" in summary(again)
+    again.assert_outcomes(passed=12)
+    lines = summary(again)
+    assert lines[1].startswith("  cases: 6 (0 new, 6 replayed; 2 guard(s)): failure 1")
+    # the moody agent guesses among seven weekdays: 8 samples called it frontier, more show the scatter;
+    # with so small a baseline that is no regression, just not yet decided
+    assert lines[2].startswith("  verdicts: ") and "regression" not in lines[2]
