@@ -207,7 +207,7 @@ class RegressionConfig(_Section):
                              description="new samples at each look of a replayed case; the last is the cap")
     min_drop: float = Field(0.3, gt=0, lt=1, description="the drop in the share of right (or baseline) answers "
                                                          "that matters")
-    futility: float = Field(0.05, gt=0, lt=1, description="stop as 'same' once that drop is less likely than this")
+    futility: float = Field(0.1, gt=0, lt=1, description="stop as 'same' once that drop is less likely than this")
     baseline_samples: int = Field(40, ge=1, description="samples an accepted baseline holds (accept samples more)")
 
     @field_validator("looks")

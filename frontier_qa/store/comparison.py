@@ -71,7 +71,7 @@ class RegressionPolicy:
     n_cases: int = 1
     looks: tuple[int, ...] = DEFAULT_LOOKS
     min_drop: float = 0.3
-    futility: float = 0.05
+    futility: float = 0.1
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0:

@@ -84,6 +84,11 @@ class Project:
     def behave(self, delay: float = 0.0, **topics: str) -> None:
         (self.root / "behaviour.json").write_text(json.dumps({"delay": delay, "topics": topics}))
 
+    def edit_agent(self, note: str = "# edited") -> None:
+        """Change the agent's source (not its behaviour): a new version."""
+        path = self.root / "agent.py"
+        path.write_text(path.read_text() + f"\n{note}\n")
+
     def write_cases(self, rows: list[dict]) -> None:
         (self.root / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
@@ -283,11 +288,16 @@ def test_budget_stop_leaves_the_run_open_and_resume_finishes_it(project: Project
     project.behave(weekdays="coin")
     rc, out, err = project.probe("--out", "out", "--store", "store", "--run-id", "b1", "--budget-calls", "20",
                                  "--concurrency", "1")
-    assert rc == 0, err
+    # the case in flight when the budget ran out stays unresolved: more than 20% of the few decided,
+    # so this run could not judge the agent (exit 3), and says so first
+    assert rc == 3, err
+    assert out.startswith("could not judge the agent (exit 3):\n  - ")
+    assert "stayed unresolved (budget), above the limit of 20%" in out
     assert "stopped: budget" in out and "continue it with: --resume b1" in out
     assert "spent: calls 20/20" in out
     first = project.report()
     assert first["run"]["finished_at"] is None and first["total"] < 10
+    assert first["gate"]["exit_code"] == 3 and first["gate"]["health"][0]["code"] == "unresolved-share"
     rc, out, err = project.probe("--out", "out", "--store", "store", "--resume", "b1", "--budget-calls", "200")
     assert rc == 0, err
     report = project.report()
@@ -318,21 +328,24 @@ def test_export_then_replay_the_committed_suite(project: Project) -> None:
     project.behave(weekdays="coin", arithmetic="wrong")
     assert project.probe("--out", "out", "--store", "store")[0] == 1
     rc, out, _ = project.cli("export", "--store", "store", "--suite", "tests/frontier_suite.yaml")
-    assert rc == 0 and "exported 10 case(s)" in out
+    assert rc == 0 and "exported 10 case(s) to tests/frontier_suite.yaml: 10 finding(s)" in out
     # a fresh machine (empty store) replays the suite; known failures do not fail the replay gate
     rc, out, err = project.cli("replay", *project.base(), "--suite", "tests/frontier_suite.yaml",
                                "--store", "fresh", "--out", "replayed")
     assert rc == 0, err
     assert project.report("replayed")["replay"]["counts"]["same"] == 10
     project.behave(weekdays="right", arithmetic="wrong")  # the frontier got easier: improved, not regressed
+    project.edit_agent()  # a new version of the agent (its source hash changes)
     rc, _, _ = project.cli("replay", *project.base(), "--suite", "tests/frontier_suite.yaml", "--store", "fresh",
                            "--out", "improved")
     assert rc == 0 and project.report("improved")["replay"]["counts"]["improved"] == 4
 
 
-def test_replay_with_nothing_to_replay_is_a_usage_error(project: Project) -> None:
-    rc, _, err = project.cli("replay", *project.base(), "--store", "empty")
-    assert rc == 2 and "nothing to replay" in err
+def test_replay_with_nothing_to_replay_could_not_judge(project: Project) -> None:
+    rc, out, _ = project.cli("replay", *project.base(), "--store", "empty", "--out", "nothing")
+    assert rc == 3 and out.startswith("could not judge the agent (exit 3):\n  - there was no stored case to replay")
+    report = project.report("nothing")
+    assert report["gate"]["health"][0]["code"] == "nothing-to-replay" and report["total"] == 0
 
 
 # --- (9) shards and merge ----------------------------------------------------------------------------
