@@ -8,12 +8,13 @@ scatters, 12 stable right (right 90 %, two wrong answers 5 % each) and 6 stable 
 answer 95 %). Half of each kind has a verified reference, half is judged on its baseline's
 majority. The suite is probed once, its baselines accepted (``accept``: 40 samples each), then:
 
-* ``unchanged``: the same agent is replayed R times; a replay *fails* when the gate fails
-  (any regression). Goal: at most 2 % of replays fail.
+* ``unchanged``: the same agent is replayed 4·R times; a replay *fails* when the gate fails
+  (any regression). Goal: at most 2 % of replays fail. Printed with the exact (Clopper-Pearson)
+  95 % upper bound of the rate, since 0 of 200 is not 0.
 * three planted changes, R replays each, each replay changing one eligible case picked at
   random: a stable-right case turned stably wrong, a frontier case turned stably wrong, a
   stable-right case whose correctness drops from 0.9 to 0.4. *Detected* when that case's
-  verdict is ``regression``. Goal: at least 95 % each.
+  verdict is ``regression``. Goal: at least 95 % each (printed with the 95 % lower bound).
 
 Printed next to the default (sequential looks, baselines of 40): the same with the baselines
 left at the first observation (no ``accept``: at most k = 10 samples), and the rule replays
@@ -21,7 +22,7 @@ used before (class change or p̂ outside the last interval, k = 10, the baseline
 every replay), with the target calls per replay and their ratio to fixed k = 10 (300).
 
 Run: ``python benchmarks/regression_bench.py [--replays R] [--seed S]`` (R = 50: about 3 minutes
-on 2 cores).
+on 2 cores; ``--skip-old`` leaves out the old rule).
 """
 
 from __future__ import annotations
@@ -142,6 +143,16 @@ async def replay_once(seed_store: Path, work: Path, agent: Agent, r: int) -> tup
     return Verdict.REGRESSION in verdicts.values(), verdicts, result.run.totals.cost.calls
 
 
+def clopper_pearson(hits: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The exact two-sided interval of a binomial rate (each side at (1 - confidence) / 2)."""
+    from scipy.stats import beta
+
+    tail = (1 - confidence) / 2
+    low = 0.0 if hits == 0 else float(beta.ppf(tail, hits, n - hits + 1))
+    high = 1.0 if hits == n else float(beta.ppf(1 - tail, hits + 1, n - hits))
+    return low, high
+
+
 async def new_rule(work: Path, replays: int, seed: int, *, accept_baselines: bool) -> tuple[dict[str, Tally], int]:
     proposals, table, ids = suite()
     agent = Agent({k: dict(v) for k, v in table.items()}, seed=seed)
@@ -151,7 +162,7 @@ async def new_rule(work: Path, replays: int, seed: int, *, accept_baselines: boo
     out: dict[str, Tally] = {}
     for name in ("unchanged", *PLANTS):
         t = out[name] = Tally()
-        for r in range(replays):
+        for r in range(4 * replays if name == "unchanged" else replays):
             agent.epoch = 1000 * (len(out)) + r + 1
             planted = None
             if name != "unchanged":
@@ -213,14 +224,17 @@ def show(title: str, tallies: dict[str, Tally], setup_calls: int | None = None) 
     print(f"\n{title}")
     u = tallies["unchanged"]
     per = u.calls / u.replays
-    print(f"  unchanged agent: {u.failed}/{u.replays} replays fail ({u.failed / u.replays:.1%}, goal <= 2%); "
-          f"{per:.0f} target calls per replay = {per / fixed:.2f} x fixed k = {FIXED_K} ({fixed}); "
-          f"{u.inconclusive / u.replays:.1f} inconclusive cases per replay")
+    high = clopper_pearson(u.failed, u.replays)[1]
+    print(f"  unchanged agent: {u.failed}/{u.replays} replays fail ({u.failed / u.replays:.1%}, 95% upper bound "
+          f"{high:.1%}; goal <= 2%); {per:.0f} target calls per replay = {per / fixed:.2f} x fixed k = {FIXED_K} "
+          f"({fixed}); {u.inconclusive / u.replays:.1f} inconclusive cases per replay")
     for name in PLANTS:
         t = tallies[name]
         per = t.calls / t.replays
-        print(f"  {name:<24s} detected {t.detected}/{t.replays} ({t.detected / t.replays:.0%}, goal >= 95%); "
-              f"suite fails {t.failed / t.replays:.0%}; {per:.0f} calls per replay ({per / fixed:.2f} x fixed k)")
+        low = clopper_pearson(t.detected, t.replays)[0]
+        print(f"  {name:<24s} detected {t.detected}/{t.replays} ({t.detected / t.replays:.0%}, 95% lower bound "
+              f"{low:.0%}; goal >= 95%); suite fails {t.failed / t.replays:.0%}; {per:.0f} calls per replay "
+              f"({per / fixed:.2f} x fixed k)")
     if setup_calls is not None:
         print(f"  one-time: probing the suite and accepting its baselines cost {setup_calls} target calls")
 
@@ -242,7 +256,8 @@ def main() -> None:
         if not args.skip_old:
             show("before: class change or p̂ outside the last interval, fixed k = 10, baseline overwritten by each "
                  "replay", asyncio.run(old_rule(work, args.replays, args.seed)))
-    print(f"\n{args.replays} replays per scenario, seed {args.seed}, {time.perf_counter() - started:.0f} s")
+    print(f"\n{4 * args.replays} replays of the unchanged agent and {args.replays} per planted change, "
+          f"seed {args.seed}, {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":

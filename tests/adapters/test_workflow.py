@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import re
 import socket
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -228,7 +230,8 @@ def test_record_tool_outside_an_agent_run_is_a_plain_call() -> None:
 
 def test_calculator_agent_from_a_path_spec() -> None:
     adapter = create_adapter(f"python:{AGENTS / 'calculator_agent.py'}:solve")
-    assert adapter.id.endswith("calculator_agent.py:solve@1")  # the module's `version` is part of the id
+    assert adapter.id.endswith("calculator_agent.py:solve")  # the id names the agent; the version is apart
+    assert re.fullmatch(r"1\+src\.[0-9a-f]{8}", adapter.version() or "")  # its `version`, then its source hash
     ok, bad = generate(adapter, case=CASE), generate(adapter, case=Case(id="x", prompt="Name a colour."))
     (t,) = ok
     assert t.text == "The value is \\boxed{33}."
@@ -240,6 +243,58 @@ def test_calculator_agent_from_a_path_spec() -> None:
     steps = [m["content"] for m in t.messages if m["role"] == "step"]
     assert steps == ["parse '(3 + 4) * 5 - 2'", "compute 3 + 4", "compute 7 * 5", "compute 35 - 2"]
     assert bad[0].error.startswith("the agent raised ValueError: no arithmetic expression in the task")
+
+
+def test_a_python_agents_version_is_a_hash_of_its_source(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text("def run(task):\n    return '\\\\boxed{1}'\n")
+    spec = f"python:{agent}:run"
+
+    def version(**options: Any) -> str | None:
+        sys.modules.pop(next((m for m in sys.modules if m.startswith("frontier_qa_agent_agent_")), ""), None)
+        return create_adapter(spec, **options).version()
+
+    plain = version()
+    assert re.fullmatch(r"src\.[0-9a-f]{8}", plain or "")
+    assert version() == plain  # stable while the file is unchanged
+    agent.write_text(agent.read_text() + "# a comment is an edit too\n")
+    edited = version()
+    assert edited != plain
+    assert version(version="7") == f"7+{edited}"  # a declared version adds to the hash, never replaces it
+    # a package: every module of it counts
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helper.py").write_text("ANSWER = 1\n")
+    (package / "agent.py").write_text("from pkg.helper import ANSWER\n\ndef run(task):\n    return str(ANSWER)\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        first = create_adapter("python:pkg.agent:run").version()
+        (package / "helper.py").write_text("ANSWER = 2\n")
+        assert create_adapter("python:pkg.agent:run").version() != first
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m == "pkg" or m.startswith("pkg.")]:
+            del sys.modules[name]
+    moody = f"python:{AGENTS / 'moody_agent.py'}:MoodyAgent"
+    assert (create_adapter(moody, agent_kwargs={"topic": "a"}).version()
+            != create_adapter(moody, agent_kwargs={"topic": "b"}).version())  # another agent
+
+
+def test_configured_versions_are_in_every_cache_key(tmp_path: Path) -> None:
+    from frontier_qa.runtime import open_target
+    from frontier_qa.runtime.cache import SampleCache
+    from frontier_qa.testing import ScriptedAdapter
+
+    cache = SampleCache(tmp_path)
+    case = Case(id="c", prompt="2 + 2?", reference="4")
+    for version, cached in (("v1", False), ("v1", True), ("v2", False)):
+        target = open_target(ScriptedAdapter(version=None), cache=cache, version=version)
+        assert target.version() == version
+        (t,) = target.sample_sync(case, 1, Sampling(seed=0))
+        assert t.cached is cached  # a new version never replays another version's samples
+    http = create_adapter("http://127.0.0.1:9/agent", version="2025-01")
+    assert http.id == "http:http://127.0.0.1:9/agent" and http.version() == "2025-01"
 
 
 def test_moody_agent_is_inconsistent_on_its_topic_only() -> None:
