@@ -219,7 +219,7 @@ async def old_rule(work: Path, replays: int, seed: int) -> dict[str, Tally]:
     return out
 
 
-def show(title: str, tallies: dict[str, Tally], setup_calls: int | None = None) -> None:
+def show(title: str, tallies: dict[str, Tally], setup_calls: int | None = None, *, accepted: bool = False) -> None:
     fixed = 30 * FIXED_K
     print(f"\n{title}")
     u = tallies["unchanged"]
@@ -236,7 +236,8 @@ def show(title: str, tallies: dict[str, Tally], setup_calls: int | None = None) 
               f"{low:.0%}; goal >= 95%); suite fails {t.failed / t.replays:.0%}; {per:.0f} calls per replay "
               f"({per / fixed:.2f} x fixed k)")
     if setup_calls is not None:
-        print(f"  one-time: probing the suite and accepting its baselines cost {setup_calls} target calls")
+        what = "probing the suite and accepting its baselines" if accepted else "probing the suite"
+        print(f"  one-time: {what} cost {setup_calls} target calls")
 
 
 def main() -> None:
@@ -250,7 +251,7 @@ def main() -> None:
         work = Path(tmp)
         new, setup_calls = asyncio.run(new_rule(work, args.replays, args.seed, accept_baselines=True))
         show("default: sequential looks (5, 10, 20, 40, 80), alpha 0.01 over the suite, baselines of 40 (accept)",
-             new, setup_calls)
+             new, setup_calls, accepted=True)
         weak, weak_setup = asyncio.run(new_rule(work, args.replays, args.seed, accept_baselines=False))
         show("the same test, baselines left at the first observation (no accept: k <= 10)", weak, weak_setup)
         if not args.skip_old:

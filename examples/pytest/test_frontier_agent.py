@@ -8,14 +8,19 @@ from ``seed_cases.jsonl``; no model is needed, and a run takes a few seconds.
 Run it from anywhere (paths below are relative to this file)::
 
     pytest examples/pytest                          # 1st run: probes the seed cases, stores what it finds
-    pytest examples/pytest                          # later runs: replay the stored cases
+    pytest examples/pytest                          # later runs: replay the stored cases against their baselines
     pytest examples/pytest --frontier-mode=replay   # CI: stored cases only, never generate
     pytest examples/pytest --frontier-mode=generate # look for new cases too (after replaying)
-    pytest examples/pytest --junitxml=frontier.xml  # case id, p̂, interval and class as properties
+    pytest examples/pytest --frontier-accept        # the agent changed on purpose: its behaviour is the new baseline
+    pytest examples/pytest --junitxml=frontier.xml  # case id, p̂, interval, class and verdict as properties
 
 Each stored failure, suspect or frontier case becomes one test item, e.g.
-``test_no_regression[weekdays/weekday-after-friday]``; the terminal summary shows the
-frontier map by topic and the command that replays the cases.
+``test_no_regression[weekdays/weekday-after-friday]``, and so do up to 10 stable, correct cases as
+*guards* (``guards=``), so breaking what the agent got right fails too. Each item is held to its
+baseline (its first observation until someone accepts another) by a statistical test; a replay
+never moves a baseline. The terminal summary shows the frontier map by topic and the command that
+replays the cases; a session that could not judge the agent (nothing stored in replay mode, the
+budget gone before the cases were decided) ends with exit status 3.
 
 **A generating curriculum.** To have a model write the tasks instead of reading a file,
 name it as the curriculum, with a domain (and topics)::
