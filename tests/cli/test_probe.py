@@ -116,14 +116,6 @@ class Project:
         return [json.loads(line) for line in (self.root / out / "cases.jsonl").read_text().splitlines()]
 
 
-@pytest.fixture
-def project(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Project:
-    for name in list(os.environ):
-        if name.startswith("FRONTIER_QA_") or name == "CI":
-            monkeypatch.delenv(name)
-    return Project(tmp_path, capsys)
-
-
 def by_topic(report: dict) -> dict[str, dict[str, int]]:
     return {row["topic"]: row["counts"] for row in report["by_topic"]}
 

@@ -9,24 +9,12 @@ version, a new source hash).
 from __future__ import annotations
 
 import json
-import os
 import socket
 import xml.etree.ElementTree as ET
-from pathlib import Path
-
-import pytest
 
 from frontier_qa.store import baselines
 from frontier_qa.store.case_store import CaseStore
 from tests.cli.test_probe import Project
-
-
-@pytest.fixture
-def project(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Project:
-    for name in list(os.environ):
-        if name.startswith("FRONTIER_QA_") or name == "CI":
-            monkeypatch.delenv(name)
-    return Project(tmp_path, capsys)
 
 
 def health(project: Project, out: str) -> tuple[str, list[str], str]:
