@@ -101,8 +101,13 @@ def assess(summary: Summary, facts: RunFacts = RunFacts(), *, max_unresolved_sha
         problems.append(HealthProblem("curriculum-empty", "the curriculum proposed no case (is the cases file "
                                       "empty?); nothing was judged"))
     elif summary.total and valid == 0:
+        reasons = [r.reason or "" for r in summary.records]
+        timed_out = next((r for r in reasons if _TIMEOUT.search(r)), "")
+        source = "curriculum" if "curriculum model" in timed_out else "target"
         problems.append(HealthProblem("no-valid-case", f"none of the {summary.total} cases could be classified: "
-                                      "every one failed validation (see their reasons in report.md)"))
+                                      "every one failed validation (see their reasons in report.md)"
+                                      + (f"; the first: {timed_out}." if timed_out else "")
+                                      + _timeout_hint(timed_out, source, facts.target)))
     elif not summary.total and not problems and facts.mode != "merge":
         problems.append(HealthProblem("no-valid-case", "no case was classified"))
     unresolved = counts[CaseClass.UNRESOLVED]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -38,7 +39,8 @@ def test_default_config_probes_the_example_agent_end_to_end(tmp_path: Path, repo
 
     report = json.loads((out / "report.json").read_text())
     assert {"cases.jsonl", "report.json", "junit.xml", "report.md", "report.html"} <= {p.name for p in out.iterdir()}
-    assert report["run"]["target_id"].startswith("python:examples/agents/smol_agent.py:solve@")
+    assert report["run"]["target_id"] == "python:examples/agents/smol_agent.py:solve"
+    assert re.fullmatch(r"3\+src\.[0-9a-f]{8}", report["run"]["target_version"])  # declared 3, plus its source hash
     rows = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
     assert len(rows) == 4  # every candidate is recorded, valid or not
     assert all(row["case"]["topic"] in TOPICS for row in rows)

@@ -341,6 +341,13 @@ def test_a_run_that_could_not_judge_exits_3_whatever_the_checks(records: list[Ca
     failed = [rec("e", CaseClass.UNRESOLVED, None, answers=())]
     failed[0] = failed[0].model_copy(update={"samples": [SampleRecord(sample_index=0, error="fatal: refused")]})
     assert [p.code for p in evaluate_gate(failed, GateThresholds()).health] == ["every-call-failed", "unresolved-share"]
+    slow = rec("i", CaseClass.INVALID, None, answers=()).model_copy(update={"reason": (
+        "the curriculum model returned no text: transient: no answer within Limits.timeout_s = 120.0 s")})
+    [invalid] = evaluate_gate([slow], GateThresholds(), facts=RunFacts(mode="probe", target="python:agent.py")).health
+    assert invalid.code == "no-valid-case" and invalid.message.endswith(
+        "the first: the curriculum model returned no text: transient: no answer within Limits.timeout_s = 120.0 s. "
+        "The calls timed out; a local model on a CPU can need minutes per call: raise "
+        "curriculum.model.limits.timeout_s (now 120 s), e.g. --set curriculum.model.limits.timeout_s=240.")
     nothing = evaluate_gate([], GateThresholds(), facts=RunFacts(mode="replay", planned=0))
     assert [p.code for p in nothing.health] == ["nothing-to-replay"]
 
