@@ -144,3 +144,12 @@ def test_a_budget_stop_with_every_case_unresolved_could_not_judge(project: Proje
     assert rc == 3 and "1 of 1 cases (100%) stayed unresolved (budget), above the limit of 20%" in out
     code, md, _ = health(project, "broke")
     assert code == "unresolved-share" and "raise the budget or k, or resume the run" in md[5]
+
+
+def test_cases_that_all_fail_validation_could_not_judge(project: Project) -> None:
+    project.write_cases([{"id": f"blank-{i}", "prompt": f"What is {i} + {i}?", "reference": " ", "topic": "arithmetic"}
+                         for i in range(2)])
+    rc, out, _ = project.probe("--out", "invalid", "--store", "store")
+    assert rc == 3 and out.splitlines()[1] == ("  - none of the 2 cases could be classified: every one failed "
+                                               "validation (see their reasons in report.md)")
+    assert health(project, "invalid")[0] == "no-valid-case"
