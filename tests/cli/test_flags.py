@@ -29,6 +29,7 @@ PROBE_CASES: dict[str, tuple[list[str], str, object]] = {
     "max_candidates": (["--max-candidates", "5"], "probing.max_candidates", 5),
     "concurrency": (["--concurrency", "2"], "probing.concurrency", 2),
     "seed": (["--seed", "4"], "probing.seed", 4),
+    "no_cache": (["--no-cache"], "target.cache", False),
     "judge": (["--judge", "litellm:openai/j"], "probing.judge.spec", "litellm:openai/j"),
     "critic": (["--critic", "litellm:openai/c"], "validation.critic.spec", "litellm:openai/c"),
     "out": (["--out", "reports"], "output.dir", "reports"),
@@ -48,6 +49,7 @@ REPLAY_CASES: dict[str, tuple[list[str], str, object]] = {
     "max_failures": (["--max-failures", "1"], "replay.gate.max_failures", 1),
     "max_regressions": (["--max-regressions", "4"], "replay.gate.max_regressions", 4),
     "max_flaky": (["--max-flaky", "5"], "replay.gate.max_flaky", 5),
+    "max_inconclusive": (["--max-inconclusive", "6"], "replay.gate.max_inconclusive", 6),
 }
 
 
@@ -86,6 +88,6 @@ def test_commands_are_registered_explicitly() -> None:
     import typer
 
     first, second = typer.main.get_command(build_app()), typer.main.get_command(build_app())
-    expected = {"probe", "replay", "export", "merge", "schema", "score", "train"}
+    expected = {"probe", "replay", "accept", "export", "merge", "schema", "score", "train"}
     assert set(first.commands) == set(second.commands) == expected
     assert set(first.commands["train"].commands) == {"curriculum", "coevolve", "merge", "summary"}
