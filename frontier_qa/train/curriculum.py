@@ -331,8 +331,10 @@ def train_curriculum(config: TrainConfig, *, target: Target | None = None, resum
     from accelerate import PartialState
     from datasets import Dataset
 
-    state = PartialState()
     cuda = torch.cuda.is_available() and config.training.use_cpu is not True
+    # cpu=True on a machine without a GPU: under `accelerate launch` a bare PartialState() there
+    # sees one process, so the global batch would be planned for one and multiplied by every rank
+    state = PartialState(cpu=not cuda)
     bf16_ok = cuda and torch.cuda.is_bf16_supported()
     vllm = use_vllm(config, cuda)
     output = Path(config.training.output_dir)
@@ -379,6 +381,13 @@ def train_curriculum(config: TrainConfig, *, target: Target | None = None, resum
         if owned:
             _close(target, None)
         raise
+    # a step that ran after the checkpoint resumed from is generated again: its lines go
+    from frontier_qa.train.resume import checkpoint_step, drop_logs_after
+
+    logs = [task_log_path(output, state.process_index)] + ([trainer.metrics_path] if state.is_main_process else [])
+    dropped = drop_logs_after(checkpoint_step(output, resume), logs)
+    if dropped:
+        say(f"resuming: dropped the log lines of steps after the checkpoint ({sum(dropped.values())} line(s))")
     try:
         trainer.train(resume_from_checkpoint=resume or None)
     except ValueError as err:

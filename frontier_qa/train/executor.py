@@ -296,8 +296,10 @@ def train_executor(rows: Sequence[ExecutorRow], *, model: ModelSection, training
         save_final_model,
     )
 
-    state = PartialState()
     cuda = torch.cuda.is_available() and training.use_cpu is not True
+    # cpu=True on a machine without a GPU: under `accelerate launch` a bare PartialState() there
+    # sees one process, so the global batch would be planned for one and multiplied by every rank
+    state = PartialState(cpu=not cuda)
     bf16_ok = cuda and torch.cuda.is_bf16_supported()
     output = Path(output_dir)
     plan = step_plan(training, state.num_processes)
@@ -332,6 +334,11 @@ def train_executor(rows: Sequence[ExecutorRow], *, model: ModelSection, training
 
         trainer.remove_callback(ProgressCallback)
         trainer.remove_callback(PrinterCallback)
+    from frontier_qa.train.resume import checkpoint_step, drop_logs_after
+
+    logs = [reward.path] + ([output / METRICS_FILE] if state.is_main_process else [])
+    if drop_logs_after(checkpoint_step(output, resume), logs):  # the interrupted step runs again
+        say("resuming: dropped the log lines of steps after the checkpoint")
     try:
         trainer.train(resume_from_checkpoint=resume or None)
     except ValueError as err:
