@@ -29,6 +29,7 @@ from typing import Any
 
 from frontier_qa._optional import missing_extras, require
 from frontier_qa.adapters._batching import MicroBatcher
+from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn, find_code
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime.local_models import model_info, resolve_model
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory, Usage
@@ -79,6 +80,7 @@ class HFAdapter(Adapter):
     """
 
     supports_prefill = True
+    stops_after_code = True  # tool_executor.STOP_AFTER_CODE: a stopping criterion on find_code
 
     def __init__(
         self,
@@ -244,7 +246,7 @@ class HFAdapter(Adapter):
         for r, row in enumerate(rows):
             length = stopper.lengths[r] if stopper.lengths[r] is not None else sequences.shape[1] - width
             new = sequences[r, width : width + length].tolist()
-            text = _cut_at_stop(self.tokenizer.decode(new, skip_special_tokens=True), row.stop)
+            text = cut_turn(self.tokenizer.decode(new, skip_special_tokens=True), row.stop)
             out.append((text, len(row.prompt_ids), length))
         return out
 
@@ -309,9 +311,11 @@ class _RowStopper:
         self.width = prompt_width
         self.eos = set(eos_ids)
         self.lengths: list[int | None] = [None] * len(rows)
+        self.code = [STOP_AFTER_CODE in row.stop for row in rows]
+        self.stops = [tuple(s for s in row.stop if s and s != STOP_AFTER_CODE) for row in rows]
         # A stop string of c characters spans at most 4c bytes, so at most 4c byte-level tokens
         # (+1 for a token that starts before it): decoding that tail is enough to see it.
-        self.tail = [4 * max((len(s) for s in row.stop), default=0) + 1 for row in rows]
+        self.tail = [4 * max((len(s) for s in stops), default=0) + 1 for stops in self.stops]
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch  # already loaded by the adapter; kept local so the module stays light
@@ -322,20 +326,18 @@ class _RowStopper:
             if self.lengths[r] is None:
                 last = int(input_ids[r, -1])
                 finished = last in self.eos or generated >= row.max_tokens
-                if not finished and row.stop:
+                if not finished and self.stops[r]:
                     tail = input_ids[r, max(self.width, input_ids.shape[1] - self.tail[r]) :].tolist()
                     text = self.tokenizer.decode(tail, skip_special_tokens=True)
-                    finished = any(stop in text for stop in row.stop)
+                    finished = any(stop in text for stop in self.stops[r])
+                if not finished and self.code[r] and "`" in self.tokenizer.decode([last]):
+                    # only a token with a backtick can close a block: decode the whole turn then
+                    turn = self.tokenizer.decode(input_ids[r, self.width :].tolist(), skip_special_tokens=True)
+                    finished = find_code(turn) is not None
                 if finished:
                     self.lengths[r] = generated
             done.append(self.lengths[r] is not None)
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
-
-
-def _cut_at_stop(text: str, stops: Sequence[str]) -> str:
-    """``text`` up to (excluding) the earliest stop string (OpenAI / vLLM semantics)."""
-    cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=len(text))
-    return text[:cut]
 
 
 def adapter_base(folder: Path) -> Path | None:

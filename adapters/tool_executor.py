@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,6 +37,14 @@ from frontier_qa.runtime.sandbox import Sandbox, SandboxResult
 from frontier_qa.target import Case, Message, Sampling, Target, ToolCall, Trajectory, Usage
 
 OUTPUT_STOP = "```output"
+STOP_AFTER_CODE = "\x00frontier-qa:stop-after-python-block\x00"
+"""A :attr:`Sampling.stop` entry asking the model's adapter to end the turn right after the first
+closed python block (before any ``\\boxed{}``), the closing fence kept in the text (Agent0 A.3:
+"upon detecting a code block via regex, generation halts"). Adapters that declare
+``stops_after_code`` honour it (transformers: a stopping criterion on :func:`find_code`; vLLM:
+stop at every fence and resume until a block closes); it never matches any text, and the tool
+executor asks for it only from such adapters. Others get :data:`OUTPUT_STOP`, which stops only
+when the model itself starts an output block."""
 # A closed python block: the fence, optional language variants, the code, the closing fence.
 _CODE_BLOCK = re.compile(r"```(?:python|py)[ \t]*\r?\n(.*?)```", re.DOTALL)
 CONTINUE_PROMPT = "Continue your solution from where you stopped, using this output."
@@ -61,6 +69,24 @@ def find_code(text: str) -> re.Match[str] | None:
     if match is None or (0 <= boxed < match.start()):
         return None
     return match
+
+
+def turn_stops(stops: Sequence[str], after_code: bool) -> tuple[str, ...]:
+    """The stop strings of one model turn: the caller's, plus where a code turn ends."""
+    marker = STOP_AFTER_CODE if after_code else OUTPUT_STOP
+    return tuple(stops) + (() if marker in stops else (marker,))
+
+
+def cut_turn(text: str, stops: Sequence[str]) -> str:
+    """``text`` cut at the earliest stop string (excluded) or, when :data:`STOP_AFTER_CODE` is
+    among ``stops``, right after the first closed python block (included), whichever comes first."""
+    cut = min((i for i in (text.find(s) for s in stops if s and s != STOP_AFTER_CODE) if i >= 0),
+              default=len(text))
+    if STOP_AFTER_CODE in stops:
+        block = find_code(text[:cut])
+        if block is not None:
+            cut = block.end()
+    return text[:cut]
 
 
 def format_output(result: SandboxResult, max_chars: int) -> str:
@@ -129,6 +155,8 @@ class ToolExecutor:
                               "an assistant message",
                               hint="use mode='chat' (or 'auto') for API targets")
         self.mode = ("prefill" if prefill else "chat") if mode == "auto" else mode
+        # a turn ends at the closed block itself when the inner adapter can stop there
+        self.stops_after_code = self.mode == "prefill" and bool(getattr(inner, "stops_after_code", False))
         self.answer_format = answer_format
         self.output_max_chars = int(output_max_chars)
         self.continue_prompt = continue_prompt
@@ -144,8 +172,7 @@ class ToolExecutor:
         """``n`` tool-integrated trajectories for sample indices ``start..start+n-1``, in order."""
         if n < 0 or start < 0:
             raise ConfigError(f"sample(n={n}, start={start}) is invalid", hint="n and start must be >= 0")
-        stops = tuple(sampling.stop) + (() if OUTPUT_STOP in sampling.stop else (OUTPUT_STOP,))
-        turn_sampling = replace(sampling, stop=stops)
+        turn_sampling = replace(sampling, stop=turn_stops(sampling.stop, self.stops_after_code))
         tasks = [asyncio.ensure_future(self._one(case, turn_sampling, i)) for i in range(start, start + n)]
         try:
             return list(await asyncio.gather(*tasks))
@@ -242,4 +269,5 @@ def create(inner: Target, **options: Any) -> ToolExecutor:
     return ToolExecutor(inner, **options)
 
 
-__all__ = ["CONTINUE_PROMPT", "OUTPUT_STOP", "ToolExecutor", "create", "find_code", "format_output"]
+__all__ = ["CONTINUE_PROMPT", "OUTPUT_STOP", "STOP_AFTER_CODE", "ToolExecutor", "create", "cut_turn", "find_code",
+           "format_output", "turn_stops"]

@@ -22,6 +22,7 @@ from typing import Any
 from frontier_qa._optional import missing_extras, require
 from frontier_qa.adapters._batching import MicroBatcher
 from frontier_qa.adapters.hf_adapter import conversation_after, render_prompt
+from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn, find_code
 from frontier_qa.adapters.vllm_server import VLLM_PURPOSE, VLLMServer, cpu_env
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime.local_models import model_info, resolve_model
@@ -30,6 +31,19 @@ from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, T
 
 def _require_vllm() -> Any:
     return require("vllm", extra="vllm", purpose=VLLM_PURPOSE)
+
+
+FENCE = "```"
+
+
+@dataclass
+class _Turn:
+    """One sample being generated: its tokens so far and why vLLM last stopped."""
+
+    index: int
+    token_ids: list[int]
+    finish: str | None
+    stop_reason: Any
 
 
 @dataclass(frozen=True)
@@ -63,6 +77,7 @@ class VLLMAdapter(Adapter):
     """
 
     supports_prefill = True
+    stops_after_code = True  # tool_executor.STOP_AFTER_CODE: stop at each fence, resume until a block closes
 
     def __init__(
         self,
@@ -159,34 +174,72 @@ class VLLMAdapter(Adapter):
                 continue
             s = request.sampling
             prompts.append({"prompt_token_ids": ids})
-            params.append(
-                vllm.SamplingParams(
-                    n=drawn(request.n, s),
-                    temperature=s.temperature,
-                    top_p=s.top_p,
-                    max_tokens=s.max_tokens,
-                    stop=list(s.stop) or None,
-                    seed=None if s.seed is None else s.seed + request.start,
-                )
-            )
+            params.append(self._params(s, drawn(request.n, s), s.max_tokens,
+                                       None if s.seed is None else s.seed + request.start))
             owners.append(r)
         if prompts:
             self.generate_calls += 1
             outputs = self.llm.generate(prompts, params, use_tqdm=False)
-            for r, output in zip(owners, outputs, strict=True):
+            for r, prompt, output in zip(owners, prompts, outputs, strict=True):
                 request = requests[r]
                 completions = sorted(output.outputs, key=lambda c: c.index)
-                samples = [
-                    Trajectory(
-                        text=c.text,
-                        messages=conversation_after(request.case, c.text),
-                        usage=Usage(len(output.prompt_token_ids or ()), len(c.token_ids)),
-                        sample_index=request.start + c.index,
-                    )
-                    for c in completions
-                ]
+                turns = [_Turn(request.start + c.index, list(c.token_ids), c.finish_reason, c.stop_reason)
+                         for c in completions]
+                if STOP_AFTER_CODE in request.sampling.stop:
+                    self._resume_until_code(prompt["prompt_token_ids"], turns, request.sampling)
+                samples = []
+                for turn in turns:
+                    text = cut_turn(self.tokenizer.decode(turn.token_ids, skip_special_tokens=True),
+                                    request.sampling.stop)
+                    samples.append(Trajectory(
+                        text=text,
+                        messages=conversation_after(request.case, text),
+                        usage=Usage(len(output.prompt_token_ids or ()), len(turn.token_ids)),
+                        sample_index=turn.index,
+                    ))
                 results[r] = repeat_greedy(samples, request.n)
         return results
+
+    def _params(self, s: Sampling, n: int, max_tokens: int, seed: int | None) -> Any:
+        stop = [x for x in s.stop if x != STOP_AFTER_CODE]
+        code = STOP_AFTER_CODE in s.stop
+        return self._vllm.SamplingParams(
+            n=n, temperature=s.temperature, top_p=s.top_p, max_tokens=max_tokens,
+            # the code stop: every fence ends the turn (kept in the output) and is checked after
+            stop=(stop + [FENCE] if code else stop) or None, include_stop_str_in_output=code, seed=seed,
+        )
+
+    def _resume_until_code(self, prompt_ids: list[int], turns: list[_Turn], sampling: Sampling) -> None:
+        """Continue every sample that stopped at a fence which closed no python block (an opening
+        fence, another language's block) until a block closes, it ends, or ``max_tokens`` is spent."""
+        round_ = 0
+        while True:
+            going = [t for t in turns if t.finish == "stop" and t.stop_reason == FENCE
+                     and len(t.token_ids) < sampling.max_tokens
+                     and find_code(self.tokenizer.decode(t.token_ids, skip_special_tokens=True)) is None]
+            if not going:
+                return
+            round_ += 1
+            # a seed per sample and round: each continuation draws afresh, reproducibly
+            params = [self._params(sampling, 1, sampling.max_tokens - len(t.token_ids),
+                                   None if sampling.seed is None else sampling.seed + t.index + 1_000_003 * round_)
+                      for t in going]
+            self.generate_calls += 1
+            outputs = self.llm.generate([{"prompt_token_ids": prompt_ids + t.token_ids} for t in going], params,
+                                        use_tqdm=False)
+            for turn, output in zip(going, outputs, strict=True):
+                more = output.outputs[0]
+                turn.token_ids.extend(more.token_ids)
+                turn.finish, turn.stop_reason = more.finish_reason, more.stop_reason
+
+
+def continue_with(case: Case, text: str) -> Case:
+    """``case`` with ``text`` appended to its assistant turn (a prefill the model continues)."""
+    if case.continues_assistant:
+        last = dict(case.history[-1])
+        last["content"] = f"{last.get('content') or ''}{text}"
+        return replace(case, history=(*case.history[:-1], last))
+    return replace(case, history=(*case.history, {"role": "assistant", "content": text}))
 
 
 def drawn(n: int, sampling: Sampling) -> int:
@@ -215,19 +268,52 @@ class VLLMServerAdapter(Adapter):
     collected and at interpreter exit.
     """
 
-    def __init__(self, server: VLLMServer, client: Adapter, *, name: str) -> None:
+    def __init__(self, server: VLLMServer, client: Adapter, *, name: str, fence_client: Adapter | None = None) -> None:
         self.server = server
         self.client = client
+        # the same server, asked to keep stop strings in its text (vLLM's include_stop_str_in_output):
+        # a turn that ends with a fence stopped there, so the code stop can resume it
+        self.fence_client = fence_client
         self.id = f"vllm-server:{name}?dtype={server.dtype}"
         self.supports_prefill = client.supports_prefill
+        self.stops_after_code = fence_client is not None and client.supports_prefill
 
     @property  # type: ignore[override]
     def max_n(self) -> int:
         return self.client.max_n  # the client may lower it after the server's answers
 
     async def generate(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
-        samples = await self.client.generate(case, drawn(n, sampling), sampling, start=start)
+        if STOP_AFTER_CODE in sampling.stop and self.fence_client is not None:
+            samples = await self._until_code(case, drawn(n, sampling), sampling, start)
+        else:
+            stops = tuple(x for x in sampling.stop if x != STOP_AFTER_CODE)
+            samples = await self.client.generate(case, drawn(n, sampling), replace(sampling, stop=stops), start=start)
         return repeat_greedy(samples, n)
+
+    async def _until_code(self, case: Case, n: int, sampling: Sampling, start: int) -> list[Trajectory]:
+        """Turns that end after the first closed python block: stop at every fence, continue the
+        assistant text (``continue_final_message``) while the fence closed no python block."""
+        assert self.fence_client is not None
+        fence = replace(sampling, stop=tuple(x for x in sampling.stop if x != STOP_AFTER_CODE) + (FENCE,))
+        out = []
+        for sample in await self.fence_client.generate(case, n, fence, start=start):
+            text, usage = sample.text or "", sample.usage
+            while (sample.ok and text.endswith(FENCE) and find_code(text) is None
+                   and usage.completion_tokens < sampling.max_tokens):
+                later = continue_with(case, text)
+                room = sampling.max_tokens - usage.completion_tokens
+                more = (await self.fence_client.generate(later, 1, replace(fence, max_tokens=room),
+                                                         start=sample.sample_index))[0]
+                if not more.ok:
+                    sample = more
+                    break
+                text += more.text or ""
+                usage = Usage(usage.prompt_tokens, usage.completion_tokens + more.usage.completion_tokens)
+            if sample.ok:
+                text = cut_turn(text, sampling.stop)
+                sample = replace(sample, text=text, messages=conversation_after(case, text), usage=usage)
+            out.append(sample)
+        return out
 
     def classify(self, exc: BaseException) -> ErrorClass:
         if not self.server.running:
@@ -241,6 +327,8 @@ class VLLMServerAdapter(Adapter):
     async def aclose(self) -> None:
         try:
             await self.client.aclose()
+            if self.fence_client is not None:
+                await self.fence_client.aclose()
         finally:
             await asyncio.to_thread(self.server.stop)
 
@@ -283,8 +371,10 @@ def create_server(rest: str, **options: Any) -> VLLMServerAdapter:
     options.setdefault("prefill", True)  # vLLM honours continue_final_message
     # Built before the server starts, so a bad option fails now and not after a 30 s start.
     client = OpenAIAdapter(served, base_url=server.base_url, api_key="EMPTY", **options)
+    fences = {**options, "extra_body": {**dict(options.get("extra_body") or {}), "include_stop_str_in_output": True}}
+    fence_client = OpenAIAdapter(served, base_url=server.base_url, api_key="EMPTY", **fences)
     server.start()
-    return VLLMServerAdapter(server, client, name=name)
+    return VLLMServerAdapter(server, client, name=name, fence_client=fence_client)
 
 
 __all__ = [

@@ -135,6 +135,11 @@ class ManagedTarget:
     def supports_prefill(self) -> bool:
         return self.adapter.supports_prefill
 
+    @property
+    def stops_after_code(self) -> bool:
+        """Whether the adapter ends a turn after a closed python block (``tool_executor.STOP_AFTER_CODE``)."""
+        return bool(getattr(self.adapter, "stops_after_code", False))
+
     async def sample(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
         """Trajectories for sample indices ``start..start+n-1``, in order, each exactly once.
 

@@ -20,7 +20,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 from frontier_qa.adapters import create_adapter  # noqa: E402
 from frontier_qa.adapters._batching import BatcherClosedError, MicroBatcher  # noqa: E402
-from frontier_qa.adapters.hf_adapter import HFAdapter, _cut_at_stop  # noqa: E402
+from frontier_qa.adapters.hf_adapter import HFAdapter  # noqa: E402
+from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn  # noqa: E402
 from frontier_qa.errors import ConfigError  # noqa: E402
 from frontier_qa.target import Case, Sampling  # noqa: E402
 from tests.factories import run  # noqa: E402
@@ -130,10 +131,33 @@ def test_stop_strings_cut_and_stop_early(adapter: HFAdapter) -> None:
     assert both[0].text == free[:position]
 
 
-def test_cut_at_stop() -> None:
-    assert _cut_at_stop("a```output\nb", ["```output", "b"]) == "a"
-    assert _cut_at_stop("abc", ["x"]) == "abc"
-    assert _cut_at_stop("abc", ["", "c"]) == "ab"
+def test_cut_turn() -> None:
+    assert cut_turn("a```output\nb", ["```output", "b"]) == "a"
+    assert cut_turn("abc", ["x"]) == "abc"
+    assert cut_turn("abc", ["", "c"]) == "ab"
+    # after a closed python block the turn ends, the fence kept; an open block or a boxed answer first does not
+    code = "Let me see.\n```python\nprint(2)\n```\nso the output would be"
+    assert cut_turn(code, [STOP_AFTER_CODE]) == "Let me see.\n```python\nprint(2)\n```"
+    assert cut_turn("```python\nprint(2)\n", [STOP_AFTER_CODE]) == "```python\nprint(2)\n"
+    assert cut_turn("\\boxed{2} ```python\nx\n```", [STOP_AFTER_CODE]) == "\\boxed{2} ```python\nx\n```"
+    assert cut_turn(code, [STOP_AFTER_CODE, "see"]) == "Let me "  # a stop string before the block wins
+
+
+def test_stop_after_code_ends_generation_at_the_closed_block(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from tests.tiny_models import build_tool_user_model, tool_question
+
+    folder = build_tool_user_model(tmp_path_factory.mktemp("tool-user"))
+    hf = HFAdapter(folder)
+    try:
+        case = Case(id="t", prompt=tool_question(17, 25))
+        free = run(hf.generate(case, 1, Sampling(temperature=0.0, max_tokens=40)))[0]
+        stopped = run(hf.generate(case, 1, Sampling(temperature=0.0, max_tokens=40, stop=(STOP_AFTER_CODE,))))[0]
+    finally:
+        run(hf.aclose())
+    # greedy, the imprinted model writes its block and then goes on (with no tool to answer it)
+    assert free.text.startswith("```python\nprint(17 + 25)\n```") and len(free.text) > len(stopped.text)
+    assert stopped.text == "```python\nprint(17 + 25)\n```"
+    assert stopped.usage.completion_tokens < free.usage.completion_tokens  # stopped, not trimmed afterwards
 
 
 def test_prefill_continues_the_partial_assistant_message(adapter: HFAdapter, tiny: Path) -> None:
