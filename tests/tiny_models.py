@@ -80,6 +80,7 @@ def build_tiny_model(
     vocab_size: int = 512,
     hidden_size: int = 64,
     num_layers: int = 2,
+    num_heads: int = 4,
 ) -> Path:
     """Save a tiny random ``Qwen2ForCausalLM`` and its tokenizer into ``folder``.
 
@@ -89,6 +90,8 @@ def build_tiny_model(
         vocab_size: BPE vocabulary size, special tokens included.
         hidden_size: model width (4 heads of ``hidden_size / 4``, 2 KV heads).
         num_layers: decoder layers.
+        num_heads: attention heads (half as many KV heads); 2 gives a head size of 32, the
+            smallest vLLM's CPU attention accepts (4 heads of 16 run on transformers only).
 
     Returns:
         ``folder`` as a :class:`Path`, loadable with ``from_pretrained(folder, local_files_only=True)``.
@@ -104,8 +107,8 @@ def build_tiny_model(
         hidden_size=hidden_size,
         intermediate_size=2 * hidden_size,
         num_hidden_layers=num_layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        num_attention_heads=num_heads,
+        num_key_value_heads=max(1, num_heads // 2),
         max_position_embeddings=2048,
         tie_word_embeddings=True,
         bos_token_id=None,
@@ -179,7 +182,7 @@ def _tool_examples(tokenizer, system: str | None = None) -> list[tuple[list[int]
 
 
 def build_tool_user_model(folder: str | Path, *, seed: int = 0, steps: int = 150,
-                          learning_rate: float = 3e-3, system: str | None = None) -> Path:
+                          learning_rate: float = 3e-3, system: str | None = None, num_heads: int = 4) -> Path:
     """Save the tiny model of :func:`build_tiny_model`, taught to call a python tool, into ``folder``.
 
     Full-batch SFT (plain torch Adam, CPU, one thread so the result is the same on every
@@ -201,19 +204,20 @@ def build_tool_user_model(folder: str | Path, *, seed: int = 0, steps: int = 150
         steps: Adam steps over the whole set.
         learning_rate: Adam learning rate.
         system: a system message the prompts carry (the co-evolution executor's); ``None``: none.
+        num_heads: attention heads (2: a model vLLM's CPU attention can serve).
 
     Returns:
         ``folder`` as a :class:`Path`, loadable with ``from_pretrained(folder, local_files_only=True)``.
     """
     from transformers import AutoTokenizer
 
-    folder = build_tiny_model(folder, seed=seed)
+    folder = build_tiny_model(folder, seed=seed, num_heads=num_heads)
     tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     return _imprint(folder, _tool_examples(tokenizer, system), seed=seed, steps=steps, learning_rate=learning_rate)
 
 
 def build_question_writer_model(folder: str | Path, prompt: str, questions: list[str], *, seed: int = 0,
-                                steps: int = 150, learning_rate: float = 3e-3) -> Path:
+                                steps: int = 150, learning_rate: float = 3e-3, num_heads: int = 4) -> Path:
     """The tiny model, taught to answer ``prompt`` with one of ``questions`` (a curriculum that writes tasks).
 
     Sampled at temperature 1 it writes the memorised questions in varying proportions (and now and
@@ -221,7 +225,7 @@ def build_question_writer_model(folder: str | Path, prompt: str, questions: list
     """
     from transformers import AutoTokenizer
 
-    folder = build_tiny_model(folder, seed=seed)
+    folder = build_tiny_model(folder, seed=seed, num_heads=num_heads)
     tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     head = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
                                          add_generation_prompt=True)

@@ -19,27 +19,37 @@ inside a phase from its last checkpoint or its last written task), ``report.json
 
 from __future__ import annotations
 
-import gc
 import json
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
-from frontier_qa.config import TargetConfig
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime import Limits, open_target, run_sync
 from frontier_qa.runtime.local_models import resolve_model
-from frontier_qa.target import Sampling, Target
+from frontier_qa.target import Sampling
 from frontier_qa.train import pool as pools
 from frontier_qa.train.coevolve_config import CoevolveConfig, check
+from frontier_qa.train.coevolve_report import REPORT_JSON, REPORT_MD, write_report
+from frontier_qa.train.coevolve_report import fmt as _fmt
+from frontier_qa.train.coevolve_report import pct as _pct
 from frontier_qa.train.evaluate import PassRate, Question, pass_rate
+from frontier_qa.train.executor_target import (
+    CACHE_DIR,
+    ExecutorTargets,
+    close_target,
+    executor_target_config,
+    free_memory,
+    model_options,
+)
 from frontier_qa.train.heldout import load_heldout
 
-STATE_FILE, REPORT_JSON, REPORT_MD, CONFIG_FILE = "state.json", "report.json", "report.md", "coevolve-config.json"
+STATE_FILE, CONFIG_FILE = "state.json", "coevolve-config.json"
 PHASES = ("curriculum", "pool", "executor", "evaluate")
 Say = Callable[[str], None]
 
@@ -140,50 +150,6 @@ def _save_state(config: CoevolveConfig, state: RunState) -> None:
 # --- targets ----------------------------------------------------------------------------------------
 
 
-def _model_options(model: Any, extra: dict[str, Any]) -> dict[str, Any]:
-    options = dict(extra)
-    if model.dtype != "auto":
-        options.setdefault("dtype", model.dtype)
-    if model.chat_template is not None:
-        options.setdefault("chat_template", model.chat_template)
-    if model.trust_remote_code:
-        options.setdefault("trust_remote_code", True)
-    return options
-
-
-def executor_target_config(config: CoevolveConfig, model: Path, cache: Path | bool) -> TargetConfig:
-    """The executor as a target: ``tools+hf:<model>`` with the run's sandbox and hf options."""
-    return TargetConfig(spec=f"tools+hf:{model}", options=_model_options(config.executor.model,
-                                                                          config.executor.target_options),
-                        tool_options=config.executor.tools.executor_options(),
-                        cache=str(cache) if isinstance(cache, Path) else cache)
-
-
-def open_executor(config: CoevolveConfig, model: Path, cache: Path | bool) -> Target:
-    t = executor_target_config(config, model, cache)
-    return open_target(t.spec or "", limits=Limits(), cache=t.cache if t.cache is not False else False,
-                       tool_options=t.tool_options, **t.options)
-
-
-def _close(target: Target) -> None:
-    close = getattr(target, "aclose", None)
-    if close is not None:
-        run_sync(close())
-    del target
-    _free_memory()
-
-
-def _free_memory() -> None:
-    gc.collect()
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    except ImportError:  # pragma: no cover - the train extra brings torch
-        pass
-
-
 def _sampling(s: Any, seed: int) -> Sampling:
     return Sampling(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, stop=tuple(s.stop), seed=seed)
 
@@ -198,7 +164,7 @@ def curriculum_config(config: CoevolveConfig, t: int, executor: Path, curriculum
     s = config.executor.sampling
     updated = c.model_copy(update={
         "model": c.model.model_copy(update={"path": curriculum}),
-        "target": executor_target_config(config, executor, out / "cache"),
+        "target": executor_target_config(config, executor, executor_cache(config)),
         "training": c.training.model_copy(update={"output_dir": str(out), "seed": c.training.seed + t - 1}),
         "reward": c.reward.model_copy(update={"sampling": s.model_copy()}),
         "curriculum": c.curriculum.model_copy(update={"case_system": config.executor.system}),
@@ -207,17 +173,17 @@ def curriculum_config(config: CoevolveConfig, t: int, executor: Path, curriculum
     return updated
 
 
-def _phase_curriculum(config: CoevolveConfig, t: int, it: IterationState, executor: Path, curriculum: str,
-                      say: Say) -> None:
+def _phase_curriculum(config: CoevolveConfig, t: int, it: IterationState, executors: ExecutorTargets,
+                      executor: Path, curriculum: str, say: Say) -> None:
     from frontier_qa.train.curriculum import train_curriculum
     from frontier_qa.train.tasks import read_tasks, summarize
 
     cfg = curriculum_config(config, t, executor, curriculum)
     out = Path(cfg.training.output_dir)
     resume = any(out.glob("checkpoint-*"))
-    say(f"[iter {t}] curriculum: GRPO on {curriculum} against tools+hf:{executor}"
-        + (" (resuming)" if resume else ""))
-    result = train_curriculum(cfg, resume=resume, progress=lambda line: say(f"[iter {t}] curriculum {line}"))
+    say(f"[iter {t}] curriculum: GRPO on {curriculum} against {cfg.target.spec}" + (" (resuming)" if resume else ""))
+    result = train_curriculum(cfg, target=executors.get(executor), resume=resume,
+                              progress=lambda line: say(f"[iter {t}] curriculum {line}"))
     model = result.final_model or result.adapter
     if model is None:
         raise ConfigError("the curriculum run saved no model", hint="set curriculum.save.merged: true")
@@ -226,18 +192,19 @@ def _phase_curriculum(config: CoevolveConfig, t: int, it: IterationState, execut
     it.record["curriculum"] = {
         "model": str(model), "steps": result.steps, "stopped": result.stopped,
         "per_step": [{"step": s.step, "reward": s.reward, "uncertainty": s.uncertainty, "tool": s.tool,
-                      "repetition": s.repetition, "valid": s.valid} for s in steps],
+                      "repetition": s.repetition, "valid": s.valid, "frontier": s.frontier} for s in steps],
     }
-    _free_memory()
+    free_memory()
 
 
-def _phase_pool(config: CoevolveConfig, t: int, it: IterationState, executor: Path, say: Say) -> None:
+def _phase_pool(config: CoevolveConfig, t: int, it: IterationState, executors: ExecutorTargets, executor: Path,
+                say: Say) -> None:
     from frontier_qa.train.curriculum import build_task_format
 
     folder = config.run_path / f"iter-{t}" / "pool"
     task_format = build_task_format(curriculum_config(config, t, executor, it.curriculum_model or ""))
     curriculum = open_target(f"hf:{it.curriculum_model}", limits=Limits(), cache=False,
-                             **_model_options(config.curriculum.model, {}))
+                             **model_options(config.curriculum.model, {}))
     size = config.pool.size
     try:
         tasks = run_sync(pools.generate_tasks(curriculum, task_format, size, _sampling(config.pool.sampling,
@@ -246,16 +213,12 @@ def _phase_pool(config: CoevolveConfig, t: int, it: IterationState, executor: Pa
                                               max_concurrent=config.pool.max_concurrent_tasks,
                                               say=lambda line: say(f"[iter {t}] pool: {line}")))
     finally:
-        _close(curriculum)
-    target = open_executor(config, executor, folder / "cache")
-    try:
-        scored = run_sync(pools.score_tasks(target, tasks, k=config.pool.k,
-                                            sampling=_sampling(config.executor.sampling, config.seed),
-                                            out=folder / pools.SCORED_FILE, band=config.pool.band,
-                                            max_concurrent=config.pool.max_concurrent_tasks,
-                                            say=lambda line: say(f"[iter {t}] pool: {line}")))
-    finally:
-        _close(target)
+        close_target(curriculum)
+    scored = run_sync(pools.score_tasks(executors.get(executor), tasks, k=config.pool.k,
+                                        sampling=_sampling(config.executor.sampling, config.seed),
+                                        out=folder / pools.SCORED_FILE, band=config.pool.band,
+                                        max_concurrent=config.pool.max_concurrent_tasks,
+                                        say=lambda line: say(f"[iter {t}] pool: {line}")))
     kept = pools.select(scored, config.pool.max_tasks)
     pools.write_jsonl(folder / pools.FILTERED_FILE, kept)
     summary = pools.summary(tasks, scored, kept)
@@ -265,7 +228,8 @@ def _phase_pool(config: CoevolveConfig, t: int, it: IterationState, executor: Pa
         f"{_fmt(summary['tool_calls_per_sample'])}")
 
 
-def _phase_executor(config: CoevolveConfig, t: int, it: IterationState, executor: Path, say: Say) -> None:
+def _phase_executor(config: CoevolveConfig, t: int, it: IterationState, executors: ExecutorTargets, executor: Path,
+                    say: Say) -> None:
     folder = config.run_path / f"iter-{t}"
     kept = [s for s in pools.read_jsonl(folder / "pool" / pools.FILTERED_FILE, pools.ScoredTask) if s.majority]
     if not kept:
@@ -275,6 +239,8 @@ def _phase_executor(config: CoevolveConfig, t: int, it: IterationState, executor
         return
     from frontier_qa.train.executor import ExecutorRow, train_executor
     from frontier_qa.train.tool_rollout import ToolSettings
+
+    executors.release()  # the weights are about to change, and ADPO needs the memory
 
     e = config.executor
     out = folder / "executor"
@@ -297,53 +263,80 @@ def _phase_executor(config: CoevolveConfig, t: int, it: IterationState, executor
     it.record["executor"] = {"trained": True, "model": str(model), "steps": result.steps, "tasks": len(rows),
                              "reward_mean": result.reward_mean,
                              "tool_calls_per_rollout": result.tool_calls_per_rollout}
-    _free_memory()
+    free_memory()
 
 
 HELDOUT_SEED, TABLE5_SEED = 7919, 104729  # sampling seed offsets: held-out and Table 5 draws differ from the pool's
 
 
-def _measure(config: CoevolveConfig, model: Path, cache: Path, questions: list[Question], *, samples: int,
-             seed: int) -> PassRate:
-    """Open the executor ``model`` with its tools, grade it on ``questions``, close it."""
-    target = open_executor(config, model, cache)
-    try:
-        return run_sync(pass_rate(target, questions, samples=samples,
-                                  sampling=_sampling(config.executor.sampling, config.seed + seed),
-                                  max_concurrent=config.pool.max_concurrent_tasks))
-    finally:
-        _close(target)
+def _measure(config: CoevolveConfig, executors: ExecutorTargets, model: Path, questions: list[Question], *,
+             samples: int, seed: int) -> PassRate:
+    """Grade the executor ``model`` (with its tools) on ``questions``."""
+    return run_sync(pass_rate(executors.get(model), questions, samples=samples,
+                              sampling=_sampling(config.executor.sampling, config.seed + seed),
+                              max_concurrent=config.pool.max_concurrent_tasks))
 
 
-def _heldout(config: CoevolveConfig, model: Path, cache: Path) -> PassRate:
+def _heldout(config: CoevolveConfig, executors: ExecutorTargets, model: Path) -> PassRate:
     items = load_heldout(config.evaluation.heldout, limit=config.evaluation.heldout_size)
     questions = [Question(h.id, h.problem, h.answer, config.executor.system) for h in items]
-    return _measure(config, model, cache, questions, samples=config.evaluation.samples, seed=HELDOUT_SEED)
+    return _measure(config, executors, model, questions, samples=config.evaluation.samples, seed=HELDOUT_SEED)
 
 
-def _phase_evaluate(config: CoevolveConfig, t: int, it: IterationState, state: RunState, say: Say) -> None:
+def _phase_evaluate(config: CoevolveConfig, t: int, it: IterationState, state: RunState, executors: ExecutorTargets,
+                    say: Say) -> None:
     folder = config.run_path / f"iter-{t}"
-    acc = _heldout(config, Path(it.executor_model or ""), folder / "eval-cache")
-    it.record["heldout"] = acc.as_dict()
-    say(f"[iter {t}] held-out accuracy {_pct(acc.rate)} ({acc.correct}/{acc.samples}), "
-        f"{_fmt(acc.tool_calls_per_task)} tool calls per answer")
     n = config.evaluation.table5_tasks
     scored = pools.read_jsonl(folder / "pool" / pools.SCORED_FILE, pools.ScoredTask)
     questions = [Question(s.task_id, s.question, s.majority, s.system) for s in scored if s.majority][:n]
-    if n and questions:
-        first = _measure(config, Path(state.base_executor or ""), config.run_path / "cache-executor-1", questions,
+    if n and questions:  # first: the held-out run below leaves the new executor open for the next iteration
+        first = _measure(config, executors, Path(state.base_executor or ""), questions,
                          samples=config.evaluation.table5_samples, seed=TABLE5_SEED)
         it.record["table5"] = first.as_dict()
         say(f"[iter {t}] iteration-1 executor on these tasks: pass rate {_pct(first.rate)}, "
             f"{_fmt(first.tool_calls_per_task)} tool calls per task")
+    acc = _heldout(config, executors, Path(it.executor_model or ""))
+    it.record["heldout"] = acc.as_dict()
+    say(f"[iter {t}] held-out accuracy {_pct(acc.rate)} ({acc.correct}/{acc.samples}), "
+        f"{_fmt(acc.tool_calls_per_task)} tool calls per answer")
 
 
-def _baseline(config: CoevolveConfig, state: RunState, say: Say) -> None:
+def _baseline(config: CoevolveConfig, state: RunState, executors: ExecutorTargets, say: Say) -> None:
     if state.baseline is not None:
         return
-    acc = _heldout(config, Path(state.base_executor or ""), config.run_path / "cache-executor-1")
+    acc = _heldout(config, executors, Path(state.base_executor or ""))
     state.baseline = acc.as_dict()
     say(f"[base] held-out accuracy of the starting executor {_pct(acc.rate)} ({acc.correct}/{acc.samples})")
+
+
+def executor_cache(config: CoevolveConfig) -> Path:
+    """Where every executor sample of the run is cached (keyed by the executor model's id)."""
+    return config.run_path / CACHE_DIR
+
+
+def check_launcher(environ: Mapping[str, str] | None = None) -> None:
+    """Refuse to run under a multi-process launcher (``accelerate launch``, ``torchrun``).
+
+    Every process would write the same pools and state, start its own executor engine and train
+    both models on its own: the run is one process, which may still use several GPUs through
+    the executor's sampler (``vllm-server`` with ``tensor_parallel_size``) and the trainers'
+    own vLLM generation.
+
+    Raises:
+        ConfigError: ``WORLD_SIZE`` (set by those launchers) is above 1.
+    """
+    env = os.environ if environ is None else environ
+    try:
+        world = int(env.get("WORLD_SIZE", "1") or 1)
+    except ValueError:
+        world = 1
+    if world > 1:
+        raise ConfigError(
+            f"frontier-qa train coevolve runs as one process, but it was started as process "
+            f"{env.get('RANK', '?')} of {world} (WORLD_SIZE={world}, set by accelerate launch / torchrun)",
+            hint="run `frontier-qa train coevolve --config ...` without a launcher; for more GPUs give the executor "
+                 "its own server (executor.sampler: vllm-server, executor.target_options.extra_args: "
+                 "[--tensor-parallel-size, N]); `frontier-qa train curriculum` alone does run under accelerate launch")
 
 
 # --- the run ---------------------------------------------------------------------------------------
@@ -364,6 +357,7 @@ def run_coevolution(config: CoevolveConfig, *, resume: bool = False, progress: S
     for module in ("torch", "transformers", "trl", "accelerate", "datasets"):
         require(module, extra="train", purpose="Co-evolution training (frontier-qa train coevolve)")
     check(config)
+    check_launcher()
     state = _open_state(config, resume)
     if state.base_executor is None:
         try:
@@ -372,93 +366,35 @@ def run_coevolution(config: CoevolveConfig, *, resume: bool = False, progress: S
             raise config.error("executor.model.path", err.message, err.hint or "give a local model folder") from None
         _save_state(config, state)
     started = time.monotonic()
-    _baseline(config, state, say)
-    _save_state(config, state)
     executor, curriculum = Path(state.base_executor), config.curriculum.model.path
-    for t in range(1, config.iterations + 1):
-        it = state.iteration(t)
-        if "curriculum" not in it.done:
-            _phase_curriculum(config, t, it, executor, curriculum, say)
-            it.done.append("curriculum")
-            _save_state(config, state)
-        if "pool" not in it.done:
-            _phase_pool(config, t, it, executor, say)
-            it.done.append("pool")
-            _save_state(config, state)
-        if "executor" not in it.done:
-            _phase_executor(config, t, it, executor, say)
-            it.done.append("executor")
-            _save_state(config, state)
-        if "evaluate" not in it.done:
-            _phase_evaluate(config, t, it, state, say)
-            it.done.append("evaluate")
-            _save_state(config, state)
-            write_report(config, state)
-        executor, curriculum = Path(it.executor_model or executor), it.curriculum_model or curriculum
+    with ExecutorTargets(config, say) as executors:  # closed however the run ends
+        _baseline(config, state, executors, say)
+        _save_state(config, state)
+        for t in range(1, config.iterations + 1):
+            it = state.iteration(t)
+            if "curriculum" not in it.done:
+                _phase_curriculum(config, t, it, executors, executor, curriculum, say)
+                it.done.append("curriculum")
+                _save_state(config, state)
+            if "pool" not in it.done:
+                _phase_pool(config, t, it, executors, executor, say)
+                it.done.append("pool")
+                _save_state(config, state)
+            if "executor" not in it.done:
+                _phase_executor(config, t, it, executors, executor, say)
+                it.done.append("executor")
+                _save_state(config, state)
+            if "evaluate" not in it.done:
+                _phase_evaluate(config, t, it, state, executors, say)
+                it.done.append("evaluate")
+                _save_state(config, state)
+                write_report(config, state)
+            executor, curriculum = Path(it.executor_model or executor), it.curriculum_model or curriculum
     report = write_report(config, state)
     say(f"co-evolution: {config.iterations} iteration(s) in {time.monotonic() - started:.0f} s; report: {report}")
     records = [state.iterations[str(t)].record for t in range(1, config.iterations + 1)]
     return CoevolveResult(config.run_path, config.iterations, Path(curriculum), executor, report, records)
 
 
-# --- the report ------------------------------------------------------------------------------------
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def _fmt(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}"
-
-
-def write_report(config: CoevolveConfig, state: RunState) -> Path:
-    """``report.json`` (every number) and ``report.md`` (the tables) for the iterations done so far."""
-    run = config.run_path
-    done = [(int(t), s) for t, s in sorted(state.iterations.items(), key=lambda kv: int(kv[0]))
-            if "evaluate" in s.done]
-    data = {"baseline": state.baseline, "base_executor": state.base_executor,
-            "iterations": [{"iteration": t, **s.record} for t, s in done]}
-    (run / REPORT_JSON).write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-    lines = [f"# Co-evolution report: {run}", "",
-             f"{len(done)} of {config.iterations} iteration(s) done. Band {list(config.pool.band)}, "
-             f"k = {config.pool.k}, pool {config.pool.size} tasks per iteration.", "",
-             "## Held-out accuracy", "", "| executor | accuracy | tool calls per answer |", "|---|---|---|"]
-    base = state.baseline or {}
-    lines.append(f"| starting model | {_pct(base.get('rate'))} | {_fmt(base.get('tool_calls_per_task'))} |")
-    for t, s in done:
-        h = s.record.get("heldout", {})
-        lines.append(f"| after iteration {t} | {_pct(h.get('rate'))} | {_fmt(h.get('tool_calls_per_task'))} |")
-    lines += ["", "## Pools", "",
-              "| iteration | written | valid | distinct | in band | mean p̂ | tool calls / sample "
-              "| p̂ histogram (0-1, 10 bins) |",
-              "|---|---|---|---|---|---|---|---|"]
-    for t, s in done:
-        p = s.record.get("pool", {})
-        lines.append(f"| {t} | {p.get('written')} | {p.get('valid')} | {p.get('distinct')} | {p.get('kept')} | "
-                     f"{_fmt(p.get('mean_p_hat'))} | {_fmt(p.get('tool_calls_per_sample'))} | "
-                     f"{' '.join(map(str, p.get('p_hat_histogram', [])))} |")
-    lines += ["", "## Task difficulty and tool use (Agent0 Table 5)", "",
-              "Pass rate of the iteration-1 executor on each iteration's tasks (graded against that iteration's "
-              "pseudo-labels), and its tool calls per task.", "",
-              "| tasks | pass rate | tool calls per task |", "|---|---|---|"]
-    for t, s in done:
-        r = s.record.get("table5")
-        if r:
-            lines.append(f"| D_iter{t} | {_pct(r.get('rate'))} | {_fmt(r.get('tool_calls_per_task'))} |")
-    lines += ["", "## Training", "", "| iteration | curriculum steps | curriculum reward (last step) | "
-              "executor | ADPO steps | executor reward | tool calls / rollout |", "|---|---|---|---|---|---|---|"]
-    for t, s in done:
-        c, e = s.record.get("curriculum", {}), s.record.get("executor", {})
-        last = (c.get("per_step") or [{}])[-1]
-        lines.append(f"| {t} | {c.get('steps')} | {_fmt(last.get('reward'))} | "
-                     f"{'trained' if e.get('trained') else e.get('reason', '-')} | {e.get('steps', '-')} | "
-                     f"{_fmt(e.get('reward_mean'))} | {_fmt(e.get('tool_calls_per_rollout'))} |")
-    lines += ["", "Models: " + ", ".join(f"iteration {t}: curriculum `{s.curriculum_model}`, executor "
-                                           f"`{s.executor_model}`" for t, s in done), ""]
-    (run / REPORT_MD).write_text("\n".join(lines), encoding="utf-8")
-    return run / REPORT_MD
-
-
-__all__ = ["CoevolveResult", "RunState", "curriculum_config", "executor_target_config", "run_coevolution",
+__all__ = ["REPORT_JSON", "REPORT_MD", "CoevolveResult", "RunState", "check_launcher", "curriculum_config", "executor_target_config", "run_coevolution",
            "write_report"]

@@ -112,8 +112,12 @@ class ExecutorSection(_Section):
     model: ModelSection
     system: str = Field(AGENT0_EXECUTOR_SYSTEM, min_length=1,
                         description="system prompt of every task (pool, training, evaluation); Agent0's by default")
+    sampler: Literal["transformers", "vllm", "vllm-server"] = Field(
+        "transformers", description="what samples it in the curriculum reward, the pool and evaluation: "
+        "transformers (tools+hf:), vllm (tools+vllm:, in process) or vllm-server (tools+vllm-server:)")
     target_options: dict[str, Any] = Field(default_factory=dict,
-                                           description="hf adapter options when sampling it (device, max_batch_rows)")
+                                           description="options of the sampler's adapter (hf: device, max_batch_rows; "
+                                                       "vllm: gpu_memory_utilization, max_model_len...)")
     sampling: SamplingConfig = Field(default_factory=lambda: SamplingConfig(temperature=1.0, max_tokens=1024),
                                      description="pool and evaluation sampling, per model turn")
     tools: ToolsSection = Field(default_factory=ToolsSection)
@@ -199,6 +203,17 @@ def check(config: CoevolveConfig) -> None:
     if c.reward.sampling != SamplingConfig():
         raise config.error("curriculum.reward.sampling", "is set by the run: the curriculum's reward samples the "
                            "executor exactly as the pool does", "set executor.sampling instead")
+    if e.sampler == "vllm" and c.generation.backend == "vllm" and c.generation.vllm_mode == "colocate":
+        from frontier_qa.train.executor_target import VLLM_GPU_SHARE
+
+        share = float(e.target_options.get("gpu_memory_utilization", VLLM_GPU_SHARE))
+        if share + c.generation.vllm_gpu_memory_utilization > 0.9:
+            raise config.error("executor.target_options.gpu_memory_utilization",
+                               f"the executor's vLLM ({share}) and the curriculum's colocated vLLM "
+                               f"({c.generation.vllm_gpu_memory_utilization}) would share one GPU beyond 90 %, "
+                               "with the curriculum's training on it too",
+                               "lower one of them (they sum to at most 0.9), or use executor.sampler: vllm-server "
+                               "on its own GPU")
     if e.generation.backend == "vllm":
         raise config.error("executor.generation.backend", "vllm cannot run the executor's tool rollouts (generation "
                            "stops at each code block and resumes after the sandbox)", "use transformers")
