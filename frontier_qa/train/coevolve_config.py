@@ -98,12 +98,14 @@ class ADPOSection(_Section):
 
 
 class ExecutorTrainingSection(TrainingSection):
-    """The executor's ADPO training per iteration (Agent0 A.1: 16 rollouts, lr 1e-6, KL 1e-2)."""
+    """The executor's ADPO training per iteration (Agent0 A.1: 40 steps of 128 tasks × 16 rollouts)."""
 
     num_generations: int = Field(16, ge=2, description="rollouts per task (Agent0: 16)")
     prompts_per_step: int = Field(128, ge=1, description="tasks per optimizer step")
-    max_steps: int = Field(5, ge=1, description="optimizer steps per iteration")
-    max_completion_length: int = Field(2048, ge=1, description="tokens per rollout, tool output included")
+    max_steps: int = Field(40, ge=1, description="optimizer steps per iteration (Agent0: 40)")
+    updates_per_generation: int = Field(1, ge=1, description="optimizer steps per batch of rollouts (Agent0: 1, "
+                                        "on-policy: ε_high(p̂) cannot bind; 2 makes the clip act)")
+    max_completion_length: int = Field(4096, ge=1, description="tokens per rollout, tool output included")
 
 
 class ExecutorSection(_Section):
@@ -118,8 +120,10 @@ class ExecutorSection(_Section):
     target_options: dict[str, Any] = Field(default_factory=dict,
                                            description="options of the sampler's adapter (hf: device, max_batch_rows; "
                                                        "vllm: gpu_memory_utilization, max_model_len...)")
-    sampling: SamplingConfig = Field(default_factory=lambda: SamplingConfig(temperature=1.0, max_tokens=1024),
-                                     description="pool and evaluation sampling, per model turn")
+    sampling: SamplingConfig = Field(default_factory=lambda: SamplingConfig(temperature=0.7, top_p=0.9,
+                                                                            max_tokens=2048),
+                                     description="pool, reward and evaluation sampling, per model turn (the "
+                                                 "reference's reward server: 0.7, 0.9, 2048)")
     tools: ToolsSection = Field(default_factory=ToolsSection)
     training: ExecutorTrainingSection = Field(default_factory=ExecutorTrainingSection)
     generation: GenerationSection = Field(default_factory=GenerationSection)

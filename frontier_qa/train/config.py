@@ -141,13 +141,15 @@ class RewardSection(_Section):
 
 
 class TrainingSection(_Section):
-    """GRPO (TRL ``GRPOTrainer``); defaults are Agent0 A.1 (curriculum agent)."""
+    """GRPO (TRL ``GRPOTrainer``); defaults are Agent0 A.1 (curriculum agent) with one update per round of
+    generation; ``configs/train/curriculum-agent0.yaml`` adds the reference's 4 updates per round (20 steps)."""
 
     output_dir: str = "frontier-qa-curriculum"
     max_steps: int = Field(5, ge=1, description="optimizer steps (Agent0: 5 per iteration)")
     prompts_per_step: int = Field(128, ge=1, description="prompts per optimizer step (Agent0 global batch 128)")
     num_generations: int = Field(4, ge=2, description="tasks per prompt (Agent0: 4 rollouts)")
-    updates_per_generation: int = Field(1, ge=1, description="optimizer steps per batch of generated tasks")
+    updates_per_generation: int = Field(1, ge=1, description="optimizer steps per batch of generated tasks (1: "
+                                        "on-policy, the clip never acts; Agent0's reference: 4)")
     per_device_train_batch_size: int = Field(8, ge=1, description="completions per device per micro-batch")
     learning_rate: float = Field(1e-6, gt=0)
     weight_decay: float = Field(1e-2, ge=0)

@@ -34,13 +34,7 @@ def _load(*sets: str, path: Path | None = AGENT0) -> TrainConfig:
 
 
 def test_agent0_config_holds_the_papers_curriculum_hyperparameters() -> None:
-    config = _load()
-    t = config.training
-    # Agent0 App. A.1, curriculum agent training
-    assert (t.learning_rate, t.weight_decay, t.beta) == (1e-6, 1e-2, 1e-2)
-    assert (t.max_steps, t.prompts_per_step, t.num_generations) == (5, 128, 4)
-    assert (t.temperature, t.top_p) == (1.0, 0.99)
-    assert config.reward.k == 10  # §3.2: k executor samples per task
+    config = _load()  # every number: tests/test_paper_settings.py against frontier_qa/train/paper.py
     assert reward_config(config) == PAPER  # Eq. 2-5 with λ_tool 0.6, C 4
     assert config.curriculum.style == "instruct" and config.curriculum.domain == "math"
     assert not config.curriculum.ask_solution and not config.curriculum.ask_difficulty  # Table 7 exactly
@@ -77,18 +71,20 @@ def test_cpu_config_is_small_and_splits_on_one_process() -> None:
 @pytest.mark.parametrize(("world", "accumulation"), [(1, 64), (2, 32), (4, 16), (8, 8)])
 def test_agent0_global_batch_is_the_same_on_any_number_of_gpus(world: int, accumulation: int) -> None:
     plan = plan_step(_load(), world_size=world, target_max_n=4)
-    # 128 prompts × 4 rollouts = 512 completions per optimizer step, micro-batches of 8 per GPU
+    # 128 prompts × 4 rollouts = 512 completions per optimizer step, micro-batches of 8 per GPU;
+    # one round of generation serves 4 updates: 2048 tasks (the reference's 512 prompts × 4)
     assert plan.gradient_accumulation_steps == accumulation
     assert plan.per_device_batch * world * plan.gradient_accumulation_steps == 512
-    assert plan.tasks_per_process == 512 // world
-    assert plan.samples_per_process == 10 * 512 // world
-    assert plan.calls_per_process == 3 * 512 // world  # ⌈10 / 4⌉ calls per task
+    assert plan.steps_per_generation == 4 * accumulation
+    assert plan.tasks_per_process == 2048 // world
+    assert plan.samples_per_process == 10 * 2048 // world
+    assert plan.calls_per_process == 3 * 2048 // world  # ⌈10 / 4⌉ calls per task
 
 
 def test_updates_per_generation_reuses_one_batch_of_tasks() -> None:
-    plan = plan_step(_load("training.updates_per_generation=4"), world_size=2)
-    assert plan.steps_per_generation == 4 * plan.gradient_accumulation_steps == 128
-    assert plan.tasks_per_generation == 2048  # the reference's rollout batch: 512 prompts × 4
+    plan = plan_step(_load("training.updates_per_generation=1"), world_size=2)
+    assert plan.steps_per_generation == plan.gradient_accumulation_steps == 32  # on-policy: one update per round
+    assert plan.tasks_per_generation == 512
 
 
 def test_a_batch_that_does_not_split_names_the_key_and_the_flag() -> None:
@@ -146,7 +142,8 @@ def test_a_newer_config_version_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_budget_that_cannot_cover_one_step_is_refused_with_the_numbers() -> None:
-    config = _load("budget.max_calls=5000", "reward.k=10")
+    on_policy = ("training.updates_per_generation=1", "training.max_steps=5")
+    config = _load("budget.max_calls=5000", "reward.k=10", *on_policy)
     plan = plan_step(config, world_size=1)  # 512 tasks × 10 samples, one sample per call
     with pytest.raises(BudgetExceededError) as info:
         check_budget(config, plan)
@@ -154,17 +151,18 @@ def test_a_budget_that_cannot_cover_one_step_is_refused_with_the_numbers() -> No
     assert "budget.max_calls = 5000 cannot cover one training step" in text
     assert "512 tasks × k = 10 samples = 5120 target calls" in text
     assert "at least 5120 per step" in text and "25600 for the whole run" in text
-    check_budget(_load("budget.max_calls=5120"), plan)  # exactly one step: accepted
+    check_budget(_load("budget.max_calls=5120", *on_policy), plan)  # exactly one step: accepted
     with pytest.raises(BudgetExceededError, match=r"\(\+1 to check the target first\)"):
-        check_budget(_load("budget.max_calls=5120"), plan, extra_calls=1)
+        check_budget(_load("budget.max_calls=5120", *on_policy), plan, extra_calls=1)
     with pytest.raises(BudgetExceededError, match="budget.max_cost_usd = 0 cannot cover"):
-        check_budget(_load("budget.max_cost_usd=0"), plan)
+        check_budget(_load("budget.max_cost_usd=0", *on_policy), plan)
 
 
 def test_a_target_opened_elsewhere_is_checked_against_its_own_budget() -> None:
     from frontier_qa.runtime import Budget
 
-    config = _load("training.prompts_per_step=2", "training.per_device_train_batch_size=8", "reward.k=4")
+    config = _load("training.prompts_per_step=2", "training.per_device_train_batch_size=8", "reward.k=4",
+                   "training.updates_per_generation=1")
     plan = plan_step(config)
     with pytest.raises(BudgetExceededError, match="the target's budget: budget.max_calls = 10"):
         check_budget(config, plan, budget=Budget(max_calls=10))
