@@ -218,6 +218,16 @@ def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleC
             raise config.error("curriculum.model.spec", f"{model.spec!r} is not a trained checkpoint",
                                "a trained curriculum is an hf:/path/to/checkpoint (or use type: prompted)")
         model = model.model_copy(update={"spec": f"hf:{model.spec}"})
+    card = None
+    if c.type == "trained":  # asked the way it was trained: its card fills every key not set here
+        from frontier_qa.curricula.card import PlainPromptCurriculum, apply_card, asks_training_prompts
+
+        c, card, _ = apply_card(config, model.spec)
+        if asks_training_prompts(config, card):  # a plain prompt: the prompted curriculum has no such style
+            s = c.sampling
+            return PlainPromptCurriculum(_open(config, "curriculum.model", model, tracker, cache), card,
+                                         sampling=Sampling(temperature=s.temperature, top_p=s.top_p,
+                                                           max_tokens=s.max_tokens, stop=tuple(s.stop), seed=s.seed))
     if c.domain == "tools" and not c.tools:
         raise config.error("curriculum.domain", "the tools domain writes tasks for your tools, but none are given",
                            "set curriculum.tools to a JSON/YAML file of OpenAI tool schemas (or pass --tools FILE)")
@@ -226,8 +236,10 @@ def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleC
                            "set curriculum.agent_description, e.g. 'a support agent that can search and refund orders'")
     from frontier_qa.curricula.prompted import PromptedCurriculum
 
-    tools = load_tools(config)
+    tools = load_tools(config) or (list(card.tools) if card is not None else [])
     examples = load_examples(config)
+    if examples is None and card is not None and c.style == "few_shot":
+        examples = card.examples
     opened = _open(config, "curriculum.model", model, tracker, cache)
     s = c.sampling
     try:

@@ -374,9 +374,12 @@ def train_curriculum(config: TrainConfig, *, target: Target | None = None, resum
             (output / "train-config.json").write_text(json.dumps(resolved, indent=2), encoding="utf-8")
         say(f"training {folder} on {plan.world_size} process(es): {plan.tasks_per_generation} tasks per step, "
             f"k = {config.reward.k}, generation with {'vLLM' if vllm else 'transformers'}")
+        from frontier_qa.train.card import card_from_config
+
+        card = card_from_config(config, task_format)
         trainer = CurriculumTrainer(str(folder), reward, args, dataset, tokenizer,
                                     peft_config=lora_config(config.model),
-                                    on_log=lambda row: say(_describe(row)))
+                                    on_log=lambda row: say(_describe(row)), card=card)
     except BaseException:
         if owned:
             _close(target, None)
@@ -398,6 +401,12 @@ def train_curriculum(config: TrainConfig, *, target: Target | None = None, resum
         if owned:
             _close(target, trainer)
     final, adapter = save_final(trainer, config, folder)
+    if state.is_main_process:  # the probe asks these folders the way training did
+        from frontier_qa.train.card import write_card
+
+        for saved in (final, adapter):
+            if saved is not None and saved.is_dir():
+                write_card(saved, card)
     stopped = "budget" if trainer.budget_stop.stopped else "max steps"
     snapshot = target.snapshot() if hasattr(target, "snapshot") else None
     return TrainResult(output, final, adapter, trainer.state.global_step, stopped,

@@ -47,6 +47,22 @@ class BudgetStop(TrainerCallback):
         return control
 
 
+class CardWriter(TrainerCallback):
+    """Writes the curriculum card (:mod:`frontier_qa.train.card`) into every checkpoint, so each
+    ``checkpoint-N`` is a curriculum the probe asks the way it was trained."""
+
+    def __init__(self, card: Any) -> None:
+        self.card = card
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        from frontier_qa.train.card import write_card
+
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if state.is_world_process_zero and folder.is_dir():
+            write_card(folder, self.card)
+        return control
+
+
 class CurriculumTrainer(GRPOTrainer):
     """GRPO on the curriculum model with Agent0's composite reward from a real target.
 
@@ -59,6 +75,7 @@ class CurriculumTrainer(GRPOTrainer):
         peft_config: a ``peft.LoraConfig`` for LoRA, ``None`` for full fine-tuning.
         log_tasks: write ``tasks.jsonl`` under ``args.output_dir``.
         on_log: called with every logged row on the main process (progress output).
+        card: a :class:`~frontier_qa.train.card.CurriculumCard` written into every checkpoint.
 
     Attributes:
         budget_stop: the callback that ended training early, if the budget did.
@@ -67,7 +84,7 @@ class CurriculumTrainer(GRPOTrainer):
 
     def __init__(self, model: Any, reward: TargetReward, args: Any, train_dataset: Any, processing_class: Any,
                  peft_config: Any = None, *, log_tasks: bool = True,
-                 on_log: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 on_log: Callable[[dict[str, Any]], None] | None = None, card: Any = None) -> None:
         super().__init__(model=model, reward_funcs=[reward], args=args, train_dataset=train_dataset,
                          processing_class=processing_class, peft_config=peft_config)
         self.reward = reward
@@ -83,6 +100,8 @@ class CurriculumTrainer(GRPOTrainer):
             reward.gather = lambda items: list(gather_object(list(items)))
         self.budget_stop = BudgetStop(reward)
         self.add_callback(self.budget_stop)
+        if card is not None:
+            self.add_callback(CardWriter(card))
         self.metrics_path = Path(args.output_dir) / METRICS_FILE
         self.on_log = on_log
         if on_log is not None:  # one line per step instead of a bar and a printed dict
@@ -101,4 +120,4 @@ class CurriculumTrainer(GRPOTrainer):
                 self.on_log(row)
 
 
-__all__ = ["METRICS_FILE", "BudgetStop", "CurriculumTrainer"]
+__all__ = ["METRICS_FILE", "BudgetStop", "CardWriter", "CurriculumTrainer"]

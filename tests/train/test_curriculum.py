@@ -384,7 +384,11 @@ def test_a_trained_checkpoint_is_a_probe_curriculum(trained) -> None:  # noqa: A
     assert all(p.case.prompt or p.case.metadata.get("invalid_reason") for p in proposals)
     config = load_config(None, [parse_set(f"curriculum.model={final}"), parse_set("curriculum.type=trained")], env={})
     built = build_curriculum(config, BudgetTracker(), cache=False)
-    assert isinstance(built, PromptedCurriculum) and built.model.id.startswith(f"hf:{final}")
+    # trained with the plain style: asked exactly its training prompt, with the training's sampling
+    from frontier_qa.train.card import CardCurriculum
+
+    assert isinstance(built, CardCurriculum) and built.model.id.startswith(f"hf:{final}")
+    assert built.sampling.max_tokens == 8 and built.format.request(0)[0].prompt == "Write one new task."
     assert len(asyncio.run(propose(built))) == 2
 
 
@@ -399,6 +403,41 @@ def test_training_resumes_from_its_last_checkpoint(trained, tiny: Path, tmp_path
     assert result.steps == STEPS + 1
     assert [r.step for r in read_tasks(result.tasks_file)][-8:] == [STEPS + 1] * 8
     assert (out / f"checkpoint-{STEPS + 1}").is_dir()
+
+
+@pytest.mark.slow
+def test_a_step_interrupted_before_its_checkpoint_is_logged_once_after_resume(trained, tiny: Path,  # noqa: ANN001
+                                                                              tmp_path: Path) -> None:
+    from frontier_qa.train.curriculum import train_curriculum
+
+    out = tmp_path / "killed"
+    shutil.copytree(trained[0].output_dir, out)
+    # killed during step 2 after its tasks and metrics were written, before checkpoint-2 was saved
+    shutil.rmtree(out / f"checkpoint-{STEPS}")
+    shutil.rmtree(out / "final")
+    lines: list[str] = []
+    result = train_curriculum(tiny_config(tiny, out), target=open_scripted(ScriptedAdapter(split_on("e"))),
+                              resume=True, progress=lines.append)
+    assert result.steps == STEPS
+    assert [r.step for r in read_tasks(result.tasks_file)] == [1] * 8 + [2] * 8  # step 2 once, from the resumed run
+    def steps(path: Path) -> list[int]:
+        return [json.loads(line)["step"] for line in path.read_text().splitlines()]
+
+    assert steps(result.metrics_file) == steps(trained[0].metrics_file)  # as if never interrupted
+    assert any("dropped the log lines of steps after the checkpoint" in line for line in lines)
+
+
+def test_drop_after_keeps_checkpointed_steps_and_drops_a_torn_line(tmp_path: Path) -> None:
+    from frontier_qa.train.resume import checkpoint_step, drop_after
+
+    log = tmp_path / "tasks.jsonl"
+    log.write_text('{"step": 1}\n{"step": 2}\n{"step": 3}\n{"step": 3, "torn')
+    assert drop_after(log, 2) == 2 and log.read_text() == '{"step": 1}\n{"step": 2}\n'
+    assert drop_after(log, 2) == 0  # nothing after step 2 any more: untouched
+    (tmp_path / "checkpoint-2").mkdir()
+    (tmp_path / "checkpoint-10").mkdir()
+    assert checkpoint_step(tmp_path, True) == 10 and checkpoint_step(tmp_path, False) is None
+    assert checkpoint_step(tmp_path, str(tmp_path / "checkpoint-2")) == 2
 
 
 @pytest.mark.slow

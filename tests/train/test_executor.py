@@ -137,6 +137,13 @@ def test_two_adpo_steps_with_tools_then_resume(tool_model: Path, tmp_path: Path)
     marker = json.loads((second.final_model / "frontier-qa-model.json").read_text())
     assert marker["name"].startswith("frontier-qa executor")
 
+    # killed during step 2 after its rollouts were logged, before checkpoint-2: step 2 is logged once
+    import shutil
+
+    shutil.rmtree(out / "checkpoint-2")
+    third, _ = _train(tool_model, out, resume=True)
+    assert third.steps == 2 and [r.step for r in read_rollouts(third.rollouts_file)] == [1] * 8 + [2] * 8
+
 
 @pytest.mark.slow
 def test_lora_executor_is_merged(tool_model: Path, tmp_path: Path) -> None:

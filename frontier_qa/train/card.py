@@ -1,0 +1,31 @@
+"""The curriculum card a training run writes beside its weights (:mod:`frontier_qa.curricula.card`).
+
+The probe reads it back to ask a checkpoint the way it was trained; this module builds it from
+the training configuration. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from frontier_qa.curricula.card import CardSampling, CurriculumCard, write_card
+
+
+def card_from_config(config: Any, task_format: Any) -> CurriculumCard:
+    """The card of a curriculum training run (``config``: a ``TrainConfig``; ``task_format``: its
+    :class:`~frontier_qa.train.prompts.TaskFormat`, which holds the tools and examples it read)."""
+    c, t = config.curriculum, config.training
+    return CurriculumCard(
+        domain=c.domain, style=c.style, topics=list(c.topics), ask_solution=c.ask_solution,
+        ask_difficulty=c.ask_difficulty, agent_description=c.agent_description, answer_format=c.answer_format,
+        tools=[dict(x) for x in task_format.tools],
+        examples=[{"problem": e.problem, "answer": e.answer, "program": e.program} for e in task_format.examples]
+        if c.examples else None,
+        prompt=c.prompt.model_dump() if c.prompt is not None else None,
+        case_system=c.case_system, case_system_set=c.case_system is not None,
+        dedupe_threshold=c.dedupe_threshold, seed=t.seed,
+        sampling=CardSampling(temperature=t.temperature, top_p=t.top_p, max_tokens=t.max_completion_length),
+    )
+
+
+__all__ = ["card_from_config", "write_card"]
