@@ -301,7 +301,8 @@ def use_vllm(config: TrainConfig, cuda: bool) -> bool:
 
 
 def train_curriculum(config: TrainConfig, *, target: Target | None = None, resume: bool | str = False,
-                     progress: Callable[[str], None] | None = None) -> TrainResult:
+                     progress: Callable[[str], None] | None = None,
+                     instrument: Callable[[Any], None] | None = None) -> TrainResult:
     """Train ``config.model`` with GRPO so that it proposes the target's frontier tasks.
 
     Args:
@@ -312,6 +313,8 @@ def train_curriculum(config: TrainConfig, *, target: Target | None = None, resum
         resume: continue from the latest checkpoint in ``training.output_dir`` (``True``) or a
             given checkpoint folder.
         progress: called with one line per phase and per logged step.
+        instrument: called with the trainer just before training (extra callbacks, profilers:
+            ``frontier_qa.train.validate`` times generation this way).
 
     Returns:
         A :class:`TrainResult`.
@@ -391,6 +394,8 @@ def train_curriculum(config: TrainConfig, *, target: Target | None = None, resum
     dropped = drop_logs_after(checkpoint_step(output, resume), logs)
     if dropped:
         say(f"resuming: dropped the log lines of steps after the checkpoint ({sum(dropped.values())} line(s))")
+    if instrument is not None:
+        instrument(trainer)
     try:
         trainer.train(resume_from_checkpoint=resume or None)
     except ValueError as err:

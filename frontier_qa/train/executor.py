@@ -246,7 +246,8 @@ def _prompt_rows(rows: Sequence[ExecutorRow], tokenizer: Any, need: int) -> list
 def train_executor(rows: Sequence[ExecutorRow], *, model: ModelSection, training: TrainingSection,
                    generation: GenerationSection, save: SaveSection, tools: ToolSettings,
                    adpo: ADPOSchedule = REFERENCE, output_dir: str | os.PathLike[str], resume: bool = False,
-                   progress: Callable[[str], None] | None = None) -> ExecutorResult:
+                   progress: Callable[[str], None] | None = None,
+                   instrument: Callable[[Any], None] | None = None) -> ExecutorResult:
     """Train the executor ``model`` with ADPO on ``rows``, with sandboxed tool rollouts.
 
     Args:
@@ -262,6 +263,7 @@ def train_executor(rows: Sequence[ExecutorRow], *, model: ModelSection, training
         output_dir: the run folder.
         resume: continue from the latest ``checkpoint-N`` in ``output_dir``.
         progress: called with one line per phase and per logged step.
+        instrument: called with the trainer just before training (extra callbacks, profilers).
 
     Returns:
         An :class:`ExecutorResult`.
@@ -339,6 +341,8 @@ def train_executor(rows: Sequence[ExecutorRow], *, model: ModelSection, training
     logs = [reward.path] + ([output / METRICS_FILE] if state.is_main_process else [])
     if drop_logs_after(checkpoint_step(output, resume), logs):  # the interrupted step runs again
         say("resuming: dropped the log lines of steps after the checkpoint")
+    if instrument is not None:
+        instrument(trainer)
     try:
         trainer.train(resume_from_checkpoint=resume or None)
     except ValueError as err:

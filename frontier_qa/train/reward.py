@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -126,6 +127,8 @@ class TargetReward:
     Attributes:
         budget_exhausted: the budget message once the target budget ran out, else ``None``.
         generation: reward calls so far.
+        calls: ``(step, start, end)`` of every call (``time.perf_counter`` seconds): how long
+            scoring, target sampling above all, took in each step.
     """
 
     __name__ = "curriculum_reward"  # TRL logs rewards under the callable's name
@@ -160,6 +163,7 @@ class TargetReward:
         self.rank = rank
         self.generation = 0
         self.budget_exhausted: str | None = None
+        self.calls: list[tuple[int, float, float]] = []  # (step, start, end) of each call, time.perf_counter()
         # the probe's own scoring: boxed / json:calls / semantic clusters for "text"
         self._prober = CaseProber(target, ProbeSettings(k=k, sequential=None, embedder=embedder, sampling=sampling))
 
@@ -169,6 +173,7 @@ class TargetReward:
     async def __call__(
         self, prompts: Any = None, completions: Sequence[Any] = (), **columns: Any
     ) -> list[float | None]:
+        began = time.perf_counter()
         texts = [completion_text(c) for c in completions]
         n = len(texts)
         topics = _column(columns, "topic", n)
@@ -195,6 +200,7 @@ class TargetReward:
         if self.log is not None:
             self.log.write(self._records(texts, topics, tasks, sampled, scores, step))
         self.generation += 1
+        self.calls.append((step, began, time.perf_counter()))
         return [s.reward for s in scores]
 
     # --- sampling ---------------------------------------------------------------------------
