@@ -86,6 +86,13 @@ def curriculum(
     if result.stopped == "budget":
         typer.echo(f"stopped after step {result.steps}: the target budget ran out (a checkpoint was saved; raise "
                    "the budget and run again with --resume)", err=True)
+    if not quiet and result.tasks_file.is_file():  # did it learn: the reward curve and the weights' change
+        from frontier_qa.train.learning import reward_curve
+        from frontier_qa.train.tasks import read_tasks, summarize
+
+        typer.echo(reward_curve(summarize(read_tasks(result.tasks_file))), err=True)
+    if result.weight_change is not None:
+        typer.echo(result.weight_change.describe(), err=True)
     typer.echo(f"trained {result.steps} step(s); tasks: {result.tasks_file}; metrics: {result.metrics_file}")
     if result.final_model is not None:
         typer.echo(f"model: {result.final_model}")
@@ -153,15 +160,10 @@ def summary(
     """Per-step means of every reward term, from the run's tasks.jsonl."""
     from frontier_qa.train.tasks import TASKS_FILE, read_tasks, summarize
 
+    from frontier_qa.train.learning import reward_curve
+
     path = run / TASKS_FILE if run.is_dir() else run
-
-    def cell(value: float | None) -> str:
-        return "-" if value is None else f"{value:.3f}"
-
-    typer.echo("step  tasks  valid  distinct  uncertainty  tool   repetition  reward  frontier")
-    for s in summarize(read_tasks(path)):
-        typer.echo(f"{s.step:>4}  {s.tasks:>5}  {s.valid:5.2f}  {s.distinct:8.2f}  {cell(s.uncertainty):>11}  "
-                   f"{cell(s.tool):>5}  {s.repetition:10.3f}  {cell(s.reward):>6}  {cell(s.frontier):>8}")
+    typer.echo(reward_curve(summarize(read_tasks(path))))
 
 
 def register(app: typer.Typer) -> None:

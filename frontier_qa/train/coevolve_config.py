@@ -218,9 +218,6 @@ def check(config: CoevolveConfig) -> None:
                                "with the curriculum's training on it too",
                                "lower one of them (they sum to at most 0.9), or use executor.sampler: vllm-server "
                                "on its own GPU")
-    if e.generation.backend == "vllm":
-        raise config.error("executor.generation.backend", "vllm cannot run the executor's tool rollouts (generation "
-                           "stops at each code block and resumes after the sandbox)", "use transformers")
     for name, section in (("curriculum", c), ("executor", e)):
         if section.model.lora is not None and not section.save.merged:
             raise config.error(f"{name}.save.merged", "must be true with LoRA: the next iteration starts from the "

@@ -67,6 +67,8 @@ class TrainResult:
         metrics_file: every logged row (loss, KL, reward terms) as JSON lines.
         budget: what rewarding spent on the target.
         plan: how each step was split over the devices.
+        weight_change: how far ``final_model`` is from the starting model (main process; ``None``
+            without a final model).
     """
 
     output_dir: Path
@@ -78,6 +80,7 @@ class TrainResult:
     metrics_file: Path
     budget: BudgetSnapshot | None
     plan: StepPlan
+    weight_change: Any = None
 
 
 # --- the parts ----------------------------------------------------------------------------------
@@ -286,13 +289,18 @@ def grpo_section_kwargs(model: ModelSection, training: TrainingSection, generati
 
 def use_vllm(config: TrainConfig, cuda: bool) -> bool:
     """Whether generation runs on vLLM (``auto``: when it is installed and a GPU is present)."""
+    return use_generation_vllm(config.generation, cuda)
+
+
+def use_generation_vllm(generation: GenerationSection, cuda: bool) -> bool:
+    """:func:`use_vllm` for a generation section alone (the executor's)."""
     import importlib.util
 
-    backend = config.generation.backend
+    backend = generation.backend
     if backend == "transformers":
         return False
     if backend == "vllm":
-        require("vllm", extra="vllm", purpose="Generating curriculum tasks with vLLM (generation.backend: vllm)")
+        require("vllm", extra="vllm", purpose="Generating with vLLM (generation.backend: vllm)")
         return True
     return cuda and importlib.util.find_spec("vllm") is not None
 
@@ -406,16 +414,19 @@ def train_curriculum(config: TrainConfig, *, target: Target | None = None, resum
         if owned:
             _close(target, trainer)
     final, adapter = save_final(trainer, config, folder)
+    change = None
     if state.is_main_process:  # the probe asks these folders the way training did
         from frontier_qa.train.card import write_card
+        from frontier_qa.train.learning import weight_change
 
         for saved in (final, adapter):
             if saved is not None and saved.is_dir():
                 write_card(saved, card)
+        change = weight_change(folder, final) if final is not None else None
     stopped = "budget" if trainer.budget_stop.stopped else "max steps"
     snapshot = target.snapshot() if hasattr(target, "snapshot") else None
     return TrainResult(output, final, adapter, trainer.state.global_step, stopped,
-                       task_log_path(output, state.process_index), trainer.metrics_path, snapshot, plan)
+                       task_log_path(output, state.process_index), trainer.metrics_path, snapshot, plan, change)
 
 
 def lora_config(model: ModelSection) -> Any:
@@ -527,4 +538,5 @@ def merge_adapter(adapter_dir: str | os.PathLike[str], out_dir: str | os.PathLik
 
 __all__ = ["ADAPTER_DIR", "FINAL_DIR", "TrainResult", "build_task_format", "grpo_kwargs", "grpo_section_kwargs",
            "load_tokenizer", "lora_config", "merge_adapter", "open_reward_target", "preflight", "resolve_model_path",
-           "save_final", "save_final_model", "target_sampling", "train_curriculum", "use_vllm"]
+           "save_final", "save_final_model", "target_sampling", "train_curriculum", "use_generation_vllm",
+           "use_vllm"]

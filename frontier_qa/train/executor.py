@@ -13,8 +13,8 @@
               tool outputs, tool calls, reward) and metrics.jsonl (every logged row)
     save      <output_dir>/final: a plain transformers folder (LoRA merged)
 
-Only the transformers generation backend runs tool rollouts (:mod:`frontier_qa.train.tool_rollout`).
-TRL warns that ``rollout_func`` is experimental; that warning is silenced while the trainer is
+Tool rollouts generate with transformers or, with ``generation.backend: vllm``, on TRL's own vLLM
+engine (colocate or server mode, :mod:`frontier_qa.train.vllm_rollout`). TRL warns that ``rollout_func`` is experimental; that warning is silenced while the trainer is
 built (``TRL_EXPERIMENTAL_SILENCE=1``) because the TRL internals used are pinned and checked
 (:func:`~frontier_qa.train.tool_rollout.check_trl_rollout`, ``tests/train/test_tool_rollout.py``).
 """
@@ -256,7 +256,8 @@ def train_executor(rows: Sequence[ExecutorRow], *, model: ModelSection, training
         training: GRPO settings (``prompts_per_step`` tasks × ``num_generations`` rollouts per
             step, lr, KL, temperature, top_p, ``max_completion_length`` in tokens incl. tool
             output, ``save_steps``); ``training.output_dir`` is ignored.
-        generation: ``backend`` must be ``auto`` or ``transformers``.
+        generation: ``transformers``, ``vllm`` (TRL's colocate or server mode) or ``auto`` (vLLM when
+            it is installed and a GPU is present).
         save: what is written at the end (merged model, LoRA adapter).
         tools: the tool loop (calls per rollout, output cap, sandbox limits).
         adpo: the s(p̂) / ε_high(p̂) schedule; the reference constants by default.
@@ -271,15 +272,12 @@ def train_executor(rows: Sequence[ExecutorRow], *, model: ModelSection, training
     Raises:
         MissingExtraError: torch / transformers / trl / peft are missing (``pip install 'frontier-qa[train]'``).
         ConfigError: no rows (the band filter kept no task), a model that cannot be loaded
-            offline, vLLM asked for, a batch that does not split, nothing to resume from.
+            offline, a batch that does not split, nothing to resume from.
     """
     say = progress or (lambda line: None)
     if not rows:
         raise ConfigError("the band filter kept no task: there is nothing to train the executor on",
                           hint="widen the band, generate a larger pool, or skip executor training this iteration")
-    if generation.backend == "vllm":
-        raise ConfigError("generation.backend: vllm: executor tool rollouts run on transformers only",
-                          hint="set generation.backend: transformers (or auto) for executor training")
     for module in ("torch", "transformers", "trl", "accelerate", "datasets"):
         require(module, extra="train", purpose=PURPOSE)
     if model.lora is not None:
@@ -292,6 +290,7 @@ def train_executor(rows: Sequence[ExecutorRow], *, model: ModelSection, training
     from frontier_qa.train.adpo_trainer import ADPOTrainer
     from frontier_qa.train.curriculum import (
         grpo_section_kwargs,
+        use_generation_vllm,
         load_tokenizer,
         lora_config,
         resolve_model_path,
@@ -313,7 +312,7 @@ def train_executor(rows: Sequence[ExecutorRow], *, model: ModelSection, training
         say(f"{len(rows)} task(s) for {need} per generation round: each is used up to "
             f"{math.ceil(need / len(rows))} times per round")
     args = GRPOConfig(**grpo_section_kwargs(model, training, generation, plan, output_dir=output, cuda=cuda,
-                                            vllm=False, bf16_ok=bf16_ok))
+                                            vllm=use_generation_vllm(generation, cuda), bf16_ok=bf16_ok))
     if state.is_main_process:
         from frontier_qa.runtime.redact import redact_options  # a key in the sandbox env stays out
 

@@ -15,9 +15,9 @@ was sampled, never of a re-tokenisation of its text); only the tool's text is to
 tokens come back with ``env_mask`` 0 (:func:`~frontier_qa.train.rollout.mask_observations`),
 which TRL turns into ``tool_mask``: attended to, but out of the loss and of ``num_items``.
 
-Only the transformers generation backend is supported: the policy is the trainer's own
-(unwrapped) model and ``generate`` runs batched over the rows still going. vLLM-backed executor
-rollouts are not (``trainer.use_vllm`` raises :class:`~frontier_qa.errors.ConfigError`), and
+Model turns come from the trainer's own (unwrapped) model with transformers ``generate``, batched
+over the rows still going, or, when the trainer uses vLLM, from TRL's vLLM engine
+(:mod:`frontier_qa.train.vllm_rollout`: stop at each fence, resume until a python block closes).
 TRL's continuous batching option is ignored here.
 
 Torch and TRL are imported inside the functions that need them.
@@ -30,7 +30,7 @@ import copy
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from frontier_qa.adapters.tool_executor import OUTPUT_STOP, find_code, format_output
 from frontier_qa.errors import ConfigError
@@ -84,6 +84,8 @@ class ToolTrace:
         tool_failures: executed blocks that failed (exception, non-zero exit, a limit hit).
         observations: what each run printed, as shown to the model.
         stop: ``"eos"`` (the model ended) or ``"length"`` (``max_completion_length`` reached).
+        logprobs: with vLLM, the sampling log-probability of each completion token (``None`` on
+            tool tokens, which were not sampled); ``None`` with transformers (TRL recomputes them).
     """
 
     rollout: MaskedRollout
@@ -91,6 +93,7 @@ class ToolTrace:
     tool_failures: int
     observations: tuple[str, ...]
     stop: str
+    logprobs: tuple[float | None, ...] | None = None
 
 
 def check_trl_rollout() -> None:
@@ -145,6 +148,62 @@ class _TurnStop:
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
+@dataclass(frozen=True)
+class Turn:
+    """One model turn of one row.
+
+    Attributes:
+        token_ids: the tokens sampled in this turn, in order.
+        reason: ``"code"`` (it ended right after a closed python block), ``"eos"`` or ``"length"``.
+        logprobs: the sampling log-probability of each token (vLLM), ``None`` when unknown.
+    """
+
+    token_ids: tuple[int, ...]
+    reason: str
+    logprobs: tuple[float, ...] | None = None
+
+
+class Turns(Protocol):
+    """Generates one model turn for each running row.
+
+    ``turns(contexts, limits, code)``: ``contexts[i]`` is row i's prompt and completion so far
+    (token ids), ``limits[i]`` the most tokens it may add, ``code[i]`` whether its turn ends at
+    a closed python block (it has tool calls left); one :class:`Turn` per row, in order.
+    """
+
+    def __call__(self, contexts: Sequence[Sequence[int]], limits: Sequence[int],
+                 code: Sequence[bool]) -> list[Turn]: ...
+
+
+class _HFTurns:
+    """Model turns with transformers ``generate``: all running rows in one batch, left-padded."""
+
+    def __init__(self, model: Any, tokenizer: Any, generation_config: Any, eos: Sequence[int]) -> None:
+        self.model, self.tokenizer, self.config, self.eos = model, tokenizer, generation_config, list(eos)
+        pad = generation_config.pad_token_id
+        self.pad = pad if pad is not None else tokenizer.pad_token_id
+
+    def __call__(self, contexts: Sequence[Sequence[int]], limits: Sequence[int], code: Sequence[bool]) -> list[Turn]:
+        import torch
+        from transformers import StoppingCriteriaList
+
+        device = next(self.model.parameters()).device
+        width = max(map(len, contexts))
+        input_ids = torch.tensor([[self.pad] * (width - len(c)) + list(c) for c in contexts], device=device)
+        attention = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts], device=device)
+        stop = _TurnStop(self.tokenizer, width, limits, code, self.eos)
+        config = copy.deepcopy(self.config)
+        config.max_new_tokens = max(limits)  # the turn's budget: what the longest row has left
+        with torch.no_grad():
+            out = self.model.generate(input_ids=input_ids, attention_mask=attention, generation_config=config,
+                                      stopping_criteria=StoppingCriteriaList([stop]))
+        turns = []
+        for j in range(len(contexts)):
+            end = stop.ends[j] if stop.ends[j] is not None else out.shape[1] - width
+            turns.append(Turn(tuple(out[j, width:width + end].tolist()), stop.reasons[j] or "length"))
+        return turns
+
+
 class ToolRollout:
     """TRL ``rollout_func`` running Agent0's multi-turn tool rollout (see the module docstring).
 
@@ -169,34 +228,40 @@ class ToolRollout:
         self._checked = False
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        if getattr(trainer, "use_vllm", False):
-            raise ConfigError("executor tool rollouts run on the transformers backend only; use_vllm is set",
-                              hint="set generation.backend: transformers for executor training")
         if not self._checked:
             check_trl_rollout()
             self._checked = True
         import torch
-        from trl.models import unwrap_model_for_generation
 
         prompt_ids = [list(ids) for ids in trainer._tokenize_prompts(prompts)[0]]  # exactly as TRL's own path
-        args = trainer.args
-        with (
-            unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
-                                        gather_deepspeed3_params=args.ds3_gather_for_generation,
-                                        generation_kwargs=trainer.generation_kwargs,
-                                        gradient_checkpointing_kwargs=args.gradient_checkpointing_kwargs) as model,
-            trainer._dist.summon_full_params(trainer.model_wrapped, recurse=False),
-        ):
-            traces = self.generate(model, trainer.processing_class, prompt_ids,
-                                   generation_config=trainer.generation_config,
-                                   max_completion_length=trainer.max_completion_length,
-                                   eos_token_ids=trainer.eos_token_ids)
+        if getattr(trainer, "use_vllm", False):  # TRL has synced the policy's weights into its engine
+            from frontier_qa.train.vllm_rollout import VLLMTurns
+
+            traces = self.roll(trainer.processing_class, prompt_ids, VLLMTurns.for_trainer(trainer),
+                               trainer.max_completion_length)
+        else:
+            from trl.models import unwrap_model_for_generation
+
+            args = trainer.args
+            with (
+                unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
+                                            gather_deepspeed3_params=args.ds3_gather_for_generation,
+                                            generation_kwargs=trainer.generation_kwargs,
+                                            gradient_checkpointing_kwargs=args.gradient_checkpointing_kwargs) as model,
+                trainer._dist.summon_full_params(trainer.model_wrapped, recurse=False),
+            ):
+                traces = self.generate(model, trainer.processing_class, prompt_ids,
+                                       generation_config=trainer.generation_config,
+                                       max_completion_length=trainer.max_completion_length,
+                                       eos_token_ids=trainer.eos_token_ids)
         self.last = traces
         self._log(trainer, traces, torch)
+        vllm = all(t.logprobs is not None for t in traces) and bool(traces)
         return {
             "prompt_ids": prompt_ids,
             "completion_ids": [list(t.rollout.completion_ids) for t in traces],
-            "logprobs": None,
+            # vLLM's sampling log-probs feed TRL's importance-sampling correction; tool tokens have none
+            "logprobs": [list(t.logprobs or ()) for t in traces] if vllm else None,
             "env_mask": [list(t.rollout.tool_mask) for t in traces],
             "tool_calls": [t.tool_calls for t in traces],
             "tool_failures": [t.tool_failures for t in traces],
@@ -216,16 +281,28 @@ class ToolRollout:
             max_completion_length: completion tokens per rollout, model and tool together.
             eos_token_ids: tokens that end a rollout (default: the config's ``eos_token_id``).
         """
-        import torch
-        from transformers import StoppingCriteriaList
-
         if max_completion_length < 1:
             raise ConfigError(f"max_completion_length={max_completion_length} must be >= 1", hint="e.g. 1024")
         eos = eos_token_ids if eos_token_ids is not None else generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
-        pad = generation_config.pad_token_id if generation_config.pad_token_id is not None else tokenizer.pad_token_id
-        device = next(model.parameters()).device
+        return self.roll(tokenizer, prompt_ids, _HFTurns(model, tokenizer, generation_config, eos),
+                         max_completion_length)
+
+    def roll(self, tokenizer: Any, prompt_ids: Sequence[Sequence[int]], turns: Turns,
+             max_completion_length: int) -> list[ToolTrace]:
+        """The tool loop over any turn generator (transformers or vLLM), one trace per prompt.
+
+        Args:
+            tokenizer: decodes the model's turns, encodes tool output.
+            prompt_ids: token ids of each prompt.
+            turns: generates one model turn for each running row (see :class:`Turns`).
+            max_completion_length: completion tokens per rollout, model and tool together.
+        """
+        if max_completion_length < 1:
+            raise ConfigError(f"max_completion_length={max_completion_length} must be >= 1", hint="e.g. 1024")
         segments: list[list[Segment]] = [[] for _ in prompt_ids]
+        logprobs: list[list[float | None]] = [[] for _ in prompt_ids]
+        sampled_logprobs = True
         length = [0] * len(prompt_ids)  # completion tokens so far
         calls, failures = [0] * len(prompt_ids), [0] * len(prompt_ids)
         observations: list[list[str]] = [[] for _ in prompt_ids]
@@ -233,28 +310,22 @@ class ToolRollout:
         running = list(range(len(prompt_ids)))
         while running:
             contexts = [list(prompt_ids[r]) + [t for s in segments[r] for t in s.token_ids] for r in running]
-            width = max(map(len, contexts))
-            input_ids = torch.tensor([[pad] * (width - len(c)) + c for c in contexts], device=device)  # left pad
-            attention = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts], device=device)
             limits = [max_completion_length - length[r] for r in running]
-            stop = _TurnStop(tokenizer, width, limits, [calls[r] < self.settings.max_tool_turns for r in running], eos)
-            config = copy.deepcopy(generation_config)
-            config.max_new_tokens = max(limits)  # the turn's budget: what the longest row has left
-            with torch.no_grad():
-                out = model.generate(input_ids=input_ids, attention_mask=attention, generation_config=config,
-                                     stopping_criteria=StoppingCriteriaList([stop]))
+            generated = turns(contexts, limits, [calls[r] < self.settings.max_tool_turns for r in running])
             codes: list[tuple[int, str]] = []
-            for j, r in enumerate(running):
-                end = stop.ends[j] if stop.ends[j] is not None else out.shape[1] - width
-                new = out[j, width:width + end].tolist()  # the sampled tokens, untouched
+            for r, turn in zip(running, generated, strict=True):
+                new = list(turn.token_ids)  # the sampled tokens, untouched
                 segments[r].append(Segment("model", tuple(new)))
+                if turn.logprobs is None:
+                    sampled_logprobs = False
+                else:
+                    logprobs[r].extend(turn.logprobs)
                 length[r] += len(new)
-                reason = stop.reasons[j] or "length"
-                if reason == "code" and length[r] < max_completion_length:
+                if turn.reason == "code" and length[r] < max_completion_length:
                     block = find_code(tokenizer.decode(new))
-                    codes.append((r, block.group(1)))  # type: ignore[union-attr]  # the criterion found it
+                    codes.append((r, block.group(1)))  # type: ignore[union-attr]  # the turn ended at it
                 else:  # EOS, the length limit, or a block closed on the very last token (not run: no room)
-                    stops[r] = "eos" if reason == "eos" else "length"
+                    stops[r] = "eos" if turn.reason == "eos" else "length"
             results = self._run([code for _, code in codes])
             for (r, _), result in zip(codes, results, strict=True):
                 observation = format_output(result, self.settings.output_max_chars)
@@ -264,13 +335,15 @@ class ToolRollout:
                 tool = tokenizer(f"\n{OUTPUT_STOP}\n{observation}\n```\n", add_special_tokens=False)["input_ids"]
                 room = max_completion_length - length[r]
                 segments[r].append(Segment("tool", tuple(tool[:room])))
+                logprobs[r].extend([None] * min(room, len(tool)))
                 length[r] += min(room, len(tool))
                 if length[r] >= max_completion_length:
                     stops[r] = "length"
             running = [r for r in running if stops[r] is None]
         limit = self.settings.max_tool_turns
         return [ToolTrace(mask_observations(segments[r], max_tool_turns=limit), calls[r], failures[r],
-                          tuple(observations[r]), stops[r] or "length") for r in range(len(prompt_ids))]
+                          tuple(observations[r]), stops[r] or "length",
+                          tuple(logprobs[r]) if sampled_logprobs else None) for r in range(len(prompt_ids))]
 
     def _run(self, codes: Sequence[str]) -> list[SandboxResult]:
         """Each block in a fresh sandboxed interpreter, concurrently (up to the sandbox's limit)."""

@@ -54,7 +54,6 @@ def test_every_shipped_coevolve_config_loads() -> None:
     ("curriculum.training.output_dir=x", "curriculum.training.output_dir", "run_dir"),
     ("executor.training.output_dir=x", "executor.training.output_dir", "run_dir"),
     ("curriculum.reward.sampling.max_tokens=7", "curriculum.reward.sampling", "executor.sampling"),
-    ("executor.generation.backend=vllm", "executor.generation.backend", "transformers"),
     ("curriculum.curriculum.domain=open_ended", "curriculum.curriculum.domain", "math or general"),
     ("pool.band=[0.9, 0.2]", "pool.band", "documents every key"),
     ("executor.adpo.epsilon_low=1.5", "executor.adpo", "documents every key"),

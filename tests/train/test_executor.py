@@ -71,14 +71,42 @@ def test_step_plan_splits_rollouts() -> None:
         step_plan(_training(prompts_per_step=3, num_generations=2, per_device_train_batch_size=4))
 
 
-def test_an_empty_band_and_vllm_are_refused(tmp_path: Path) -> None:
+def test_an_empty_band_is_refused(tmp_path: Path) -> None:
     options = {"model": ModelSection(path=str(tmp_path)), "training": _training(), "generation": GenerationSection(),
                "save": SaveSection(), "tools": ToolSettings(), "output_dir": tmp_path / "out"}
     with pytest.raises(ConfigError, match="band filter kept no task"):
         train_executor([], **options)
-    options["generation"] = GenerationSection(backend="vllm")
-    with pytest.raises(ConfigError, match="transformers only"):
-        train_executor(_rows(), **options)
+
+
+def test_vllm_turns_resume_after_a_fence_that_closes_no_python_block() -> None:
+    """The turn loop of vLLM rollouts on a scripted engine: each call returns the next piece."""
+    from frontier_qa.train.vllm_rollout import VLLMTurns
+    from tests.tiny_models import build_tiny_tokenizer
+
+    tokenizer = build_tiny_tokenizer()
+
+    def ids(text: str) -> list[int]:
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    pieces = {0: [("Let me see.\n```", "fence"), ("python\nprint(1)\n```", "fence")],  # opening, then closing
+              1: [("Just \\boxed{2}", "eos")], 2: [("```", "fence"), ("text on and on", "length")]}
+    calls: list[list[int]] = []
+
+    def generate(contexts, rooms, fences):  # noqa: ANN001, ANN202
+        calls.append([len(c) for c in contexts])
+        out = []
+        for context, room in zip(contexts, rooms):
+            row = int(context[0])
+            text, why = pieces[row].pop(0)
+            new = ids(text)
+            out.append((new, [-0.5] * len(new), why))
+        return out
+
+    turns = VLLMTurns(generate, tokenizer, [tokenizer.eos_token_id])([[0], [1], [2]], [64, 64, 64], [True] * 3)
+    assert [t.reason for t in turns] == ["code", "eos", "length"]
+    assert tokenizer.decode(list(turns[0].token_ids)) == "Let me see.\n```python\nprint(1)\n```"
+    assert turns[0].logprobs == (-0.5,) * len(turns[0].token_ids)
+    assert len(calls) == 2 and calls[1] == [1 + len(ids("Let me see.\n```")), 1 + len(ids("```"))]  # rows 0, 2 resumed
 
 
 def test_resume_without_a_checkpoint_says_so(tool_model: Path, tmp_path: Path) -> None:

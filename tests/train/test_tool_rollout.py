@@ -67,12 +67,20 @@ def test_settings_are_validated() -> None:
     assert ToolSettings(sandbox={"timeout_s": 3}).sandbox == {"timeout_s": 3}
 
 
-def test_vllm_trainers_are_refused() -> None:
-    class VLLMTrainer:  # only the attribute is read before refusing; vLLM itself cannot run here
-        use_vllm = True
+def test_vllm_setups_the_rollouts_cannot_serve_are_refused() -> None:
+    from frontier_qa.train.vllm_rollout import VLLMTurns
 
-    with pytest.raises(ConfigError, match="transformers backend only"):
-        ToolRollout()(["p"], VLLMTrainer())
+    class Engine:  # only these attributes are read before refusing (tests/test_vllm_rollout.py runs vLLM)
+        mode, tensor_parallel_size, enable_sleep_mode = "colocate", 2, False
+
+    class Trainer:
+        use_vllm, vllm_generation = True, Engine()
+
+    with pytest.raises(ConfigError, match="vllm_tensor_parallel_size: 1"):
+        VLLMTurns.for_trainer(Trainer())
+    Engine.tensor_parallel_size, Engine.enable_sleep_mode = 1, True
+    with pytest.raises(ConfigError, match="sleep mode"):
+        VLLMTurns.for_trainer(Trainer())
 
 
 def test_the_installed_trl_reads_env_mask() -> None:
