@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import random
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,16 +42,24 @@ class MoodyAgent:
 
     Args:
         topic: the case topic on which the agent guesses.
+        words: more words that make it guess when a task contains one (whole words, any case),
+            e.g. ``["dollar", "dollars", "cents"]`` for an agent that is weak on money.
     """
 
     version = "1"
 
-    def __init__(self, topic: str = "weekdays") -> None:
+    def __init__(self, topic: str = "weekdays", words: list[str] | tuple[str, ...] = ()) -> None:
         self.topic = topic
+        self.words = {w.lower() for w in words}
+        if self.words:  # other answers: other cached samples
+            self.version = f"1+words={','.join(sorted(self.words))}"
 
     def guesses(self, case: Case) -> bool:
         """Whether the agent is unreliable on ``case``."""
-        return case.topic == self.topic or any(day.lower() in case.prompt.lower() for day in WEEKDAYS)
+        text = case.prompt.lower()
+        tokens = set(re.findall(r"[a-z$]+", text))
+        return (case.topic == self.topic or any(day.lower() in text for day in WEEKDAYS)
+                or bool(self.words & tokens))
 
     async def arun(self, task: str, case: Case, seed: int | None, ctx: AgentContext) -> dict[str, Any]:
         if self.guesses(case):
