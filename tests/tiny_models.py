@@ -159,14 +159,15 @@ def answer_text(a: int, b: int) -> str:
     return f"The answer is \\boxed{{{a + b}}}."
 
 
-def _tool_examples(tokenizer, system: str | None = None) -> list[tuple[list[int], list[int]]]:
+def _tool_examples(tokenizer, system: str | None = None, pairs: tuple[tuple[int, int], ...] = TOOL_PAIRS,
+                   repeat_pairs: tuple[tuple[int, int], ...] = REPEAT_PAIRS) -> list[tuple[list[int], list[int]]]:
     """(token ids, loss mask) per training sequence: loss on the model's turns only."""
     def ids(text: str) -> list[int]:
         return tokenizer(text, add_special_tokens=False)["input_ids"]
 
     examples = []
-    calls = [(q, a, b, 1) for a, b in TOOL_PAIRS for q in [tool_question(a, b)]]
-    calls += [(repeat_question(a, b), a, b, 3) for a, b in REPEAT_PAIRS]
+    calls = [(q, a, b, 1) for a, b in pairs for q in [tool_question(a, b)]]
+    calls += [(repeat_question(a, b), a, b, 3) for a, b in repeat_pairs]
     for question, a, b, n in calls:
         head = [{"role": "system", "content": system}] if system else []
         prompt = tokenizer.apply_chat_template([*head, {"role": "user", "content": question}], tokenize=False,
@@ -182,7 +183,9 @@ def _tool_examples(tokenizer, system: str | None = None) -> list[tuple[list[int]
 
 
 def build_tool_user_model(folder: str | Path, *, seed: int = 0, steps: int = 150,
-                          learning_rate: float = 3e-3, system: str | None = None, num_heads: int = 4) -> Path:
+                          learning_rate: float = 3e-3, system: str | None = None, num_heads: int = 4,
+                          pairs: tuple[tuple[int, int], ...] = TOOL_PAIRS,
+                          repeat_pairs: tuple[tuple[int, int], ...] = REPEAT_PAIRS) -> Path:
     """Save the tiny model of :func:`build_tiny_model`, taught to call a python tool, into ``folder``.
 
     Full-batch SFT (plain torch Adam, CPU, one thread so the result is the same on every
@@ -205,6 +208,8 @@ def build_tool_user_model(folder: str | Path, *, seed: int = 0, steps: int = 150
         learning_rate: Adam learning rate.
         system: a system message the prompts carry (the co-evolution executor's); ``None``: none.
         num_heads: attention heads (2: a model vLLM's CPU attention can serve).
+        pairs: the (a, b) pairs it is taught to add with the tool (default :data:`TOOL_PAIRS`).
+        repeat_pairs: the pairs it is taught to print three times (default :data:`REPEAT_PAIRS`).
 
     Returns:
         ``folder`` as a :class:`Path`, loadable with ``from_pretrained(folder, local_files_only=True)``.
@@ -213,7 +218,8 @@ def build_tool_user_model(folder: str | Path, *, seed: int = 0, steps: int = 150
 
     folder = build_tiny_model(folder, seed=seed, num_heads=num_heads)
     tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    return _imprint(folder, _tool_examples(tokenizer, system), seed=seed, steps=steps, learning_rate=learning_rate)
+    return _imprint(folder, _tool_examples(tokenizer, system, pairs, repeat_pairs), seed=seed, steps=steps,
+                    learning_rate=learning_rate)
 
 
 def build_question_writer_model(folder: str | Path, prompt: str, questions: list[str], *, seed: int = 0,
@@ -269,6 +275,45 @@ def _imprint(folder: Path, examples: list[tuple[list[int], list[int]]], *, seed:
     return folder
 
 
-__all__ = ["CHATML_TEMPLATE", "REPEAT_PAIRS", "SPECIAL_TOKENS", "TOOL_PAIRS", "answer_text", "build_question_writer_model",
+# --- a tiny model that writes sentences of words ------------------------------------------------------
+
+WORDS = ("apple banana cherry river mountain city garden window letter number table chair music paper "
+         "stone cloud green blue red yellow seven three twelve ninety count add find how many what when "
+         "where which train boat house road light dark quick slow happy small large round square angle "
+         "price total sum half double zebra").split()
+
+def build_word_model(folder: Path, seed: int = 0) -> Path:
+    """A ≈ 60k-parameter random causal LM whose tokens are the words of :data:`WORDS`.
+
+    Every task it writes is a sentence of words, which the BLEU distance of the repetition
+    penalty reads (byte-level noise with no spaces would look unique to it). A Granite config is
+    used only because transformers loads a generic tokenizer for that model type.
+    """
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import GenerationConfig, GraniteConfig, GraniteForCausalLM, PreTrainedTokenizerFast
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "[UNK]"]
+    backend = Tokenizer(models.WordLevel({t: i for i, t in enumerate(specials + WORDS)}, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.decoder = decoders.WordPiece(prefix="##", cleanup=False)  # joins words with spaces
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                        unk_token="[UNK]", padding_side="left", chat_template=CHATML_TEMPLATE,
+                                        additional_special_tokens=["<|im_start|>"])
+    config = GraniteConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                           num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                           tie_word_embeddings=True, bos_token_id=None, eos_token_id=tokenizer.eos_token_id,
+                           pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(seed)
+    model = GraniteForCausalLM(config)
+    model.generation_config = GenerationConfig(eos_token_id=tokenizer.eos_token_id,
+                                               pad_token_id=tokenizer.pad_token_id)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+__all__ = ["CHATML_TEMPLATE", "REPEAT_PAIRS", "SPECIAL_TOKENS", "TOOL_PAIRS", "WORDS", "answer_text",
+           "build_question_writer_model", "build_word_model",
            "build_tiny_model", "build_tiny_tokenizer", "build_tool_user_model", "output_block", "repeat_question",
            "tool_code_block", "tool_question"]

@@ -24,40 +24,9 @@ from frontier_qa.target import Case
 from frontier_qa.testing import ScriptedAdapter, open_scripted
 from frontier_qa.train.config import load_train_config
 from frontier_qa.train.tasks import read_tasks, summarize
+from tests.tiny_models import build_word_model
 
-WORDS = ("apple banana cherry river mountain city garden window letter number table chair music paper "
-         "stone cloud green blue red yellow seven three twelve ninety count add find how many what when "
-         "where which train boat house road light dark quick slow happy small large round square angle "
-         "price total sum half double zebra").split()
 FEATURE = "zebra"
-CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + "
-          "'<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
-
-
-def build_word_model(folder: Path, seed: int = 0) -> Path:
-    """A ≈ 60k-parameter random causal LM whose tokens are the words of :data:`WORDS`."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import GenerationConfig, GraniteConfig, GraniteForCausalLM, PreTrainedTokenizerFast
-
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "[UNK]"]
-    backend = Tokenizer(models.WordLevel({t: i for i, t in enumerate(specials + WORDS)}, unk_token="[UNK]"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    backend.decoder = decoders.WordPiece(prefix="##", cleanup=False)  # joins words with spaces
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                        unk_token="[UNK]", padding_side="left", chat_template=CHATML,
-                                        additional_special_tokens=["<|im_start|>"])
-    config = GraniteConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                           num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                           tie_word_embeddings=True, bos_token_id=None, eos_token_id=tokenizer.eos_token_id,
-                           pad_token_id=tokenizer.pad_token_id)
-    torch.manual_seed(seed)
-    model = GraniteForCausalLM(config)
-    model.generation_config = GenerationConfig(eos_token_id=tokenizer.eos_token_id,
-                                               pad_token_id=tokenizer.pad_token_id)
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 def unsure_on_feature(case: Case, index: int) -> str:
