@@ -21,39 +21,21 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.config import parse_set
 from frontier_qa.errors import ConfigError
 from frontier_qa.train import executor_target
 from frontier_qa.train.coevolve import check_launcher, run_coevolution
-from frontier_qa.train.coevolve_config import load_coevolve_config
 from frontier_qa.train.executor_target import ExecutorTargets, executor_target_config
 from frontier_qa.train.pool import SCORED_FILE, ScoredTask, read_jsonl
+from tests.test_coevolve_e2e import SYSTEM, WRITE, config
 from tests.tiny_models import TOOL_PAIRS, build_question_writer_model, build_tool_user_model, tool_question
 
 REPO = Path(__file__).resolve().parents[1]
-WRITE = "Write one math problem."
-SYSTEM = "Solve it with python, then box the answer."
 HAS_VLLM = find_spec("vllm") is not None
 
 
-def _config(run: Path, curriculum: Path, executor: Path, heldout: Path, *sets: str):  # noqa: ANN202
-    base = [
-        f"run_dir={run}", "iterations=1",
-        f"curriculum.model.path={curriculum}", "curriculum.curriculum.style=plain",
-        f"curriculum.curriculum.prompt.user={WRITE}", "curriculum.reward.k=2",
-        "curriculum.training.max_steps=1", "curriculum.training.prompts_per_step=2",
-        "curriculum.training.num_generations=2", "curriculum.training.per_device_train_batch_size=4",
-        "curriculum.training.learning_rate=1e-3", "curriculum.training.beta=0.0",
-        "curriculum.training.max_completion_length=16", "curriculum.generation.backend=transformers",
-        f"executor.model.path={executor}", f"executor.system={SYSTEM}", "executor.sampling.max_tokens=40",
-        "executor.tools.max_tool_turns=2", "executor.training.max_steps=1", "executor.training.prompts_per_step=2",
-        "executor.training.num_generations=4", "executor.training.per_device_train_batch_size=8",
-        "executor.training.learning_rate=1e-3", "executor.training.beta=0.0",
-        "executor.training.max_completion_length=64",
-        "pool.size=6", "pool.k=4", "pool.band=[0.25, 1.0]", "pool.sampling.max_tokens=16",
-        f"evaluation.heldout={heldout}", "evaluation.samples=2", "evaluation.table5_tasks=3",
-    ]
-    return load_coevolve_config(None, [parse_set(s) for s in [*base, *sets]])
+def _config(run: Path, curriculum: Path, executor: Path, *sets: str):  # noqa: ANN202
+    """tests/test_coevolve_e2e.py's tiny run (one iteration, 6 pool tasks), one ADPO step."""
+    return config((curriculum, executor), run, "executor.training.max_steps=1", *sets)
 
 
 # --- the engine is shared across phases and reloaded after the executor trains -----------------------
@@ -75,8 +57,7 @@ def test_one_engine_per_executor_model_closed_before_the_executor_trains(
         return Engine(Path(model))
 
     monkeypatch.setattr(executor_target, "open_executor", fake_open)
-    config = _config(tmp_path / "run", tmp_path / "c", tmp_path / "e0", tmp_path / "h.jsonl",
-                     "executor.sampler=vllm")
+    config = _config(tmp_path / "run", tmp_path / "c", tmp_path / "e0", "executor.sampler=vllm")
     with ExecutorTargets(config) as targets:
         baseline = targets.get(tmp_path / "e0")
         assert targets.get(tmp_path / "e0") is baseline  # curriculum reward and pool: the same engine
@@ -91,7 +72,7 @@ def test_one_engine_per_executor_model_closed_before_the_executor_trains(
 @pytest.mark.parametrize(("sampler", "prefix"), [("transformers", "tools+hf:"), ("vllm", "tools+vllm:"),
                                                  ("vllm-server", "tools+vllm-server:")])
 def test_the_sampler_picks_the_executor_spec(tmp_path: Path, sampler: str, prefix: str) -> None:
-    config = _config(tmp_path, tmp_path / "c", tmp_path / "e", tmp_path / "h", f"executor.sampler={sampler}",
+    config = _config(tmp_path / "run", tmp_path / "c", tmp_path / "e", f"executor.sampler={sampler}",
                      "executor.target_options.max_model_len=2048")
     target = executor_target_config(config, tmp_path / "e", False)
     assert target.spec == f"{prefix}{tmp_path / 'e'}" and target.options["max_model_len"] == 2048
@@ -100,7 +81,7 @@ def test_the_sampler_picks_the_executor_spec(tmp_path: Path, sampler: str, prefi
 
 def test_executor_and_curriculum_vllm_cannot_overfill_one_gpu(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="executor.target_options.gpu_memory_utilization") as err:
-        _config(tmp_path, tmp_path / "c", tmp_path / "e", tmp_path / "h", "executor.sampler=vllm",
+        _config(tmp_path / "run", tmp_path / "c", tmp_path / "e", "executor.sampler=vllm",
                 "curriculum.generation.backend=vllm", "curriculum.generation.vllm_gpu_memory_utilization=0.6")
     assert "vllm-server" in (err.value.hint or "")
 
@@ -150,15 +131,12 @@ def test_every_executor_sampling_phase_runs_on_vllm(tmp_path: Path, report_measu
     questions = [tool_question(a, b) for a, b in TOOL_PAIRS]
     curriculum = build_question_writer_model(root / "curriculum", WRITE, questions, seed=1, num_heads=2)
     executor = build_tool_user_model(root / "executor", system=SYSTEM, num_heads=2)
-    heldout = tmp_path / "heldout.jsonl"
-    heldout.write_text("".join(json.dumps({"problem": tool_question(a, b), "answer": a + b}) + "\n"
-                               for a, b in TOOL_PAIRS[:3]))
     run = tmp_path / "run"
     lines: list[str] = []
     started = time.perf_counter()
     # Table 5 would open the base executor once more after ADPO (the fake-engine test above checks
     # that order); one engine start less keeps this test near a minute
-    result = run_coevolution(_config(run, curriculum, executor, heldout, "executor.sampler=vllm",
+    result = run_coevolution(_config(run, curriculum, executor, "executor.sampler=vllm",
                                      "evaluation.table5_tasks=0"), progress=lines.append)
     elapsed = time.perf_counter() - started
     trained = run / "iter-1" / "executor" / "final"

@@ -372,23 +372,19 @@ def run_coevolution(config: CoevolveConfig, *, resume: bool = False, progress: S
         _save_state(config, state)
         for t in range(1, config.iterations + 1):
             it = state.iteration(t)
-            if "curriculum" not in it.done:
-                _phase_curriculum(config, t, it, executors, executor, curriculum, say)
-                it.done.append("curriculum")
-                _save_state(config, state)
-            if "pool" not in it.done:
-                _phase_pool(config, t, it, executors, executor, say)
-                it.done.append("pool")
-                _save_state(config, state)
-            if "executor" not in it.done:
-                _phase_executor(config, t, it, executors, executor, say)
-                it.done.append("executor")
-                _save_state(config, state)
-            if "evaluate" not in it.done:
-                _phase_evaluate(config, t, it, state, executors, say)
-                it.done.append("evaluate")
-                _save_state(config, state)
-                write_report(config, state)
+            phases: dict[str, Callable[[], None]] = {
+                "curriculum": lambda: _phase_curriculum(config, t, it, executors, executor, curriculum, say),
+                "pool": lambda: _phase_pool(config, t, it, executors, executor, say),
+                "executor": lambda: _phase_executor(config, t, it, executors, executor, say),
+                "evaluate": lambda: _phase_evaluate(config, t, it, state, executors, say),
+            }
+            for name, phase in phases.items():  # in PHASES order; a resumed run skips what is done
+                if name not in it.done:
+                    phase()
+                    it.done.append(name)
+                    _save_state(config, state)
+                    if name == "evaluate":
+                        write_report(config, state)
             executor, curriculum = Path(it.executor_model or executor), it.curriculum_model or curriculum
     report = write_report(config, state)
     say(f"co-evolution: {config.iterations} iteration(s) in {time.monotonic() - started:.0f} s; report: {report}")
