@@ -74,7 +74,7 @@ def test_two_processes_keep_the_global_batch_and_share_one_repetition_penalty(tm
                      "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(free_port()),
                      "-m", "frontier_qa", "train", "curriculum", "--config", str(_config(tmp_path, model, two))],
                     tmp_path)
-    assert launched.stderr.count("on 2 process(es): 8 tasks per step") == 2  # each rank planned the global batch
+    assert launched.stderr.count("on 2 process(es): 8 tasks per round") == 2  # each rank planned the global batch
 
     single = read_tasks(one / "tasks.jsonl")
     ranks = [read_tasks(two / "tasks.jsonl"), read_tasks(two / "tasks-rank1.jsonl")]

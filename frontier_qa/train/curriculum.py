@@ -383,8 +383,10 @@ def train_curriculum(config: TrainConfig, *, target: Target | None = None, resum
 
             resolved = redact_options(config.model_dump(mode="json"))
             (output / "train-config.json").write_text(json.dumps(resolved, indent=2), encoding="utf-8")
-        say(f"training {folder} on {plan.world_size} process(es): {plan.tasks_per_generation} tasks per step, "
-            f"k = {config.reward.k}, generation with {'vLLM' if vllm else 'transformers'}")
+        rounds = config.training.updates_per_generation
+        say(f"training {folder} on {plan.world_size} process(es): {plan.tasks_per_generation} tasks per round of "
+            f"generation ({rounds} update(s) each), k = {config.reward.k}, "
+            f"generation with {'vLLM' if vllm else 'transformers'}")
         from frontier_qa.train.card import card_from_config
 
         card = card_from_config(config, task_format)
