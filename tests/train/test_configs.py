@@ -64,8 +64,8 @@ def test_cpu_config_is_small_and_splits_on_one_process() -> None:
     assert config.target.spec == "python:examples/agents/moody_agent.py:MoodyAgent"
     assert config.curriculum.style == "few_shot"
     plan = plan_step(config, world_size=1)
-    # 4 prompts × 8 problems per step: a spread of rewards in every group (the demo must learn)
-    assert (plan.tasks_per_generation, plan.gradient_accumulation_steps, plan.samples_per_process) == (32, 4, 128)
+    # 4 prompts × 6 problems per step: a spread of rewards in every group (the demo must learn)
+    assert (plan.tasks_per_generation, plan.gradient_accumulation_steps, plan.samples_per_process) == (24, 3, 96)
     check_budget(config, plan, extra_calls=1)  # its own budget covers a step
 
 
@@ -181,10 +181,10 @@ def test_cpu_config_builds_a_valid_grpo_config() -> None:
     config = _load("training.output_dir=/tmp/never-written", path=CPU)
     args = GRPOConfig(**grpo_kwargs(config, plan_step(config), cuda=False, vllm=False, bf16_ok=False))
     assert args.use_cpu and not args.bf16 and not args.gradient_checkpointing and not args.use_vllm
-    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps, args.steps_per_generation) == (8, 4, 4)
-    assert args.generation_batch_size == 32 and args.num_generations == 8
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps, args.steps_per_generation) == (8, 3, 3)
+    assert args.generation_batch_size == 24 and args.num_generations == 6
     assert args.model_init_kwargs == {"dtype": "float32", "local_files_only": True, "trust_remote_code": False}
-    assert args.learning_rate == 5e-4 and args.beta == 0.0
+    assert args.learning_rate == 3e-4 and args.beta == 0.0
 
 
 def test_gpu_choices_and_vllm_modes_reach_grpo() -> None:

@@ -547,10 +547,10 @@ def test_cli_trains_the_cpu_config_against_the_moody_agent(cli, tiny: Path, tmp_
     assert f"model: {out / 'final'}" in text and f"LoRA adapter: {out / 'final-adapter'}" in text
     assert f"frontier-qa probe --curriculum trained:{out / 'final'}" in text
     rows = read_tasks(out / "tasks.jsonl")
-    assert len(rows) == 8 and {r.topic for r in rows} <= {"weekdays", "shopping", "travel"}
+    assert len(rows) == 24 and {r.topic for r in rows} <= {"shopping", "travel", "school", "cooking"}
     assert (out / "cache").is_dir() and (out / "train-config.json").is_file()
     code, text = cli("train", "summary", str(out))
-    assert code == 0 and text.splitlines()[1].split()[:2] == ["1", "8"]
+    assert code == 0 and text.splitlines()[1].split()[:2] == ["1", "24"]
     code, text = cli("train", "merge", str(out / "checkpoint-1"), "--out", str(tmp_path / "merged"))
     assert code == 0 and (tmp_path / "merged" / "config.json").is_file()
 
@@ -565,5 +565,5 @@ def test_the_shipped_cpu_config_trains_smollm2(cli, tmp_path: Path, monkeypatch:
     assert code == 0, text
     assert "step 1: reward " in text and (out / "final" / "config.json").is_file()
     rows = read_tasks(out / "tasks.jsonl")
-    assert len(rows) == 8 and any(r.question for r in rows)  # SmolLM2 writes usable few-shot problems
+    assert len(rows) == 24 and any(r.question for r in rows)  # SmolLM2 writes usable few-shot problems
     assert all(r.p_hat is not None for r in rows if r.question)
