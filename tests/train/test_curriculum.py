@@ -362,6 +362,19 @@ def test_weights_change_and_checkpoints_reload(trained, tiny: Path) -> None:  # 
     assert any(not torch.equal(first[k], after[k]) for k in after)
     marker = json.loads((result.final_model / "frontier-qa-model.json").read_text())
     assert marker["source"].endswith(f"@step-{STEPS}")
+    # the run's own account of it: every changed tensor found, the size of the change measured
+    from safetensors.torch import load_file
+
+    start, end = load_file(str(tiny / "model.safetensors")), load_file(str(result.final_model / "model.safetensors"))
+    change = result.weight_change
+    changed = sum(not torch.equal(start[k], end[k]) for k in start)
+    assert change is not None and change.changed == changed > 0 and change.tensors == len(start)
+    delta = sum(float(((end[k].double() - start[k].double()) ** 2).sum()) for k in start) ** 0.5
+    norm = sum(float((start[k].double() ** 2).sum()) for k in start) ** 0.5
+    assert change.relative_l2 == pytest.approx(delta / norm, rel=1e-6) and "tensors changed" in change.describe()
+    from frontier_qa.train.learning import weight_change
+
+    assert weight_change(tiny, tiny).changed == 0  # nothing moved: said so
 
 
 @pytest.mark.slow
@@ -544,6 +557,7 @@ def test_cli_trains_the_cpu_config_against_the_moody_agent(cli, tiny: Path, tmp_
                       "--max-steps", "1", "--output-dir", str(out), "--set", "training.max_completion_length=8",
                       "--quiet")
     assert code == 0, text
+    assert "weights: " in text  # how far the weights moved (or that they did not)
     assert f"model: {out / 'final'}" in text and f"LoRA adapter: {out / 'final-adapter'}" in text
     assert f"frontier-qa probe --curriculum trained:{out / 'final'}" in text
     rows = read_tasks(out / "tasks.jsonl")
