@@ -113,7 +113,7 @@ def curriculum_part(seed: int, steps: int, root: Path) -> dict[str, Any]:
             f"training.save_steps={steps}", "reward.k=4", "target.cache=false", f"training.seed={seed}"]
     started = time.perf_counter()
     result = train_curriculum(load_train_config(None, [parse_set(s) for s in sets]),
-                              target=open_scripted(ScriptedAdapter(unsure_on_zebras)))
+                              target=open_scripted(ScriptedAdapter(unsure_on_zebras)), progress=lambda line: None)
     seconds = time.perf_counter() - started
     before, before_valid = in_band_per_100(model, seed)
     after, after_valid = in_band_per_100(result.final_model, seed)
@@ -158,7 +158,7 @@ def grade(model: Path, pairs: list[tuple[int, int]], k: int, seed: int) -> tuple
     return right / (k * len(pairs)), votes
 
 
-def executor_part(seed: int, steps: int, root: Path, compare_grpo: bool) -> dict[str, Any]:
+def executor_part(seed: int, steps: int, root: Path, compare_grpo: bool, learning_rate: float) -> dict[str, Any]:
     from frontier_qa.train.adpo import ADPOSchedule
     from frontier_qa.train.config import GenerationSection, ModelSection, SaveSection, TrainingSection
     from frontier_qa.train.executor import ExecutorRow, train_executor
@@ -175,14 +175,17 @@ def executor_part(seed: int, steps: int, root: Path, compare_grpo: bool) -> dict
     before, _ = grade(start, heldout, 8, seed + 1)
     out: dict[str, Any] = {"seed": seed, "pool": len(pool), "in_band": len(rows), "labels_right": labels_right,
                            "heldout_accuracy_start": round(before, 3)}
+    if not rows:  # every pool task outside the band: nothing to train on (what co-evolution then does too)
+        out["seconds"] = round(time.perf_counter() - started, 1)
+        return out
     schedules = {"adpo": ADPOSchedule()}
     if compare_grpo:  # s(p̂) = 1 and ε_high = ε_low = 0.2 for every task: TRL's GRPO
         schedules["grpo"] = ADPOSchedule(scale_base=1.0, scale_gain=0.0, epsilon_high_gain=0.0)
     training = TrainingSection(max_steps=steps, prompts_per_step=4, num_generations=8, per_device_train_batch_size=32,
-                               learning_rate=2e-3, weight_decay=0.0, beta=0.0, temperature=1.0, top_p=1.0,
+                               learning_rate=learning_rate, weight_decay=0.0, beta=0.0, temperature=1.0, top_p=1.0,
                                max_completion_length=64, save_steps=10**6, seed=seed, use_cpu=True)
     for name, schedule in schedules.items():
-        result = train_executor(rows, model=ModelSection(path=str(start)), training=training,
+        result = train_executor(rows, model=ModelSection(path=str(start)), training=training, progress=lambda line: None,
                                 generation=GenerationSection(backend="transformers"), save=SaveSection(),
                                 tools=ToolSettings(max_tool_turns=1, sandbox={"timeout_s": 10}), adpo=schedule,
                                 output_dir=root / f"{name}-{seed}")
@@ -198,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--curriculum-steps", type=int, default=30)
     parser.add_argument("--executor-steps", type=int, default=30)
+    parser.add_argument("--executor-lr", type=float, default=1e-4, help="ADPO learning rate")
     parser.add_argument("--compare-grpo", action="store_true", help="also train plain GRPO on the same pool")
     parser.add_argument("--out", default=None, help="folder for the runs (default: a temp dir)")
     args = parser.parse_args(argv)
@@ -211,12 +215,14 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['in_band_per_100_trained']} after {row['steps']} steps ({row['train_s']} s); "
                   f"in-band share per step {row['in_band_share_per_step']}", flush=True)
         if args.part in ("both", "executor"):
-            row = executor_part(seed, args.executor_steps, root, args.compare_grpo)
+            row = executor_part(seed, args.executor_steps, root, args.compare_grpo, args.executor_lr)
             results["executor"].append(row)
             grpo = f", plain GRPO {row['heldout_accuracy_grpo']:.3f}" if "heldout_accuracy_grpo" in row else ""
+            trained = f"-> ADPO {row['heldout_accuracy_adpo']:.3f}{grpo}" if "heldout_accuracy_adpo" in row else \
+                "(no task in the band: not trained)"
             print(f"executor seed {seed}: {row['in_band']} of {row['pool']} pool tasks in the band "
                   f"({row['labels_right']} pseudo-labels right); held-out accuracy {row['heldout_accuracy_start']:.3f} "
-                  f"-> ADPO {row['heldout_accuracy_adpo']:.3f}{grpo} ({row['seconds']} s)", flush=True)
+                  f"{trained} ({row['seconds']} s)", flush=True)
     (root / "learning_evidence.json").write_text(json.dumps(results, indent=2))
     print(f"results: {root / 'learning_evidence.json'}")
     return 0
