@@ -4,7 +4,7 @@ The paper's appendix A.1 gives the optimiser settings of both agents, §4 the co
 constants; what the paper leaves out (completion lengths, updates per batch of rollouts, the
 executor's sampling when p̂ is measured) is taken from the reference code (aiming-lab/Agent0),
 named file by file. ``configs/train/curriculum-agent0.yaml`` and ``configs/coevolve/agent0.yaml``
-hold these values, the README prints this table (:func:`markdown`), and ``tests/test_paper_settings.py``
+hold these values, the README prints this table (:func:`markdown`), and ``tests/train/test_paper_settings.py``
 checks all three against it, together with every ``# Agent0: value`` comment in ``configs/``.
 
 Keys name where a value lives: ``train:<key>`` in curriculum-agent0.yaml, ``coevolve:<key>`` in
@@ -73,8 +73,8 @@ SETTINGS: tuple[Setting, ...] = (
             (*_both("training.max_completion_length"), "coevolve:pool.sampling.max_tokens")),
     Setting("curriculum", "executor samples per task (k)", 10, "Agent0 §4",
             (*_both("reward.k"), "coevolve:pool.k")),
-    Setting("curriculum", "tool reward weight λ_tool", 0.6, "Agent0 §4", ("python:frontier_qa.rewards:PAPER.lambda_tool",)),
-    Setting("curriculum", "tool-call cap C", 4, "Agent0 §4", ("python:frontier_qa.rewards:PAPER.tool_cap",)),
+    Setting("curriculum", "tool reward weight λ_tool", 0.6, "Agent0 §4", ("python:frontier_qa.scoring.rewards:PAPER.lambda_tool",)),
+    Setting("curriculum", "tool-call cap C", 4, "Agent0 §4", ("python:frontier_qa.scoring.rewards:PAPER.tool_cap",)),
     Setting("executor", "learning rate", 1e-6, "Agent0 A.1", ("coevolve:executor.training.learning_rate",)),
     Setting("executor", "weight decay", 1e-2, "Agent0 A.1", ("coevolve:executor.training.weight_decay",)),
     Setting("executor", "KL coefficient", 1e-2, "Agent0 A.1", ("coevolve:executor.training.beta",)),

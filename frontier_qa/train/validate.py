@@ -134,7 +134,7 @@ def _reset_memory(torch: Any, cuda: bool) -> None:
 
 def _length_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     """Plain GRPO's reward here: free to compute, and it varies, so the update is real."""
-    from frontier_qa.rewards import completion_text
+    from frontier_qa.scoring.rewards import completion_text
 
     return [float(len(completion_text(c))) for c in completions]
 
@@ -194,7 +194,7 @@ def validate(config: CoevolveConfig, *, steps: int = 3, executor_steps: int = 3,
     """
     import torch
 
-    from frontier_qa.local_models import resolve_model
+    from frontier_qa.runtime.local_models import resolve_model
     from frontier_qa.train.coevolve import curriculum_config
     from frontier_qa.train.curriculum import train_curriculum
     from frontier_qa.train.executor import ExecutorRow, train_executor

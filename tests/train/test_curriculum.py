@@ -398,10 +398,10 @@ def test_a_trained_checkpoint_is_a_probe_curriculum(trained) -> None:  # noqa: A
     config = load_config(None, [parse_set(f"curriculum.model={final}"), parse_set("curriculum.type=trained")], env={})
     built = build_curriculum(config, BudgetTracker(), cache=False)
     # trained with the plain style: asked exactly its training prompt, with the training's sampling
-    from frontier_qa.train.card import CardCurriculum
+    from frontier_qa.curricula.card import PlainPromptCurriculum
 
-    assert isinstance(built, CardCurriculum) and built.model.id.startswith(f"hf:{final}")
-    assert built.sampling.max_tokens == 8 and built.format.request(0)[0].prompt == "Write one new task."
+    assert isinstance(built, PlainPromptCurriculum) and built.model.id.startswith(f"hf:{final}")
+    assert built.sampling.max_tokens == 8 and built.request(0).prompt == "Write one new task."
     assert len(asyncio.run(propose(built))) == 2
 
 

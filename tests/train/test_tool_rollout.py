@@ -70,7 +70,7 @@ def test_settings_are_validated() -> None:
 def test_vllm_setups_the_rollouts_cannot_serve_are_refused() -> None:
     from frontier_qa.train.vllm_rollout import VLLMTurns
 
-    class Engine:  # only these attributes are read before refusing (tests/test_vllm_rollout.py runs vLLM)
+    class Engine:  # only these attributes are read before refusing (tests/train/test_vllm_rollout.py runs vLLM)
         mode, tensor_parallel_size, enable_sleep_mode = "colocate", 2, False
 
     class Trainer:

@@ -34,7 +34,7 @@ def test_tool_rollouts_run_on_trls_colocated_vllm(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, __file__, str(tmp_path)], capture_output=True, text=True, timeout=1200,
                          cwd=repo, env={**os.environ, "PYTHONPATH": str(repo)})
     assert out.returncode == 0, out.stderr[-5000:]

@@ -19,17 +19,17 @@ from frontier_qa.config import build_curriculum, load_config, parse_set
 from frontier_qa.curricula.prompted import PromptedCurriculum
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime import BudgetTracker
-from frontier_qa.train.card import (
+from frontier_qa.curricula.card import (
     CARD_FILE,
-    CardCurriculum,
     CardSampling,
     CurriculumCard,
+    PlainPromptCurriculum,
     apply_card,
     read_card,
     write_card,
 )
 from frontier_qa.train.config import load_train_config
-from tests.scripted import ScriptedAdapter, open_scripted
+from frontier_qa.testing import ScriptedAdapter, open_scripted
 
 TOPICS = ["weekdays", "shopping"]
 
@@ -137,9 +137,8 @@ def test_a_plain_checkpoint_is_asked_its_training_prompts(trained: Path, tmp_pat
                              sampling=CardSampling(temperature=1.0, top_p=1.0, max_tokens=8)))
     curriculum = build_curriculum(_probe(folder), BudgetTracker(), cache=False)
     try:
-        assert isinstance(curriculum, CardCurriculum) and curriculum.sampling.max_tokens == 8
-        case, _ = curriculum.format.request(0)
-        assert case.prompt == "Write one new task."
+        assert isinstance(curriculum, PlainPromptCurriculum) and curriculum.sampling.max_tokens == 8
+        assert curriculum.request(0).prompt == "Write one new task."
         proposals = asyncio.run(curriculum.propose(3))
     finally:
         asyncio.run(curriculum.aclose())

@@ -26,15 +26,15 @@ from frontier_qa.train import executor_target
 from frontier_qa.train.coevolve import check_launcher, run_coevolution
 from frontier_qa.train.executor_target import ExecutorTargets, executor_target_config
 from frontier_qa.train.pool import SCORED_FILE, ScoredTask, read_jsonl
-from tests.test_coevolve_e2e import SYSTEM, WRITE, config
+from tests.train.test_coevolve_e2e import SYSTEM, WRITE, config
 from tests.tiny_models import TOOL_PAIRS, build_question_writer_model, build_tool_user_model, tool_question
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 HAS_VLLM = find_spec("vllm") is not None
 
 
 def _config(run: Path, curriculum: Path, executor: Path, *sets: str):  # noqa: ANN202
-    """tests/test_coevolve_e2e.py's tiny run (one iteration, 6 pool tasks), one ADPO step."""
+    """tests/train/test_coevolve_e2e.py's tiny run (one iteration, 6 pool tasks), one ADPO step."""
     return config((curriculum, executor), run, "executor.training.max_steps=1", *sets)
 
 

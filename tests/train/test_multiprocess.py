@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.repetition import repetition_penalty
-from frontier_qa.rewards import PAPER
+from frontier_qa.scoring.repetition import repetition_penalty
+from frontier_qa.scoring.rewards import PAPER
 from frontier_qa.train.tasks import read_tasks
 
 pytestmark = [pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WRITE = "Write one math problem."
 AGENT = '''
 async def arun(task, case, seed, ctx):

@@ -26,7 +26,7 @@ P_HATS = (0.3, 0.8, 0.3, 0.8)  # ε_high 0.3 (ambiguous) and 0.2 (confident), al
 
 def _length_reward(completions, **kwargs):  # noqa: ANN001, ANN201
     """Varies across completions, so advantages are not zero."""
-    from frontier_qa.rewards import completion_text
+    from frontier_qa.scoring.rewards import completion_text
 
     return [float(len(completion_text(c))) for c in completions]
 

@@ -23,7 +23,7 @@ from frontier_qa.train import paper
 from frontier_qa.train.coevolve_config import load_coevolve_config
 from frontier_qa.train.config import load_train_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FILES = {"train": REPO / "configs/train/curriculum-agent0.yaml", "coevolve": REPO / "configs/coevolve/agent0.yaml"}
 # which namespace of the table a config file's keys belong to
 NAMESPACE = {"configs/train/curriculum-agent0.yaml": "train", "configs/train/curriculum-cpu.yaml": "train",

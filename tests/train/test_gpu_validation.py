@@ -16,7 +16,7 @@ import pytest
 
 pytestmark = [pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_tiny_validation_reports_every_figure(tmp_path: Path, capsys: pytest.CaptureFixture[str],
