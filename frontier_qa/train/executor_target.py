@@ -8,8 +8,9 @@ the run's sandbox. ``executor.sampler`` picks the backend:
     vllm            ``tools+vllm:``: an in-process ``vllm.LLM`` (its engine core in a child process)
     vllm-server     ``tools+vllm-server:``: a managed OpenAI-compatible vLLM server on a free port
 
-At Agent0's scale the executor answers ≈ 25,600 curriculum-reward samples, 10,000 pool
-samples and the evaluation per iteration, so it is opened once per model and kept open across
+At Agent0's scale the executor answers ≈ 102,400 curriculum-reward samples (5 rounds × 2,048
+tasks × k = 10), 10,000 pool samples and the evaluation per iteration, so it is opened once per
+model and kept open across
 phases: iteration t's curriculum and pool both sample executor t − 1 from one engine. The
 executor's training phase changes the weights, so the engine is closed before it (freeing the
 GPU for ADPO) and the next phase opens ``tools+…:<new model>``: the weights sampled are always
