@@ -26,6 +26,7 @@ from typing import Any, Optional
 import typer
 
 from frontier_qa.config import Override, parse_set
+from frontier_qa.errors import ConfigError
 
 _FLAGS = {
     "model": ("model.path", "--model"),
@@ -102,7 +103,7 @@ def curriculum(
 
 
 def coevolve(
-    config: Path = typer.Option(..., "--config", "-c", help="Co-evolution config (configs/coevolve/*.yaml)."),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="Co-evolution config (configs/coevolve/*.yaml)."),
     iterations: Optional[int] = typer.Option(None, "--iterations", help="T, the number of iterations."),
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Run folder (iterations, state, report)."),
     sets: list[str] = typer.Option([], "--set", help="Any config key: --set pool.k=8."),
@@ -112,6 +113,11 @@ def coevolve(
 ) -> None:
     """Co-evolve a curriculum and an executor you own from zero data (Agent0 Algorithm 1)."""
     from frontier_qa.train.coevolve_config import load_coevolve_config
+
+    if config is None:  # no defaults: both models and every phase's settings come from the file
+        raise ConfigError("train coevolve needs --config FILE (both models and every phase's settings)",
+                          hint="start from configs/coevolve/cpu.yaml (SmolLM2 on CPU) or "
+                               "configs/coevolve/agent0.yaml (Agent0's settings, GPU)")
 
     given = [Override("iterations", iterations, f"--iterations {iterations}")] if iterations is not None else []
     given += [Override("run_dir", str(run_dir), f"--run-dir {run_dir}")] if run_dir is not None else []

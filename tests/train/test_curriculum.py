@@ -581,3 +581,11 @@ def test_the_shipped_cpu_config_trains_smollm2(cli, tmp_path: Path, monkeypatch:
     rows = read_tasks(out / "tasks.jsonl")
     assert len(rows) == 24 and any(r.question for r in rows)  # SmolLM2 writes usable few-shot problems
     assert all(r.p_hat is not None for r in rows if r.question)
+
+
+def test_cli_coevolve_without_a_config_names_the_shipped_ones(cli) -> None:  # noqa: ANN001
+    code, text = cli("train", "coevolve")
+    assert code == 2 and "train coevolve needs --config FILE" in text and "Traceback" not in text
+    assert "configs/coevolve/cpu.yaml" in text and "configs/coevolve/agent0.yaml" in text
+    code, text = cli("train", "coevolve", "--confg", "x.yaml")
+    assert code == 2 and "No such option: --confg" in text and "Traceback" not in text
