@@ -30,7 +30,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, Field
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.runtime import Limits, open_target, run_sync
+from frontier_qa.runtime import open_target, run_sync
 from frontier_qa.runtime.local_models import resolve_model
 from frontier_qa.target import Sampling
 from frontier_qa.train import pool as pools
@@ -41,6 +41,7 @@ from frontier_qa.train.coevolve_report import pct as _pct
 from frontier_qa.train.evaluate import PassRate, Question, pass_rate
 from frontier_qa.train.executor_target import (
     CACHE_DIR,
+    OWN_MODEL_LIMITS,
     ExecutorTargets,
     close_target,
     executor_target_config,
@@ -203,7 +204,7 @@ def _phase_pool(config: CoevolveConfig, t: int, it: IterationState, executors: E
 
     folder = config.run_path / f"iter-{t}" / "pool"
     task_format = build_task_format(curriculum_config(config, t, executor, it.curriculum_model or ""))
-    curriculum = open_target(f"hf:{it.curriculum_model}", limits=Limits(), cache=False,
+    curriculum = open_target(f"hf:{it.curriculum_model}", limits=OWN_MODEL_LIMITS, cache=False,
                              **model_options(config.curriculum.model, {}))
     size = config.pool.size
     try:

@@ -38,6 +38,13 @@ VLLM_GPU_SHARE = 0.4
 curriculum trains on the same GPU while its reward samples the executor."""
 
 
+OWN_MODEL_LIMITS = Limits(timeout_s=None)
+"""Limits for the run's own models (executor and curriculum): no rate limit and no per-call timeout.
+A local model answers the calls queued on it one batch at a time, so on a busy machine a call can
+wait minutes for its turn; a timeout there would turn slowness into failure. Errors still count
+towards ``max_consecutive_failures``."""
+
+
 def model_options(model: Any, extra: dict[str, Any]) -> dict[str, Any]:
     """Adapter options from a model section (dtype, chat template, remote code) under ``extra``."""
     options = dict(extra)
@@ -67,9 +74,9 @@ def executor_target_config(config: Any, model: Path, cache: Path | bool) -> Targ
 
 
 def open_executor(config: Any, model: Path, cache: Path | bool) -> Target:
-    """Open ``executor_target_config`` (no rate limits: the executor is the run's own model)."""
+    """Open ``executor_target_config`` with :data:`OWN_MODEL_LIMITS` (the executor is the run's own model)."""
     t = executor_target_config(config, model, cache)
-    return open_target(t.spec or "", limits=Limits(), cache=t.cache if t.cache is not False else False,
+    return open_target(t.spec or "", limits=OWN_MODEL_LIMITS, cache=t.cache if t.cache is not False else False,
                        tool_options=t.tool_options, **t.options)
 
 
@@ -144,5 +151,5 @@ class ExecutorTargets:
         self.release()
 
 
-__all__ = ["CACHE_DIR", "SAMPLER_PREFIX", "VLLM_GPU_SHARE", "ExecutorTargets", "close_target", "executor_spec",
+__all__ = ["CACHE_DIR", "OWN_MODEL_LIMITS", "SAMPLER_PREFIX", "VLLM_GPU_SHARE", "ExecutorTargets", "close_target", "executor_spec",
            "executor_target_config", "free_memory", "model_options", "open_executor"]

@@ -79,6 +79,17 @@ def test_the_sampler_picks_the_executor_spec(tmp_path: Path, sampler: str, prefi
     assert target.tool_options["max_tool_turns"] == 2
 
 
+def test_the_runs_own_models_have_no_per_call_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a local model serves its queued calls in turn: on a busy machine a call waits minutes, which a
+    # timeout (Limits' default 120 s) turned into 25 failures in a row and a stopped run
+    opened: dict[str, object] = {}
+    monkeypatch.setattr(executor_target, "open_target", lambda spec, **kw: opened.update(spec=spec, **kw))
+    executor_target.open_executor(_config(tmp_path / "run", tmp_path / "c", tmp_path / "e"), tmp_path / "e", False)
+    limits = opened["limits"]
+    assert opened["spec"] == f"tools+hf:{tmp_path / 'e'}" and limits.timeout_s is None  # type: ignore[attr-defined]
+    assert limits.rpm is None and limits.max_consecutive_failures == 25  # type: ignore[attr-defined]
+
+
 def test_executor_and_curriculum_vllm_cannot_overfill_one_gpu(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="executor.target_options.gpu_memory_utilization") as err:
         _config(tmp_path / "run", tmp_path / "c", tmp_path / "e", "executor.sampler=vllm",
