@@ -7,7 +7,9 @@
    ``executor.sampler``): per optimizer step the wall time split into generation (TRL's
    generate, timed around ``_generate_single_turn``), executor reward sampling (the reward
    function's own clock) and the rest (log-probs, backward, optimizer); generated tokens per
-   second; peak memory; the PPO clip fractions; mean R_unc and the share of tasks in the band;
+   second; peak memory (this process's, and the GPU's in use by every process at each step's end,
+   which counts a vLLM engine in its own process); the PPO clip fractions; mean R_unc and the
+   share of tasks in the band;
 2. **the same steps with plain TRL** ``GRPOTrainer`` on the same model, prompts and settings with
    a reward that costs nothing: the ratio says what the executor's sampling adds to a step;
 3. **executor ADPO steps** on the tasks of step 1..n that landed in the band (labelled with the
@@ -44,6 +46,11 @@ class Clock:
     def __init__(self) -> None:
         self.steps: list[tuple[int, float, float]] = []  # (step, begin, end)
         self.generations: list[tuple[float, float, int]] = []  # (begin, end, tokens generated)
+        self.gpu_in_use: list[float] = []  # GiB in use on the GPU at each step's end, every process counted
+
+    def gpu_peak(self) -> float | None:
+        """The most GPU memory in use at a step's end (a vLLM engine in its own process included)."""
+        return max(self.gpu_in_use) if self.gpu_in_use else None
 
     def attach(self, trainer: Any) -> None:
         from transformers import TrainerCallback
@@ -57,6 +64,11 @@ class Clock:
 
             def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
                 clock.steps.append((state.global_step, begin.pop("t", time.perf_counter()), time.perf_counter()))
+                import torch
+
+                if torch.cuda.is_available():
+                    free, total = torch.cuda.mem_get_info()
+                    clock.gpu_in_use.append((total - free) / 2**30)
 
         trainer.add_callback(Steps())
         if getattr(trainer, "rollout_func", None) is not None:
@@ -120,7 +132,7 @@ def _summary(steps: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _memory(torch: Any, cuda: bool) -> float:
-    """Peak memory in GiB: the GPU's since the last reset, else the process's peak RSS."""
+    """Peak memory in GiB: this process's on the GPU (torch's allocator) since the last reset, else its peak RSS."""
     if cuda:
         return torch.cuda.max_memory_allocated() / 2**30
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
@@ -237,7 +249,8 @@ def validate(config: CoevolveConfig, *, steps: int = 3, executor_steps: int = 3,
             s.update(uncertainty=row.get("curriculum/uncertainty"), in_band=row.get("curriculum/frontier_share"),
                      reward=row.get("reward"), clip_region=row.get("clip_ratio/region_mean"),
                      clip_high=row.get("clip_ratio/high_mean"))
-        report["curriculum"] = {"steps": split, "mean": _summary(split), "peak_memory_gib": _memory(torch, cuda)}
+        report["curriculum"] = {"steps": split, "mean": _summary(split), "peak_memory_gib": _memory(torch, cuda),
+                                "gpu_in_use_gib": clock.gpu_peak()}
         tasks = read_tasks(result.tasks_file)
     say(f"[2/3] plain TRL GRPOTrainer: the same {steps} step(s), a free reward")
     _reset_memory(torch, cuda)
@@ -278,7 +291,8 @@ def validate(config: CoevolveConfig, *, steps: int = 3, executor_steps: int = 3,
             s.update(pseudo_label_reward=row.get("rewards/pseudo_label/mean"),
                      tool_calls=row.get("tools/call_frequency"), clip_region=row.get("clip_ratio/region_mean"),
                      clip_high=row.get("clip_ratio/high_mean"))
-        report["executor"].update(steps=split, mean=_summary(split), peak_memory_gib=_memory(torch, cuda))
+        report["executor"].update(steps=split, mean=_summary(split), peak_memory_gib=_memory(torch, cuda),
+                                  gpu_in_use_gib=clock.gpu_peak())
     root.mkdir(parents=True, exist_ok=True)
     (root / "validation.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     return report
@@ -321,6 +335,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines += ["", f"curriculum step / plain GRPO step: {_cell(r['wall_s'])}× (generation {_cell(r['generation_s'])}×, "
               f"rest {_cell(r['optimizer_s'])}×); peak memory: curriculum {c['peak_memory_gib']:.1f} GiB, plain "
               f"{p['peak_memory_gib']:.1f} GiB" + (f", executor {e['peak_memory_gib']:.1f} GiB" if "steps" in e else "")
+              + (f"; GPU in use at a step's end (every process): curriculum {c['gpu_in_use_gib']:.1f} GiB"
+                 if c.get("gpu_in_use_gib") is not None else "")
               + f"; executor tasks in the band {e['tasks_in_band']}"]
     return "\n".join(lines)
 

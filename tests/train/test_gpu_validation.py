@@ -39,6 +39,7 @@ def test_tiny_validation_reports_every_figure(tmp_path: Path, capsys: pytest.Cap
     assert c[1]["generation_s"] == 0 and c[1]["sampling_s"] == 0  # the second update reuses the round
     assert c[1]["clip_region"] is not None  # off-policy update: TRL reports its clip fraction
     assert report["curriculum"]["peak_memory_gib"] > 0
+    assert report["curriculum"]["gpu_in_use_gib"] is None  # no GPU here: nothing is claimed for one
 
     plain = report["plain_grpo"]["steps"]
     assert [s["step"] for s in plain] == [1, 2, 3] and plain[0]["generation_s"] > 0
