@@ -7,14 +7,24 @@ in a queue, and each time the model is free the worker takes everything that arr
 (waiting at most ``wait_s`` after the oldest request for stragglers) up to ``max_weight``
 rows, runs it, and hands each caller its own result. While a batch runs, new requests pile
 up and form the next one, so a busy model batches without any timing luck.
+
+A batch that nobody waits for any more (every caller was cancelled: a Ctrl-C, a timeout)
+or that runs while the batcher closes is *stopped*: ``run_batch`` polls
+:meth:`MicroBatcher.should_stop` between generation steps and gives up, and its callers get
+:class:`BatchStoppedError`, never a truncated result. Live batchers are closed by an
+``atexit`` hook, which stops the running batch and joins the worker: a daemon thread still
+inside torch when the interpreter tears down its C++ thread pools aborts the process with
+"terminate called without an active exception" (exit 134).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,10 +42,18 @@ class _Item:
     weight: int = 1
     arrived: float = field(default_factory=time.monotonic)
     is_call: bool = False  # a function to run alone on the worker thread, not a request
+    abandoned: bool = False  # its caller stopped waiting (cancelled)
 
 
 class BatcherClosedError(RuntimeError):
     """The batcher was closed before this request ran."""
+
+
+class BatchStoppedError(BatcherClosedError):
+    """The batch holding this request was stopped before it finished (closing, or abandoned)."""
+
+
+_LIVE: weakref.WeakSet[MicroBatcher[Any, Any]] = weakref.WeakSet()
 
 
 class MicroBatcher(Generic[R, S]):
@@ -79,8 +97,11 @@ class MicroBatcher(Generic[R, S]):
         self._pending: deque[_Item] = deque()
         self._cond = threading.Condition()
         self._closed = False
+        self._stopping = threading.Event()  # close() was called: the running batch ends early
+        self._running: list[_Item] = []  # the batch on the worker now
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
+        _LIVE.add(self)
         if init is not None:
             try:
                 self.call(init)
@@ -92,10 +113,23 @@ class MicroBatcher(Generic[R, S]):
 
     async def submit(self, request: R) -> S:
         """Queue ``request`` and wait for its result (raises what ``run_batch`` gave for it)."""
-        future = self._enqueue(_Item(request, concurrent.futures.Future(), max(1, self._weight(request))))
+        item = _Item(request, concurrent.futures.Future(), max(1, self._weight(request)))
+        future = self._enqueue(item)
         self.requests += 1
-        # wrap_future propagates cancellation: a cancelled caller's request is skipped.
-        return await asyncio.wrap_future(future)
+        # wrap_future propagates cancellation: a cancelled caller's request is skipped when
+        # queued; when it already runs, the batch stops once every caller in it has left.
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            item.abandoned = True
+            raise
+
+    def should_stop(self) -> bool:
+        """For ``run_batch``, polled between steps: stop now (closing, or no caller waits)."""
+        if self._stopping.is_set():
+            return True
+        running = self._running
+        return bool(running) and all(item.abandoned for item in running)
 
     def call(self, fn: Callable[[], T], timeout: float | None = None) -> T:
         """Run ``fn()`` alone on the worker thread (e.g. loading the model) and return its value."""
@@ -107,8 +141,10 @@ class MicroBatcher(Generic[R, S]):
         with self._cond:
             return len(self._pending)
 
-    def close(self, timeout: float | None = 30.0) -> None:
-        """Stop the worker after the batch it is running; queued requests fail."""
+    def close(self, timeout: float | None = None) -> None:
+        """Stop the worker: the running batch ends at its next step (its callers get
+        :class:`BatchStoppedError`), queued requests fail, and the worker is joined."""
+        self._stopping.set()
         with self._cond:
             self._closed = True
             dropped = list(self._pending)
@@ -185,18 +221,25 @@ class MicroBatcher(Generic[R, S]):
 
     def _run(self, items: list[_Item]) -> None:
         self.batches += 1
+        self._running = items
         try:
             results = list(self._run_batch([item.payload for item in items]))
             if len(results) != len(items):
                 raise RuntimeError(f"run_batch returned {len(results)} results for {len(items)} requests")
+            if self.should_stop():  # whatever run_batch made of a stopped batch is cut short
+                raise BatchStoppedError("the local model stopped this batch before it finished")
         except BaseException as exc:  # noqa: BLE001 - handed to the callers, never swallowed
-            if len(items) == 1 or isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            if self.should_stop() and not isinstance(exc, BatchStoppedError):
+                exc = BatchStoppedError(f"the local model stopped this batch before it finished ({exc!r})")
+            if len(items) == 1 or isinstance(exc, (KeyboardInterrupt, SystemExit, BatchStoppedError)):
                 for item in items:
                     item.future.set_exception(exc)
                 return
             for item in items:  # isolate the request that broke the batch
                 self._run([item])
             return
+        finally:
+            self._running = []
         for item, result in zip(items, results, strict=True):
             if isinstance(result, BaseException):
                 item.future.set_exception(result)
@@ -211,4 +254,11 @@ def _settle(future: concurrent.futures.Future[Any], fn: Callable[[], Any]) -> No
         future.set_exception(exc)
 
 
-__all__ = ["BatcherClosedError", "MicroBatcher"]
+@atexit.register
+def _close_live_batchers() -> None:
+    """At interpreter exit, stop every running batch and join its worker (see module doc)."""
+    for batcher in list(_LIVE):
+        batcher.close()
+
+
+__all__ = ["BatchStoppedError", "BatcherClosedError", "MicroBatcher"]

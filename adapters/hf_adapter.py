@@ -22,13 +22,13 @@ import os
 import random
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from frontier_qa._optional import missing_extras, require
-from frontier_qa.adapters._batching import MicroBatcher
+from frontier_qa.adapters._batching import BatchStoppedError, MicroBatcher
 from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn, find_code
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime.local_models import model_info, resolve_model
@@ -81,6 +81,7 @@ class HFAdapter(Adapter):
 
     supports_prefill = True
     stops_after_code = True  # tool_executor.STOP_AFTER_CODE: a stopping criterion on find_code
+    in_process = True
 
     def __init__(
         self,
@@ -199,7 +200,11 @@ class HFAdapter(Adapter):
                 owners.append(r)
         outputs: list[tuple[str, int, int]] = []
         for lo in range(0, len(rows), self.max_batch_rows):
+            if self._batcher.should_stop():
+                break  # the batcher turns a stopped batch into BatchStoppedError for its callers
             outputs.extend(self._generate_rows(rows[lo : lo + self.max_batch_rows]))
+        if self._batcher.should_stop():
+            return [BatchStoppedError("the local model stopped this batch before it finished")] * len(requests)
         index = {r: requests[r].start for r in range(len(requests))}
         for owner, (text, prompt_tokens, completion_tokens) in zip(owners, outputs, strict=True):
             request = requests[owner]
@@ -225,7 +230,7 @@ class HFAdapter(Adapter):
         mask = [[0] * (width - len(row.prompt_ids)) + [1] * len(row.prompt_ids) for row in rows]
         input_ids = torch.tensor(ids, dtype=torch.long, device=self.device)
         attention_mask = torch.tensor(mask, dtype=torch.long, device=self.device)
-        stopper = _RowStopper(self.tokenizer, rows, width, self.eos_ids)
+        stopper = _RowStopper(self.tokenizer, rows, width, self.eos_ids, abort=self._batcher.should_stop)
         config = transformers.GenerationConfig(
             do_sample=False,  # _RowSampler has already sampled; greedy reads its one-hot choice
             num_beams=1,
@@ -302,11 +307,14 @@ class _RowStopper:
     """Stopping criterion per row: its own max tokens, stop strings and EOS.
 
     Records each row's generated length when it first finishes, since ``generate`` pads
-    finished rows afterwards and the pad id may be a real token.
+    finished rows afterwards and the pad id may be a real token. ``abort()`` true ends every
+    row at once (the batcher is closing or nobody waits for the batch any more).
     """
 
-    def __init__(self, tokenizer: Any, rows: Sequence[_Row], prompt_width: int, eos_ids: Sequence[int]) -> None:
+    def __init__(self, tokenizer: Any, rows: Sequence[_Row], prompt_width: int, eos_ids: Sequence[int],
+                 abort: Callable[[], bool] = lambda: False) -> None:
         self.tokenizer = tokenizer
+        self.abort = abort
         self.rows = rows
         self.width = prompt_width
         self.eos = set(eos_ids)
@@ -321,6 +329,8 @@ class _RowStopper:
         import torch  # already loaded by the adapter; kept local so the module stays light
 
         generated = input_ids.shape[1] - self.width
+        if self.abort():
+            return torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
         done = []
         for r, row in enumerate(self.rows):
             if self.lengths[r] is None:

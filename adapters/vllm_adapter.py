@@ -78,6 +78,7 @@ class VLLMAdapter(Adapter):
 
     supports_prefill = True
     stops_after_code = True  # tool_executor.STOP_AFTER_CODE: stop at each fence, resume until a block closes
+    in_process = True
 
     def __init__(
         self,

@@ -324,6 +324,7 @@ class PythonAgentAdapter(Adapter):
     """
 
     supports_prefill = False
+    in_process = True  # the agent runs in this interpreter: Limits.local_timeout_s applies
 
     def __init__(
         self,

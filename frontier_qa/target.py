@@ -211,11 +211,16 @@ class Adapter:
         max_n: the most samples one backend call may return (1 when the backend has no ``n``).
         supports_prefill: whether it can continue a final partial assistant message
             (needed by the tool-integrated executor's raw continuation mode).
+        in_process: whether it computes in this process (a transformers or vLLM model, a
+            Python agent) rather than waiting on a server. Such calls get slower, not stuck, on
+            a busy machine, so the runtime applies ``Limits.local_timeout_s`` (default: none)
+            instead of ``Limits.timeout_s``.
     """
 
     id: str = "adapter"
     max_n: int = 1
     supports_prefill: bool = False
+    in_process: bool = False
 
     async def generate(
         self, case: Case, n: int, sampling: Sampling, *, start: int = 0

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
 
 # Set before any test module imports litellm / transformers / vllm (docs/environment.md).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -28,6 +31,18 @@ def report_measurement(record_property):  # type: ignore[no-untyped-def]
         record_property(name, line)
 
     return record
+
+
+@pytest.fixture
+def cpu_burners() -> Iterator[int]:
+    """Two processes spinning on a core each for the test's duration: a loaded 2-core CI machine."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        yield len(procs)
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
 
 
 def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]

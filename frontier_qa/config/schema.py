@@ -47,7 +47,10 @@ class LimitsConfig(_Section):
     rpm: Optional[float] = Field(None, gt=0, description="requests per minute; null: no limit")
     tpm: Optional[float] = Field(None, gt=0, description="tokens per minute; null: no limit")
     max_concurrency: int = Field(16, ge=1, description="backend calls in flight at once")
-    timeout_s: Optional[float] = Field(120.0, gt=0, description="seconds per call before a retry")
+    timeout_s: Optional[float] = Field(120.0, gt=0, description="seconds per call to a server before a retry")
+    local_timeout_s: Optional[float] = Field(
+        None, gt=0, description="the same for in-process models and Python agents; null: no limit")
+    slow_call_s: Optional[float] = Field(60.0, gt=0, description="report a call still running after this long")
     max_retries: int = Field(5, ge=0)
     backoff: BackoffConfig = Field(default_factory=BackoffConfig)
     max_consecutive_failures: Optional[int] = Field(25, ge=1)

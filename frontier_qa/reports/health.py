@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from frontier_qa.reports.summary import Summary
 from frontier_qa.store.records import CaseClass
 
-_TIMEOUT = re.compile(r"timeout_s = ([0-9.]+) s|timed? ?out", re.IGNORECASE)
+_TIMEOUT = re.compile(r"(local_)?timeout_s = ([0-9.]+) s|timed? ?out", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,9 @@ def _timeout_hint(text: str, source: str | None, target: str) -> str:
     found = _TIMEOUT.search(text or "")
     if found is None:
         return ""
-    key = "curriculum.model.limits.timeout_s" if source == "curriculum" else "target.limits.timeout_s"
-    seconds = found.group(1)
+    name = "local_timeout_s" if found.group(1) else "timeout_s"  # in-process models: local_timeout_s
+    key = f"curriculum.model.limits.{name}" if source == "curriculum" else f"target.limits.{name}"
+    seconds = found.group(2)
     now = f" (now {float(seconds):g} s)" if seconds else ""
     local = any(s in target for s in ("hf:", "vllm", "python:")) or source == "curriculum"
     why = "; a local model on a CPU can need minutes per call" if local else ""

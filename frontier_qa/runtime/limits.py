@@ -63,8 +63,13 @@ class Limits:
         tpm: tokens per minute (prompt + completion, estimated before a call and
             corrected with the reported usage after it); ``None`` for no limit.
         max_concurrency: backend calls in flight at once (per event loop).
-        timeout_s: seconds one backend call may take before it is abandoned and retried;
+        timeout_s: seconds one call to a server may take before it is abandoned and retried;
             ``None`` for no timeout.
+        local_timeout_s: the same for in-process targets (``Adapter.in_process``: transformers
+            and vLLM models, Python agents), whose calls only get slower on a busy machine;
+            default ``None``: no wall-clock limit (``Budget.max_wall_s`` still bounds the run).
+        slow_call_s: seconds after which a call still running is reported once per target as
+            slow (a warning on the ``frontier_qa`` logger, shown on the console); ``None``: never.
         max_retries: retries per call after the first attempt (0 = never retry).
         backoff: waits between retries.
         max_consecutive_failures: failed attempts in a row, across all calls, after which the
@@ -76,6 +81,8 @@ class Limits:
     tpm: float | None = None
     max_concurrency: int = 16
     timeout_s: float | None = 120.0
+    local_timeout_s: float | None = None
+    slow_call_s: float | None = 60.0
     max_retries: int = 5
     backoff: Backoff = field(default_factory=Backoff)
     max_consecutive_failures: int | None = 25
@@ -85,6 +92,8 @@ class Limits:
         _positive_or_none(self.rpm, "Limits.rpm")
         _positive_or_none(self.tpm, "Limits.tpm")
         _positive_or_none(self.timeout_s, "Limits.timeout_s")
+        _positive_or_none(self.local_timeout_s, "Limits.local_timeout_s")
+        _positive_or_none(self.slow_call_s, "Limits.slow_call_s")
         _check(isinstance(self.max_concurrency, int) and self.max_concurrency >= 1,
                "Limits.max_concurrency", self.max_concurrency, "an integer >= 1")
         _check(isinstance(self.max_retries, int) and self.max_retries >= 0,

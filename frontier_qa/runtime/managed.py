@@ -7,7 +7,9 @@ sampling, start=s)`` the runtime:
 1. serves indices ``s..s+n-1`` found in the cache (they cost nothing and count against no budget);
 2. splits the rest into backend calls of at most ``adapter.max_n`` samples;
 3. per attempt: takes a concurrency slot, waits for the RPM/TPM pacer, reserves the budget,
-   calls ``adapter.generate`` under ``Limits.timeout_s``;
+   calls ``adapter.generate`` under ``Limits.timeout_s`` (``Limits.local_timeout_s``, default
+   none, for in-process adapters: a local model on a busy CPU is slow, not stuck); a call still
+   running after ``Limits.slow_call_s`` is reported once per target on the ``frontier_qa`` logger;
 4. on an exception asks ``adapter.classify``: FATAL raises :class:`TargetError` at once;
    TRANSIENT backs off (exponential + jitter); RATE_LIMITED waits ``Retry-After`` (and
    pauses every new call that long) or backs off. Retries are capped per call; a call that
@@ -22,6 +24,7 @@ samples than asked (a server that ignored ``n``), the missing indices are reques
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 import weakref
@@ -41,6 +44,7 @@ from frontier_qa.runtime.retry import AttemptFailed, BackoffWait
 from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, Trajectory, Usage, cache_key
 
 T = TypeVar("T")
+log = logging.getLogger("frontier_qa")
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,7 @@ class RuntimeStats:
         samples: samples returned by ``sample`` (cached and failed included).
         cached: samples served from the cache.
         failed_samples: samples returned with ``error`` set (retries exhausted).
+        slow_calls: calls that ran longer than ``Limits.slow_call_s``.
     """
 
     calls: int = 0
@@ -67,6 +72,7 @@ class RuntimeStats:
     samples: int = 0
     cached: int = 0
     failed_samples: int = 0
+    slow_calls: int = 0
 
 
 def _chunks(indices: Sequence[int], max_n: int) -> list[tuple[int, int]]:
@@ -124,6 +130,7 @@ class ManagedTarget:
         self._counts = dict.fromkeys(RuntimeStats.__dataclass_fields__, 0)
         self._consecutive_failures = 0
         self._halted: str | None = None
+        self._slow_reported = False
 
     # --- Target protocol ------------------------------------------------------------------
 
@@ -322,8 +329,9 @@ class ManagedTarget:
             reservation = self.budget.reserve()
             self._count(calls=1)
             started = time.monotonic()
+            watch = self._watch_slow()
             try:
-                got = await _within(self.adapter.generate(case, n, sampling, start=start), self.limits.timeout_s)
+                got = await _within(self.adapter.generate(case, n, sampling, start=start), self.timeout_s)
                 if not got:
                     raise _NoSamples(f"{self.id} returned no samples for a request of {n}")
                 if not all(isinstance(t, Trajectory) for t in got):
@@ -348,6 +356,9 @@ class ManagedTarget:
                 if verdict.kind is ErrorKind.RATE_LIMITED and verdict.retry_after is not None:
                     self._limiter.pause_for(min(verdict.retry_after, self.limits.backoff.max_retry_after_s))
                 raise AttemptFailed(verdict) from cause
+            finally:
+                if watch is not None:
+                    watch.cancel()
         latency = time.monotonic() - started
         usage = sum((t.usage for t in got), Usage())
         costs = [t.cost_usd for t in got if t.cost_usd is not None]
@@ -359,11 +370,40 @@ class ManagedTarget:
         self._count(succeeded=1)
         return [t if t.latency_s else replace(t, latency_s=latency) for t in got]
 
+    @property
+    def timeout_s(self) -> float | None:
+        """The wall-clock limit of one call: ``Limits.local_timeout_s`` for in-process adapters."""
+        return self.limits.local_timeout_s if getattr(self.adapter, "in_process", False) else self.limits.timeout_s
+
+    def _watch_slow(self) -> asyncio.TimerHandle | None:
+        """Report a call still running after ``Limits.slow_call_s`` (the first one per target)."""
+        after = self.limits.slow_call_s
+        if after is None or (self.timeout_s is not None and self.timeout_s <= after):
+            return None
+        return asyncio.get_running_loop().call_later(after, self._slow, after)
+
+    def _slow(self, after: float) -> None:
+        self._count(slow_calls=1)
+        if self._slow_reported:
+            return
+        self._slow_reported = True
+        target = redact(self.id, self._secrets)
+        if self.timeout_s is None:
+            why = ("it computes in this process, so no per-call timeout applies (Limits.local_timeout_s); "
+                   "a busy machine makes it slow, not stuck" if getattr(self.adapter, "in_process", False)
+                   else "no per-call timeout is set (Limits.timeout_s)")
+        else:
+            why = f"it is abandoned and retried at {self.timeout_s:g} s"
+        log.warning("frontier-qa: a call to %s has run %g s and is still going; %s. The run goes on "
+                    "(Ctrl-C stops it and keeps what is done). Later slow calls are counted, not shown.",
+                    target, after, why)
+
     def _classify(self, exc: BaseException) -> ErrorClass:
         if isinstance(exc, _NoSamples):
             verdict = ErrorClass(ErrorKind.TRANSIENT, str(exc))
         elif isinstance(exc, _CallTimeout):
-            verdict = ErrorClass(ErrorKind.TRANSIENT, f"no answer within Limits.timeout_s = {self.limits.timeout_s} s")
+            which = "local_timeout_s" if getattr(self.adapter, "in_process", False) else "timeout_s"
+            verdict = ErrorClass(ErrorKind.TRANSIENT, f"no answer within Limits.{which} = {self.timeout_s} s")
         else:
             try:
                 verdict = self.adapter.classify(exc)

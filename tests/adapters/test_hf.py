@@ -19,7 +19,7 @@ import torch  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 from frontier_qa.adapters import create_adapter  # noqa: E402
-from frontier_qa.adapters._batching import BatcherClosedError, MicroBatcher  # noqa: E402
+from frontier_qa.adapters._batching import BatcherClosedError, BatchStoppedError, MicroBatcher  # noqa: E402
 from frontier_qa.adapters.hf_adapter import HFAdapter  # noqa: E402
 from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn  # noqa: E402
 from frontier_qa.errors import ConfigError  # noqa: E402
@@ -268,6 +268,57 @@ def test_batcher_isolates_a_request_that_breaks_its_batch() -> None:
     assert batcher.batches == 4  # the merged batch, then each request alone
     with pytest.raises(BatcherClosedError):
         batcher.call(lambda: 1)
+
+
+def _polling_batcher() -> tuple[MicroBatcher[int, int], threading.Event, list[int]]:
+    """A batcher whose batches run until told to stop (like generate polling its stopping criteria)."""
+    entered = threading.Event()
+    steps: list[int] = []
+
+    def run_batch(items: list[int]) -> list[int]:
+        entered.set()
+        for step in range(100_000):  # ~100 s at most
+            if batcher.should_stop():
+                steps.append(step)
+                return [-1] * len(items)  # what a stopped generate returns: truncated rows
+            threading.Event().wait(0.001)
+        return [i + 1 for i in items]
+
+    batcher: MicroBatcher[int, int] = MicroBatcher(run_batch, wait_s=0.0)
+    return batcher, entered, steps
+
+
+def test_a_batch_nobody_waits_for_stops_at_its_next_step() -> None:
+    batcher, entered, steps = _polling_batcher()
+
+    async def scenario() -> None:
+        task = asyncio.ensure_future(batcher.submit(1))
+        await asyncio.to_thread(entered.wait, 10)
+        task.cancel()  # a Ctrl-C or a timeout: the only caller leaves
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(scenario())
+    deadline = threading.Event()
+    for _ in range(1000):
+        if steps:
+            break
+        deadline.wait(0.01)
+    assert len(steps) == 1 and steps[0] < 10_000  # stopped long before its 100 000 steps
+    batcher.close()
+
+
+def test_close_stops_the_running_batch_and_never_hands_out_its_truncated_result() -> None:
+    batcher, entered, steps = _polling_batcher()
+
+    async def scenario() -> object:
+        task = asyncio.ensure_future(batcher.submit(1))
+        await asyncio.to_thread(entered.wait, 10)
+        await asyncio.to_thread(batcher.close)  # joins the worker: returns once the batch stopped
+        return (await asyncio.gather(task, return_exceptions=True))[0]
+
+    result = asyncio.run(scenario())
+    assert isinstance(result, BatchStoppedError)  # not the -1 "rows" the stopped batch made
+    assert len(steps) == 1 and not batcher._thread.is_alive()
 
 
 @pytest.mark.model

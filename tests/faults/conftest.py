@@ -1,0 +1,117 @@
+"""The fault suite: real CLI subprocesses under kill -9, SIGINT, two writers, bad input, busy CPUs.
+
+Every test here runs ``python -m frontier_qa`` in its own process (what a user or CI runs), against
+a scripted ``python:`` agent whose behaviour a JSON file steers (delay, wrong answers, exit codes),
+so the faults are real (signals, locks, open files) while the target costs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.factories import REPO
+
+AGENT = '''
+import json, os, time
+from pathlib import Path
+
+version = "1"
+HERE = Path(__file__).parent
+
+
+def answer(case, sample_index):
+    behaviour = json.loads((HERE / "behaviour.json").read_text())
+    with open(HERE / "calls.log", "a") as log:  # one line per sample the agent was asked for
+        log.write(f"{os.getpid()} {case.id} {sample_index}\\n")
+    time.sleep(behaviour.get("delay", 0.0))
+    if behaviour.get("raise") is not None:
+        raise SystemExit(behaviour["raise"])
+    truth = case.reference
+    if behaviour.get("coin") and sample_index % 2:
+        return "\\\\boxed{wrong}"
+    return "\\\\boxed{%s}" % truth
+'''
+
+
+def case_rows(n: int) -> list[dict[str, Any]]:
+    """``n`` arithmetic cases with verified references and distinct prompts."""
+    rows = []
+    for i in range(n):
+        a, b = 17 + 13 * i, 5 + 7 * i
+        rows.append({"id": f"add-{i}", "topic": "arithmetic", "reference": str(a + b), "reference_verified": True,
+                     "prompt": f"Case {i}: Ana has {a} apples and gets {b} more from friend number {i * 3}. How many?"})
+    return rows
+
+
+class Faults:
+    """A project folder (agent, behaviour, cases) and the CLI run in subprocesses inside it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / "agent.py").write_text(AGENT)
+        self.behave()
+        self.write_cases(case_rows(8))
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("FRONTIER_QA_")}
+        self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), self.env.get("PYTHONPATH")]))
+
+    def behave(self, **behaviour: Any) -> None:
+        (self.root / "behaviour.json").write_text(json.dumps(behaviour))
+
+    def write_cases(self, rows: list[dict[str, Any]]) -> None:
+        (self.root / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def probe_args(self, *extra: str, k: int = 4) -> list[str]:
+        return ["probe", "--target", "python:agent.py:answer", "--curriculum", "cases.jsonl", "--k", str(k),
+                "--store", "store", "--progress", "plain", *extra]
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-m", "frontier_qa", *args], cwd=self.root, env=self.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+
+    def cli(self, *args: str, timeout: float = 120) -> tuple[int, str, str]:
+        proc = self.start(*args)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+        return proc.returncode, out, err
+
+    def agent_calls(self) -> list[tuple[str, str, int]]:
+        """(pid, case id, sample index) of every sample the agent was asked for, in order."""
+        path = self.root / "calls.log"
+        if not path.exists():
+            return []
+        rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
+        return [(pid, case, int(index)) for pid, case, index in rows]
+
+    def run_cases(self, run_id: str) -> list[dict[str, Any]]:
+        path = self.root / "store" / "runs" / f"{run_id}.jsonl"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if '"kind":"case"' in line]
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def faults(tmp_path: Path) -> Faults:
+    return Faults(tmp_path)
