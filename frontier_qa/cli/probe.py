@@ -58,6 +58,7 @@ _SET = typer.Option([], "--set", help="Any config key: --set probing.k=6 (repeat
 _FORMAT = typer.Option([], "--format", help="Report format: json, junit, md, html (repeatable; default all).")
 _PROGRESS = typer.Option("auto", "--progress", help="auto | rich | plain | off (auto: a bar on a terminal, lines in CI).")
 _SHOW = typer.Option(False, "--show-config", help="Print the resolved configuration and exit.")
+_WAIT = typer.Option(False, "--wait", help="If another process is writing this run, wait for it instead of exit 2.")
 _NO_CACHE = typer.Option(False, "--no-cache", help="Sample afresh: neither read nor write the sample cache.")
 
 
@@ -185,35 +186,41 @@ def _check_progress(mode: str) -> None:
 
 
 def _resume_id(parts: ProbeParts, wanted: str | None) -> str:
-    """The run to resume: the one named, or this shard's latest interrupted run for the target."""
+    """The run to resume: the one named, or this shard's latest interrupted run for the target
+    that no live process is still writing."""
     if wanted:
         return wanted
     shard = parts.settings.shard
     index = shard.index if shard else 1
     open_runs = [r for r in parts.store.interrupted_runs() if r.shard_index == index and r.target_id == parts.target.id]
-    if not open_runs:
-        raise ConfigError(f"no interrupted run of target {parts.target.id!r} (shard {index}) in {parts.store.root}",
-                          hint="start a new run without --resume, or name one: --resume RUN_ID")
-    return open_runs[-1].run_id
+    idle = [r for r in open_runs if not parts.store.is_live(r.run_id, index)]
+    if not idle:
+        live = f" ({len(open_runs)} still running: {', '.join(r.run_id for r in open_runs)})" if open_runs else ""
+        raise ConfigError(f"no interrupted run of target {parts.target.id!r} (shard {index}) in {parts.store.root}"
+                          f"{live}",
+                          hint="start a new run without --resume, or name one: --resume RUN_ID (--wait waits "
+                          "for a running one)")
+    return idle[-1].run_id
 
 
-async def _probe(parts: ProbeParts, run_id: str, resume: bool, progress: Any) -> Any:
+async def _probe(parts: ProbeParts, run_id: str, resume: bool, progress: Any, wait: bool = False) -> Any:
     from frontier_qa.probing.engine import probe
 
     try:
         assert parts.curriculum is not None
         return await probe(parts.target, parts.curriculum, parts.settings, store=parts.store, run_id=run_id,
-                           resume=resume, validator=parts.validator, judge=parts.judge, progress=progress)
+                           resume=resume, validator=parts.validator, judge=parts.judge, progress=progress,
+                           wait=wait)
     finally:
         await parts.aclose()
 
 
-async def _replay(parts: ProbeParts, run_id: str | None, cases: Any, progress: Any) -> Any:
+async def _replay(parts: ProbeParts, run_id: str | None, cases: Any, progress: Any, wait: bool = False) -> Any:
     from frontier_qa.probing.engine import replay
 
     try:
         return await replay(parts.target, parts.store, parts.settings, run_id=run_id, cases=cases,
-                            judge=parts.judge, progress=progress)
+                            judge=parts.judge, progress=progress, wait=wait)
     finally:
         await parts.aclose()
 
@@ -336,6 +343,7 @@ def probe_command(
     store: Optional[Path] = _STORE,
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the run (shards of one CI job share it)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run: [RUN_ID] or the latest."),
+    wait: bool = _WAIT,
     shard: Optional[str] = typer.Option(None, "--shard", help="Probe shard i of n: --shard 2/4."),
     no_replay: bool = typer.Option(False, "--no-replay", help="Do not replay stored cases first."),
     frontier_as_failure: bool = typer.Option(False, "--frontier-as-failure", help="junit.xml: frontier cases fail."),
@@ -377,7 +385,7 @@ def probe_command(
     bar = _progress(progress, "probe", total)
     try:
         with bar:
-            result = asyncio.run(_probe(parts, rid, resume, bar))
+            result = asyncio.run(_probe(parts, rid, resume, bar, wait))
     except KeyboardInterrupt:
         raise _interrupted(parts.store, rid, "probe") from None
     from frontier_qa.reports import RunFacts
@@ -409,6 +417,7 @@ def replay_command(
     out: Optional[Path] = _OUT,
     store: Optional[Path] = _STORE,
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the replay run."),
+    wait: bool = _WAIT,
     shard: Optional[str] = typer.Option(None, "--shard", help="Replay shard i of n."),
     frontier_as_failure: bool = typer.Option(False, "--frontier-as-failure", help="junit.xml: frontier cases fail."),
     max_failures: Optional[int] = typer.Option(None, "--max-failures", help="Gate: most failures (default: off)."),
@@ -446,7 +455,7 @@ def replay_command(
     bar = _progress(progress, "replay", None)
     try:
         with bar:
-            result = asyncio.run(_replay(parts, rid, cases, bar))
+            result = asyncio.run(_replay(parts, rid, cases, bar, wait))
     except KeyboardInterrupt:
         raise _interrupted(parts.store, rid, "replay") from None
     from frontier_qa.reports import RunFacts

@@ -152,6 +152,7 @@ async def probe(
     judge: Target | None = None,
     sandbox: Sandbox | None = None,
     progress: Callable[[ProgressEvent], None] | None = None,
+    wait: bool | float = False,
 ) -> ProbeResult:
     """Probe ``target`` with cases from ``curriculum`` and record every case in ``store``.
 
@@ -173,6 +174,9 @@ async def probe(
         sandbox: runs solution programs to verify references (default: a :class:`Sandbox`
             made on first need).
         progress: called with a :class:`ProgressEvent` for everything the engine does.
+        wait: when another live process writes this run shard (one writer per run):
+            ``False`` raises :class:`~frontier_qa.store.leases.RunBusyError`, ``True`` waits
+            for it, a number waits that many seconds at most.
 
     Returns:
         A :class:`ProbeResult`. Cancellation (Ctrl-C) propagates after every classified
@@ -180,22 +184,25 @@ async def probe(
 
     Raises:
         ConfigError: the run id exists and ``resume`` is False.
+        RunBusyError: another live process writes this run shard.
         StoreError: resuming a finished run, or one started with another configuration.
         TargetError: the target failed in a way retrying will not fix (bad key, bad model).
     """
     settings = settings or ProbeSettings()
     run = ProbeRun(target, store, settings, judge=judge, sandbox=sandbox, progress=progress)
-    run.start(run_id, resume, getattr(curriculum, "name", type(curriculum).__name__))
+    run.start(run_id, resume, getattr(curriculum, "name", type(curriculum).__name__), wait=wait)
     try:
         if settings.replay_first:
             await run.replay(run.replay_plan(None, settings.replay_scope == "all"))
         if run.stop_reason is None:
             await run.generate(curriculum, validator or Validator())
+        reason = run.stop_reason or STOP_EXHAUSTED
+        record = run.finish()
     except asyncio.CancelledError:
         run.emit("stopped", message=STOP_INTERRUPTED)
         raise
-    reason = run.stop_reason or STOP_EXHAUSTED
-    record = run.finish()
+    finally:
+        run.release()
     run.emit("stopped", message=reason)
     records = run.records()
     calibration = None
@@ -226,6 +233,7 @@ async def replay(
     cases: Sequence[CaseRecord | SuiteCase] | None = None,
     judge: Target | None = None,
     progress: Callable[[ProgressEvent], None] | None = None,
+    wait: bool | float = False,
 ) -> ReplayResult:
     """Only the replay-first part: probe stored cases again with fresh samples and compare.
 
@@ -239,17 +247,20 @@ async def replay(
             committed suite (:func:`~frontier_qa.store.import_suite`); compared against them.
         judge: as for :func:`probe`.
         progress: as for :func:`probe`.
+        wait: as for :func:`probe`.
     """
     settings = settings or ProbeSettings()
     run = ProbeRun(target, store, settings, judge=judge, sandbox=None, progress=progress)
-    run.start(run_id, False, "replay")
+    run.start(run_id, False, "replay", wait=wait)
     try:
         await run.replay(run.replay_plan(cases, settings.replay_scope == "all"))
+        reason = run.stop_reason or STOP_DONE
+        record = run.finish()
     except asyncio.CancelledError:
         run.emit("stopped", message=STOP_INTERRUPTED)
         raise
-    reason = run.stop_reason or STOP_DONE
-    record = run.finish()
+    finally:
+        run.release()
     run.emit("stopped", message=reason)
     return ReplayResult(run.run_id, record, tuple(run.records()), tuple(run.comparisons), reason,
                         stop_detail=run.stop_detail, planned=run.replay_size)

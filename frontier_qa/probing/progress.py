@@ -144,6 +144,9 @@ class ProbeProgress:
             self.verdicts[verdict] += 1
         if event.kind == "stopped":
             self.stop_reason = event.message
+        if event.kind == "waiting" and self.mode != "off":  # before the bar has anything to show
+            print(f"frontier-qa: {event.message}", file=self.stream, flush=True)
+            return
         if self.mode == "rich":
             self._rich(event)
         elif self.mode == "plain":

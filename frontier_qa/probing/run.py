@@ -209,10 +209,28 @@ class ProbeRun:
 
     # -- start, resume, finish ----------------------------------------------------------------
 
-    def start(self, run_id: str | None, resume: bool, curriculum_name: str) -> None:
+    def start(self, run_id: str | None, resume: bool, curriculum_name: str, *, wait: bool | float = False) -> None:
+        """Take the run's lease (one writer per run shard), then start it or load it to resume."""
+        self.run_id = run_id or new_run_id()
+        self.lease = self.store.lease_run(self.run_id, self.shard.index, wait=wait, on_wait=self._waiting)
+        try:
+            self._start(resume, curriculum_name)
+        except BaseException:
+            self.release()
+            raise
+
+    def _waiting(self, holder: str) -> None:
+        self.emit("waiting", message=f"run {self.run_id} is being written by {holder}; waiting for it (--wait)")
+
+    def release(self) -> None:
+        """Give up the run's lease (also when the run failed or was interrupted)."""
+        lease = getattr(self, "lease", None)
+        if lease is not None:
+            lease.release()
+
+    def _start(self, resume: bool, curriculum_name: str) -> None:
         target_version = _version(self.target)
         digest = config_hash(self.settings, self.target.id, curriculum_name)
-        self.run_id = run_id or new_run_id()
         exists = True
         try:
             self.store.run(self.run_id, self.shard.index)

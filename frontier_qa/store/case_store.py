@@ -7,6 +7,7 @@ Layout of a store (default ``.frontier-qa/`` in the project)::
       .lock             fcntl.flock lock file shared by every writer and reader
       store.json        {"format": 1}
       runs/<run_id>.jsonl   one JSON record per line: RunRecord and CaseRecord lines
+      runs/.<run_id>.<shard>.lease   held (flock) by the one process writing that run shard
       baselines.jsonl   Baseline lines written by ``frontier-qa accept`` (the latest per case wins)
 
 Writes are append-only and atomic per line: each record is one ``os.write`` of a whole
@@ -38,6 +39,7 @@ import yaml
 from pydantic import Field, TypeAdapter, ValidationError
 
 from frontier_qa.errors import FrontierQAError
+from frontier_qa.store import leases
 from frontier_qa.store.records import (
     CLASS_ORDER,
     SCHEMA_VERSION,
@@ -418,9 +420,30 @@ class CaseStore:
         self.append(done)
         return done
 
-    def interrupted_runs(self) -> list[RunRecord]:
-        """Run shards that started but never recorded their end (crashed, killed, or still running)."""
-        return [r for r in self.runs() if not r.finished]
+    def interrupted_runs(self, *, live: bool = True) -> list[RunRecord]:
+        """Run shards that started but never recorded their end (crashed, killed, or still running).
+
+        Args:
+            live: include shards a live process is still writing (``False``: only those
+                whose writer is gone, which ``--resume`` may continue).
+        """
+        return [r for r in self.runs() if not r.finished and (live or not self.is_live(r.run_id, r.shard_index))]
+
+    def lease_run(self, run_id: str, shard_index: int = 1, *, wait: bool | float = False,
+                  on_wait: Any = None) -> leases.RunLease:
+        """Take the exclusive lease of a run shard: this process is then its only writer.
+
+        Raises:
+            RunBusyError: a live process holds it (and ``wait`` ran out or was ``False``).
+        """
+        self.run_path(run_id)  # a safe file name
+        self._ensure()
+        return leases.acquire(leases.lease_path(self.runs_dir, run_id, shard_index),
+                              f"run {run_id!r} (shard {shard_index})", wait=wait, on_wait=on_wait)
+
+    def is_live(self, run_id: str, shard_index: int = 1) -> bool:
+        """Whether a live process is writing this run shard now (holds its lease)."""
+        return leases.is_live(leases.lease_path(self.runs_dir, run_id, shard_index))
 
     def completed_case_ids(self, run_id: str) -> frozenset[str]:
         """Ids of the cases a run already recorded (skip them when resuming)."""

@@ -33,6 +33,11 @@ def answer(case, sample_index):
     behaviour = json.loads((HERE / "behaviour.json").read_text())
     with open(HERE / "calls.log", "a") as log:  # one line per sample the agent was asked for
         log.write(f"{os.getpid()} {case.id} {sample_index}\\n")
+    me = f"{os.getpid()} "
+    asked = sum(line.startswith(me) for line in (HERE / "calls.log").read_text().splitlines())
+    held = lambda: (HERE / "hold").exists() or (HERE / f"hold-{os.getpid()}").exists()
+    while asked > behaviour.get("hold_after", asked) and held():
+        time.sleep(0.02)  # held: the test decides when this writer may go on
     time.sleep(behaviour.get("delay", 0.0))
     if behaviour.get("raise") is not None:
         raise SystemExit(behaviour["raise"])
@@ -67,6 +72,14 @@ class Faults:
     def behave(self, **behaviour: Any) -> None:
         (self.root / "behaviour.json").write_text(json.dumps(behaviour))
 
+    def hold(self, pid: int | None = None) -> None:
+        """Block a process's samples after its first ``hold_after`` (every process's: no ``pid``)
+        until :meth:`release`, so a run stays live as long as the test needs."""
+        (self.root / ("hold" if pid is None else f"hold-{pid}")).touch()
+
+    def release(self, pid: int | None = None) -> None:
+        (self.root / ("hold" if pid is None else f"hold-{pid}")).unlink(missing_ok=True)
+
     def write_cases(self, rows: list[dict[str, Any]]) -> None:
         (self.root / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
@@ -74,10 +87,15 @@ class Faults:
         return ["probe", "--target", "python:agent.py:answer", "--curriculum", "cases.jsonl", "--k", str(k),
                 "--store", "store", "--progress", "plain", *extra]
 
-    def start(self, *args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen([sys.executable, "-m", "frontier_qa", *args], cwd=self.root, env=self.env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+    def start(self, *args: str, stderr_to: Path | None = None) -> subprocess.Popen[str]:
+        """Start the CLI (its own process group); ``stderr_to``: a file the test can read meanwhile."""
+        err = stderr_to.open("w") if stderr_to is not None else subprocess.PIPE
+        try:
+            return subprocess.Popen([sys.executable, "-m", "frontier_qa", *args], cwd=self.root, env=self.env,
+                                    stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
+        finally:
+            if stderr_to is not None:
+                err.close()  # type: ignore[union-attr]
 
     def cli(self, *args: str, timeout: float = 120) -> tuple[int, str, str]:
         proc = self.start(*args)
