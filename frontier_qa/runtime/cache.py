@@ -8,11 +8,22 @@ statistics stay valid when sampling is sequential. Errors are never cached.
 Storage is one SQLite file (stdlib ``sqlite3``, WAL journal): every write is an atomic
 transaction, several processes may share the file, and a crash never leaves half a
 record. Default location: ``.frontier-qa/cache/samples.sqlite3`` under the working directory.
+
+*Single flight across processes.* Two probes sharing a cache must not pay for one sample
+twice. Before a sample is fetched its key is *claimed* (:meth:`SampleCache.claim`): a row in
+the ``claims`` table naming the owner (host, pid, a token per cache object) and an expiry.
+Another process finding the claim waits for the sample instead of fetching it. The owner's
+claims are renewed by a heartbeat thread while it holds any, and dropped when the sample is
+stored or the call fails; a claim whose owner died is taken over at once when the owner ran
+on this host (its pid is gone) and after its expiry otherwise.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import secrets
+import socket
 import sqlite3
 import threading
 import time
@@ -34,8 +45,28 @@ CREATE TABLE IF NOT EXISTS samples (
     target TEXT NOT NULL,
     created REAL NOT NULL,
     record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    expires REAL NOT NULL
 )
 """
+CLAIM_TTL_S = 60.0  # a claim not renewed for this long is abandoned (its owner's host went away)
+_HEARTBEAT_S = 10.0
+_HOST = socket.gethostname()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
 
 
 def trajectory_to_json(trajectory: Trajectory) -> str:
@@ -78,6 +109,10 @@ class SampleCache:
         self.path = base if base.suffix in (".sqlite3", ".sqlite", ".db") else base / FILENAME
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self.owner = f"{_HOST}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._claimed: set[str] = set()
+        self._heartbeat: threading.Thread | None = None
+        self._stop = threading.Event()
 
     def _connect(self, create: bool) -> sqlite3.Connection | None:
         if self._conn is not None:
@@ -89,7 +124,7 @@ class SampleCache:
             conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(_SCHEMA)
+            conn.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(
                 f"cannot open the sample cache at {self.path}: {exc}",
@@ -140,11 +175,96 @@ class SampleCache:
         with self._lock:
             conn = self._connect(create=True)
             assert conn is not None
-            conn.execute(
-                "INSERT OR REPLACE INTO samples (key, target, created, record) VALUES (?, ?, ?, ?)",
-                (key, target_id, time.time(), text),
-            )
+            with _transaction(conn):
+                conn.execute(
+                    "INSERT OR REPLACE INTO samples (key, target, created, record) VALUES (?, ?, ?, ?)",
+                    (key, target_id, time.time(), text),
+                )
+                conn.execute("DELETE FROM claims WHERE key = ?", (key,))
+            self._claimed.discard(key)
         return True
+
+    # -- single flight ------------------------------------------------------------------------
+
+    def claim(self, keys: Iterable[str], ttl_s: float = CLAIM_TTL_S) -> tuple[list[str], list[str], list[str]]:
+        """Claim the keys nobody is fetching, in one transaction.
+
+        Returns:
+            ``(mine, theirs, stored)``: keys this cache now owns (fetch them, then :meth:`put`
+            or :meth:`release`), keys a live owner is fetching (wait for them), and keys whose
+            sample was stored meanwhile (read them).
+        """
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return [], [], []
+        mine: list[str] = []
+        theirs: list[str] = []
+        stored: list[str] = []
+        now = time.time()
+        with self._lock:
+            conn = self._connect(create=True)
+            assert conn is not None
+            with _transaction(conn):
+                for key in keys:
+                    if conn.execute("SELECT 1 FROM samples WHERE key = ?", (key,)).fetchone():
+                        stored.append(key)
+                        continue
+                    row = conn.execute("SELECT owner, host, pid, expires FROM claims WHERE key = ?", (key,)).fetchone()
+                    if row is not None and _live_claim(row, now):
+                        theirs.append(key)
+                        continue
+                    conn.execute("INSERT OR REPLACE INTO claims (key, owner, host, pid, expires) VALUES (?, ?, ?, ?, ?)",
+                                 (key, self.owner, _HOST, os.getpid(), now + ttl_s))
+                    mine.append(key)
+            self._claimed.update(mine)
+            if mine:
+                self._start_heartbeat(ttl_s)
+        return mine, theirs, stored
+
+    def release(self, keys: Iterable[str]) -> None:
+        """Drop this cache's claims on ``keys`` (the fetch failed): waiters fetch them themselves."""
+        keys = [k for k in keys if k in self._claimed]
+        if not keys:
+            return
+        with self._lock:
+            conn = self._connect(create=True)
+            assert conn is not None
+            with _transaction(conn):
+                conn.executemany("DELETE FROM claims WHERE key = ? AND owner = ?", [(k, self.owner) for k in keys])
+            self._claimed.difference_update(keys)
+
+    def pending(self, keys: Iterable[str]) -> set[str]:
+        """Which of ``keys`` a live owner still claims (not stored, not released, not dead)."""
+        keys = list(keys)
+        now = time.time()
+        with self._lock:
+            conn = self._connect(create=True)
+            assert conn is not None
+            live: set[str] = set()
+            for key in keys:
+                row = conn.execute("SELECT owner, host, pid, expires FROM claims WHERE key = ?", (key,)).fetchone()
+                if row is not None and _live_claim(row, now):
+                    live.add(key)
+        return live
+
+    def _start_heartbeat(self, ttl_s: float) -> None:
+        if self._heartbeat is not None and self._heartbeat.is_alive():
+            return
+        self._stop.clear()
+        interval = min(_HEARTBEAT_S, ttl_s / 3)
+        self._heartbeat = threading.Thread(target=self._renew, args=(interval, ttl_s), daemon=True,
+                                           name="frontier-qa-cache-claims")
+        self._heartbeat.start()
+
+    def _renew(self, interval: float, ttl_s: float) -> None:
+        while not self._stop.wait(interval):
+            with self._lock:
+                if self._conn is None or not self._claimed:
+                    continue
+                try:
+                    self._conn.execute("UPDATE claims SET expires = ? WHERE owner = ?", (time.time() + ttl_s, self.owner))
+                except sqlite3.Error:
+                    continue  # busy: the next beat renews them
 
     def clear(self, target_id: str | None = None) -> int:
         """Delete every entry (or only ``target_id``'s); returns how many were deleted."""
@@ -169,7 +289,12 @@ class SampleCache:
         return True  # an empty cache is still a cache (len() would say False)
 
     def close(self) -> None:
-        """Close the database connection (it reopens on next use)."""
+        """Drop this cache's claims, stop its heartbeat and close the connection (it reopens on next use)."""
+        self._stop.set()
+        if self._heartbeat is not None and self._heartbeat is not threading.current_thread():
+            self._heartbeat.join()
+        self._heartbeat = None
+        self.release(list(self._claimed))
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
@@ -179,4 +304,25 @@ class SampleCache:
         return f"SampleCache({str(self.path)!r})"
 
 
-__all__ = ["DEFAULT_DIR", "SampleCache", "trajectory_from_json", "trajectory_to_json"]
+class _transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error) on an autocommit connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def _live_claim(row: tuple[str, str, int, float], now: float) -> bool:
+    """Whether a claim row still stands: not expired, and its owner alive when it is on this host."""
+    _owner, host, pid, expires = row
+    if expires < now:
+        return False
+    return host != _HOST or _pid_alive(int(pid))
+
+
+__all__ = ["CLAIM_TTL_S", "DEFAULT_DIR", "SampleCache", "trajectory_from_json", "trajectory_to_json"]

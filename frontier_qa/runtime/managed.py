@@ -5,7 +5,9 @@ timeout and retries, exposed as a :class:`~frontier_qa.target.Target`.
 sampling, start=s)`` the runtime:
 
 1. serves indices ``s..s+n-1`` found in the cache (they cost nothing and count against no budget);
-2. splits the rest into backend calls of at most ``adapter.max_n`` samples;
+2. claims the rest in the cache (single flight across processes sharing it: a sample another
+   process is fetching is waited for, not paid again) and splits the claimed ones into
+   backend calls of at most ``adapter.max_n`` samples;
 3. per attempt: takes a concurrency slot, waits for the RPM/TPM pacer, reserves the budget,
    calls ``adapter.generate`` under ``Limits.timeout_s`` (``Limits.local_timeout_s``, default
    none, for in-process adapters: a local model on a busy CPU is slow, not stuck); a call still
@@ -59,7 +61,8 @@ class RuntimeStats:
         retries: attempts after the first of a call.
         rate_limited: failed calls classified RATE_LIMITED.
         samples: samples returned by ``sample`` (cached and failed included).
-        cached: samples served from the cache.
+        cached: samples served from the cache (those another process fetched meanwhile included).
+        shared: samples another process sharing the cache was fetching, waited for instead of paid.
         failed_samples: samples returned with ``error`` set (retries exhausted).
         slow_calls: calls that ran longer than ``Limits.slow_call_s``.
     """
@@ -73,6 +76,7 @@ class RuntimeStats:
     cached: int = 0
     failed_samples: int = 0
     slow_calls: int = 0
+    shared: int = 0
 
 
 def _chunks(indices: Sequence[int], max_n: int) -> list[tuple[int, int]]:
@@ -175,11 +179,8 @@ class ManagedTarget:
                 if hit is not None:
                     results[i] = replace(hit, sample_index=i, cached=True, latency_s=0.0)
         missing = [i for i in indices if i not in results]
-        runs = _chunks(missing, max(1, self.adapter.max_n))
-        if runs:
-            filled = await self._gather([self._fill(case, sampling, first, count, keys) for first, count in runs])
-            for part in filled:
-                results.update(part)
+        if missing:
+            results.update(await self._fetch(case, sampling, missing, keys))
         out = [results[i] for i in indices]
         self._count(samples=len(out), cached=len(indices) - len(missing))
         return out
@@ -250,7 +251,64 @@ class ManagedTarget:
         # a fatal error outranks a budget stop found by a sibling
         raise next((e for e in errors if isinstance(e, TargetError)), first)
 
+    async def _fetch(
+        self, case: Case, sampling: Sampling, missing: list[int], keys: dict[int, str]
+    ) -> dict[int, Trajectory]:
+        """Samples not in the cache: claimed and fetched here, or waited for when another
+        process (or task) sharing the cache is fetching them (single flight)."""
+        out: dict[int, Trajectory] = {}
+        todo = list(missing)
+        while todo:
+            theirs: list[int] = []
+            if self.cache is None:
+                mine = todo
+            else:
+                index = {keys[i]: i for i in todo}
+                own, other, stored = self.cache.claim(index)
+                hits = self.cache.get_many(stored)
+                for key, hit in hits.items():
+                    out[index[key]] = replace(hit, sample_index=index[key], cached=True, latency_s=0.0)
+                self._count(cached=len(hits))
+                # a stored record this version cannot read is fetched again, claim or not
+                mine = sorted([index[k] for k in own] + [index[k] for k in stored if k not in hits])
+                theirs = [index[k] for k in other]
+            coros = [self._fill(case, sampling, first, count, keys) for first, count in _chunks(mine, max(1, self.adapter.max_n))]
+            if theirs:
+                coros.append(self._await_others(theirs, keys))
+            for part in await self._gather(coros):
+                out.update(part)
+            todo = [i for i in todo if i not in out]  # left by an owner that failed or died: claim them again
+        return out
+
+    async def _await_others(self, indices: list[int], keys: dict[int, str]) -> dict[int, Trajectory]:
+        """Wait until each sample another owner claimed is stored (returned) or given up (left out)."""
+        assert self.cache is not None
+        waiting = {keys[i]: i for i in indices}
+        out: dict[int, Trajectory] = {}
+        delay = 0.02
+        while waiting:
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+            for key, hit in self.cache.get_many(waiting).items():
+                i = waiting.pop(key)
+                out[i] = replace(hit, sample_index=i, cached=True, latency_s=0.0)
+            if waiting:
+                live = self.cache.pending(waiting)
+                for key in [k for k in waiting if k not in live]:
+                    del waiting[key]
+        self._count(cached=len(out), shared=len(out))
+        return out
+
     async def _fill(
+        self, case: Case, sampling: Sampling, first: int, count: int, keys: dict[int, str]
+    ) -> dict[int, Trajectory]:
+        try:
+            return await self._fill_claimed(case, sampling, first, count, keys)
+        finally:
+            if self.cache is not None:  # stored samples dropped their claims; a failure frees the rest
+                self.cache.release(keys[i] for i in range(first, first + count))
+
+    async def _fill_claimed(
         self, case: Case, sampling: Sampling, first: int, count: int, keys: dict[int, str]
     ) -> dict[int, Trajectory]:
         out: dict[int, Trajectory] = {}
