@@ -472,19 +472,39 @@ def _load(target: str) -> tuple[Any, Any]:
             assert spec is not None and spec.loader is not None
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module  # dataclasses and pickling look modules up by name
-            spec.loader.exec_module(module)
+            try:
+                spec.loader.exec_module(module)
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of the user's file
+                del sys.modules[name]
+                raise _import_failed(path, exc) from None
     else:
         try:
             module = importlib.import_module(module_ref)
         except ImportError as exc:
             raise ConfigError(f"cannot import agent module {module_ref!r}: {exc}",
                               hint="install the package or run from the folder that contains it") from exc
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the module itself failed
+            raise _import_failed(Path(module_ref), exc) from None
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise ConfigError(f"{module_ref!r} has no attribute {attr!r}", hint="check the name after the last ':'")
         obj = getattr(obj, part)
     return module, obj
+
+
+def _import_failed(path: Path, exc: BaseException) -> ConfigError:
+    """A usage error for an agent file that fails to import, at the file and line that failed."""
+    if isinstance(exc, SyntaxError):
+        where = f"{exc.filename or path}:{exc.lineno or '?'}"
+        return ConfigError(f"agent file {where}: SyntaxError: {exc.msg}",
+                           hint="fix the syntax error (python -m py_compile FILE shows it too)")
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = [f for f in frames if Path(f.filename).resolve() == path.resolve()] or frames[-1:]
+    where = f"{own[-1].filename}:{own[-1].lineno}" if own else str(path)
+    return ConfigError(f"agent file {path} failed while importing, at {where}: {type(exc).__name__}: {exc}",
+                       hint="run `python FILE` to see the whole error; an agent file must import without "
+                       "side effects that fail (no missing packages, files or variables)")
 
 
 def create_python(rest: str, *, agent_kwargs: Mapping[str, Any] | None = None, **options: Any) -> PythonAgentAdapter:

@@ -6,6 +6,9 @@ Every error a user can cause says what was wrong, where, and what to do about it
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 
 class FrontierQAError(Exception):
     """Base of every error frontier-qa raises on purpose."""
@@ -50,3 +53,52 @@ class BudgetExceededError(FrontierQAError):
 
 class SandboxError(FrontierQAError):
     """The code sandbox could not be started (not: the sandboxed code failed)."""
+
+
+def read_text(path: str | os.PathLike[str], *, what: str = "file", hint: str = "check the path") -> str:
+    """A text file's content as UTF-8, or a :class:`ConfigError` naming the file, line and column
+    of the first byte that is not UTF-8 (a binary file, another encoding), or the OS error."""
+    file = Path(path)
+    try:
+        data = file.read_bytes()
+    except IsADirectoryError:
+        raise ConfigError(f"{what} {file} is a folder, not a file", hint=hint) from None
+    except OSError as err:
+        raise ConfigError(f"cannot read {what} {file}: {err.strerror}", hint=hint) from None
+    return decode_text(data, str(file), what=what)
+
+
+def decode_text(data: bytes, where: str, *, what: str = "file") -> str:
+    """``data`` decoded as UTF-8; a :class:`ConfigError` at ``where:line:column`` when it is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise ConfigError(
+            f"{where}:{line}:{column}: the {what} is not UTF-8 text (byte 0x{data[err.start]:02x}); is it a binary file?",
+            hint=f"give a UTF-8 text {what} (re-save it as UTF-8, or point at the right file)",
+        ) from None
+
+
+def check_unicode(value: object, where: str) -> None:
+    """Raise :class:`ConfigError` when strings in ``value`` (nested lists/dicts) hold a lone
+    surrogate such as ``\\ud800`` from a JSON escape: not Unicode text, so it cannot be stored."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as err:
+                bad = item[err.start]
+                raise ConfigError(
+                    f"{where}: the text holds a lone surrogate {bad!r} at character {err.start} (from a JSON "
+                    "escape such as \\ud800), which is not valid Unicode",
+                    hint="write the character itself, or a complete surrogate pair (\\ud83d\\ude00), or remove it",
+                ) from None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)

@@ -233,6 +233,15 @@ def _interrupted(store: CaseStore, run_id: str, command: str) -> typer.Exit:
     return typer.Exit(EXIT_INTERRUPTED)
 
 
+def check_out_dir(config: Any) -> Path:
+    """``output.dir``, refused before a run starts when it names an existing file."""
+    out = Path(config.output.dir)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; the reports go into a folder",
+                          hint="give --out a folder name (it is created), e.g. --out frontier-qa-report")
+    return out
+
+
 def write_outputs(
     config: ProbeConfig,
     records: Sequence[CaseRecord],
@@ -252,8 +261,13 @@ def write_outputs(
     from frontier_qa.reports import write_reports
     from frontier_qa.store.baselines import history
 
-    out = Path(config.output.dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_out_dir(config)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"cannot create the report folder {out}: {err.strerror}",
+                          hint="give --out a writable folder; the run's cases are kept in the store "
+                          "(`frontier-qa export` or a replay writes them out again)") from None
     cases = out / CASES_FILE
     tmp = cases.with_name(f".{CASES_FILE}.{os.getpid()}.tmp")
     tmp.write_bytes(b"".join(encode_line(r) for r in sorted(records, key=lambda r: r.id)))
@@ -373,6 +387,7 @@ def probe_command(
     if show_config:
         _show(cfg)
         return
+    check_out_dir(cfg)
     parts = build_probe(cfg)
     try:
         rid = _resume_id(parts, resume_run or run_id) if resume else (run_id or _new_run_id())
@@ -444,6 +459,7 @@ def replay_command(
         _show(cfg)
         return
     cases = _suite_cases(cfg) if cfg.replay.suite else None
+    check_out_dir(cfg)
     parts = build_probe(cfg, curriculum=False)
     if case:
         try:

@@ -13,6 +13,7 @@ or ``text`` for open-ended answers, which are clustered by sentence embeddings).
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from typing import Any, Optional
 import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from frontier_qa.errors import ConfigError
+from frontier_qa.errors import ConfigError, check_unicode, read_text
 
 
 class ScoreRow(BaseModel):
@@ -56,7 +57,7 @@ def read_rows(path: str) -> Iterator[tuple[int, ScoreRow]]:
         file = Path(path)
         if not file.is_file():
             raise ConfigError(f"no such file: {path}", hint="pass a JSONL file of recorded runs, or - for stdin")
-        stream = file.open(encoding="utf-8")
+        stream = io.StringIO(read_text(file, what="runs file", hint="pass a JSONL file of recorded runs"))
     with stream:
         for lineno, line in enumerate(stream, 1):
             if not line.strip():
@@ -68,6 +69,7 @@ def read_rows(path: str) -> Iterator[tuple[int, ScoreRow]]:
                     f"{path}:{lineno}: not valid JSON ({err.msg} at column {err.colno})",
                     hint="each line must be one JSON object",
                 ) from None
+            check_unicode(data, f"{path}:{lineno}")
             try:
                 yield lineno, ScoreRow.model_validate(data)
             except ValidationError as err:
@@ -198,14 +200,19 @@ def score_command(
     out: Optional[Path] = typer.Option(None, help="Also write the results as JSONL to this file."),
 ) -> None:
     """Score recorded executor runs: p̂ per task, band membership, and Agent0 reward terms."""
+    if out is not None and out.is_dir():  # checked before scoring, which may take long
+        raise ConfigError(f"--out {out} is a folder", hint="give a file name for the JSONL results, e.g. --out scores.jsonl")
     rows = [row for _, row in read_rows(path)]
     if not rows:
         raise ConfigError(f"{path} holds no tasks", hint="add one JSON object per line")
     results = score_rows(rows, preset=preset, band=band, embedder=embedder, threshold=threshold)
     lines = [json.dumps(r, ensure_ascii=False) for r in results]
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        except OSError as err:
+            raise ConfigError(f"cannot write --out {out}: {err.strerror}", hint="give a writable file path") from None
     if as_json:
         typer.echo("\n".join(lines))
     else:

@@ -20,7 +20,7 @@ import yaml
 
 from frontier_qa.config.schema import BandRange, GateConfig, ModelConfig, ProbeConfig, TargetConfig
 from frontier_qa.curricula.base import Curriculum
-from frontier_qa.errors import ConfigError
+from frontier_qa.errors import ConfigError, read_text
 from frontier_qa.probing.sequential import SequentialConfig
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import Validator
@@ -157,10 +157,10 @@ def load_tools(config: ProbeConfig) -> list[dict[str, Any]]:
     if path is None:
         return []
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text(path, what="tools file")
         loaded = yaml.safe_load(text)  # JSON is YAML
-    except OSError as err:
-        raise config.error("curriculum.tools", f"cannot read {path}: {err.strerror}", "check the path") from None
+    except ConfigError as err:
+        raise config.error("curriculum.tools", err.message, err.hint or "check the path") from None
     except yaml.YAMLError as err:
         raise config.error("curriculum.tools", f"{path} is not valid JSON/YAML: {err}", "fix the file") from None
     if isinstance(loaded, dict) and "tools" in loaded:
@@ -177,13 +177,13 @@ def load_examples(config: ProbeConfig) -> list[dict[str, Any]] | None:
     if path is None:
         return None
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text(path, what="examples file")
         if path.endswith(".jsonl"):
             loaded: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
         else:
             loaded = yaml.safe_load(text)
-    except OSError as err:
-        raise config.error("curriculum.examples", f"cannot read {path}: {err.strerror}", "check the path") from None
+    except ConfigError as err:
+        raise config.error("curriculum.examples", err.message, err.hint or "check the path") from None
     except (ValueError, yaml.YAMLError) as err:
         raise config.error("curriculum.examples", f"{path} is not valid JSONL/YAML: {err}", "fix the file") from None
     if not isinstance(loaded, list) or not all(isinstance(row, dict) for row in loaded):

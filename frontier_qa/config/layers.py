@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from frontier_qa.config.diagnostics import _report
 from frontier_qa.config.schema import CONFIG_VERSION, ENV_PREFIX, MODEL_SECTIONS, Path_, ProbeConfig
-from frontier_qa.errors import ConfigError
+from frontier_qa.errors import ConfigError, read_text
 from frontier_qa.runtime.redact import is_secret_name
 
 
@@ -87,10 +87,7 @@ def read_yaml(path: str | os.PathLike[str]) -> _Layer:
             document that is not a mapping.
     """
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"cannot read config {file}: {err.strerror}", hint="check the --config path") from None
+    text = read_text(file, what="config", hint="check the --config path")
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from frontier_qa.curricula.base import History, Outcome, Proposal
-from frontier_qa.errors import ConfigError
+from frontier_qa.errors import ConfigError, check_unicode, read_text
 from frontier_qa.probing.verify import SOLUTION_KEY, TRUSTED_KEY
 from frontier_qa.target import Case
 
@@ -172,19 +172,18 @@ def read_rows(path: str | os.PathLike[str]) -> list[tuple[str, Any]]:
         ConfigError: the file is missing, not JSONL/YAML by suffix, or malformed.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"cannot read cases from {path}: {err.strerror}", hint="check the path") from err
+    text = read_text(path, what="cases file")
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".json", ".ndjson"):
         rows = []
         for number, line in enumerate(text.splitlines(), start=1):
             if line.strip() and not line.lstrip().startswith("//"):
                 try:
-                    rows.append((f"{path}:{number}", json.loads(line)))
+                    row = json.loads(line)
                 except ValueError as err:
                     raise ConfigError(f"{path}:{number}: not JSON: {err}", hint="one JSON object per line") from err
+                check_unicode(row, f"{path}:{number}")
+                rows.append((f"{path}:{number}", row))
         return rows
     if suffix in (".yaml", ".yml"):
         import yaml
@@ -195,7 +194,10 @@ def read_rows(path: str | os.PathLike[str]) -> list[tuple[str, Any]]:
             raise ConfigError(f"{path}: not valid YAML: {err}", hint="fix the YAML syntax") from err
         if not isinstance(loaded, list):
             raise ConfigError(f"{path}: the cases must be a YAML list", hint="start each case with '- prompt: ...'")
-        return [(f"{path} entry {i + 1}", obj) for i, obj in enumerate(loaded)]
+        rows = [(f"{path} entry {i + 1}", obj) for i, obj in enumerate(loaded)]
+        for where, obj in rows:
+            check_unicode(obj, where)
+        return rows
     raise ConfigError(f"cannot tell the format of {path}", hint="name it *.jsonl or *.yaml")
 
 

@@ -201,6 +201,9 @@ async def probe(
     except asyncio.CancelledError:
         run.emit("stopped", message=STOP_INTERRUPTED)
         raise
+    except Exception:
+        run.discard_if_empty()
+        raise
     finally:
         run.release()
     run.emit("stopped", message=reason)
@@ -258,6 +261,9 @@ async def replay(
         record = run.finish()
     except asyncio.CancelledError:
         run.emit("stopped", message=STOP_INTERRUPTED)
+        raise
+    except Exception:
+        run.discard_if_empty()
         raise
     finally:
         run.release()

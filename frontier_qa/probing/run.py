@@ -222,6 +222,11 @@ class ProbeRun:
     def _waiting(self, holder: str) -> None:
         self.emit("waiting", message=f"run {self.run_id} is being written by {holder}; waiting for it (--wait)")
 
+    def discard_if_empty(self) -> None:
+        """A new run that failed before its first case leaves nothing behind to resume."""
+        if getattr(self, "created", False) and not self.recorded:
+            self.store.discard_run(self.run_id, self.shard.index)
+
     def release(self) -> None:
         """Give up the run's lease (also when the run failed or was interrupted)."""
         lease = getattr(self, "lease", None)
@@ -252,6 +257,7 @@ class ProbeRun:
                         self._learn_difficulty(record, None)
             self.prober.refit()
         else:
+            self.created = True
             self.store.start_run(
                 RunRecord(
                     run_id=self.run_id,

@@ -441,6 +441,18 @@ class CaseStore:
         return leases.acquire(leases.lease_path(self.runs_dir, run_id, shard_index),
                               f"run {run_id!r} (shard {shard_index})", wait=wait, on_wait=on_wait)
 
+    def discard_run(self, run_id: str, shard_index: int = 1) -> bool:
+        """Remove a run shard that recorded no case (it failed before its first): nothing is
+        left open to resume. Only a file holding nothing but this shard's run records goes;
+        call it while holding the run's lease. Returns whether the file was removed."""
+        path = self.run_path(run_id)
+        with self._locked(exclusive=True):
+            records = self._read_file(path, lock=False)
+            if not records or any(not isinstance(r, RunRecord) or r.shard_index != shard_index for r in records):
+                return False
+            path.unlink()
+        return True
+
     def is_live(self, run_id: str, shard_index: int = 1) -> bool:
         """Whether a live process is writing this run shard now (holds its lease)."""
         return leases.is_live(leases.lease_path(self.runs_dir, run_id, shard_index))

@@ -264,7 +264,7 @@ def test_build_probe_errors_name_the_key_and_where(tmp_path: Path, monkeypatch: 
     assert "--tools FILE" in message
     message = build_error("target: python:agent.py:answer\ncurriculum:\n  model: python:agent.py:answer\n"
                           "  domain: tools\n  tools: absent.json\n")
-    assert "probe.yaml:5: curriculum.tools: cannot read absent.json" in message
+    assert "probe.yaml:5: curriculum.tools: cannot read tools file absent.json" in message
 
 
 def test_build_probe_wires_a_prompted_tool_curriculum_with_critic_and_judge(

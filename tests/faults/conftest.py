@@ -41,6 +41,10 @@ def answer(case, sample_index):
     time.sleep(behaviour.get("delay", 0.0))
     if behaviour.get("raise") is not None:
         raise SystemExit(behaviour["raise"])
+    if behaviour.get("status") is not None:  # an HTTP error inside the agent (401: a bad key, fatal)
+        error = RuntimeError(f"HTTP {behaviour['status']}")
+        error.status_code = behaviour["status"]
+        raise error
     truth = case.reference
     if behaviour.get("coin") and sample_index % 2:
         return "\\\\boxed{wrong}"
