@@ -25,7 +25,9 @@ class BudgetSnapshot:
     Attributes:
         calls: backend calls finished (failed attempts included).
         in_flight: backend calls started and not finished.
-        tokens: prompt + completion tokens reported by finished calls.
+        tokens: prompt + completion tokens reported by finished calls, plus estimates for
+            calls abandoned without a reply (timed out, cancelled) that the server still ran.
+        estimated_tokens: how many of ``tokens`` are such estimates.
         cost_usd: US dollars of finished calls whose cost is known.
         wall_s: seconds since the first call (0 before it).
         budget: the limits these are measured against.
@@ -37,6 +39,7 @@ class BudgetSnapshot:
     cost_usd: float
     wall_s: float
     budget: Budget
+    estimated_tokens: int = 0
 
     @property
     def remaining_calls(self) -> int | None:
@@ -78,7 +81,8 @@ class BudgetSnapshot:
         return ", ".join(
             [
                 part("calls", self.calls, b.max_calls, "d"),
-                part("tokens", self.tokens, b.max_tokens, "d"),
+                part("tokens", self.tokens, b.max_tokens, "d")
+                + (f" ({self.estimated_tokens} estimated)" if self.estimated_tokens else ""),
                 part("cost $", self.cost_usd, b.max_cost_usd, ".4f"),
                 part("wall s", self.wall_s, b.max_wall_s, ".1f"),
             ]
@@ -107,6 +111,7 @@ class BudgetTracker:
         self._started: float | None = None
         self._calls = 0
         self._tokens = 0
+        self._estimated = 0
         self._cost = 0.0
         self._open: set[int] = set()
         self._next_id = 0
@@ -141,14 +146,20 @@ class BudgetTracker:
             self._open.add(self._next_id)
             return Reservation(self._next_id)
 
-    def settle(self, reservation: Reservation, *, tokens: int = 0, cost_usd: float | None = None) -> None:
-        """Record a finished call (failed ones too, with 0 tokens): once per reservation."""
+    def settle(self, reservation: Reservation, *, tokens: int = 0, cost_usd: float | None = None,
+               estimated: bool = False) -> None:
+        """Record a finished call (failed ones too, with 0 tokens): once per reservation.
+
+        ``estimated``: ``tokens`` is an estimate (a call abandoned before the server said
+        what it used); counted like reported tokens, and shown apart."""
         with self._lock:
             if reservation.id not in self._open:
                 raise RuntimeError(f"reservation {reservation.id} settled twice or never granted")
             self._open.discard(reservation.id)
             self._calls += 1
             self._tokens += max(int(tokens), 0)
+            if estimated:
+                self._estimated += max(int(tokens), 0)
             if cost_usd is not None:
                 self._cost += max(float(cost_usd), 0.0)
 
@@ -162,7 +173,8 @@ class BudgetTracker:
         with self._lock:
             now = self._clock()
             wall = 0.0 if self._started is None else now - self._started
-            return BudgetSnapshot(self._calls, len(self._open), self._tokens, self._cost, wall, self.budget)
+            return BudgetSnapshot(self._calls, len(self._open), self._tokens, self._cost, wall, self.budget,
+                                  estimated_tokens=self._estimated)
 
     def remaining(self) -> dict[str, float | int | None]:
         """Calls, tokens, cost and wall seconds left (``None``: unlimited)."""

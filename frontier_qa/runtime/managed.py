@@ -63,6 +63,8 @@ class RuntimeStats:
         samples: samples returned by ``sample`` (cached and failed included).
         cached: samples served from the cache (those another process fetched meanwhile included).
         shared: samples another process sharing the cache was fetching, waited for instead of paid.
+        abandoned: server calls given up before their reply (timed out, cancelled): counted as
+            calls, with estimated tokens in the budget.
         failed_samples: samples returned with ``error`` set (retries exhausted).
         slow_calls: calls that ran longer than ``Limits.slow_call_s``.
     """
@@ -77,6 +79,7 @@ class RuntimeStats:
     failed_samples: int = 0
     slow_calls: int = 0
     shared: int = 0
+    abandoned: int = 0
 
 
 def _chunks(indices: Sequence[int], max_n: int) -> list[tuple[int, int]]:
@@ -395,12 +398,14 @@ class ManagedTarget:
                 if not all(isinstance(t, Trajectory) for t in got):
                     raise TypeError(f"{type(self.adapter).__name__}.generate must return Trajectory objects")
             except asyncio.CancelledError:
-                self.budget.settle(reservation)
-                self._limiter.refund(estimated)
+                self._settle_abandoned(reservation, estimated, case, n, sampling)
                 raise
             except Exception as exc:  # noqa: BLE001 - every failure goes through classify
-                self.budget.settle(reservation)
-                self._limiter.refund(estimated)
+                if isinstance(exc, _CallTimeout):
+                    self._settle_abandoned(reservation, estimated, case, n, sampling)
+                else:
+                    self.budget.settle(reservation)
+                    self._limiter.refund(estimated)
                 verdict = self._classify(exc)
                 cause = None if self._leaks(exc) else exc  # never chain a secret into a traceback
                 if self._on_failure(verdict):
@@ -427,6 +432,20 @@ class ManagedTarget:
             self._consecutive_failures = 0
         self._count(succeeded=1)
         return [t if t.latency_s else replace(t, latency_s=latency) for t in got]
+
+    def _settle_abandoned(self, reservation: Any, estimated: int, case: Case, n: int, sampling: Sampling) -> None:
+        """A call given up before its reply (timeout, cancellation) was still run, and billed,
+        by a server: it counts as a call with estimated tokens (prompt + n · max_tokens).
+        An in-process model stops the abandoned work, so nothing is estimated for it."""
+        if getattr(self.adapter, "in_process", False):
+            self.budget.settle(reservation)
+            self._limiter.refund(estimated)
+            return
+        guess = estimate_tokens(case.messages, n, sampling.max_tokens, case.tools)
+        self.budget.settle(reservation, tokens=guess, estimated=True)
+        self._count(abandoned=1)
+        if estimated:
+            self._limiter.reconcile(estimated, guess)
 
     @property
     def timeout_s(self) -> float | None:
