@@ -24,11 +24,14 @@ It returns the answer text, or a mapping/object with ``answer`` (or ``output``,
 (``{"prompt_tokens", "completion_tokens"}``), ``cost_usd``, ``steps`` (a count or a list)
 and ``error`` (the agent gave up on this case). Plain agents can instead record as they go:
 ``current_context().tool_call(...)``, ``ctx.step(...)``, or wrap tools with
-:func:`record_tool`. Sync agents run in a worker thread (``asyncio.to_thread``), so they
-never block the event loop; note that a thread cannot be stopped when a timeout fires.
+:func:`record_tool`. Sync agents run in a daemon thread of their own, so they never block
+the event loop, and a hung one never keeps the process from exiting (a thread cannot be
+stopped: when a timeout fires or the run is interrupted, it is abandoned).
 
 *Errors.* An exception from the agent fails **that sample only** (``Trajectory.error``
-records it) — a ``ValueError`` on one case must not end a run of hundreds. Exceptions that
+records it) — a ``ValueError`` on one case must not end a run of hundreds. So does a
+``SystemExit`` (``sys.exit(3)`` in agent code), and a ``KeyboardInterrupt`` a sync agent raises:
+neither ends the probe. Exceptions that
 retrying can fix are raised to the runtime instead, which retries them: the ``transient``
 types (default ``TimeoutError``, ``ConnectionError``), exceptions whose class name says
 timeout / connection / rate limit (``httpx.ConnectTimeout``, ``openai.RateLimitError``...)
@@ -64,6 +67,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 import traceback
 import weakref
@@ -386,9 +390,12 @@ class PythonAgentAdapter(Adapter):
         started = time.monotonic()
         try:
             if self._is_async:
-                result = await self.call(*args, **kwargs)
+                try:
+                    result = await self.call(*args, **kwargs)
+                except SystemExit as exc:
+                    raise AgentExitError(exc) from None
             else:
-                result = await asyncio.to_thread(self.call, *args, **kwargs)
+                result = await in_daemon_thread(self.call, *args, **kwargs)
                 if inspect.isawaitable(result):
                     result = await result
         except Exception as exc:  # noqa: BLE001 - classified below
@@ -405,6 +412,46 @@ class PythonAgentAdapter(Adapter):
             raise TargetError(f"agent {self.id!r} broke the return contract: {exc}",
                               hint="return the answer text, or a dict with 'answer' (and optionally "
                               "'tool_calls', 'messages', 'usage', 'cost_usd', 'steps')") from exc
+
+
+class AgentExitError(Exception):
+    """The agent raised ``SystemExit`` or ``KeyboardInterrupt``: that sample fails, the probe goes on."""
+
+    def __init__(self, exc: BaseException) -> None:
+        code = f"({exc.code!r})" if isinstance(exc, SystemExit) and exc.code is not None else "()"
+        super().__init__(f"{type(exc).__name__}{code}")
+        self.__traceback__ = exc.__traceback__
+
+
+async def in_daemon_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` on a daemon thread of its own, with the caller's context.
+
+    Unlike ``asyncio.to_thread`` (whose pool threads are joined at interpreter exit), a call
+    that never returns is abandoned when the caller is cancelled and never holds up exit.
+    ``SystemExit`` / ``KeyboardInterrupt`` raised by ``fn`` come back as :class:`AgentExitError`.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: Any, failed: bool) -> None:
+        if not future.done():
+            future.set_exception(value) if failed else future.set_result(value)
+
+    def work() -> None:
+        try:
+            value, failed = context.run(fn, *args, **kwargs), False
+        except (SystemExit, KeyboardInterrupt) as exc:
+            value, failed = AgentExitError(exc), True
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            value, failed = exc, True
+        try:
+            loop.call_soon_threadsafe(settle, value, failed)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits for this call any more
+
+    threading.Thread(target=work, name="frontier-qa-agent", daemon=True).start()
+    return await future
 
 
 async def _all(coros: list[Coroutine[Any, Any, T]]) -> list[T]:

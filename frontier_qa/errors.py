@@ -51,6 +51,13 @@ class BudgetExceededError(FrontierQAError):
     """A calls / tokens / cost / wall-time budget ran out."""
 
 
+class RunInterruptedError(BudgetExceededError):
+    """The run was interrupted (Ctrl-C): no new call starts; calls in flight finish and are kept.
+
+    A kind of budget stop, so everything that lets in-flight siblings finish on a budget stop
+    (and caches their samples) does the same here."""
+
+
 class SandboxError(FrontierQAError):
     """The code sandbox could not be started (not: the sandboxed code failed)."""
 

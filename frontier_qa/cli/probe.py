@@ -24,9 +24,12 @@ joins CI shards' stores (and reports on them); ``schema`` prints the config file
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+import signal
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
@@ -203,12 +206,59 @@ def _resume_id(parts: ProbeParts, wanted: str | None) -> str:
     return idle[-1].run_id
 
 
+def _budget_tracker(target: Any) -> Any:
+    """The run's shared budget tracker behind a target (a tools+ executor wraps one)."""
+    for part in (target, getattr(target, "inner", None)):
+        tracker = getattr(part, "budget", None)
+        if tracker is not None and hasattr(tracker, "interrupt"):
+            return tracker
+    return None
+
+
+@contextlib.contextmanager
+def _interrupts(parts: ProbeParts) -> Iterator[None]:
+    """Ctrl-C while a run goes on: the first stops new calls and lets those in flight finish
+    (their samples are cached and the classified cases stored); the second quits at once.
+
+    Quitting at once is ``os._exit``: every record and cached sample is already on disk
+    (appends and SQLite transactions are atomic), the run's lease and cache claims die with
+    the process, and no thread still inside an agent or a model can hold the exit up.
+    """
+    tracker = _budget_tracker(parts.target)
+    loop = asyncio.get_running_loop()
+    presses = 0
+
+    def on_sigint() -> None:
+        nonlocal presses
+        presses += 1
+        if presses == 1 and tracker is not None:
+            tracker.interrupt()
+            typer.echo(f"\ninterrupted: no new calls start; waiting for the {tracker.in_flight} call(s) in flight "
+                       "(their samples are kept). Ctrl-C again to quit now.", err=True)
+            return
+        typer.echo("\ninterrupted again: quitting now; classified cases and finished samples are kept.", err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or not POSIX
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
 async def _probe(parts: ProbeParts, run_id: str, resume: bool, progress: Any, wait: bool = False) -> Any:
     from frontier_qa.probing.engine import probe
 
     try:
         assert parts.curriculum is not None
-        return await probe(parts.target, parts.curriculum, parts.settings, store=parts.store, run_id=run_id,
+        with _interrupts(parts):
+            return await probe(parts.target, parts.curriculum, parts.settings, store=parts.store, run_id=run_id,
                            resume=resume, validator=parts.validator, judge=parts.judge, progress=progress,
                            wait=wait)
     finally:
@@ -219,8 +269,9 @@ async def _replay(parts: ProbeParts, run_id: str | None, cases: Any, progress: A
     from frontier_qa.probing.engine import replay
 
     try:
-        return await replay(parts.target, parts.store, parts.settings, run_id=run_id, cases=cases,
-                            judge=parts.judge, progress=progress, wait=wait)
+        with _interrupts(parts):
+            return await replay(parts.target, parts.store, parts.settings, run_id=run_id, cases=cases,
+                                judge=parts.judge, progress=progress, wait=wait)
     finally:
         await parts.aclose()
 
@@ -403,6 +454,10 @@ def probe_command(
             result = asyncio.run(_probe(parts, rid, resume, bar, wait))
     except KeyboardInterrupt:
         raise _interrupted(parts.store, rid, "probe") from None
+    from frontier_qa.probing.case import STOP_INTERRUPTED
+
+    if result.stop_reason == STOP_INTERRUPTED:  # the first Ctrl-C: the calls in flight were let finish
+        raise _interrupted(parts.store, rid, "probe")
     from frontier_qa.reports import RunFacts
 
     band = (parts.settings.band.low, parts.settings.band.high)
@@ -474,6 +529,10 @@ def replay_command(
             result = asyncio.run(_replay(parts, rid, cases, bar, wait))
     except KeyboardInterrupt:
         raise _interrupted(parts.store, rid, "replay") from None
+    from frontier_qa.probing.case import STOP_INTERRUPTED
+
+    if result.stop_reason == STOP_INTERRUPTED:  # the first Ctrl-C: the calls in flight were let finish
+        raise _interrupted(parts.store, rid, "replay")
     from frontier_qa.reports import RunFacts
 
     band = (parts.settings.band.low, parts.settings.band.high)

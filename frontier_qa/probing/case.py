@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from frontier_qa.curricula.base import Proposal
-from frontier_qa.errors import BudgetExceededError, TargetUnavailableError
+from frontier_qa.errors import BudgetExceededError, RunInterruptedError, TargetUnavailableError
 from frontier_qa.probing.regression import ReplayJudge, band_of
 from frontier_qa.probing.sequential import (
     Decision,
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from frontier_qa.probing.sequential import MajorityPrior
 
 STOP_BUDGET = "budget"
+STOP_INTERRUPTED = "interrupted"
 STOP_UNAVAILABLE = "target unavailable"
 FIXED_K_LEVEL = 0.9  # Wilson interval level with fixed k (the sequential policy has its own)
 
@@ -354,7 +355,8 @@ class CaseProber:
                 if self.policy is not None:
                     decision = decide_consistency(consistency, self.policy)
         except BudgetExceededError as err:
-            stop, self.stop_detail = STOP_BUDGET, err.message
+            stop = STOP_INTERRUPTED if isinstance(err, RunInterruptedError) else STOP_BUDGET
+            self.stop_detail = err.message
         except TargetUnavailableError as err:
             stop, self.stop_detail = STOP_UNAVAILABLE, err.message
         if stop == "the target returned no samples":

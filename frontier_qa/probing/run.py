@@ -31,8 +31,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
-from frontier_qa.errors import BudgetExceededError, ConfigError, TargetUnavailableError
-from frontier_qa.probing.case import STOP_BUDGET, STOP_UNAVAILABLE, CaseProber
+from frontier_qa.errors import BudgetExceededError, ConfigError, RunInterruptedError, TargetUnavailableError
+from frontier_qa.probing.case import STOP_BUDGET, STOP_INTERRUPTED, STOP_UNAVAILABLE, CaseProber
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import ValidationResult, Validator
 from frontier_qa.probing.verify import SOLUTION_KEY, Verification, trusted, verify_references
@@ -60,8 +60,7 @@ STOP_SATURATED = "saturated"
 STOP_EXHAUSTED = "curriculum exhausted"
 STOP_MAX_CANDIDATES = "max candidates"
 STOP_DONE = "done"
-STOP_INTERRUPTED = "interrupted"
-_OPEN_ENDED = (STOP_BUDGET, STOP_UNAVAILABLE)  # the run stays open: resume it to go on
+_OPEN_ENDED = (STOP_BUDGET, STOP_UNAVAILABLE, STOP_INTERRUPTED)  # the run stays open: resume it to go on
 
 
 def config_hash(settings: ProbeSettings, target_id: str, curriculum_name: str = "") -> str:
@@ -370,6 +369,8 @@ class ProbeRun:
                                                    judge=judge)
             if stop is not None:  # before the gate opens: cases still waiting must not start
                 self.stop(stop, self.prober.stop_detail, "target")
+            if stop == STOP_INTERRUPTED:  # not recorded half-done: resume probes it again from the cache
+                return None
             if judge is not None and judge.outcome is not None:  # the verdict is kept with the observation
                 verdict = comparison(record.id, judge.baseline, record, judge.outcome, evidence=judge.evidence)
                 record = record.model_copy(update={"verdict": to_record(verdict)})
@@ -403,7 +404,8 @@ class ProbeRun:
             try:
                 proposals = list(await curriculum.propose(want))[:want]
             except BudgetExceededError as err:  # a curriculum model sharing the budget ran it out
-                self.stop(STOP_BUDGET, err.message, "curriculum")
+                self.stop(STOP_INTERRUPTED if isinstance(err, RunInterruptedError) else STOP_BUDGET,
+                          err.message, "curriculum")
                 break
             except TargetUnavailableError as err:
                 self.stop(STOP_UNAVAILABLE, err.message, "curriculum")

@@ -13,7 +13,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from frontier_qa.errors import BudgetExceededError
+from frontier_qa.errors import BudgetExceededError, RunInterruptedError
 from frontier_qa.runtime.limits import Budget
 from frontier_qa.runtime.rate_limit import Clock
 
@@ -115,6 +115,17 @@ class BudgetTracker:
         self._cost = 0.0
         self._open: set[int] = set()
         self._next_id = 0
+        self._interrupted = False
+
+    def interrupt(self) -> None:
+        """Refuse every new call from now on (:class:`RunInterruptedError`); calls in flight go on."""
+        with self._lock:
+            self._interrupted = True
+
+    @property
+    def in_flight(self) -> int:
+        with self._lock:
+            return len(self._open)
 
     def _exhausted(self, now: float) -> str | None:
         b = self.budget
@@ -135,6 +146,9 @@ class BudgetTracker:
             now = self._clock()
             if self._started is None:
                 self._started = now
+            if self._interrupted:
+                raise RunInterruptedError("interrupted: no new backend call was started",
+                                          hint="continue the run with --resume RUN_ID")
             reason = self._exhausted(now)
             if reason is not None:
                 raise BudgetExceededError(
