@@ -280,14 +280,23 @@ def _launch(cfg: dict[str, Any]) -> None:  # pragma: no cover - runs in the laun
             # Open what the private tmpfs will hide first: the run's directory (itself under the
             # host's /tmp) and interpreter folders such as a CI venv made by `mktemp -d`.
             run_fd = os.open(cfg["workdir"], os.O_PATH)
+            main_fd = os.open("main.py", os.O_RDONLY, dir_fd=run_fd)
+            main = b""
+            while chunk := os.read(main_fd, 1 << 20):
+                main += chunk
+            os.close(main_fd)
             kept = {path: os.open(path, os.O_PATH) for path in cfg["keep"]}
             for path in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
                 if os.path.isdir(path) and not os.path.islink(path):
                     mount("tmpfs", path, "tmpfs", nosuid | nodev, f"mode=1777,size={cfg['tmpfs_bytes']}")
             # The run's directory sits beside, not above, the bound-back interpreter folders, so
             # their mount points never show up in (or get created in) the directory the code sees.
+            # The run's directory is a tmpfs of its own: everything the code writes there (and
+            # in /tmp) is capped in total, not per file, and vanishes with the namespace.
             os.makedirs(cfg["inside"], mode=0o755)
-            mount(f"/proc/self/fd/{run_fd}", cfg["inside"], None, bind)
+            mount("tmpfs", cfg["inside"], "tmpfs", nosuid | nodev, f"mode=1777,size={cfg['run_bytes']}")
+            with open(os.path.join(cfg["inside"], "main.py"), "wb") as fh:
+                fh.write(main)
             os.close(run_fd)
             for path, fd in kept.items():  # bound back, read-only
                 os.makedirs(path, mode=0o755, exist_ok=True)
@@ -373,6 +382,39 @@ _PROBES: dict[tuple[Any, ...], tuple[frozenset[str], SandboxCapabilities]] = {}
 _PROBE_LOCK = threading.Lock()
 
 
+_swept = False
+
+
+def _sweep_stale_workdirs() -> None:
+    """Once per process: remove ``fqa-sandbox-<pid>-*`` folders whose process is gone (a caller
+    killed with -9 never ran its cleanup), and unnamed old-style ones older than a day."""
+    global _swept
+    if _swept:
+        return
+    _swept = True
+    root = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(root) if n.startswith("fqa-sandbox-")]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(root, name)
+        pid = name.split("-")[2]
+        if pid.isdigit():
+            try:
+                os.kill(int(pid), 0)
+                continue  # its process still runs
+            except ProcessLookupError:
+                pass
+            except OSError:
+                continue
+        else:
+            with contextlib.suppress(OSError):
+                if time.time() - os.stat(path).st_mtime < 86400:
+                    continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
 class Sandbox:
     """Runs untrusted Python code with limits; see the module docstring for the layers.
 
@@ -382,7 +424,10 @@ class Sandbox:
         memory_mb: address-space limit per process in MiB (RLIMIT_AS).
         max_processes: processes/threads the sandbox user may have (RLIMIT_NPROC).
         max_file_mb: largest file the code may write, in MiB (RLIMIT_FSIZE); also the size
-            of each private tmpfs.
+            of each private tmpfs (/tmp, /var/tmp, /dev/shm).
+        max_disk_mb: everything the code may write into its run directory, in MiB (the size
+            of the tmpfs it runs in, with a mount namespace; without one only RLIMIT_FSIZE
+            per file applies).
         max_open_files: RLIMIT_NOFILE.
         max_output_bytes: bytes kept per stream; the run is stopped once one overflows.
         max_concurrency: runs at once per event loop (:meth:`arun`).
@@ -403,6 +448,7 @@ class Sandbox:
         memory_mb: int = 2048,
         max_processes: int = 64,
         max_file_mb: int = 16,
+        max_disk_mb: int = 64,
         max_open_files: int = 256,
         max_output_bytes: int = 256 * 1024,
         max_concurrency: int = 4,
@@ -421,6 +467,7 @@ class Sandbox:
         self.memory_mb = int(memory_mb)
         self.max_processes = int(max_processes)
         self.max_file_mb = int(max_file_mb)
+        self.max_disk_mb = int(max_disk_mb)
         self.max_open_files = int(max_open_files)
         self.max_output_bytes = int(max_output_bytes)
         self.max_concurrency = int(max_concurrency)
@@ -612,6 +659,7 @@ class Sandbox:
             "expose": self._expose_map() if "expose" in features else {},
             "keep": self._kept() if "tmp" in features else [],
             "tmpfs_bytes": fsize,
+            "run_bytes": self.max_disk_mb * 1024 * 1024,
             "uid": self.user if self.user is not None else os.getuid(),
             "gid": self.user if self.user is not None else os.getgid(),
             "argv": argv,
@@ -629,7 +677,8 @@ class Sandbox:
     async def _spawn(
         self, code: str, features: frozenset[str], timeout_s: float, *, probe: bool = False
     ) -> tuple[SandboxResult, tuple[str, str] | None]:
-        workdir = tempfile.mkdtemp(prefix="fqa-sandbox-")
+        _sweep_stale_workdirs()
+        workdir = tempfile.mkdtemp(prefix=f"fqa-sandbox-{os.getpid()}-")
         read_fd, write_fd = os.pipe()
         try:
             with open(os.path.join(workdir, "main.py"), "w", encoding="utf-8") as fh:
