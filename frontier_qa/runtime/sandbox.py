@@ -58,6 +58,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from frontier_qa.errors import SandboxError
+from frontier_qa.runtime import cgroups
 
 NOBODY = 65534
 _REFUSED = 125  # the launcher's exit status when a containment step failed
@@ -109,6 +110,9 @@ class SandboxCapabilities:
         private_tmp: whether /tmp, /var/tmp, /dev/shm, /run/lock are private to the run.
         private_proc: whether /proc shows only the run's own processes.
         limits: the resource limits applied, e.g. ``{"cpu_s": 10, "memory_mb": 2048}``.
+        memory_total: how the run's processes are capped *together*: ``"cgroup v1"`` or
+            ``"cgroup v2"`` (``max_total_memory_mb``), or ``"per process"`` (``memory_mb``
+            each, times ``max_processes``).
     """
 
     user_id: int
@@ -120,6 +124,7 @@ class SandboxCapabilities:
     private_tmp: bool
     private_proc: bool
     limits: Mapping[str, int]
+    memory_total: str = "per process"
 
     def describe(self) -> str:
         """One line per layer, for ``frontier-qa doctor`` style reports."""
@@ -131,6 +136,7 @@ class SandboxCapabilities:
                 f"network: {self.network}",
                 f"processes: {'PID namespace + ' if self.pid_namespace else ''}RLIMIT_NPROC",
                 f"filesystem: {fs}; private tmp: {self.private_tmp}; private /proc: {self.private_proc}",
+                f"memory of the run's processes together: {self.memory_total}",
                 "limits: " + ", ".join(f"{k}={v}" for k, v in sorted(self.limits.items())),
             ]
         )
@@ -227,6 +233,12 @@ def _launch(cfg: dict[str, Any]) -> None:  # pragma: no cover - runs in the laun
 
     feature = "start"
     try:
+        if cfg.get("cgroup_procs"):  # first, as the caller's user: every process of the run inherits it
+            try:
+                with open(cfg["cgroup_procs"], "w") as fh:
+                    fh.write(str(os.getpid()))
+            except OSError:
+                pass  # the run is capped per process only, as where no cgroup can be made
         die_with_parent()
         os.umask(0o022)  # directories made below must be enterable by the sandbox user
         os.chdir(cfg["workdir"])
@@ -392,6 +404,7 @@ def _sweep_stale_workdirs() -> None:
     if _swept:
         return
     _swept = True
+    cgroups.sweep()
     root = tempfile.gettempdir()
     try:
         names = [n for n in os.listdir(root) if n.startswith("fqa-sandbox-")]
@@ -422,6 +435,8 @@ class Sandbox:
         timeout_s: wall-clock seconds before the whole process group is killed.
         cpu_s: CPU seconds per process (RLIMIT_CPU); defaults to ``timeout_s``.
         memory_mb: address-space limit per process in MiB (RLIMIT_AS).
+        max_total_memory_mb: memory of all the run's processes together, in MiB (a memory
+            cgroup per run, where this machine allows one; default ``memory_mb``).
         max_processes: processes/threads the sandbox user may have (RLIMIT_NPROC).
         max_file_mb: largest file the code may write, in MiB (RLIMIT_FSIZE); also the size
             of each private tmpfs (/tmp, /var/tmp, /dev/shm).
@@ -446,6 +461,7 @@ class Sandbox:
         timeout_s: float = 10.0,
         cpu_s: int | None = None,
         memory_mb: int = 2048,
+        max_total_memory_mb: int | None = None,
         max_processes: int = 64,
         max_file_mb: int = 16,
         max_disk_mb: int = 64,
@@ -465,6 +481,7 @@ class Sandbox:
         self.timeout_s = float(timeout_s)
         self.cpu_s = int(cpu_s if cpu_s is not None else max(1, round(timeout_s + 0.5)))
         self.memory_mb = int(memory_mb)
+        self.max_total_memory_mb = int(max_total_memory_mb if max_total_memory_mb is not None else memory_mb)
         self.max_processes = int(max_processes)
         self.max_file_mb = int(max_file_mb)
         self.max_disk_mb = int(max_disk_mb)
@@ -572,7 +589,9 @@ class Sandbox:
             private_tmp="tmp" in features,
             private_proc="proc" in features,
             limits={"cpu_s": self.cpu_s, "memory_mb": self.memory_mb, "max_processes": self.max_processes,
-                    "max_file_mb": self.max_file_mb, "max_open_files": self.max_open_files},
+                    "max_file_mb": self.max_file_mb, "max_open_files": self.max_open_files,
+                    "max_total_memory_mb": self.max_total_memory_mb, "max_disk_mb": self.max_disk_mb},
+            memory_total=f"cgroup {root[1]}" if (root := cgroups.memory_root()) is not None else "per process",
         )
 
     def _interpreter_dirs(self) -> set[str]:
@@ -680,6 +699,7 @@ class Sandbox:
         _sweep_stale_workdirs()
         workdir = tempfile.mkdtemp(prefix=f"fqa-sandbox-{os.getpid()}-")
         read_fd, write_fd = os.pipe()
+        group = cgroups.create(self.max_total_memory_mb << 20)
         try:
             with open(os.path.join(workdir, "main.py"), "w", encoding="utf-8") as fh:
                 fh.write(code)
@@ -688,6 +708,7 @@ class Sandbox:
                     os.chown(path, self.user, self.user)
             cfg = self._config(workdir, features, write_fd)
             cfg["probe"] = probe
+            cfg["cgroup_procs"] = group.procs if group is not None else None
             launcher = _launcher_source()
             start = time.monotonic()
             try:
@@ -718,6 +739,8 @@ class Sandbox:
             return result, None
         finally:
             os.close(read_fd)
+            if group is not None:
+                group.remove()
             shutil.rmtree(workdir, ignore_errors=True)
 
     async def _collect(self, proc: asyncio.subprocess.Process, start: float, timeout_s: float) -> SandboxResult:

@@ -49,3 +49,22 @@ def test_folders_of_a_killed_caller_are_swept_at_the_next_start(tmp_path: Path) 
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "1", done.stderr
     assert not stale.exists()
+
+
+SIX_CHILDREN = r'''
+import subprocess, sys
+kid = "b = bytearray(400 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('held', flush=True)\nimport time; time.sleep(2)"
+procs = [subprocess.Popen([sys.executable, "-c", kid], stdout=subprocess.PIPE, text=True) for _ in range(6)]
+print(sum(p.communicate()[0].strip() == "held" for p in procs))
+'''
+
+
+def test_the_processes_of_a_run_share_one_memory_cap() -> None:
+    sandbox = Sandbox(timeout_s=60, memory_mb=512)  # max_total_memory_mb defaults to memory_mb
+    caps = sandbox.capabilities()
+    if caps.memory_total == "per process":
+        pytest.skip("no memory cgroup here: memory_mb caps each process only (README, Reliability)")
+    result = sandbox.run(SIX_CHILDREN)
+    assert result.exit_code == 0, result.stderr
+    held = int(result.stdout)
+    assert held * 400 <= 512  # before: 6 children held 400 MB each (2.4 GB) under memory_mb=512
