@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from frontier_qa.errors import ConfigError
+from frontier_qa.runtime.processes import pid_alive
 from frontier_qa.target import ToolCall, Trajectory, Usage
 
 DEFAULT_DIR = Path(".frontier-qa") / "cache"
@@ -58,15 +59,6 @@ CLAIM_TTL_S = 60.0  # a claim not renewed for this long is abandoned (its owner'
 _HEARTBEAT_S = 10.0
 _HOST = socket.gethostname()
 
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists, owned by someone else
-    return True
 
 
 def trajectory_to_json(trajectory: Trajectory) -> str:
@@ -322,7 +314,7 @@ def _live_claim(row: tuple[str, str, int, float], now: float) -> bool:
     _owner, host, pid, expires = row
     if expires < now:
         return False
-    return host != _HOST or _pid_alive(int(pid))
+    return host != _HOST or pid_alive(int(pid))
 
 
 __all__ = ["CLAIM_TTL_S", "DEFAULT_DIR", "SampleCache", "trajectory_from_json", "trajectory_to_json"]

