@@ -406,7 +406,7 @@ class Suite:
             parts = self.parts()
             self._run = ProbeRun(parts.target, self.store, self.settings(), judge=parts.judge, sandbox=None,
                                  progress=None)
-            self._run.start(f"{self.prefix}r-{self.session.worker}", False, "replay")
+            run_sync(self._run.start(f"{self.prefix}r-{self.session.worker}", False, "replay"))
         return self._run
 
     def _replay(self, case_id: str) -> tuple[CaseRecord, Any]:
@@ -442,6 +442,7 @@ class Suite:
             self._write_accepted(self._accepted)
             if self._run is not None:
                 self._run.finish()
+                self._run.release()
         finally:
             if self._parts is not None:
                 run_sync(self._parts.aclose())

@@ -190,7 +190,7 @@ async def probe(
     """
     settings = settings or ProbeSettings()
     run = ProbeRun(target, store, settings, judge=judge, sandbox=sandbox, progress=progress)
-    run.start(run_id, resume, getattr(curriculum, "name", type(curriculum).__name__), wait=wait)
+    await run.start(run_id, resume, getattr(curriculum, "name", type(curriculum).__name__), wait=wait)
     try:
         if settings.replay_first:
             await run.replay(run.replay_plan(None, settings.replay_scope == "all"))
@@ -254,7 +254,7 @@ async def replay(
     """
     settings = settings or ProbeSettings()
     run = ProbeRun(target, store, settings, judge=judge, sandbox=None, progress=progress)
-    run.start(run_id, False, "replay", wait=wait)
+    await run.start(run_id, False, "replay", wait=wait)
     try:
         await run.replay(run.replay_plan(cases, settings.replay_scope == "all"))
         reason = run.stop_reason or STOP_DONE

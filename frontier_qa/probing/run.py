@@ -25,6 +25,7 @@ import dataclasses
 import hashlib
 import json
 import random
+import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,6 +43,7 @@ from frontier_qa.probing.regression import ReplayJudge
 from frontier_qa.store import baselines
 from frontier_qa.store.case_ids import case_id_for, legacy_case_id
 from frontier_qa.store.case_store import CaseStore, Shard, StoreError, latest_by, new_run_id
+from frontier_qa.store.leases import RunBusyError, describe_holder
 from frontier_qa.store.comparison import Comparison, comparison, from_record, to_record
 from frontier_qa.store.records import (
     CLASS_ORDER,
@@ -208,10 +210,28 @@ class ProbeRun:
 
     # -- start, resume, finish ----------------------------------------------------------------
 
-    def start(self, run_id: str | None, resume: bool, curriculum_name: str, *, wait: bool | float = False) -> None:
-        """Take the run's lease (one writer per run shard), then start it or load it to resume."""
+    async def start(self, run_id: str | None, resume: bool, curriculum_name: str, *,
+                    wait: bool | float = False) -> None:
+        """Take the run's lease (one writer per run shard), then start it or load it to resume.
+
+        With ``wait`` the lease is polled without blocking the event loop, so a Ctrl-C while
+        waiting (the run's budget interrupted) ends the wait with ``KeyboardInterrupt``."""
         self.run_id = run_id or new_run_id()
-        self.lease = self.store.lease_run(self.run_id, self.shard.index, wait=wait, on_wait=self._waiting)
+        deadline = None if wait is True or wait is False else time.monotonic() + float(wait)
+        told = False
+        while True:
+            try:
+                self.lease = self.store.lease_run(self.run_id, self.shard.index)
+                break
+            except RunBusyError as busy:
+                if wait is False or (deadline is not None and time.monotonic() >= deadline):
+                    raise
+                if not told:
+                    told = True
+                    self._waiting(describe_holder(busy.path))
+            if getattr(getattr(self.target, "budget", None), "interrupted", False):
+                raise KeyboardInterrupt
+            await asyncio.sleep(0.1)
         try:
             self._start(resume, curriculum_name)
         except BaseException:

@@ -123,6 +123,11 @@ class BudgetTracker:
             self._interrupted = True
 
     @property
+    def interrupted(self) -> bool:
+        """Whether :meth:`interrupt` was called."""
+        return self._interrupted
+
+    @property
     def in_flight(self) -> int:
         with self._lock:
             return len(self._open)

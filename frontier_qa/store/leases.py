@@ -39,7 +39,15 @@ _warned_unsupported = False
 
 
 class RunBusyError(FrontierQAError):
-    """Another live process is writing this run (exit 2; add ``--wait`` to wait for it)."""
+    """Another live process is writing this run (exit 2; add ``--wait`` to wait for it).
+
+    Attributes:
+        path: the lease file, whose content names the holder (:func:`describe_holder`).
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None, path: Path | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.path = path if path is not None else Path()
 
 
 def lease_path(runs_dir: Path, run_id: str, shard_index: int) -> Path:
@@ -145,6 +153,7 @@ def acquire(path: Path, run_name: str, *, wait: bool | float = False,
                 f"{run_name} is being written by {who}{waited}",
                 hint="one process writes a run at a time: add --wait to wait for it, or start another "
                 "run (a new --run-id); a run whose writer died is taken over at once",
+                path=path,
             )
         if wait is not False and not told and on_wait is not None:
             told = True

@@ -91,3 +91,20 @@ def test_kill_9_then_two_resumers_one_takes_over_and_resume_without_id_skips_liv
     assert len(old) == 8 and before <= set(old)  # 0 cases lost
     assert all(n == 1 for case, n in old.items() if case in before)  # finished ones were not redone
     assert len(faults.run_cases("live")) == 8
+
+
+def test_ctrl_c_ends_a_wait_for_a_busy_run(faults: Faults) -> None:
+    faults.behave(hold_after=4)
+    faults.hold()
+    first = faults.start(*faults.probe_args("--run-id", "R", "--concurrency", "1"))
+    wait_for(lambda: len(faults.run_cases("R")) >= 1, what="the first writer's first case")
+    log = faults.root / "second.err"
+    second = faults.start(*faults.probe_args("--resume", "R", "--wait"), stderr_to=log)
+    wait_for(lambda: "waiting for it (--wait)" in log.read_text(), what="the second writer waiting")
+    os.killpg(second.pid, signal.SIGINT)
+    second.communicate(timeout=30)
+    assert second.returncode == 130 and "Traceback" not in log.read_text()
+    assert first.poll() is None  # the writer goes on, undisturbed
+    faults.release()
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, out + err
