@@ -7,13 +7,14 @@ so the faults are real (signals, locks, open files) while the target costs nothi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,15 @@ class Faults:
         self.write_cases(case_rows(8))
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("FRONTIER_QA_")}
         self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), self.env.get("PYTHONPATH")]))
+        self.started: list[subprocess.Popen[str]] = []
+
+    def kill_leftovers(self) -> None:
+        """Kill the process group of every CLI a failed test left running (hung agents included)."""
+        for proc in self.started:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
 
     def behave(self, **behaviour: Any) -> None:
         (self.root / "behaviour.json").write_text(json.dumps(behaviour))
@@ -95,8 +105,10 @@ class Faults:
         """Start the CLI (its own process group); ``stderr_to``: a file the test can read meanwhile."""
         err = stderr_to.open("w") if stderr_to is not None else subprocess.PIPE
         try:
-            return subprocess.Popen([sys.executable, "-m", "frontier_qa", *args], cwd=self.root, env=self.env,
+            proc = subprocess.Popen([sys.executable, "-m", "frontier_qa", *args], cwd=self.root, env=self.env,
                                     stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
+            self.started.append(proc)
+            return proc
         finally:
             if stderr_to is not None:
                 err.close()  # type: ignore[union-attr]
@@ -134,6 +146,17 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "
         time.sleep(0.02)
 
 
+def start_held_writer(faults: Faults, run_id: str = "R", *args: str) -> subprocess.Popen[str]:
+    """A probe of run ``run_id`` that records its first case, then is held live (:meth:`Faults.hold`)."""
+    faults.behave(hold_after=4)
+    faults.hold()
+    proc = faults.start(*faults.probe_args("--run-id", run_id, "--concurrency", "1", *args))
+    wait_for(lambda: len(faults.run_cases(run_id)) >= 1, what="the first writer's first case")
+    return proc
+
+
 @pytest.fixture
-def faults(tmp_path: Path) -> Faults:
-    return Faults(tmp_path)
+def faults(tmp_path: Path) -> Iterator[Faults]:
+    project = Faults(tmp_path)
+    yield project
+    project.kill_leftovers()

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from tests.faults.conftest import Faults, wait_for
+from tests.faults.conftest import Faults, start_held_writer, wait_for
 
 pytestmark = pytest.mark.faults
 
@@ -20,10 +20,7 @@ def paid_twice(faults: Faults) -> int:
 
 
 def test_a_second_writer_of_a_run_is_refused_while_the_first_runs(faults: Faults) -> None:
-    faults.behave(hold_after=4)
-    faults.hold()
-    first = faults.start(*faults.probe_args("--run-id", "R", "--concurrency", "1", "--out", "out"))
-    wait_for(lambda: len(faults.run_cases("R")) >= 1, what="the first writer's first case")
+    first = start_held_writer(faults, "R", "--out", "out")
     rc, out, err = faults.cli(*faults.probe_args("--run-id", "R", "--out", "out2"))
     assert rc == 2, out + err
     assert f"run 'R' (shard 1) is being written by pid {first.pid} on host" in err
@@ -40,10 +37,7 @@ def test_a_second_writer_of_a_run_is_refused_while_the_first_runs(faults: Faults
 
 
 def test_wait_takes_the_run_over_when_its_writer_stops(faults: Faults) -> None:
-    faults.behave(hold_after=4)
-    faults.hold()
-    first = faults.start(*faults.probe_args("--run-id", "R", "--concurrency", "1"))
-    wait_for(lambda: len(faults.run_cases("R")) >= 1, what="the first writer's first case")
+    first = start_held_writer(faults)
     log = faults.root / "second.err"
     second = faults.start(*faults.probe_args("--resume", "R", "--wait", "--out", "out"), stderr_to=log)
     wait_for(lambda: "waiting for it (--wait)" in log.read_text(), what="the second writer waiting")
@@ -94,10 +88,7 @@ def test_kill_9_then_two_resumers_one_takes_over_and_resume_without_id_skips_liv
 
 
 def test_ctrl_c_ends_a_wait_for_a_busy_run(faults: Faults) -> None:
-    faults.behave(hold_after=4)
-    faults.hold()
-    first = faults.start(*faults.probe_args("--run-id", "R", "--concurrency", "1"))
-    wait_for(lambda: len(faults.run_cases("R")) >= 1, what="the first writer's first case")
+    first = start_held_writer(faults)
     log = faults.root / "second.err"
     second = faults.start(*faults.probe_args("--resume", "R", "--wait"), stderr_to=log)
     wait_for(lambda: "waiting for it (--wait)" in log.read_text(), what="the second writer waiting")
