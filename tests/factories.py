@@ -23,6 +23,16 @@ REPO = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
 
 
+def first_closed_folder(path: Path, uid: int) -> Path | None:
+    """The first folder on the way to ``path`` that ``uid`` (not the owner, in no group of it)
+    cannot enter, ``None`` when every one is open to others (o+x)."""
+    for folder in [*reversed(path.resolve().parents), path.resolve()]:
+        info = folder.stat()
+        if info.st_uid != uid and not info.st_mode & 0o001:
+            return folder
+    return None
+
+
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run one coroutine to completion in a fresh event loop."""
     return asyncio.run(coro)

@@ -21,7 +21,11 @@ user                           as root: the code runs as an unprivileged uid (65
 network                        a network namespace with no interfaces (``unshare(CLONE_NEWNET)``);
                                fallback: ``socket`` blocked inside Python (best effort only)
 filesystem                     a mount namespace: "/" read-only, the run's directory at /tmp/run on a private /tmp,
-                               fresh tmpfs on /var/tmp, /dev/shm, /run/lock, a private /proc
+                               fresh tmpfs on /var/tmp, /dev/shm, /run/lock, a private /proc;
+                               the caller's home directory and the caches outside it
+                               (FRONTIER_QA_CACHE, HF_HOME, HF_HUB_CACHE, XDG_CACHE_HOME,
+                               TORCH_HOME) an empty read-only tmpfs each, with only the
+                               interpreter's own folders (venv, prefix) bound back read-only
 ============================  ==================================================================
 
 A small launcher (the stdlib-only function :func:`_launch`, run with ``python -I -S``) sets
@@ -41,6 +45,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import glob
 import inspect
 import json
 import os
@@ -114,6 +119,9 @@ class SandboxCapabilities:
         memory_total: how the run's processes are capped *together*: ``"cgroup v1"`` or
             ``"cgroup v2"`` (``max_total_memory_mb``), or ``"per process"`` (``memory_mb``
             each, times ``max_processes``).
+        private_home: whether the caller's home directory and the model caches outside it
+            (``FRONTIER_QA_CACHE``, ``HF_HOME``, ``XDG_CACHE_HOME``...) are empty for the code,
+            but for the interpreter's own folders in them (bound back read-only).
     """
 
     user_id: int
@@ -126,6 +134,7 @@ class SandboxCapabilities:
     private_proc: bool
     limits: Mapping[str, int]
     memory_total: str = "per process"
+    private_home: bool = False
 
     def describe(self) -> str:
         """One line per layer, for ``frontier-qa doctor`` style reports."""
@@ -136,7 +145,8 @@ class SandboxCapabilities:
                 f"user: {who}{', user namespace' if self.user_namespace else ''}",
                 f"network: {self.network}",
                 f"processes: {'PID namespace + ' if self.pid_namespace else ''}RLIMIT_NPROC",
-                f"filesystem: {fs}; private tmp: {self.private_tmp}; private /proc: {self.private_proc}",
+                f"filesystem: {fs}; private tmp: {self.private_tmp}; private /proc: {self.private_proc}; "
+                f"home and caches hidden: {self.private_home}",
                 f"memory of the run's processes together: {self.memory_total}",
                 "limits: " + ", ".join(f"{k}={v}" for k, v in sorted(self.limits.items())),
             ]
@@ -144,8 +154,14 @@ class SandboxCapabilities:
 
 
 # A probe drops a feature that fails, and with it the features that need it.
-_NEEDS = {"expose": "mountns", "tmp": "mountns", "readonly_root": "mountns", "proc": "pidns"}
+_NEEDS = {"home": "tmp", "tmp": "mountns", "readonly_root": "mountns", "proc": "pidns"}
 _COVERED = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+# Cache folders of frontier-qa and the model libraries, hidden like the home directory when they
+# lie outside it (their defaults, ~/.cache/..., are inside).
+_CACHE_ENVS = ("FRONTIER_QA_CACHE", "HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME", "TORCH_HOME")
+# Never covered, whatever a home or cache variable says (system accounts have homes like /bin or
+# /dev): the code would lose the system's own files.
+_SYSTEM = ("/usr", "/etc", "/dev", "/proc", "/sys", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
 RUN_DIR_INSIDE = "/tmp/run"  # where the run's directory appears to the code when /tmp is private  # replaced by private mounts ("tmp")
 
 
@@ -272,26 +288,11 @@ def _launch(cfg: dict[str, Any]) -> None:  # pragma: no cover - runs in the laun
         if "mountns" in want:
             feature = "mountns"
             mount(None, "/", None, rec | private)  # nothing we mount propagates to the host
-        if "expose" in want:
-            # As root the code runs as `nobody`, who cannot enter e.g. /root (mode 700) where
-            # the interpreter may live: cover that directory with an empty tmpfs (hiding the
-            # rest of it) and bind back only the children the interpreter needs.
-            feature = "expose"
-            for parent, children in cfg["expose"].items():
-                keep = {child: os.open(os.path.join(parent, child), os.O_PATH) for child in children}
-                mount("tmpfs", parent, "tmpfs", nosuid | nodev, "mode=0755,size=64k")
-                for child, fd in keep.items():
-                    target = os.path.join(parent, child)
-                    if os.path.isdir(f"/proc/self/fd/{fd}"):
-                        os.mkdir(target)
-                    else:
-                        open(target, "w").close()
-                    mount(f"/proc/self/fd/{fd}", target, None, bind | rec)
-                    os.close(fd)
         if "tmp" in want:
             feature = "tmp"
-            # Open what the private tmpfs will hide first: the run's directory (itself under the
-            # host's /tmp) and interpreter folders such as a CI venv made by `mktemp -d`.
+            # Open what the covers below will hide first: the run's directory (itself under the
+            # host's /tmp) and interpreter folders under a cover, e.g. a CI venv made by
+            # `mktemp -d`, or a venv / pyenv under the home directory.
             run_fd = os.open(cfg["workdir"], os.O_PATH)
             main_fd = os.open("main.py", os.O_RDONLY, dir_fd=run_fd)
             main = b""
@@ -302,6 +303,14 @@ def _launch(cfg: dict[str, Any]) -> None:  # pragma: no cover - runs in the laun
             for path in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
                 if os.path.isdir(path) and not os.path.islink(path):
                     mount("tmpfs", path, "tmpfs", nosuid | nodev, f"mode=1777,size={cfg['tmpfs_bytes']}")
+            if "home" in want:
+                # The caller's home directory, the model caches and (as root) folders the code's
+                # uid cannot enter on the way to the interpreter: an empty tmpfs each, read-only
+                # once the interpreter's folders below them are bound back.
+                feature = "home"
+                for path in cfg["private"]:
+                    mount("tmpfs", path, "tmpfs", nosuid | nodev, "mode=0755,size=64k")
+            feature = "tmp"
             # The run's directory sits beside, not above, the bound-back interpreter folders, so
             # their mount points never show up in (or get created in) the directory the code sees.
             # The run's directory is a tmpfs of its own: everything the code writes there (and
@@ -316,6 +325,10 @@ def _launch(cfg: dict[str, Any]) -> None:  # pragma: no cover - runs in the laun
                 mount(f"/proc/self/fd/{fd}", path, None, bind | rec)
                 readonly(path)
                 os.close(fd)
+            if "home" in want:
+                feature = "home"
+                for path in cfg["private"]:
+                    readonly(path)
             os.chdir(cfg["inside"])
         if "readonly_root" in want:
             feature = "readonly_root"
@@ -524,7 +537,7 @@ class Sandbox:
         return os.geteuid() == 0
 
     def _wanted(self) -> set[str]:
-        want = {"mountns", "pidns", "expose", "tmp", "readonly_root", "proc"}
+        want = {"mountns", "pidns", "home", "tmp", "readonly_root", "proc"}
         if self.network == "deny":
             want.add("netns")
         if self._root():
@@ -532,8 +545,8 @@ class Sandbox:
                 want |= {"drop_uid", "userns"}  # userns: a process count of its own per run
         else:
             want.add("userns")  # unprivileged namespaces need a user namespace first
-        if not self._expose_map():
-            want.discard("expose")
+        if not self._private_folders():
+            want.discard("home")
         return want
 
     async def _probe(self) -> tuple[frozenset[str], SandboxCapabilities]:
@@ -560,8 +573,9 @@ class Sandbox:
                 )
             want.discard(feature)
             if feature == "userns" and not self._root():  # unprivileged namespaces need it
-                want -= {"mountns", "pidns", "netns", "expose", "tmp", "readonly_root", "proc"}
-            want -= {f for f, need in _NEEDS.items() if need not in want}
+                want -= {"mountns", "pidns", "netns", "home", "tmp", "readonly_root", "proc"}
+            while lost := {f for f, need in _NEEDS.items() if f in want and need not in want}:
+                want -= lost
         caps = self._describe(frozenset(want))
         with _PROBE_LOCK:
             _PROBES[key] = (frozenset(want), caps)
@@ -584,6 +598,7 @@ class Sandbox:
             readonly_root="readonly_root" in features,
             private_tmp="tmp" in features,
             private_proc="proc" in features,
+            private_home="home" in features,
             limits={"cpu_s": self.cpu_s, "memory_mb": self.memory_mb, "max_processes": self.max_processes,
                     "max_file_mb": self.max_file_mb, "max_open_files": self.max_open_files,
                     "max_total_memory_mb": self.max_total_memory_mb, "max_disk_mb": self.max_disk_mb},
@@ -593,28 +608,54 @@ class Sandbox:
     def _interpreter_dirs(self) -> set[str]:
         """Directories the interpreter needs: its own, its venv, and (for this one) its prefixes."""
         python = os.path.abspath(self.python)
-        dirs = {os.path.dirname(python), os.path.dirname(os.path.realpath(python))}
+        real_bin = os.path.dirname(os.path.realpath(python))
+        dirs = {os.path.dirname(python), real_bin}
+        if os.path.basename(real_bin) == "bin":  # its prefix: the standard library lives there
+            dirs.add(os.path.dirname(real_bin))
         venv = os.path.dirname(os.path.dirname(python))
         if os.path.exists(os.path.join(venv, "pyvenv.cfg")):
             dirs.add(venv)
+            # a venv that reuses another environment's packages names them in a .pth file
+            for pth in glob.glob(os.path.join(venv, "lib", "python*", "site-packages", "*.pth")):
+                with contextlib.suppress(OSError, UnicodeDecodeError), open(pth, encoding="utf-8") as fh:
+                    dirs |= {line.strip() for line in fh if line.strip().endswith(("/site-packages", "/dist-packages"))
+                             and os.path.isabs(line.strip()) and os.path.isdir(line.strip())}
         if os.path.realpath(python) == os.path.realpath(sys.executable):
             dirs |= {os.path.abspath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
         return dirs | {os.path.realpath(d) for d in dirs}
 
-    def _kept(self) -> list[str]:
-        """Interpreter directories under /tmp & co., which the private tmp mounts would hide
-        (a CI venv in ``mktemp -d``): the launcher binds them back, read-only."""
-        under = sorted(d for d in self._interpreter_dirs() if any(_within(d, c) for c in _COVERED))
+    def _kept(self, covers: list[str]) -> list[str]:
+        """Interpreter directories under the covered folders (a CI venv in ``mktemp -d``, a venv
+        or pyenv in the home directory): the launcher binds them back, read-only."""
+        dirs = {os.path.realpath(d) for d in self._interpreter_dirs()}
+        under = sorted(d for d in dirs if any(_within(d, c) for c in covers))
         return [d for d in under if not any(d != o and _within(d, o) for o in under)]
 
-    def _expose_map(self) -> dict[str, list[str]]:
-        """Directories the dropped uid cannot enter on the way to the interpreter → children to keep."""
-        if not self._root() or self.user is None:
-            return {}
-        expose: dict[str, set[str]] = {}
+    def _private_folders(self) -> list[str]:
+        """Folders the code sees empty: the caller's home directory ($HOME and its passwd entry),
+        the cache folders of :data:`_CACHE_ENVS` that exist outside it, and (as root, for the
+        dropped uid) folders it cannot enter on the way to the interpreter. Folders under
+        /tmp & co. are private already; system folders are never covered."""
+        found = {os.path.expanduser("~")} | {os.environ.get(name, "") for name in _CACHE_ENVS}
+        with contextlib.suppress(KeyError, ImportError):
+            import pwd
+
+            found.add(pwd.getpwuid(os.getuid()).pw_dir)
+        if self._root() and self.user is not None:
+            found |= self._closed_folders()
+        real = {os.path.realpath(os.path.expanduser(f)) for f in found if f and os.path.isabs(os.path.expanduser(f))}
+        real = {
+            f for f in real
+            if f not in ("/", "/var", "/run") and os.path.isdir(f)
+            and not any(_within(f, c) for c in (*_COVERED, *_SYSTEM))
+        }
+        return sorted(f for f in real if not any(f != o and _within(f, o) for o in real))
+
+    def _closed_folders(self) -> set[str]:
+        """The first folder the dropped uid cannot enter (no o+x) on the way to each interpreter
+        directory, e.g. /root (mode 700) holding a pyenv."""
+        closed: set[str] = set()
         for path in self._interpreter_dirs():
-            if any(_within(path, c) for c in _COVERED):
-                continue  # bound back by _kept() into directories the uid can enter
             parts = path.strip("/").split("/")
             for depth in range(len(parts) - 1):
                 here = "/" + "/".join(parts[: depth + 1])
@@ -623,9 +664,9 @@ class Sandbox:
                 except OSError:
                     break
                 if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
-                    expose.setdefault(here, set()).add(parts[depth + 1])
+                    closed.add(here)
                     break
-        return {parent: sorted(children) for parent, children in expose.items()}
+        return closed
 
     # -- one run ----------------------------------------------------------------------------
 
@@ -666,13 +707,14 @@ class Sandbox:
         else:
             argv = [self.python, "-s", "-B", os.path.join(inside, "main.py")]
         fsize = self.max_file_mb * 1024 * 1024
+        private = self._private_folders() if "home" in features else []
         return {
             "workdir": workdir,
             "inside": inside,
             "features": sorted(features),
             "report_fd": report_fd,
-            "expose": self._expose_map() if "expose" in features else {},
-            "keep": self._kept() if "tmp" in features else [],
+            "private": private,
+            "keep": self._kept([*_COVERED, *private]) if "tmp" in features else [],
             "tmpfs_bytes": fsize,
             "run_bytes": self.max_disk_mb * 1024 * 1024,
             "uid": self.user if self.user is not None else os.getuid(),

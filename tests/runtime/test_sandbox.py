@@ -22,7 +22,7 @@ import pytest
 
 from frontier_qa.errors import SandboxError
 from frontier_qa.runtime.sandbox import Sandbox, SandboxCapabilities, SandboxResult
-from tests.factories import REPO
+from tests.factories import REPO, first_closed_folder
 
 
 
@@ -279,19 +279,9 @@ def test_sandbox_error_only_when_the_sandbox_cannot_start() -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/python3").exists(), reason="needs root to become nobody")
-def _first_closed_folder(path: Path, uid: int) -> Path | None:
-    """The first folder on the way to ``path`` that ``uid`` (not the owner, in no group of it)
-    cannot enter, ``None`` when every one is open to others (o+x)."""
-    for folder in [*reversed(path.resolve().parents), path.resolve()]:
-        info = folder.stat()
-        if info.st_uid != uid and not info.st_mode & 0o001:
-            return folder
-    return None
-
-
 def test_unprivileged_user_gets_a_user_namespace() -> None:
     """As a normal user the sandbox uses a user namespace (checked here as uid 65534)."""
-    unreadable = _first_closed_folder(REPO, 65534)
+    unreadable = first_closed_folder(REPO, 65534)
     if unreadable is not None:  # e.g. a checkout under /root or a home directory of mode 700
         pytest.skip(f"uid 65534 cannot read the checkout: {unreadable} is closed to it")
     folder = Path(tempfile.mkdtemp(prefix="fqa-test-"))
