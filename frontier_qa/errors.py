@@ -6,7 +6,9 @@ Every error a user can cause says what was wrong, where, and what to do about it
 
 from __future__ import annotations
 
+import difflib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -109,3 +111,21 @@ def check_unicode(value: object, where: str) -> None:
             stack.extend(item.values())
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
+
+
+def closest_name(given: str, known: Iterable[str], *, cutoff: float = 0.6) -> str | None:
+    """The known name a misspelt ``given`` most likely means, for "did you mean ...?" (or ``None``).
+
+    A name that ``given`` begins (``budget`` -> ``budget_calls``) beats a merely similar one
+    (``budget`` -> ``judge``): a truncated name is the commonest slip, and plain string similarity
+    ranks short unrelated names above it. Among several such, the shortest (then the first
+    alphabetically) wins.
+    """
+    names = sorted(set(known))
+    word = given.strip().lower()
+    if len(word) >= 3:
+        started = [n for n in names if n.lower().startswith(word) and n.lower() != word]
+        if started:
+            return min(started, key=lambda n: (len(n), n))
+    close = difflib.get_close_matches(given, names, n=1, cutoff=cutoff)
+    return close[0] if close else None

@@ -6,14 +6,16 @@ the same code and a bad value is reported with the key, the marker that set it a
 Precedence, highest first: ``--frontier-*`` flags > the marker > ``frontier_*`` ini keys >
 the YAML config (``config=`` / ``--frontier-config``) > ``FRONTIER_QA_*`` > defaults.
 
-Relative paths (cases files, config, tools, suite, store) are relative to the directory
-pytest was started in, as for the CLI; they are made absolute here, so a test that
-changes directory does not move them.
+Relative paths in the marker (the ``python:`` agent file of ``target=``, cases files,
+config, tools, suite, and ``set=`` keys naming files or the store) are relative to the folder
+of the test file that carries the marker, wherever pytest is started from (the way Python
+imports resolve against the module): ``cd parent && pytest proj/test_agent.py`` finds
+``proj/agent.py``. They are made absolute here, so a test that changes directory does not
+move them.
 """
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import re
 from collections.abc import Mapping
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from frontier_qa.config import Override
+from frontier_qa.errors import closest_name
 from frontier_qa.plugins.pytest_plugin import FrontierUsageError
 from frontier_qa.store.records import CLASS_ORDER, CaseClass
 
@@ -63,6 +66,35 @@ _KEYS = {
     "max_cost_usd": "budget.max_cost_usd", "max_candidates": "probing.max_candidates", "judge": "probing.judge.spec",
 }  # fmt: skip
 _CASE_FILES = (".jsonl", ".json", ".ndjson", ".yaml", ".yml")
+# set= keys that name a file or folder: resolved against the test file's folder like the arguments
+_PATH_KEYS = frozenset({"store", "curriculum.path", "curriculum.tools", "replay.suite"})
+
+
+def absolute_target(spec: str, base: Path) -> str:
+    """A ``python:path/to/agent.py:attr`` spec with its file made absolute against ``base``.
+
+    Other specs (``python:package.module:attr``, ``litellm:...``, ``hf:...``) are returned as
+    they are: a module name is found on ``sys.path``, a model name is not a path.
+    """
+    kind, sep, rest = spec.partition(":")
+    module_ref, colon, attr = rest.rpartition(":")
+    if kind != "python" or not sep or not colon or not (module_ref.endswith(".py") or "/" in module_ref):
+        return spec
+    path = Path(module_ref).expanduser()
+    return spec if path.is_absolute() else f"python:{base / path}:{attr}"
+
+
+def target_label(spec: str, root: Path) -> str:
+    """How a ``python:`` file spec is named in records and reports: its file relative to the
+    rootdir (``python:agent.py:run``), the same on every machine and from every directory."""
+    kind, _, rest = spec.partition(":")
+    module_ref, colon, attr = rest.rpartition(":")
+    if kind != "python" or not colon or not Path(module_ref).is_absolute():
+        return spec
+    try:
+        return f"python:{Path(module_ref).relative_to(root).as_posix()}:{attr}"
+    except ValueError:
+        return spec
 
 
 @dataclass(frozen=True)
@@ -162,7 +194,7 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], where: str, b
         args: the marker's positional arguments (none are allowed).
         kwargs: its keyword arguments (see :data:`MARKER_ARGS`).
         where: the marked test function's node id.
-        base: the directory relative paths are resolved against.
+        base: the directory relative paths are resolved against (the test file's folder).
 
     Raises:
         FrontierUsageError: an unknown argument, a value of the wrong kind; says which and the fix.
@@ -172,8 +204,8 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], where: str, b
                    "pass keyword arguments, e.g. frontier(target='python:agent.py:run')")
     unknown = sorted(set(kwargs) - set(MARKER_ARGS))
     if unknown:
-        close = difflib.get_close_matches(unknown[0], list(MARKER_ARGS), n=1)
-        fix = f"did you mean {close[0]}=?" if close else f"known arguments: {', '.join(sorted(MARKER_ARGS))}"
+        close = closest_name(unknown[0], MARKER_ARGS)
+        fix = f"did you mean {close}=?" if close else f"known arguments: {', '.join(sorted(MARKER_ARGS))}"
         raise _bad(where, f"unknown argument {unknown[0]}=", fix)
     overrides: list[Override] = []
 
@@ -187,6 +219,8 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], where: str, b
                 raise _bad(where, f"{arg}={value!r} must be a string", f"pass {MARKER_ARGS[arg]}")
             if arg == "target_options" and not isinstance(value, Mapping):
                 raise _bad(where, f"target_options={value!r} must be a dict", f"pass {MARKER_ARGS[arg]}")
+            if arg == "target":
+                value = absolute_target(value, base)
             overrides.append(Override(key, dict(value) if isinstance(value, Mapping) else value, label(arg)))
     curriculum = None
     if "curriculum" in kwargs:
@@ -206,7 +240,12 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], where: str, b
     sets = kwargs.get("set", {})
     if not isinstance(sets, Mapping) or not all(isinstance(k, str) and k for k in sets):
         raise _bad(where, f"set={sets!r} must be a dict of config keys", "write set={'probing.concurrency': 2}")
-    overrides += [Override(k, v, f"@pytest.mark.frontier(set={{{k!r}: {v!r}}}) on {where}") for k, v in sets.items()]
+    for k, v in sets.items():
+        if k in _PATH_KEYS and isinstance(v, (str, Path)) and str(v).strip():
+            v = _path(v, f"set[{k!r}]", where, base)
+        elif k == "target.spec" and isinstance(v, str):
+            v = absolute_target(v, base)
+        overrides.append(Override(k, v, f"@pytest.mark.frontier(set={{{k!r}: {v!r}}}) on {where}"))
     name = kwargs.get("name", re.sub(r"\[.*\]$", "", where))
     if not isinstance(name, str) or not name.strip():
         raise _bad(where, f"name={name!r} must be a non-empty string", "write name='my-agent-math'")

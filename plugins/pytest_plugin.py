@@ -83,7 +83,9 @@ _OPTIONS = (
             "replay: stored cases only, never generate (CI); generate: probe for new cases and save them"),
     _Option("target", "--frontier-target", "frontier_target", "str",
             "target spec for every frontier test, overriding the marker's (e.g. a new model or agent version)"),
-    _Option("store", "--frontier-store", "frontier_store", "path", "case store directory (default .frontier-qa)"),
+    _Option("store", "--frontier-store", "frontier_store", "path",
+            "case store directory (default .frontier-qa in pytest's rootdir; the flag is relative to the "
+            "current directory, the ini key to the rootdir)"),
     _Option("seed", "--frontier-seed", "frontier_seed", "int", "the probe seed (sample i uses seed + i)"),
     _Option("budget_calls", "--frontier-budget-calls", "frontier_budget_calls", "int>=0",
             "most model calls per marked test function and process"),

@@ -48,7 +48,7 @@ from frontier_qa.config import Override, ProbeConfig, ProbeParts, build_probe, l
 from frontier_qa.curricula.base import Outcome, Proposal
 from frontier_qa.errors import FrontierQAError
 from frontier_qa.plugins.pytest_case import FrontierCase
-from frontier_qa.plugins.pytest_marker import SuiteSpec, parse_marker, suite_key
+from frontier_qa.plugins.pytest_marker import SuiteSpec, absolute_target, parse_marker, suite_key, target_label
 from frontier_qa.plugins.pytest_plugin import (
     CASE_KEY,
     FIXTURE,
@@ -187,14 +187,21 @@ class Suite:
         layers = [*self.session.option_layers["ini"], *self.spec.overrides, *self.session.option_layers["cli"]]
         path = self.spec.config_path
         if options.sources.get("config") == "cli" or (path is None and "config" in options.values):
-            path = self.session.path(options.values["config"])
+            path = self.session.path(options.values["config"], options.sources["config"])
         try:
             config = load_config(path, layers)
         except FrontierQAError as err:
             raise FrontierUsageError(f"{self.where()}: {err}") from None
         store = Path(config.store).expanduser()
-        # absolute, so that a test changing directory does not move the store
-        return config.model_copy(update={"store": str(store if store.is_absolute() else self.session.base / store)})
+        # a store not named by a flag, ini key or the marker (the default .frontier-qa, a YAML
+        # config's, FRONTIER_QA_STORE) lives at pytest's rootdir, wherever pytest is started;
+        # absolute, so that a test changing directory does not move it
+        update: dict[str, Any] = {"store": str(store if store.is_absolute() else self.session.root / store)}
+        label = target_label(config.target.spec, self.session.root)
+        if label != config.target.spec and "id" not in config.target.options:
+            # the agent file is found by its absolute path, but named as the user wrote it
+            update["target"] = config.target.model_copy(update={"options": {**config.target.options, "id": label}})
+        return config.model_copy(update=update)
 
     def parts(self, *, curriculum: bool = False) -> ProbeParts:
         """The target (and curriculum) opened from the config; built once per process."""
@@ -470,18 +477,28 @@ class Session:
         workerinput = getattr(config, "workerinput", None)
         self.uid = str(workerinput["testrunuid"] if workerinput else uuid.uuid4().hex)[:12]
         self.worker = str(workerinput["workerid"]) if workerinput else "main"
-        self.base = Path(config.invocation_params.dir)
+        self.root = Path(config.rootpath)
         self.suites: dict[str, Suite] = {}
         # config layers from the options: {"ini": [...], "cli": [...]}
         self.option_layers: dict[str, list[Override]] = {"ini": [], "cli": []}
         for name, key in (*_OPTION_KEYS.items(), ("store", "store")):
             if name in options.values:
-                value = str(self.path(options.values[name])) if name == "store" else options.values[name]
-                self.option_layers[options.sources[name]].append(Override(key, value, options.labels[name]))
+                value, source = options.values[name], options.sources[name]
+                if name == "store":
+                    value = str(self.path(value, source))
+                elif name == "target":
+                    value = absolute_target(value, self.base(source))
+                self.option_layers[source].append(Override(key, value, options.labels[name]))
 
-    def path(self, value: str) -> Path:
+    def base(self, source: str) -> Path:
+        """The folder an option's relative paths start from: the invocation directory for a
+        ``--frontier-*`` flag (as any command line), pytest's rootdir for an ini key (as the ini
+        file's other paths), so the same ini works wherever pytest is started."""
+        return Path(self.config.invocation_params.dir) if source == "cli" else self.root
+
+    def path(self, value: str, source: str) -> Path:
         path = Path(value).expanduser()
-        return path if path.is_absolute() else self.base / path
+        return path if path.is_absolute() else self.base(source) / path
 
     def suite(self, spec: SuiteSpec) -> Suite:
         known = self.suites.get(spec.name)
@@ -500,7 +517,9 @@ class Session:
         if FIXTURE not in metafunc.fixturenames:
             raise FrontierUsageError(f"@pytest.mark.frontier on {where}: the test does not take the {FIXTURE!r} "
                                      f"fixture\n  fix: add a {FIXTURE} parameter to the test function")
-        suite = self.suite(parse_marker(marker.args, marker.kwargs, where, self.base))
+        # the marker's relative paths start at its test file's folder
+        base = Path(metafunc.definition.path).parent
+        suite = self.suite(parse_marker(marker.args, marker.kwargs, where, base))
         items = suite.collect()
         if not items:
             marks = () if suite.unjudged else (pytest.mark.skip(reason=suite.empty_reason),)
@@ -512,7 +531,7 @@ class Session:
 
     def _properties(self, suite: Suite, target: str | None = None) -> list[tuple[str, Any]]:
         limit = suite.config.gate.max_unresolved_share
-        props = [("frontier_suite", suite.spec.name), ("frontier_target", target or str(suite.config.target.spec)),
+        props = [("frontier_suite", suite.spec.name), ("frontier_target", target or str(suite.config.target.options.get("id") or suite.config.target.spec)),
                  ("frontier_mode", self.options.mode), ("frontier_unresolved_limit", "" if limit is None else limit)]
         if suite.generation:
             props.append(("frontier_generation", suite.generation))

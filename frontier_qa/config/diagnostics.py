@@ -8,14 +8,13 @@ never a traceback.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
 from frontier_qa.config.schema import Path_, ProbeConfig
-from frontier_qa.errors import ConfigError
+from frontier_qa.errors import ConfigError, closest_name
 
 if TYPE_CHECKING:
     from frontier_qa.config.layers import Sources
@@ -86,15 +85,15 @@ def _describe(error: Mapping[str, Any], data: dict[str, Any], sources: Sources) 
     if kind == "extra_forbidden":
         name = str(path[-1])
         known = sorted({f for m in parents for f in m.model_fields})
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        fix = f"did you mean '{close[0]}'?" if close else f"known keys here: {', '.join(known)}"
+        close = closest_name(name, known)
+        fix = f"did you mean '{close}'?" if close else f"known keys here: {', '.join(known)}"
         return path, f"{where}: {key}: unknown key\n  fix: {fix}"
     if kind == "missing":
         return path, f"{where}: {key}: required key is missing\n  fix: add '{path[-1]}:'"
     if kind == "literal_error" and isinstance(given, str):
         choices = _literals_in(annotation) or [str(error.get("ctx", {}).get("expected", ""))]
-        close = difflib.get_close_matches(given, choices, n=1, cutoff=0.5)
-        fix = (f"did you mean '{close[0]}'? " if close else "") + f"use one of: {', '.join(choices)}"
+        close = closest_name(given, choices, cutoff=0.5)
+        fix = (f"did you mean '{close}'? " if close else "") + f"use one of: {', '.join(choices)}"
         if _models_in(annotation):
             fix += " (or a mapping such as {low: 0.3, high: 0.8})"
         return path, f"{where}: {key}: {given!r} is not allowed\n  fix: {fix}"

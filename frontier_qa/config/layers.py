@@ -9,7 +9,6 @@ trainers' loaders reuse the readers and :func:`resolve_layers`.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from pydantic import ValidationError
 
 from frontier_qa.config.diagnostics import _report
 from frontier_qa.config.schema import CONFIG_VERSION, ENV_PREFIX, MODEL_SECTIONS, Path_, ProbeConfig
-from frontier_qa.errors import ConfigError, read_text
+from frontier_qa.errors import ConfigError, closest_name, read_text
 from frontier_qa.runtime.redact import is_secret_name
 
 
@@ -153,9 +152,9 @@ def read_env(env: Mapping[str, str]) -> _Layer:
         path: Path_ = tuple(part.lower() for part in name[len(ENV_PREFIX):].split("__"))
         if path[0] not in sections:
             if len(path) > 1:  # nested names are only ever config keys: a misspelt section
-                close = difflib.get_close_matches(str(path[0]), sorted(sections), n=1)
+                close = closest_name(str(path[0]), sections)
                 raise ConfigError(f"environment variable {name}: unknown config section {path[0]!r}",
-                                  hint=f"did you mean FRONTIER_QA_{close[0].upper()}__...?" if close
+                                  hint=f"did you mean FRONTIER_QA_{close.upper()}__...?" if close
                                   else f"sections: {', '.join(sorted(sections))}")
             continue  # FRONTIER_QA_CACHE, FRONTIER_QA_SMOLLM2_GGUF ...: other parts of frontier-qa
         if any(not part for part in path):

@@ -146,7 +146,14 @@ class ValidationConfig(_Section):
     """Checks on proposals before any target call."""
 
     critic: Optional[CriticConfig] = None
-    dedupe_threshold: Optional[float] = Field(0.5, gt=0, le=1, description="BLEU distance τ; null: off")
+    dedupe_threshold: Optional[float] = Field(
+        0.5, ge=0, le=1, description="BLEU distance τ below which a generated proposal repeats an earlier one "
+                                     "(cases from a file are removed only when identical); null or 0: off")
+
+    @field_validator("dedupe_threshold")
+    @classmethod
+    def _zero_is_off(cls, value: Optional[float]) -> Optional[float]:
+        return None if value == 0 else value  # no distance is below 0: the same as off
 
 
 class BandRange(_Section):

@@ -33,6 +33,8 @@ class Proposal:
         raw: the curriculum's raw output, kept for debugging invalid proposals.
         aliases: other ids the same case had before (frontier-qa 0.1's hash ids); when the
             store knows the case under one of them, the engine keeps that id.
+        written: a person wrote the case (a cases file, a committed suite): validation removes
+            it only as an identical repeat, never as a near-duplicate.
     """
 
     case: Case
@@ -42,6 +44,7 @@ class Proposal:
     source: str = "unknown"
     raw: str | None = None
     aliases: tuple[str, ...] = ()
+    written: bool = False
 
 
 @dataclass(frozen=True)

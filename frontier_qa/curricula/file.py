@@ -134,6 +134,7 @@ def proposal_from_row(row: Mapping[str, Any], where: str = "row", *, source: str
         predicted_pass_rate=None if pass_rate is None else float(pass_rate),
         source=source,
         raw=json.dumps(row, ensure_ascii=False, default=str),
+        written=True,
     )
 
 
@@ -162,6 +163,7 @@ def _from_suite(row: Mapping[str, Any], where: str, source: str) -> Proposal:
         solution=solution if isinstance(solution, str) else None,
         source=source,
         raw=json.dumps(dict(row), ensure_ascii=False, default=str),
+        written=True,
     )
 
 

@@ -13,7 +13,8 @@ with the reason. Checks, in order:
    carry the evidence for its own answer.
 3. **Near-duplicates**: BLEU distance d = 1 − BLEU (Agent0 Eq. 4's measure, via NLTK with the
    reference's smoothing) against the earlier survivors of this batch and the recently seen
-   prompts; a proposal with d < ``dedupe_threshold`` to any of them is a repeat.
+   prompts; a generated proposal with d < ``dedupe_threshold`` to any of them is a repeat. A
+   case a person wrote (a cases file, a committed suite) is removed only when identical.
 4. **Critic** (optional, SAGE): an object with ``async judge(proposal) -> CriticVerdict``;
    asked only about proposals that passed 1–3, since it costs model calls.
 
@@ -302,8 +303,10 @@ class Validator:
         checks: static checks, each returning a reason or ``None`` (default: format and
             Tool-R0 tool-call checks). The first failing one decides the reason.
         critic: an optional :class:`Critic`, asked only about proposals that pass the rest.
-        dedupe_threshold: BLEU distance below which a proposal repeats an earlier one;
-            ``None`` turns near-duplicate removal off.
+        dedupe_threshold: BLEU distance below which a generated proposal repeats an earlier
+            one; ``None`` or ``0`` turns near-duplicate removal off. Proposals a person wrote
+            (``Proposal.written``: cases files, committed suites) are removed only when their
+            prompt is identical to an earlier one.
         max_concurrent_critic: critic calls in flight at once.
     """
 
@@ -315,16 +318,16 @@ class Validator:
         *,
         max_concurrent_critic: int = 4,
     ) -> None:
-        if dedupe_threshold is not None and not 0.0 < dedupe_threshold <= 1.0:
+        if dedupe_threshold is not None and not 0.0 <= dedupe_threshold <= 1.0:
             raise ConfigError(
-                f"dedupe_threshold={dedupe_threshold} must be in (0, 1] or None",
-                hint="0.5 is Agent0's τ on BLEU distance; None turns near-duplicate removal off",
+                f"dedupe_threshold={dedupe_threshold} must be in [0, 1] or None",
+                hint="0.5 is Agent0's τ on BLEU distance; None or 0 turns near-duplicate removal off",
             )
         if max_concurrent_critic < 1:
             raise ConfigError(f"max_concurrent_critic={max_concurrent_critic} must be >= 1")
         self.checks = tuple(checks)
         self.critic = critic
-        self.dedupe_threshold = dedupe_threshold
+        self.dedupe_threshold = dedupe_threshold or None  # 0: no distance is below it, the same as off
         self.max_concurrent_critic = max_concurrent_critic
 
     def check(self, proposals: Sequence[Proposal], seen_texts: Iterable[str] = ()) -> list[ValidationResult]:
@@ -346,7 +349,14 @@ class Validator:
                 reason = check(proposal)
                 if reason:
                     break
-            if reason is None and self.dedupe_threshold is not None:
+            if reason is None and proposal.written:
+                # a case a person wrote is theirs to keep: only an identical repeat goes
+                same = _normal(proposal.case.prompt)
+                other = next((t for t in [*kept, *seen] if _normal(t) == same), None)
+                if other is not None:
+                    where = "this batch" if other in kept else "a recent case"
+                    reason = f"identical to a prompt of {where}: {_short(other)}"
+            elif reason is None and self.dedupe_threshold is not None:
                 d, other = nearest(proposal.case.prompt, [*kept, *seen])
                 if other is not None and d < self.dedupe_threshold:
                     where = "this batch" if other in kept else "a recent case"
@@ -384,6 +394,10 @@ class Validator:
     ) -> list[ValidationResult]:
         """:meth:`check`, then :meth:`critique` on the survivors; aligned with ``proposals``."""
         return await self.critique(self.check(proposals, seen_texts))
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _short(text: str, limit: int = 80) -> str:

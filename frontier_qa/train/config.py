@@ -20,7 +20,6 @@ and the fix, never a traceback. Nothing here imports torch or TRL.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Iterable
@@ -41,7 +40,7 @@ from frontier_qa.config import (
     read_yaml,
     resolve_layers,
 )
-from frontier_qa.errors import BudgetExceededError, ConfigError
+from frontier_qa.errors import BudgetExceededError, ConfigError, closest_name
 from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER, RewardConfig
 
 TRAIN_CONFIG_VERSION = 1
@@ -251,8 +250,8 @@ def _report(err: ValidationError, sources: Sources, *, root: Any = None,
         where = sources.where(path) if path else "config"
         if error["type"] == "extra_forbidden":
             known = _known_keys(path, root)
-            close = difflib.get_close_matches(str(path[-1]), known, n=1, cutoff=0.6)
-            fix = f"did you mean '{close[0]}'?" if close else f"known keys here: {', '.join(known)}"
+            close = closest_name(str(path[-1]), known)
+            fix = f"did you mean '{close}'?" if close else f"known keys here: {', '.join(known)}"
             lines[path] = f"{where}: {key}: unknown key\n    fix: {fix}"
         elif error["type"] == "missing":
             lines[path] = f"{where}: {key}: required key is missing\n    fix: add '{path[-1]}:'"

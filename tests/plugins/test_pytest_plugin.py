@@ -456,6 +456,30 @@ def test_a_committed_suite_file_replays_without_the_store(project: pytest.Pytest
     assert run(project, "--frontier-mode=replay").ret == 0
 
 
+def test_paths_follow_the_test_file_and_the_store_lives_at_the_rootdir(pytester: pytest.Pytester) -> None:
+    # the issue's run: `cd parent && pytest proj/test_agent.py`, in a project with its own ini (rootdir proj/)
+    proj = pytester.mkdir("proj")
+    (proj / "pytest.ini").write_text("[pytest]\n")
+    (proj / "agent.py").write_text(AGENT)
+    (proj / "cases.jsonl").write_text("\n".join(json.dumps(c) for c in CASES))
+    (proj / "test_agent.py").write_text(TEST_FILE)
+    result = run(pytester, "proj/test_agent.py")
+    assert result.ret == 0 and items(result) == {i: "PASSED" for i in ITEMS}
+    assert sorted(p.name for p in pytester.path.iterdir()) == ["proj"]  # nothing left in the current directory
+    latest = CaseStore(proj / ".frontier-qa").latest()
+    assert {i: r.case_class.value for i, r in latest.items()} == {
+        "add-1": "pass", "mul-1": "failure", "wd-1": "frontier", "wd-2": "frontier"}
+    assert {r.target_id for r in latest.values()} == {"python:agent.py:run"}  # named as written, not absolute
+    assert summary(result)[0].startswith("test_agent.py::test_agent: target python:agent.py:run,")
+    # an ini key's path is relative to the rootdir, a flag's to the current directory
+    (proj / "pytest.ini").write_text("[pytest]\nfrontier_store = ci-store\n")
+    assert run(pytester, "proj/test_agent.py", "--frontier-mode=generate").ret == 0
+    assert len(CaseStore(proj / "ci-store").latest()) == 4
+    assert sorted(p.name for p in pytester.path.iterdir()) == ["proj"]
+    assert run(pytester, "proj/test_agent.py", "--frontier-store=here", "--frontier-mode=generate").ret == 0
+    assert len(CaseStore(pytester.path / "here").latest()) == 4
+
+
 def test_two_tests_share_a_named_suite(project: pytest.Pytester) -> None:
     project.makepyfile(test_agent=f'''
         import pytest
@@ -498,6 +522,8 @@ def test_two_tests_share_a_named_suite(project: pytest.Pytester) -> None:
     [
         pytest.param('targt="python:agent.py:run"',
                      ["*: unknown argument targt=", "  fix: did you mean target=?"], id="misspelt"),
+        pytest.param(MARKER + ", budget=10",  # a truncated name beats a similar short one (judge=)
+                     ["*: unknown argument budget=", "  fix: did you mean budget_calls=?"], id="truncated"),
         pytest.param('"python:agent.py:run"',
                      ["*: positional argument(s) ('python:agent.py:run',)", "  fix: pass keyword arguments*"],
                      id="positional"),
