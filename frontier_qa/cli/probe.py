@@ -52,6 +52,7 @@ from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRec
 
 CASES_FILE = "cases.jsonl"
 SHOWN_VERDICTS = 5  # regressions explained on the console (the reports list them all)
+SHOWN_REMOVED = 5  # cases validation removed, named on the console with the reason
 
 _CONFIG = typer.Option(None, "--config", "-c", help="YAML config (see configs/example.yaml).")
 _TARGET = typer.Option(None, "--target", help="Target spec: litellm:…, openai:MODEL@URL, hf:…, python:FILE:ATTR, http://…")
@@ -348,6 +349,7 @@ def _summary(title: str, records: Sequence[CaseRecord], comparisons: Sequence[An
     for t in sorted(rows, key=lambda t: (-(t.frontier_share or 0.0), t.topic))[:10]:
         typer.echo(f"  frontier map: {t.topic}: {t.counts[CaseClass.FRONTIER]} frontier, "
                    f"{t.counts[CaseClass.FAILURE]} failure of {t.total}")
+    _removed(summary.records, written)
     if comparisons:
         verdicts = count_verdicts(comparisons)
         guards = sum(1 for c in comparisons if c.role == "guard")
@@ -375,6 +377,22 @@ def _summary(title: str, records: Sequence[CaseRecord], comparisons: Sequence[An
     for reason in gate.reasons:
         typer.echo(f"  - {reason}")
     return gate.exit_code
+
+
+def _removed(records: Sequence[CaseRecord], written: dict[str, Path]) -> None:
+    """Name the cases validation removed, with the reason: a person's case never vanishes silently."""
+    from frontier_qa.reports.explain import removal
+    from frontier_qa.reports.summary import invalid_cases
+
+    removed = invalid_cases(records)
+    if not removed:
+        return
+    typer.echo(f"  removed by validation: {len(removed)}")
+    for case_id, prompt, reason in map(removal, removed[:SHOWN_REMOVED]):
+        typer.echo(f'    {case_id} "{prompt}": {reason}')
+    if len(removed) > SHOWN_REMOVED:
+        where = next((written[k].name for k in ("md", "json", "cases") if k in written), "the store")
+        typer.echo(f"    … {len(removed) - SHOWN_REMOVED} more in {where}")
 
 
 def _budget_line(parts: ProbeParts) -> str | None:

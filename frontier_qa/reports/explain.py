@@ -1,7 +1,8 @@
 """A replay verdict explained in plain text: what a person needs to act on it.
 
 One block per case, shared by the pytest failure message, ``junit.xml``, ``report.md`` and
-the console, so they all say the same thing::
+the console, so they all say the same thing (and :func:`removal`, the same for a case the
+validator removed)::
 
     regression: dates/what-day-of-the-week-was-14-march-1879-3f2a9c
       prompt:     What day of the week was 14 March 1879?
@@ -99,4 +100,15 @@ def explain(
     return lines
 
 
-__all__ = ["TOP_ANSWERS", "baseline_votes", "explain", "side", "votes"]
+def removal(record: CaseRecord, prompt_chars: int = 60, reason_chars: int = 200) -> tuple[str, str, str]:
+    """A case the validator removed as ``(id, prompt excerpt, reason)``, each on one line.
+
+    The console summary and ``report.md`` list these, so a person sees which of their cases
+    went and why (a near-duplicate of a generated proposal, an identical copy, a bad format...).
+    """
+    prompt = shorten(" ".join(record.case.prompt.split()), prompt_chars)
+    reason = shorten(" ".join((record.reason or "failed validation").split()), reason_chars)
+    return record.id or "(no id)", prompt, reason
+
+
+__all__ = ["TOP_ANSWERS", "baseline_votes", "explain", "removal", "side", "votes"]

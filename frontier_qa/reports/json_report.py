@@ -83,6 +83,8 @@ class CaseSummary(_Model):
     target_id: str
     target_version: str | None = None
     answers: list[AnswerCount]
+    reason: str | None = Field(None, description="why the case has its class; for an invalid case, why validation "
+                               "removed it (near-duplicate, identical copy, bad format, critic...)")
     history: list[Observation] = Field(default_factory=list, description="earlier observations, oldest first")
 
 
@@ -238,6 +240,7 @@ def build_json_report(
                 target_id=r.target_id,
                 target_version=r.target_version,
                 answers=[AnswerCount(answer=a, count=n) for a, n in answer_distribution(r)],
+                reason=r.reason,
                 history=[Observation(run_id=h.run_id, at=h.finished_at, case_class=h.case_class, p_hat=h.p_hat,
                                      k=h.k, target_version=h.target_version)
                          for h in history.get(r.id, ()) if h.run_id != r.run_id],

@@ -3,8 +3,8 @@
 Sections: header (target, run), why the run could not judge the agent (when it could not),
 the gate, the regressions (first, when there are any: baseline against now, the answers, the
 test, the trend), counts by class, cost, the frontier map by topic, the top frontier and
-failure cases with their answer distributions, and the other replay verdicts, findings and
-guards apart. Long lists end with "N more". All user and model text is escaped
+failure cases with their answer distributions, the cases validation removed with the reason,
+and the other replay verdicts, findings and guards apart. Long lists end with "N more". All user and model text is escaped
 (:func:`~frontier_qa.reports._text.md`), so an answer cannot break a table or inject HTML.
 """
 
@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from frontier_qa.reports._text import fmt_p, fmt_usd, md, write_text
-from frontier_qa.reports.explain import baseline_votes, votes
+from frontier_qa.reports.explain import baseline_votes, removal, votes
 from frontier_qa.reports.gate import GateResult
-from frontier_qa.reports.summary import Summary, answer_distribution, summarize, top_cases
+from frontier_qa.reports.summary import Summary, answer_distribution, invalid_cases, summarize, top_cases
 from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
 
@@ -103,6 +103,7 @@ def markdown_report(
     history: Mapping[str, Sequence[CaseRecord]] | None = None,
     top: int = 5,
     top_verdicts: int = 10,
+    top_removed: int = 10,
     prompt_chars: int = 300,
 ) -> str:
     """The Markdown report.
@@ -115,6 +116,7 @@ def markdown_report(
         history: every observation of each case, oldest first, for trend lines.
         top: how many frontier and failure cases to show in detail.
         top_verdicts: how many regressions (and other changed verdicts) to list.
+        top_removed: how many of the cases validation removed to list (with the reason).
         prompt_chars: prompt characters shown per case.
     """
     s = records if isinstance(records, Summary) else summarize(records)
@@ -180,9 +182,20 @@ def markdown_report(
             for r in chosen:
                 out += _case_block(r, prompt_chars)
             out += _more(s.by_class[cls] - len(chosen), f"{cls.value} cases")
+    out += _removed_section(s.records, top_removed)
     if comparisons:
         out += _replay_section(comparisons, by_id, top_verdicts)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _removed_section(records: Sequence[CaseRecord], top: int) -> list[str]:
+    removed = invalid_cases(records)
+    if not removed:
+        return []
+    out = [f"## Removed / invalid cases ({len(removed)})", "",
+           "Validation removed these before any target call; none counts toward the frontier share.", ""]
+    rows = [(md(case_id, 80), md(prompt), md(reason)) for case_id, prompt, reason in map(removal, removed[:top])]
+    return out + _table(["case", "prompt", "reason"], rows) + [""] + _more(len(removed) - top, "invalid cases")
 
 
 def _replay_section(comparisons: Sequence[Comparison], by_id: Mapping[str, CaseRecord], top: int) -> list[str]:

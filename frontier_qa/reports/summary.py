@@ -136,6 +136,11 @@ def top_cases(records: Sequence[CaseRecord], case_class: CaseClass, n: int = 10)
     return sorted(chosen, key=key)[:n]
 
 
+def invalid_cases(records: Iterable[CaseRecord]) -> list[CaseRecord]:
+    """The cases validation removed (class ``invalid``, each with its ``reason``), by id."""
+    return sorted((r for r in records if r.case_class is CaseClass.INVALID), key=lambda r: r.id)
+
+
 def timeline(records: Iterable[CaseRecord]) -> list[TimePoint]:
     """Cumulative target calls and US dollars as cases finished, in time order."""
     points: list[TimePoint] = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -165,6 +166,54 @@ def test_wrong_unverified_reference_is_suspect_not_failure(project: Project) -> 
     assert record["case_class"] == "suspect"
     assert (record["majority"], record["reference"], record["reference_verified"]) == ("Paris", "Lyon", False)
     assert project.report()["by_class"]["failure"] == 0
+
+
+MOON = "What day of the week was 20 July 1969?"
+PI_DAY = "What day of the week was 14 March 1879?"  # BLEU distance 0.41 from MOON: a near-duplicate
+WRITER = f'''
+import itertools
+_n = itertools.count()
+
+
+def write(case):  # a prompted curriculum's model: the two weekday prompts, in turn
+    prompt = ({MOON!r}, {PI_DAY!r})[next(_n) % 2]
+    return "<question>" + prompt + "</question>\\n\\\\boxed{{Sunday}}"
+'''
+
+
+def test_every_removed_case_is_named_with_its_reason(project: Project) -> None:
+    # hand-written: both weekday prompts are kept; six identical copies of one are removed
+    copies = [{"id": f"moon-copy-{i}", "topic": "weekdays", "prompt": MOON, "reference": "Sunday"} for i in range(6)]
+    project.write_cases([{"id": "moon", "topic": "weekdays", "prompt": MOON, "reference": "Sunday"},
+                         {"id": "pi", "topic": "weekdays", "prompt": PI_DAY, "reference": "Friday"}, *copies])
+    rc, out, err = project.probe("--out", "out", "--store", "store")
+    assert rc == 0, err
+    report = project.report()
+    reasons = {c["id"]: c["reason"] for c in report["cases"] if c["case_class"] == "invalid"}
+    assert reasons == {c["id"]: f"identical to a prompt of this batch: {MOON}" for c in copies}
+    assert {c["id"]: c["case_class"] for c in report["cases"]}.items() >= {"moon": "pass", "pi": "pass"}.items()
+    lines = out.splitlines()
+    at = lines.index("  removed by validation: 6")
+    assert lines[at + 1:at + 7] == [f'    moon-copy-{i} "{MOON}": identical to a prompt of this batch: {MOON}'
+                                    for i in range(5)] + ["    … 1 more in report.md"]
+    md = (project.root / "out" / "report.md").read_text()
+    assert "## Removed / invalid cases (6)" in md
+    assert f"| moon-copy-5 | What day of the week was 20 July 1969? | identical to a prompt of this batch: {MOON} |" in md
+    # generated: the same two prompts from a model; the second is a near-duplicate of the first
+    (project.root / "writer.py").write_text(WRITER)
+    rc, out, err = project.cli("probe", *project.base(), "--curriculum", "prompted:python:writer.py:write",
+                               "--set", "probing.max_candidates=2", "--set", "probing.batch_size=2",
+                               "--out", "gen", "--store", "gen-store")
+    assert rc == 0, err
+    [removed] = [c for c in project.report("gen")["cases"] if c["case_class"] == "invalid"]
+    [kept] = [c for c in project.report("gen")["cases"] if c["case_class"] != "invalid"]
+    assert {removed["prompt"], kept["prompt"]} == {MOON, PI_DAY}
+    reason = removed["reason"]
+    assert re.fullmatch(r"near-duplicate of this batch \(BLEU distance 0\.4\d < 0\.5\): " + re.escape(kept["prompt"]), reason)
+    assert f'    {removed["id"]} "{removed["prompt"]}": {reason}' in out.splitlines()
+    assert "  removed by validation: 1" in out and "more in report.md" not in out
+    md = (project.root / "gen" / "report.md").read_text()
+    assert f"| {removed['id']} | {removed['prompt']} | {reason.replace('<', '&lt;')} |" in md  # HTML kept inert
 
 
 # --- (4) (8) gate and junit -----------------------------------------------------------------------

@@ -251,6 +251,38 @@ def test_markdown_report(records: list[CaseRecord]) -> None:
     assert len(re.findall(r"(?<!\\)\|", row)) == 4
 
 
+def test_removed_cases_are_named_with_the_reason_in_markdown_and_json(tmp_path: Path,
+                                                                      records: list[CaseRecord]) -> None:
+    from frontier_qa.curricula.base import Proposal
+    from frontier_qa.probing.validation import Validator
+    from frontier_qa.target import Case
+
+    moon, pi_day = "What day of the week was 20 July 1969?", "What day of the week was 14 March 1879?"
+    generated = [Proposal(Case(id="g-moon", prompt=moon)), Proposal(Case(id="g-pi", prompt=pi_day))]
+    written = [Proposal(Case(id=i, prompt=p), written=True) for i, p in (("moon", moon), ("pi", pi_day), ("moon-2", moon))]
+    reasons = {r.proposal.case.id: r.reason for r in Validator().check(generated)}
+    reasons |= {r.proposal.case.id: r.reason for r in Validator().check(written)}
+    assert reasons["g-moon"] is None and reasons["moon"] is None and reasons["pi"] is None  # the person's cases stay
+    def invalid(case_id: str, prompt: str) -> CaseRecord:
+        r = rec(case_id, CaseClass.INVALID, None, answers=(), calls=0)
+        return r.model_copy(update={"reason": reasons[case_id], "case": r.case.model_copy(update={"prompt": prompt})})
+
+    removed = [invalid("g-pi", pi_day), invalid("moon-2", moon)]
+    text = markdown_report([*records, *removed], run_record(), top_removed=2)
+    section = text[text.index("## Removed / invalid cases (3)"):]
+    assert section.splitlines()[4:8] == [
+        "| case | prompt | reason |", "|---|---|---|",
+        f"| g-pi | {pi_day} | near-duplicate of this batch (BLEU distance 0.41 &lt; 0.5): {moon} |",
+        "| i1 | Question i1? | failed validation |"]
+    assert "*1 more invalid cases: see report.json*" in section  # moon-2, cut at top_removed
+    assert "## Removed" not in markdown_report(records[:-1])  # nothing removed, no section
+    data = json.loads(write_reports(tmp_path, [*records, *removed], formats=["json"])[0]["json"].read_text())
+    assert {c["id"]: c["reason"] for c in data["cases"] if c["case_class"] == "invalid"} == {
+        "g-pi": f"near-duplicate of this batch (BLEU distance 0.41 < 0.5): {moon}",
+        "moon-2": f"identical to a prompt of this batch: {moon}", "i1": None}
+    JsonReport.model_validate(data)
+
+
 # --- HTML --------------------------------------------------------------------------------------------
 
 
