@@ -17,6 +17,7 @@ move them.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -81,7 +82,8 @@ def absolute_target(spec: str, base: Path) -> str:
     if kind != "python" or not sep or not colon or not (module_ref.endswith(".py") or "/" in module_ref):
         return spec
     path = Path(module_ref).expanduser()
-    return spec if path.is_absolute() else f"python:{base / path}:{attr}"
+    # normalised: "../agent.py" from tests/ is named python:agent.py:run, as the CLI names it
+    return spec if path.is_absolute() else f"python:{os.path.normpath(base / path)}:{attr}"
 
 
 def target_label(spec: str, root: Path) -> str:
@@ -137,7 +139,7 @@ def _path(value: Any, arg: str, where: str, base: Path, suffixes: tuple[str, ...
     if suffixes and path.suffix.lower() not in suffixes:
         raise _bad(where, f"{arg}={str(value)!r} is not a {'/'.join(suffixes)} file",
                    f"name the file *{suffixes[0]} (or {', '.join(suffixes[1:])})")
-    return str(path if path.is_absolute() else base / path)
+    return str(path if path.is_absolute() else os.path.normpath(base / path))
 
 
 def _band(value: Any, where: str) -> Any:
