@@ -16,8 +16,6 @@ for the example target (a test keeps them equal).
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
-from typing import Optional
-
 import typer
 
 from frontier_qa.cli.init_files import GITIGNORE_LINES, INSTALL_PLACEHOLDER, Layout, config_text, is_file_spec
@@ -77,7 +75,8 @@ def check_curriculum(text: str, root: Path) -> str:
         return text
     if not text.endswith((".jsonl", ".json", ".yaml", ".yml")):
         raise ConfigError(f"curriculum {text!r} is neither a cases file nor prompted:MODEL_SPEC",
-                          hint="give a *.jsonl / *.yaml cases file in the repository, or prompted:litellm:openai/gpt-4o-mini")
+                          hint="give a *.jsonl / *.yaml cases file in the repository, "
+                          "or prompted:litellm:openai/gpt-4o-mini")
     return _inside(root, text, "the cases file")
 
 

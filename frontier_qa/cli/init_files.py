@@ -159,22 +159,31 @@ def _marker_target(layout: Layout) -> str:
     return f"python:{layout.from_tests(module_ref)}:{attr}"
 
 
+def _commands(layout: Layout) -> str:
+    rows = [(f"pytest {layout.test_file}", f"1st run: probe, write {layout.suite}"),
+            (f"git add {layout.suite}", "commit it: CI replays it"),
+            (f"pytest {layout.test_file} --frontier-mode=replay", "the committed cases only"),
+            (f"pytest {layout.test_file} --frontier-mode=generate", "replay, then look for new cases")]
+    width = max(len(command) for command, _ in rows)
+    return ("".join(f"    {command.ljust(width)}   # {why}\n" for command, why in rows)
+            + f"    pytest {layout.test_file} --frontier-mode=replay --frontier-accept\n"
+            + "        # the agent changed on purpose: its behaviour is the new baseline (commit the suite)\n")
+
+
 def test_text(layout: Layout) -> str:
     """The pytest file: one ``@pytest.mark.frontier`` test over the stored / committed cases."""
     curriculum = "" if layout.prompted else f'    curriculum="{layout.from_tests(layout.curriculum)}",\n'
+    keys = _keys(layout)
+    needs = (f"\nThe first run calls the models in {layout.config}: set {' and '.join(keys)} first.\n"
+             if keys else "")
     return f'''"""Frontier cases of {layout.target} as pytest tests (written by `frontier-qa init`).
 
-    pytest {layout.test_file}                          # 1st run: probe, write {layout.suite}
-    git add {layout.suite}                             # commit it: CI replays it
-    pytest {layout.test_file} --frontier-mode=replay   # the committed cases only
-    pytest {layout.test_file} --frontier-mode=generate # replay, then look for new cases
-    pytest {layout.test_file} --frontier-mode=replay --frontier-accept   # a change was on purpose
-
+{_commands(layout)}
 Each stored frontier, failure or suspect case is one test item, and so are up to 10 stable,
 correct cases as guards. Each is held to its baseline by a statistical test; a replay never
 moves a baseline. Paths in the marker are relative to this file's folder; the config holds
 the rest (budgets, gates, the curriculum) and is what `frontier-qa replay` reads in CI.
-"""
+{needs}"""
 
 import pytest
 
