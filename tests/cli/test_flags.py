@@ -88,6 +88,6 @@ def test_commands_are_registered_explicitly() -> None:
     import typer
 
     first, second = typer.main.get_command(build_app()), typer.main.get_command(build_app())
-    expected = {"probe", "replay", "accept", "export", "merge", "schema", "score", "train"}
+    expected = {"probe", "replay", "accept", "export", "merge", "schema", "score", "train", "init"}
     assert set(first.commands) == set(second.commands) == expected
     assert set(first.commands["train"].commands) == {"curriculum", "coevolve", "merge", "summary"}
