@@ -298,6 +298,10 @@ on:
 permissions:
   contents: read
 
+concurrency:   # a new push to a pull request cancels its older replay
+  group: frontier-qa-${{{{ github.workflow }}}}-${{{{ github.event_name }}}}-${{{{ github.ref }}}}
+  cancel-in-progress: ${{{{ github.event_name == 'pull_request' }}}}
+
 defaults:
   run:
     shell: bash   # bash --noprofile --norc -eo pipefail: any failing command fails its step
@@ -334,7 +338,7 @@ jobs:
 {_setup(layout)}      - name: Probe shard ${{{{ matrix.shard }}}}/{SHARDS}
         env:
           SHARD: ${{{{ matrix.shard }}}}/{SHARDS}
-          RUN_ID: nightly-${{{{ github.run_id }}}}-${{{{ github.run_attempt }}}}
+          RUN_ID: nightly-${{{{ github.run_id }}}}   # one run for all shards: the merge joins them
         run: |
           rc=0
           frontier-qa probe --config {cfg} --shard "$SHARD" --run-id "$RUN_ID" \\
