@@ -256,7 +256,7 @@ def load_config(
         layers.append(read_yaml(path))
     layers.append(read_env(os.environ if env is None else env))
     data, sources = resolve_layers(layers, version=CONFIG_VERSION,
-                                   hint="upgrade frontier-qa (pip install -U frontier-qa)")
+                                   hint="upgrade frontier-qa: reinstall it from its repository (git pull, then pip install -e . in the checkout)")
     try:
         config = ProbeConfig.model_validate(data)
     except ValidationError as err:
