@@ -4,6 +4,7 @@
 ``app``     the root command, exit codes, :func:`main` (the console script)
 ``probe``   ``probe``, ``replay``, ``export``, ``merge`` and ``schema``
 ``init``    ``init``: config, pytest file, GitHub Actions workflow (``init_files``)
+``cases``   ``cases list``, ``cases show``, ``cases diff``: the case store for people
 ``score``   ``score``: recorded executor runs through the scoring core
 ``train``   ``train curriculum``, ``train coevolve``, ``train merge``, ``train summary``
 ==========  =========================================================================

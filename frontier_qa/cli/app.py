@@ -44,7 +44,7 @@ def build_app() -> typer.Typer:
     The command modules are imported here, not at module level, so that ``frontier_qa.cli``
     stays importable even while a command's optional dependency is missing.
     """
-    from frontier_qa.cli import accept, init, probe, score, train
+    from frontier_qa.cli import accept, cases, init, probe, score, train
 
     app = typer.Typer(
         name="frontier-qa",
@@ -57,6 +57,7 @@ def build_app() -> typer.Typer:
     probe.register(app)  # probe, replay, export, merge, schema
     accept.register(app)  # accept
     init.register(app)  # init
+    cases.register(app)  # cases list | show | diff
     score.register(app)  # score
     train.register(app)  # train curriculum | coevolve | merge | summary
     return app

@@ -5,7 +5,9 @@
 * :mod:`~frontier_qa.store.case_store`: the project-local, append-only :class:`CaseStore`
   (``.frontier-qa/``), CI shards, merging, and committable suites (export / import);
 * :mod:`~frontier_qa.store.comparison`: an old record against a new one (``regression``,
-  ``improved``, ``same``, ``flaky``), used by replay, the reports and the pytest plugin.
+  ``improved``, ``same``, ``flaky``), used by replay, the reports and the pytest plugin;
+* :mod:`~frontier_qa.store.views`: what ``frontier-qa cases list|show|diff`` reads (a filtered
+  list, one case's history and baselines, two runs compared with the replay's test).
 
 The store sits above the scoring core (records carry its :class:`Consistency`) and below
 everything that probes or reports. ``from frontier_qa.store import CaseStore`` keeps working:
