@@ -380,6 +380,7 @@ def summary_lines(config: pytest.Config, results: dict[str, dict[str, Any]]) -> 
                      f"{len(rows)} test(s)")
         if first.get("frontier_generation"):
             lines.append(f"  generated: {first['frontier_generation']}")
+        lines += _removed_lines(first.get("frontier_removed"))
         skipped = [p for _, p in rows if p.get("frontier_skip") or p.get("frontier_unjudged_kind") == "run"]
         if not cases and skipped:
             lines.append(f"  no cases: {skipped[0].get('frontier_skip') or skipped[0].get('frontier_unjudged')}")
@@ -410,6 +411,22 @@ def summary_lines(config: pytest.Config, results: dict[str, dict[str, Any]]) -> 
                 lines.append(f"  regression: {case_id}: {p.get('frontier_reason', '')}")
         functions = sorted({_function_of(nodeid) for nodeid, _ in rows})
         lines.append(f"  replay: {replay_command(config, functions)}")
+    return lines
+
+
+def _removed_lines(encoded: str | None) -> list[str]:
+    """The cases validation removed while generating, each with its reason (as the console names
+    them): a person's case never vanishes with only a count."""
+    if not encoded:
+        return []
+    import json
+
+    removed = json.loads(encoded)
+    lines = [f"  removed by validation: {removed['count']}"]
+    lines += [f'    {case_id} "{prompt}": {reason}' for case_id, prompt, reason in removed["cases"]]
+    rest = removed["count"] - len(removed["cases"])
+    if rest > 0:
+        lines.append(f"    … {rest} more: frontier-qa cases list --class invalid --store {shlex.quote(removed['store'])}")
     return lines
 
 

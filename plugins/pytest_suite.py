@@ -71,6 +71,7 @@ from frontier_qa.target import Case, Sampling, Trajectory
 SUITE_KEY = "pytest_suite"
 """Case metadata key naming the suite that found (or replayed) a case."""
 
+SHOWN_REMOVED = 5  # cases validation removed, named in the terminal summary (report.md lists them all)
 MAX_KNOWN_ROUNDS = 50  # proposal batches of only known cases in a row before the curriculum counts as exhausted
 
 # --frontier-* option -> config key (store and config are handled apart)
@@ -172,6 +173,7 @@ class Suite:
         self.view: _View | None = None
         self.cases: dict[str, FrontierCase] = {}
         self.generation = ""
+        self.removed = ""  # JSON: the cases validation removed while generating, with the reasons
         self.empty_reason = ""
         self.unjudged = False  # the suite has no items because nothing could be judged
         self._accepted: dict[str, Baseline] = {}
@@ -234,6 +236,7 @@ class Suite:
         records = {**self.view.stored, **self.view.found}
         self.items = sorted(((cid, records[cid].case.topic) for cid in self.view.ids), key=lambda p: (p[1], p[0]))
         self.generation = self._generation_line()
+        self.removed = self._removed_property()
         if not self.items:
             self.empty_reason = self._empty_reason()
         return self.items
@@ -358,6 +361,23 @@ class Suite:
             early = " (stopped early)" if open_run else ""
             parts.append(f"probed {sum(counts.values())} new case(s): {found}{early}")
         return "; ".join(parts)
+
+    def _removed_property(self) -> str:
+        """The cases validation removed in this session's generation run, as the terminal summary
+        names them (``{"count": N, "store": DIR, "cases": [[id, prompt, reason], ...]}``, at most
+        :data:`SHOWN_REMOVED` cases); empty when none was removed."""
+        import json
+
+        from frontier_qa.reports.explain import removal
+        from frontier_qa.reports.summary import invalid_cases
+
+        if self.prefix + "gen" not in self.store.run_ids():
+            return ""
+        removed = invalid_cases(self.store.latest(run_id=self.prefix + "gen").values())
+        if not removed:
+            return ""
+        return json.dumps({"count": len(removed), "store": str(self.store.root),
+                           "cases": [list(removal(r)) for r in removed[:SHOWN_REMOVED]]}, ensure_ascii=False)
 
     def _empty_reason(self) -> str:
         """Why the suite has no items; :attr:`unjudged` says whether that means nothing could be judged."""
@@ -535,6 +555,8 @@ class Session:
                  ("frontier_mode", self.options.mode), ("frontier_unresolved_limit", "" if limit is None else limit)]
         if suite.generation:
             props.append(("frontier_generation", suite.generation))
+        if suite.removed:
+            props.append(("frontier_removed", suite.removed))
         return props
 
     def case_for(self, request: pytest.FixtureRequest) -> FrontierCase:

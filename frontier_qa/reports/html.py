@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from frontier_qa.reports._text import esc, fmt_p, fmt_usd, shorten, write_text
-from frontier_qa.reports.explain import baseline_votes, votes
+from frontier_qa.reports.explain import baseline_votes, removal, votes
 from frontier_qa.reports.gate import GateResult
-from frontier_qa.reports.summary import Summary, answer_distribution, summarize, timeline, top_cases
+from frontier_qa.reports.summary import Summary, answer_distribution, invalid_cases, summarize, timeline, top_cases
 from frontier_qa.reports.svg import COLORS, frontier_map_svg, histogram_svg, line_svg
 from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
@@ -113,6 +113,20 @@ def _verdict_card(x: Comparison, r: CaseRecord | None, history: Sequence[CaseRec
     topic = "?" if r is None else r.topic
     return (f'<div class="case"><h3>{_badge_text("regression")} {esc(topic)}/{esc(x.case_id)}</h3>{prompt}'
             f"<table>{head}{''.join(rows)}</table><p>Why: {esc(x.reason)}</p>{trend}</div>")
+
+
+def _removed_section(records: Sequence[CaseRecord], top: int) -> str:
+    """The cases validation removed, each with its reason (as report.md and the console name them)."""
+    removed = invalid_cases(records)
+    if not removed:
+        return ""
+    rows = "".join(f"<tr><td>{esc(case_id)}</td><td>{esc(prompt)}</td><td>{esc(reason)}</td></tr>"
+                   for case_id, prompt, reason in (removal(r, prompt_chars=200, reason_chars=400)
+                                                   for r in removed[:top]))
+    more = f"<p>{len(removed) - top} more in report.json.</p>" if len(removed) > top else ""
+    return (f"<h2>Removed / invalid cases ({len(removed)})</h2><p>Validation removed these before any target "
+            "call; none counts toward the frontier share.</p><table><tr><th>case</th><th>prompt</th>"
+            f"<th>reason</th></tr>{rows}</table>{more}")
 
 
 def _badge_text(text: str) -> str:
@@ -256,6 +270,7 @@ def html_report(
         chosen = top_cases(s.records, cls, top)
         if chosen:
             parts.append(f"<h2>{name}</h2>" + "".join(_case_card(r, prompt_chars) for r in chosen))
+    parts.append(_removed_section(s.records, max_cases))
     if comparisons:
         findings = count_verdicts(x for x in comparisons if x.role == "finding")
         guards = count_verdicts(x for x in comparisons if x.role == "guard")

@@ -212,6 +212,20 @@ def test_first_run_generates_and_saves_the_cases(project: pytest.Pytester) -> No
     assert lines[-1] == "  replay: pytest test_agent.py::test_agent --frontier-mode=replay"
 
 
+def test_the_summary_names_every_case_validation_removed_with_the_reason(project: pytest.Pytester) -> None:
+    copies = [{**CASES[0], "id": f"add-copy-{i}"} for i in range(6)]  # a person's cases: only identical ones go
+    project.makefile(".jsonl", cases="\n".join(json.dumps(c) for c in [*CASES, *copies]))
+    result = run(project)
+    assert items(result) == {i: "PASSED" for i in ITEMS}
+    lines = summary(result)
+    at = lines.index("  removed by validation: 6")
+    named = [re.fullmatch(r'    (add-copy-\d) "What is 17 \+ 25\?": identical to a prompt of (this batch|a recent '
+                          r'case): What is 17 \+ 25\?', line) for line in lines[at + 1:at + 6]]
+    assert [m.group(1) for m in named if m] == [f"add-copy-{i}" for i in range(5)]
+    assert lines[at + 6] == f"    … 1 more: frontier-qa cases list --class invalid --store {project.path / '.frontier-qa'}"
+    assert "removed by validation" not in "\n".join(summary(run(project)))  # a replay removes nothing
+
+
 def test_replay_only_reproduces_the_items_without_the_curriculum(project: pytest.Pytester) -> None:
     project.makepyfile(test_agent=FACTORY_TEST)
     first = run(project, "--frontier-mode=generate", "--junitxml=first.xml")

@@ -251,7 +251,7 @@ def test_markdown_report(records: list[CaseRecord]) -> None:
     assert len(re.findall(r"(?<!\\)\|", row)) == 4
 
 
-def test_removed_cases_are_named_with_the_reason_in_markdown_and_json(tmp_path: Path,
+def test_removed_cases_are_named_with_the_reason_in_markdown_json_and_html(tmp_path: Path,
                                                                       records: list[CaseRecord]) -> None:
     from frontier_qa.curricula.base import Proposal
     from frontier_qa.probing.validation import Validator
@@ -281,6 +281,13 @@ def test_removed_cases_are_named_with_the_reason_in_markdown_and_json(tmp_path: 
         "g-pi": f"near-duplicate of this batch (BLEU distance 0.41 < 0.5): {moon}",
         "moon-2": f"identical to a prompt of this batch: {moon}", "i1": None}
     JsonReport.model_validate(data)
+    page = html_report([*records, *removed], run_record(), max_cases=2)
+    section = page[page.index("<h2>Removed / invalid cases (3)</h2>"):page.index("<h2>All cases</h2>")]
+    assert re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td></tr>", section) == [
+        ("g-pi", pi_day, f"near-duplicate of this batch (BLEU distance 0.41 &lt; 0.5): {moon}"),
+        ("i1", "Question i1?", "failed validation")]
+    assert "<p>1 more in report.json.</p>" in section
+    assert "Removed / invalid" not in html_report(records[:-1])
 
 
 # --- HTML --------------------------------------------------------------------------------------------
