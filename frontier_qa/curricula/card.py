@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from frontier_qa.curricula.base import Outcome, Proposal
 from frontier_qa.errors import ConfigError
@@ -66,9 +66,15 @@ class CurriculumCard(BaseModel):
     prompt: Optional[dict[str, Any]] = Field(None, description="plain: {system, user, prefill}")
     case_system: Optional[str] = Field(None, description="the tasks' system prompt (null: the domain's default)")
     case_system_set: bool = Field(False, description="case_system was given (null then means: none)")
-    dedupe_threshold: Optional[float] = 0.5
+    dedupe_threshold: Optional[float] = Field(0.5, ge=0, le=1, description="few_shot: copies of examples fail; "
+                                                                           "null or 0: off")
     seed: int = 0
     sampling: CardSampling
+
+    @field_validator("dedupe_threshold")
+    @classmethod
+    def _zero_is_off(cls, value: Optional[float]) -> Optional[float]:
+        return None if value == 0 else value  # as the probe config reads it: no distance is below 0
 
 
 def write_card(folder: str | os.PathLike[str], card: CurriculumCard) -> Path:

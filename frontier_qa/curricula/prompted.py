@@ -192,7 +192,7 @@ class PromptedCurriculum:
         self.case_system = self._default_case_system() if case_system is _KEEP else case_system
         self.style = style
         self.examples = few_shot.load_examples(examples) if examples is not None else few_shot.MATH_EXAMPLES
-        self.dedupe_threshold = dedupe_threshold
+        self.dedupe_threshold = dedupe_threshold or None  # 0: off, as validation.dedupe_threshold reads it
         self.template = _TEMPLATES[domain] if style == "instruct" else f"few-shot-{domain}"
         self.name = name or f"prompted:{domain}@{getattr(model, 'id', type(model).__name__)}"
         self.history = History(limit=max(history_examples, 1))

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from frontier_qa.config import (
     BudgetConfig,
@@ -93,8 +93,14 @@ class CurriculumSection(_Section):
     examples: Optional[str] = Field(None, description="few_shot: JSONL/YAML worked examples")
     prompt: Optional[PromptSection] = Field(None, description="plain: your own prompt")
     case_system: Optional[str] = Field(None, description="system prompt of the tasks; null: per domain, '': none")
-    dedupe_threshold: Optional[float] = Field(0.5, gt=0, le=1, description="few_shot: copies of examples fail")
+    dedupe_threshold: Optional[float] = Field(0.5, ge=0, le=1,
+                                              description="few_shot: copies of examples fail; null or 0: off")
     rows: Optional[int] = Field(None, ge=1, description="prompt rows in the dataset (null: one per task)")
+
+    @field_validator("dedupe_threshold")
+    @classmethod
+    def _zero_is_off(cls, value: Optional[float]) -> Optional[float]:
+        return None if value == 0 else value  # as the probe config reads it: no distance is below 0
 
     @model_validator(mode="after")
     def _consistent(self) -> CurriculumSection:

@@ -134,7 +134,7 @@ class TaskFormat:
         self.answer_format = answer_format or _FORMATS[domain]
         self.examples = few_shot.load_examples(examples) if examples is not None else few_shot.MATH_EXAMPLES
         self.prompt = dict(prompt or {})
-        self.dedupe_threshold = dedupe_threshold
+        self.dedupe_threshold = dedupe_threshold or None  # 0: off, as validation.dedupe_threshold reads it
         self.require_reference = require_reference
         self.case_system = self._default_case_system() if case_system is _DEFAULT else (case_system or None)
         self.template = {"instruct": {"math": "agent0-table7", "general": "agent0-table7-general",

@@ -67,6 +67,15 @@ def test_the_card_fills_only_what_the_probe_config_does_not_set(tmp_path: Path) 
     assert card is None and taken == [] and section.sampling.max_tokens == 1024
 
 
+def test_a_card_reads_dedupe_threshold_0_as_off_like_the_probe_config(tmp_path: Path) -> None:
+    assert _card(dedupe_threshold=0).dedupe_threshold is None and _card(dedupe_threshold=None).dedupe_threshold is None
+    write_card(tmp_path, _card(dedupe_threshold=0.0))
+    card = read_card(tmp_path)
+    assert card is not None and card.dedupe_threshold is None
+    with pytest.raises(ValueError, match="dedupe_threshold"):
+        _card(dedupe_threshold=1.5)
+
+
 def test_a_damaged_card_is_named() -> None:
     import tempfile
 

@@ -132,6 +132,14 @@ def test_reward_overrides_change_only_their_constants() -> None:
         _load("reward.tool_cap=-1")
 
 
+@pytest.mark.parametrize("off", ["0", "0.0", "null"])
+def test_dedupe_threshold_0_and_null_are_off_as_in_the_probe_config(off: str) -> None:
+    assert _load(f"curriculum.dedupe_threshold={off}").curriculum.dedupe_threshold is None
+    assert _load("curriculum.dedupe_threshold=0.3").curriculum.dedupe_threshold == 0.3
+    with pytest.raises(ConfigError, match="dedupe_threshold"):
+        _load("curriculum.dedupe_threshold=-0.1")
+
+
 def test_a_newer_config_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "train.yaml"
     path.write_text("version: 2\nmodel: smollm2\n")
