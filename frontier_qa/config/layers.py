@@ -236,6 +236,44 @@ def resolve_layers(layers: list[_Layer], *, version: int, hint: str) -> tuple[di
 # --- loading ----------------------------------------------------------------------------------
 
 
+def _python_file(spec: Any) -> tuple[Path, str] | None:
+    """The agent file and attribute of a ``python:path/to/agent.py:attr`` spec with a relative
+    file; ``None`` for any other spec (``python:package.module:attr`` is found on ``sys.path``)."""
+    if not isinstance(spec, str):
+        return None
+    kind, sep, rest = spec.partition(":")
+    module_ref, colon, attr = rest.rpartition(":")
+    if kind != "python" or not sep or not colon or not (module_ref.endswith(".py") or "/" in module_ref):
+        return None
+    file = Path(module_ref).expanduser()
+    return None if file.is_absolute() else (file, attr)
+
+
+def anchor_python_specs(data: dict[str, Any], layers: list[_Layer], folder: Path) -> None:
+    """``python:`` agent files written in a config file are found next to that file, not in the
+    current directory: ``cd elsewhere && frontier-qa probe --config proj/cfg.yaml`` probes
+    ``proj/agent.py``. The spec becomes absolute; the target keeps the id written in the file
+    (``python:agent.py:run``), so its records and cache are the same from every directory.
+    Specs given by a flag or the environment stay relative to the current directory."""
+    for section in MODEL_SECTIONS:
+        spec_path = (*section, "spec")
+        setter = next((layer for layer in layers if layer.has(spec_path)), None)
+        if setter is None or setter.name in ("flags", "environment"):
+            continue
+        node: Any = data
+        for key in section:
+            node = node.get(key) if isinstance(node, dict) else None
+        found = _python_file(node.get("spec")) if isinstance(node, dict) else None
+        if found is None:
+            continue
+        file, attr = found
+        written = node["spec"]
+        node["spec"] = f"python:{(folder / file).resolve()}:{attr}"
+        options = node.get("options")
+        if options is None or isinstance(options, dict):
+            node["options"] = {"id": written, **(options or {})}
+
+
 def load_config(
     path: str | os.PathLike[str] | None = None,
     overrides: Iterable[Override] = (),
@@ -257,6 +295,8 @@ def load_config(
     layers.append(read_env(os.environ if env is None else env))
     data, sources = resolve_layers(layers, version=CONFIG_VERSION,
                                    hint="upgrade frontier-qa: reinstall it from its repository (git pull, then pip install -e . in the checkout)")
+    if path is not None:
+        anchor_python_specs(data, layers, Path(path).parent)
     try:
         config = ProbeConfig.model_validate(data)
     except ValidationError as err:

@@ -432,6 +432,31 @@ def test_show_config_applies_precedence_and_masks_secrets(project: Project, monk
     assert rc == 0 and "k: 6" in out
 
 
+def test_a_python_agent_in_a_config_is_found_next_to_the_config_from_any_directory(tmp_path: Path) -> None:
+    proj, elsewhere = tmp_path / "proj", tmp_path / "elsewhere"
+    proj.mkdir()
+    elsewhere.mkdir()
+    (proj / "agent.py").write_text(AGENT)
+    (proj / "behaviour.json").write_text(json.dumps({"topics": {"weekdays": "coin"}}))
+    (proj / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in cases()))
+    (proj / "cfg.yaml").write_text("target: python:agent.py:answer\nprobing: {k: 6}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FRONTIER_QA_") and k != "CI"}
+    done = subprocess.run([sys.executable, "-m", "frontier_qa", "probe", "--config", "../proj/cfg.yaml",
+                           "--curriculum", "../proj/cases.jsonl", "--store", "st", "--out", "out", "--progress", "off"],
+                          cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((elsewhere / "out" / "report.json").read_text())
+    # the agent ran (the coin makes the weekday cases frontier) and keeps the id written in the config
+    assert report["run"]["target_id"] == "python:agent.py:answer"
+    assert report["by_class"]["frontier"] == 4 and report["by_class"]["pass"] == 6
+    # a flag stays relative to the current directory: there is no agent.py here
+    done = subprocess.run([sys.executable, "-m", "frontier_qa", "probe", "--config", "../proj/cfg.yaml",
+                           "--target", "python:agent.py:answer", "--curriculum", "../proj/cases.jsonl", "--store",
+                           "st", "--progress", "off"], cwd=elsewhere, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 2 and "agent.py" in done.stderr and "Traceback" not in done.stderr
+
+
 def _event(kind: str, **fields: object) -> ProgressEvent:
     return ProgressEvent(kind, budget="calls 12/100, tokens 0", **fields)  # type: ignore[arg-type]
 

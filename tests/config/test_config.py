@@ -55,7 +55,9 @@ def test_flags_beat_the_file_which_beats_the_environment(tmp_path: Path) -> None
     env = {"FRONTIER_QA_PROBING__K": "4", "FRONTIER_QA_PROBING__BATCH_SIZE": "3", "FRONTIER_QA_TARGET": "http://x"}
     config = load_config(path, [Override("probing.seed", 9, "--seed 9")], env=env)
     assert (config.probing.k, config.probing.seed, config.probing.batch_size) == (5, 9, 3)
-    assert config.target.spec == "python:agent.py:answer"
+    # a python: file in a config file is found next to it, and keeps the id written there
+    assert config.target.spec == f"python:{(tmp_path / 'agent.py').resolve()}:answer"
+    assert config.target.options["id"] == "python:agent.py:answer"
     assert config.where("probing.k") == f"{path}:3"
     assert config.where("probing.seed") == "--seed 9"
     assert config.where("probing.batch_size") == "environment variable FRONTIER_QA_PROBING__BATCH_SIZE"
@@ -399,7 +401,8 @@ def test_build_probe_wires_a_few_shot_curriculum_with_examples(tmp_path: Path, m
 
 def test_the_embedded_default_config_validates() -> None:
     config = load_config(REPO / "configs" / "default.yaml", env={})
-    assert config.target.spec == "python:examples/agents/smol_agent.py:solve"
+    assert config.target.spec == f"python:{REPO / 'examples' / 'agents' / 'smol_agent.py'}:solve"
+    assert config.target.options["id"] == "python:examples/agents/smol_agent.py:solve"
     assert config.curriculum.model is not None and config.curriculum.model.spec == "hf:smollm2"
     assert config.curriculum.style == "few_shot" and config.curriculum.type == "prompted"
     # bounded by the work (candidates, k, calls), never by the clock: a loaded CI machine made the
