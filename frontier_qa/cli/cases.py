@@ -52,7 +52,8 @@ from frontier_qa.store.case_store import CaseStore
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, Interval, RunRecord
 
 JSON_VERSION = 1
-_JSON = typer.Option(False, "--json", help="Print one JSON object (a stable shape: see `frontier-qa cases --help`).")
+_JSON = typer.Option(False, "--json", help='One JSON object: "kind", "version": 1, fields only ever added '
+                                           "(shapes in frontier_qa/cli/cases.py).")
 
 def _store(config: Path | None, store: Path | None) -> tuple[CaseStore, Any]:
     cfg = load_config(config, overrides({"store": store}, []))
@@ -139,7 +140,7 @@ def list_command(
                "total": len(rows)})
         raise typer.Exit(EXIT_OK)
     if not rows:
-        typer.echo(_nothing_listed(source, bool(wanted or topics or run_id or target)))
+        typer.echo(_nothing_listed(source))
         raise typer.Exit(EXIT_OK)
     shown = rows if limit is None else rows[:max(limit, 0)]
     table = [[r.id, r.case_class.value, _p_cell(r), str(r.k), r.topic, r.case.prompt] for r in shown]
@@ -152,14 +153,14 @@ def list_command(
     raise typer.Exit(EXIT_OK)
 
 
-def _nothing_listed(source: CaseStore, filtered: bool) -> str:
+def _nothing_listed(source: CaseStore) -> str:
+    """Why a list is empty: an empty store, or filters that match nothing (with what exists)."""
     everything = views.list_cases(source)
     if not everything:
         return (f"the store {source.root} holds no cases yet: probe first "
                 "(frontier-qa probe --target SPEC --curriculum cases.jsonl)")
     targets = sorted({r.target_id for r in everything})
     topics = sorted({r.topic for r in everything})
-    assert filtered  # an unfiltered list of a store with cases is never empty
     return (f"no case matches these filters ({len(everything)} case(s) in {source.root}; "
             f"targets: {', '.join(targets)}; topics: {', '.join(topics)})")
 

@@ -234,13 +234,15 @@ def run_diff(store: CaseStore, a_id: str, b_id: str, *, policy: RegressionPolicy
     b = store.latest(run_id=b_id)
     both = sorted(a.keys() & b.keys())
     judged = [cid for cid in both if _judgeable(a[cid]) and _judgeable(b[cid])]
+    # run A's record is the baseline (its first observation, as a replay would take it); the suite
+    # size for the Bonferroni level is the number of cases compared
     comparisons = compare_all({cid: a[cid] for cid in judged}, {cid: b[cid] for cid in judged}, policy=policy)
     changed = tuple(c for c in comparisons if c.old_class is not c.new_class or c.verdict in NOTEWORTHY)
     runs = {r.run_id: r for r in store.runs()}
     return RunDiff(
         a_id=a_id, b_id=b_id, run_a=runs.get(a_id), run_b=runs.get(b_id), comparisons=tuple(comparisons),
         changed=changed,
-        unjudged=tuple((a[cid], b[cid]) for cid in both if cid not in set(judged)),
+        unjudged=tuple((a[cid], b[cid]) for cid in sorted(set(both) - set(judged))),
         new=tuple(sorted((b[cid] for cid in b.keys() - a.keys()), key=_rank)),
         vanished=tuple(sorted((a[cid] for cid in a.keys() - b.keys()), key=_rank)),
         a_cases=a, b_cases=b,

@@ -88,6 +88,7 @@ def test_commands_are_registered_explicitly() -> None:
     import typer
 
     first, second = typer.main.get_command(build_app()), typer.main.get_command(build_app())
-    expected = {"probe", "replay", "accept", "export", "merge", "schema", "score", "train", "init"}
+    expected = {"probe", "replay", "accept", "export", "merge", "schema", "score", "train", "init", "cases"}
     assert set(first.commands) == set(second.commands) == expected
     assert set(first.commands["train"].commands) == {"curriculum", "coevolve", "merge", "summary"}
+    assert set(first.commands["cases"].commands) == set(second.commands["cases"].commands) == {"list", "show", "diff"}
