@@ -54,9 +54,11 @@ def test_init_writes_a_config_the_loader_accepts_a_test_file_and_a_valid_workflo
     for name in WRITTEN:
         assert f"wrote {repo / name}" in out
     assert "edit FRONTIER_QA_INSTALL" in out and "pytest tests/test_frontier.py" in out
-    monkeypatch.chdir(repo)  # relative paths in the config are relative to where frontier-qa runs
+    monkeypatch.chdir(repo)  # store and suite paths are relative to where frontier-qa runs
     cfg = load_config("frontier-qa.yaml", env={})
-    assert cfg.target.spec == "python:agent.py:run"
+    # the agent file is found next to the config; the target keeps the id written there
+    assert cfg.target.spec == f"python:{(repo / 'agent.py').resolve()}:run"
+    assert cfg.target.options["id"] == "python:agent.py:run"
     assert (cfg.curriculum.type, cfg.curriculum.model.spec, cfg.curriculum.domain) == (
         "prompted", "litellm:openai/gpt-4o-mini", "general")
     assert (cfg.replay.suite, cfg.store, cfg.gate.max_failures, cfg.replay.gate.max_regressions) == (
