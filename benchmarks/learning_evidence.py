@@ -67,8 +67,7 @@ def in_band_per_100(model: Path, seed: int) -> tuple[int, int]:
     """(proposals in the band, valid proposals) among 100 from the training prompt."""
     from frontier_qa.scoring.bands import AGENT0_BAND
     from frontier_qa.curricula.prompted import derive_seed
-    from frontier_qa.probing.engine import ProbeSettings
-    from frontier_qa.probing.case import CaseProber
+    from frontier_qa.scoring.case import score_case
     from frontier_qa.runtime import open_target, run_sync
     from frontier_qa.train.prompts import TaskFormat
     from frontier_qa.testing import ScriptedAdapter, open_scripted
@@ -76,7 +75,6 @@ def in_band_per_100(model: Path, seed: int) -> tuple[int, int]:
     fmt = TaskFormat("math", "plain", prompt={"user": PROMPT}, seed=seed)
     writer = open_target(f"hf:{model}", cache=False)
     target = open_scripted(ScriptedAdapter(unsure_on_zebras))
-    prober = CaseProber(target, ProbeSettings(k=4, sequential=None))
     sampling = Sampling(temperature=1.0, top_p=1.0, max_tokens=8)
 
     async def one(i: int) -> tuple[bool, bool]:
@@ -85,7 +83,7 @@ def in_band_per_100(model: Path, seed: int) -> tuple[int, int]:
         task = fmt.parse(got[0].text or "")
         if task.case is None:
             return False, False
-        scored = await prober.score(task.case, await target.sample(task.case, 4, Sampling(seed=0)))
+        scored = await score_case(task.case, await target.sample(task.case, 4, Sampling(seed=0)))
         return True, AGENT0_BAND.contains(scored.p_hat)
 
     async def all_of_them() -> list[tuple[bool, bool]]:

@@ -185,7 +185,7 @@ class FrontierCase:
 
     def answers(self, n: int = 1, sampling: Sampling | None = None) -> list[str | None]:
         """The extracted answers of ``n`` more samples (``None`` for failed or unparseable ones)."""
-        from frontier_qa.probing.case import answers_of
+        from frontier_qa.scoring.case import answers_of
 
         return answers_of(self.case, self.sample(n, sampling))
 

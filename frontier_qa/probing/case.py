@@ -5,8 +5,9 @@ The probe engine (:mod:`frontier_qa.probing.engine`) decides *which* cases to pr
 
 1. sample the target in rounds: ``target.sample(case, next_n, sampling, start=k_so_far)``
    until :func:`frontier_qa.probing.sequential.decide` stops (or exactly k with a fixed k);
-2. score every round: majority vote with equivalent answers merged (Agent0 Eq. 6), or
-   clusters of sentence embeddings for open-ended ``"text"`` answers;
+2. score every round with :func:`frontier_qa.scoring.case.score_case`: majority vote with
+   equivalent answers merged (Agent0 Eq. 6), or clusters of sentence embeddings for
+   open-ended ``"text"`` answers;
 3. compare the majority with the reference; for a stable answer without a verified
    reference, ask the judge target (when there is one) whether it is correct;
 4. :func:`classify_case`, and build the :class:`~frontier_qa.store.records.CaseRecord`.
@@ -17,8 +18,6 @@ case is then ``unresolved`` with the samples it got, and the engine stops the ru
 
 from __future__ import annotations
 
-import asyncio
-import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -37,9 +36,8 @@ from frontier_qa.probing.sequential import (
     wilson_interval,
 )
 from frontier_qa.probing.settings import ProbeSettings
-from frontier_qa.scoring.answers import extract_answer
-from frontier_qa.scoring.consistency import Consistency, consistency_of, self_consistency
-from frontier_qa.scoring.tool_calls import tool_calls_answer
+from frontier_qa.scoring.case import TOOL_CALLS_FORMAT, answer_matches, answers_of, score_answers, score_case
+from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.store.records import CaseClass, CaseRecord, Interval, Round, case_record, utc_now
 from frontier_qa.target import Case, Target, Trajectory
 
@@ -50,22 +48,6 @@ STOP_BUDGET = "budget"
 STOP_INTERRUPTED = "interrupted"
 STOP_UNAVAILABLE = "target unavailable"
 FIXED_K_LEVEL = 0.9  # Wilson interval level with fixed k (the sequential policy has its own)
-
-
-TOOL_CALLS_FORMAT = "json:calls"
-"""Answer format of tool-calling cases: the canonical list of calls the target made."""
-
-
-def answers_of(case: Case, trajectories: Sequence[Trajectory]) -> list[str | None]:
-    """The answer of each sample: extracted from its text, or its tool calls for tool cases.
-
-    A native tool-calling target answers a ``json:calls`` case with ``tool_calls`` and little
-    or no text, so its answer is the canonical JSON of those calls (Tool-R0's comparison).
-    Failed samples have no answer (they never vote).
-    """
-    if case.answer_format == TOOL_CALLS_FORMAT:
-        return [tool_calls_answer(t) if t.ok else None for t in trajectories]
-    return [extract_answer(t.text, case.answer_format) if t.ok else None for t in trajectories]
 
 
 # --- classification (the rules of the probe brief) --------------------------------------
@@ -247,37 +229,19 @@ class CaseProber:
         return self._embedder
 
     async def score(self, case: Case, trajectories: Sequence[Trajectory]) -> Consistency:
-        """Self-consistency of the samples so far (semantic clusters for ``"text"`` answers)."""
-        if case.answer_format not in ("text", TOOL_CALLS_FORMAT):
-            # symbolic equivalence may wait on a worker process: keep the event loop free
-            return await asyncio.to_thread(consistency_of, list(trajectories), case.answer_format)
-        answers = ([extract_answer(t.text, "text") if t.ok else None for t in trajectories]
-                   if case.answer_format == "text" else answers_of(case, trajectories))
-        return await self.score_answers(case, answers, [not t.ok for t in trajectories])
+        """Self-consistency of the samples so far (:func:`frontier_qa.scoring.case.score_case`)."""
+        embedder = self._embedder_for_text() if case.answer_format == "text" else None
+        return await score_case(case, trajectories, embedder=embedder)
 
     async def score_answers(self, case: Case, answers: Sequence[str | None], failed: Sequence[bool]) -> Consistency:
         """Self-consistency of extracted answers (e.g. pooled from several records of a case)."""
-        if case.answer_format == "text":
-            from frontier_qa.scoring.semantic import asemantic_consistency
-
-            return await asemantic_consistency(answers, failed=list(failed), embedder=self._embedder_for_text())
-        if case.answer_format == TOOL_CALLS_FORMAT:
-            # canonical call lists compare exactly (no casefolding of argument values)
-            return self_consistency(answers, failed=list(failed), equivalent=operator.eq, key=str)
-        return await asyncio.to_thread(self_consistency, list(answers), failed=list(failed))
+        embedder = self._embedder_for_text() if case.answer_format == "text" else None
+        return await score_answers(case.answer_format, answers, failed, embedder=embedder)
 
     async def matches(self, answer: str, reference: str, answer_format: str) -> bool:
         """Whether an answer is equivalent to the reference (same meaning, for ``"text"``)."""
-        if answer_format == TOOL_CALLS_FORMAT:
-            return answer == reference
-        if answer_format == "text":
-            from frontier_qa.scoring.semantic import asemantic_consistency
-
-            both = await asemantic_consistency([answer, reference], embedder=self._embedder_for_text())
-            return both.n_clusters == 1
-        from frontier_qa.scoring.equivalence import comparator
-
-        return await asyncio.to_thread(comparator("math"), answer, reference)
+        embedder = self._embedder_for_text() if answer_format == "text" else None
+        return await answer_matches(answer, reference, answer_format, embedder=embedder)
 
     def _round(self, consistency: Consistency) -> Round:
         top = consistency.clusters[0].size if consistency.clusters else 0
@@ -461,4 +425,4 @@ def _fixed_band(verdict: Verdict | None) -> str | None:
                                          Verdict.BELOW: "below"}.get(verdict)
 
 
-__all__ = ["CaseProber", "classify_case", "judge_prompt", "parse_judge_verdict"]
+__all__ = ["TOOL_CALLS_FORMAT", "CaseProber", "answers_of", "classify_case", "judge_prompt", "parse_judge_verdict"]

@@ -8,6 +8,9 @@ with these functions.
 ``answers``        final answers out of texts (``\\boxed{}``, "Final answer:", JSON fields)
 ``equivalence``    string → numeric → symbolic equivalence (``_symbolic``: the sympy worker)
 ``consistency``    majority vote with equivalent answers merged: p̂, pseudo-label, entropy
+``case``           ``score_case``: one case's samples → answers and p̂, for the probe, the
+                   curriculum reward and the co-evolution pool alike
+``tool_calls``     tool calls as answers: relaxed reading, canonical JSON (Tool-R0)
 ``semantic``       open-ended p̂ from embedding clusters (``embedders``, ``contradiction``)
 ``bands``          the frontier bands (Agent0, Tool-R0) on p̂
 ``rewards``        the curriculum reward terms and presets (Agent0 Eq. 2–5)

@@ -23,6 +23,7 @@ from typing import Any, Optional, TypeVar
 from pydantic import BaseModel
 
 from frontier_qa.errors import BudgetExceededError, TargetError
+from frontier_qa.scoring.case import score_case
 from frontier_qa.target import Case, Sampling, Target
 from frontier_qa.train.prompts import TaskFormat
 
@@ -147,10 +148,6 @@ async def score_tasks(executor: Target, tasks: Sequence[PoolTask], *, k: int, sa
     Raises:
         TargetError: the executor fails for good (the scores so far stay in ``out``).
     """
-    from frontier_qa.probing.engine import ProbeSettings
-    from frontier_qa.probing.case import CaseProber
-
-    prober = CaseProber(executor, ProbeSettings(k=k, sequential=None, sampling=sampling))
     done = {s.task_id: s for s in read_jsonl(out, ScoredTask)}
     unique: dict[str, PoolTask] = {}
     for t in tasks:
@@ -167,7 +164,7 @@ async def score_tasks(executor: Target, tasks: Sequence[PoolTask], *, k: int, sa
             case = Case(id=t.task_id or "", prompt=t.question or "", system=t.system, topic=t.topic,
                         answer_format="boxed", reference=t.reference)
             trajectories = await executor.sample(case, k, sampling)
-            c = await prober.score(case, trajectories)
+            c = await score_case(case, trajectories)
             kept, reason = in_band(c.p_hat, c.majority, band)
             return ScoredTask(task_id=case.id, question=case.prompt, system=t.system, reference=t.reference,
                               topic=t.topic, k=c.k, p_hat=c.p_hat, majority=c.majority, answers=list(c.answers),

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError
+from frontier_qa.scoring.case import score_case
 from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.scoring.repetition import repetition_penalty
 from frontier_qa.scoring.rewards import PAPER, CurriculumScore, RewardConfig, completion_text, composite_reward
@@ -147,9 +148,6 @@ class TargetReward:
         gather: Gather | None = None,
         rank: int = 0,
     ) -> None:
-        from frontier_qa.probing.engine import ProbeSettings
-        from frontier_qa.probing.case import CaseProber
-
         if k < 1 or max_concurrent_tasks < 1:
             raise ConfigError(f"k = {k} and max_concurrent_tasks = {max_concurrent_tasks} must be >= 1")
         self.target = target
@@ -164,8 +162,7 @@ class TargetReward:
         self.generation = 0
         self.budget_exhausted: str | None = None
         self.calls: list[tuple[int, float, float]] = []  # (step, start, end) of each call, time.perf_counter()
-        # the probe's own scoring: boxed / json:calls / semantic clusters for "text"
-        self._prober = CaseProber(target, ProbeSettings(k=k, sequential=None, embedder=embedder, sampling=sampling))
+        self.embedder = embedder
 
     def __repr__(self) -> str:
         return f"TargetReward({getattr(self.target, 'id', self.target)!r}, k={self.k}, {self.config!r})"
@@ -222,7 +219,8 @@ class TargetReward:
                 except BudgetExceededError as err:
                     self.budget_exhausted = self.budget_exhausted or err.message
                     return _Sampled(None, skipped="budget exhausted")
-                return _Sampled(await self._prober.score(case, trajectories), tuple(trajectories))
+                return _Sampled(await score_case(case, trajectories, embedder=self.embedder),
+                                tuple(trajectories))
 
         keys = list(unique)
         futures = [asyncio.ensure_future(one(unique[key])) for key in keys]

@@ -463,22 +463,16 @@ def test_a_python_agent_spec_probes_like_an_adapter(tmp_path: Path) -> None:
     assert result.records[0].target_id.startswith("python:") and result.records[0].target_id.endswith("scripted_agent")
 
 
-def test_tool_call_cases_are_scored_from_the_calls_the_target_made() -> None:
-    """A native tool-calling target answers with tool_calls and no text (Tool-R0 cases)."""
-    from frontier_qa.scoring.consistency import self_consistency
-    from frontier_qa.scoring.tool_calls import canonical_calls
-    from frontier_qa.probing.case import TOOL_CALLS_FORMAT, answers_of
+def test_the_probe_scores_exactly_as_score_case() -> None:
+    """CaseProber.score is score_case (the train modules call score_case directly)."""
+    from frontier_qa.probing.case import CaseProber
+    from frontier_qa.probing.settings import ProbeSettings
+    from frontier_qa.scoring.case import TOOL_CALLS_FORMAT, score_case
     from frontier_qa.target import Case as _Case
-    from frontier_qa.target import ToolCall, Trajectory
+    from frontier_qa.testing import ScriptedAdapter, open_scripted
+    from tests.scoring.test_case import GOLD as gold, _tool_samples
 
-    gold = canonical_calls([{"name": "get_weather", "arguments": {"city": "Paris"}}])
-    case_ = _Case("weather", "Weather in Paris?", answer_format=TOOL_CALLS_FORMAT, reference=gold)
-    right = Trajectory("", tool_calls=(ToolCall("get_weather", '{"city": "Paris"}'),))
-    wrong = Trajectory("", tool_calls=(ToolCall("get_weather", '{"city": "paris"}'),))
-    none = Trajectory("I don't know.")
-    failed = Trajectory(None, error="timeout")
-    answers = answers_of(case_, [right, right, wrong, none, failed])
-    assert answers[0] == answers[1] == gold and answers[2] != gold and answers[3:] == [None, None]
-    consistency = self_consistency(answers, failed=[False, False, False, False, True], equivalent=str.__eq__, key=str)
-    assert consistency.p_hat == pytest.approx(2 / 5) and consistency.majority == gold
-    assert (consistency.n_unparseable, consistency.n_failed) == (1, 1)
+    prober = CaseProber(open_scripted(ScriptedAdapter(lambda case, i: r"\boxed{1}")), ProbeSettings(k=5))
+    samples = _tool_samples()
+    case = _Case("weather", "Weather in Paris?", answer_format=TOOL_CALLS_FORMAT, reference=gold)
+    assert run(prober.score(case, samples)) == run(score_case(case, samples))
