@@ -76,6 +76,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from frontier_qa.errors import ConfigError, TargetError
+from frontier_qa.runtime.aio import gather_or_cancel
 from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, ToolCall, Trajectory, Usage
 
 T = TypeVar("T")
@@ -373,7 +374,7 @@ class PythonAgentAdapter(Adapter):
         """Run the agent once per sample index (concurrently when ``n > 1``)."""
         if n == 1:
             return [await self._one(case, sampling, start)]
-        return await _all([self._one(case, sampling, i) for i in range(start, start + n)])
+        return await gather_or_cancel([self._one(case, sampling, i) for i in range(start, start + n)])
 
     def classify(self, exc: BaseException) -> ErrorClass:
         message = f"{type(exc).__name__}: {exc}"
@@ -452,18 +453,6 @@ async def in_daemon_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -
 
     threading.Thread(target=work, name="frontier-qa-agent", daemon=True).start()
     return await future
-
-
-async def _all(coros: list[Coroutine[Any, Any, T]]) -> list[T]:
-    """``gather`` that cancels the siblings when one raises (the runtime retries the call)."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
 
 
 def _entry_point(agent: Any) -> Callable[..., Any]:
@@ -692,7 +681,7 @@ class HttpAgentAdapter(Adapter):
         """One request per sample (concurrently), or one for all ``n`` with ``batch``."""
         if self.batch:
             return await self._post(case, sampling, start, n)
-        parts = await _all([self._post(case, sampling, i, 1) for i in range(start, start + n)])
+        parts = await gather_or_cancel([self._post(case, sampling, i, 1) for i in range(start, start + n)])
         return [t for part in parts for t in part]
 
     async def _post(self, case: Case, sampling: Sampling, index: int, n: int) -> list[Trajectory]:

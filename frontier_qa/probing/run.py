@@ -37,6 +37,7 @@ from frontier_qa.probing.case import STOP_BUDGET, STOP_INTERRUPTED, STOP_UNAVAIL
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import ValidationResult, Validator
 from frontier_qa.probing.verify import SOLUTION_KEY, Verification, trusted, verify_references
+from frontier_qa.runtime.aio import gather_or_cancel
 from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.scoring.difficulty import DifficultyPredictor, should_skip
 from frontier_qa.probing.regression import ReplayJudge
@@ -373,7 +374,7 @@ class ProbeRun:
             self.emit("replayed", case_id=record.id, case_class=record.case_class, p_hat=record.p_hat,
                       k=record.k, message=f"{verdict.verdict.value}: {verdict.reason}", comparison=verdict)
 
-        await _all([one(item) for item in plan])
+        await gather_or_cancel([one(item) for item in plan])
         self.comparisons.sort(key=lambda c: c.case_id)
         self.prober.refit()
 
@@ -499,7 +500,7 @@ class ProbeRun:
                 self.emit("skipped", case_id=case.id, p_hat=prediction, message="predicted too easy or too hard")
                 continue
             jobs.append((i, self.probe_one(case, verified=check.verified, prediction=prediction)))
-        for i, record in zip([i for i, _ in jobs], await _all([job for _, job in jobs]), strict=True):
+        for i, record in zip([i for i, _ in jobs], await gather_or_cancel([job for _, job in jobs]), strict=True):
             if record is not None:
                 done[i] = record
         outcomes = []
@@ -556,28 +557,6 @@ def _version(target: Target) -> str | None:
     version = getattr(target, "version", None)
     value = version() if callable(version) else version
     return None if value is None else str(value)
-
-
-async def _all(coros: Iterable[Coroutine[Any, Any, Any]]) -> list[Any]:
-    """Run coroutines together; the first exception cancels the rest and is raised, and
-    cancelling the caller cancels them all (nothing half-recorded: records are written whole)."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    if not tasks:
-        return []
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-    except asyncio.CancelledError:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-    failed = [t for t in tasks if t.done() and not t.cancelled() and t.exception() is not None]
-    if failed:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise failed[0].exception()  # type: ignore[misc]
-    return [t.result() for t in tasks]
 
 
 __all__ = [

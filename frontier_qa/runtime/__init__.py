@@ -34,7 +34,7 @@ _EXPORTS: dict[str, str] = {
     "estimate_tokens": "frontier_qa.runtime.rate_limit",
     "open_target": "frontier_qa.runtime.open",
     "parse_retry_after": "frontier_qa.runtime.retry",
-    "run_sync": "frontier_qa.runtime.managed",
+    "run_sync": "frontier_qa.runtime.aio",
 }
 
 

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError, TargetUnavailableError
+from frontier_qa.runtime.aio import gather_or_cancel, run_sync
 from frontier_qa.runtime.budget import BudgetSnapshot, BudgetTracker
 from frontier_qa.runtime.cache import SampleCache, trajectory_from_json, trajectory_to_json
 from frontier_qa.runtime.limits import Budget, Limits
@@ -230,29 +231,11 @@ class ManagedTarget:
 
     async def _gather(self, coros: list[Coroutine[Any, Any, T]]) -> list[T]:
         """Run chunks together. A budget stop lets the siblings finish (their calls are paid
-        for and their samples get cached); a target error cancels them."""
+        for and their samples get cached), and a fatal error found meanwhile outranks it; a
+        target error cancels them."""
         if len(coros) == 1:
             return [await coros[0]]
-        tasks = [asyncio.ensure_future(c) for c in coros]
-        try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        except asyncio.CancelledError:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
-        failed = [t for t in tasks if t.done() and not t.cancelled() and t.exception() is not None]
-        if not failed:
-            return [t.result() for t in tasks]
-        first = failed[0].exception()
-        assert first is not None
-        if not isinstance(first, BudgetExceededError):
-            for t in tasks:
-                t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        errors = [t.exception() for t in tasks if not t.cancelled() and t.exception() is not None]
-        # a fatal error outranks a budget stop found by a sibling
-        raise next((e for e in errors if isinstance(e, TargetError)), first)
+        return await gather_or_cancel(coros, let_finish=lambda err: isinstance(err, BudgetExceededError))
 
     async def _fetch(
         self, case: Case, sampling: Sampling, missing: list[int], keys: dict[int, str]
@@ -542,40 +525,6 @@ async def _within(coro: Coroutine[Any, Any, T], timeout_s: float | None) -> T:
         await asyncio.gather(task, return_exceptions=True)
         raise _CallTimeout()
     return task.result()
-
-
-# --- a private event loop for the blocking API -------------------------------------------
-
-_sync_loop: asyncio.AbstractEventLoop | None = None
-_sync_lock = threading.Lock()
-
-
-def _loop() -> asyncio.AbstractEventLoop:
-    global _sync_loop
-    with _sync_lock:
-        if _sync_loop is None or _sync_loop.is_closed():
-            loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="frontier-qa-sync", daemon=True).start()
-            _sync_loop = loop
-        return _sync_loop
-
-
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to completion from synchronous code and return its result.
-
-    All blocking calls share one background event loop, so clients that adapters keep
-    (HTTP connection pools) stay on the loop that made them.
-    """
-    loop = _loop()
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if running is loop:
-        coro.close()
-        raise ConfigError("sample_sync was called from inside the runtime's own event loop",
-                          hint="use 'await target.sample(...)' in async code")
-    return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
 
 __all__ = ["ManagedTarget", "RuntimeStats", "run_sync"]

@@ -64,6 +64,7 @@ from typing import Any
 
 from frontier_qa.errors import SandboxError
 from frontier_qa.runtime import cgroups
+from frontier_qa.runtime.aio import run_blocking
 from frontier_qa.runtime.processes import pid_alive
 
 NOBODY = 65534
@@ -513,7 +514,7 @@ class Sandbox:
 
     def run(self, code: str, *, timeout_s: float | None = None) -> SandboxResult:
         """Run ``code`` and wait for it (usable inside and outside an event loop)."""
-        return _run_sync(self.arun(code, timeout_s=timeout_s))
+        return run_blocking(self.arun(code, timeout_s=timeout_s))
 
     async def arun(self, code: str, *, timeout_s: float | None = None) -> SandboxResult:
         """Run ``code`` without blocking the event loop; at most ``max_concurrency`` at once."""
@@ -523,7 +524,7 @@ class Sandbox:
 
     def capabilities(self) -> SandboxCapabilities:
         """Which containment layers are active here (probes once per configuration)."""
-        return _run_sync(self._probe())[1]
+        return run_blocking(self._probe())[1]
 
     # -- probing ----------------------------------------------------------------------------
 
@@ -868,28 +869,6 @@ def _read_report(fd: int) -> dict[str, Any]:
         except ValueError:
             continue
     return report
-
-
-def _run_sync(coro: Any) -> Any:
-    """Run a coroutine to completion from sync code, even when this thread runs a loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(coro)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="frontier-qa-sandbox")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 __all__ = ["NOBODY", "Sandbox", "SandboxCapabilities", "SandboxResult"]
