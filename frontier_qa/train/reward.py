@@ -32,10 +32,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError
+from frontier_qa.runtime.aio import gather_or_cancel
 from frontier_qa.scoring.case import score_case
 from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.scoring.repetition import repetition_penalty
-from frontier_qa.scoring.rewards import PAPER, CurriculumScore, RewardConfig, completion_text, composite_reward
+from frontier_qa.scoring.rewards import PAPER, CurriculumScore, RewardConfig, column, completion_text, composite_reward
 from frontier_qa.target import Case, Sampling, Target, Trajectory
 from frontier_qa.train.prompts import Task, TaskFormat
 from frontier_qa.train.tasks import TaskLog, TaskRecord
@@ -173,8 +174,8 @@ class TargetReward:
         began = time.perf_counter()
         texts = [completion_text(c) for c in completions]
         n = len(texts)
-        topics = _column(columns, "topic", n)
-        shown = _column(columns, "shown", n)
+        topics = column(columns, "topic", n)
+        shown = column(columns, "shown", n)
         state = columns.get("trainer_state")
         step = int(getattr(state, "global_step", self.generation)) + 1
         tasks = [self.format.parse(text, topic=topic or None, shown=tuple(seen or ()))
@@ -223,20 +224,11 @@ class TargetReward:
                                 tuple(trajectories))
 
         keys = list(unique)
-        futures = [asyncio.ensure_future(one(unique[key])) for key in keys]
-        if futures:
-            await asyncio.wait(futures, return_when=asyncio.FIRST_EXCEPTION)
-            failed = [f for f in futures if f.done() and not f.cancelled() and f.exception() is not None]
-            if failed:
-                for f in futures:
-                    f.cancel()
-                await asyncio.gather(*futures, return_exceptions=True)
-                err = failed[0].exception()
-                if isinstance(err, TargetError):  # bad key, unreachable: say which step, keep the type
-                    raise type(err)(f"while rewarding the tasks of training step {step}: {err.message}",
-                                    hint=err.hint) from err
-                raise err  # type: ignore[misc]
-        results = dict(zip(keys, (f.result() for f in futures)))
+        try:
+            results = dict(zip(keys, await gather_or_cancel([one(unique[key]) for key in keys])))
+        except TargetError as err:  # bad key, unreachable: say which step, keep the type
+            raise type(err)(f"while rewarding the tasks of training step {step}: {err.message}",
+                            hint=err.hint) from err
         return [results.get(task.question or "") if task.case is not None else None for task in tasks]
 
     # --- logging ----------------------------------------------------------------------------
@@ -291,17 +283,6 @@ class TargetReward:
                 reward=score.reward, skipped=got.skipped if got is not None else None,
             ))
         return out
-
-
-def _column(columns: Mapping[str, Any], name: str, n: int) -> list[Any]:
-    values = columns.get(name)
-    if values is None:
-        return [None] * n
-    values = list(values)
-    if len(values) != n:
-        raise ConfigError(f"column {name!r} has {len(values)} values for {n} completions",
-                          hint="TRL passes one value per completion; check the dataset")
-    return values
 
 
 def _stat(target: Any, name: str) -> int:
