@@ -489,8 +489,8 @@ class CurriculumRewardFunction:
         self, prompts: Any = None, completions: Sequence[Any] = (), **columns: Any
     ) -> list[float | None]:
         texts = [completion_text(c) for c in completions]
-        p_hats = _column(columns, "p_hat", len(texts))
-        calls = _column(columns, "tool_calls", len(texts))
+        p_hats = column(columns, "p_hat", len(texts))
+        calls = column(columns, "tool_calls", len(texts))
         scores = score_curriculum_batch(texts, p_hats, calls, config=self.config, embedder=self.embedder)
         log_metric = columns.get("log_metric")
         if self.component == "curriculum" and callable(log_metric):
@@ -535,7 +535,16 @@ def repetition_penalty_func(
     return CurriculumRewardFunction("repetition", config, embedder=embedder)
 
 
-def _column(columns: Mapping[str, Any], name: str, n: int) -> list[Any]:
+def column(columns: Mapping[str, Any], name: str, n: int) -> list[Any]:
+    """A TRL dataset column, one value per completion, gaps as ``None``.
+
+    A gap is ``None``, NaN (how a pandas / Arrow table stores a missing value) or an empty
+    list (an executor that did not run: "not applicable", not "zero tool calls"). A column
+    that is absent is all gaps.
+
+    Raises:
+        ConfigError: the column has another number of values than there are completions.
+    """
     values = columns.get(name)
     if values is None:
         return [None] * n
@@ -549,8 +558,6 @@ def _column(columns: Mapping[str, Any], name: str, n: int) -> list[Any]:
 
 
 def _is_missing(value: Any) -> bool:
-    # None and NaN (how a table stores a gap); an empty trajectory list means the executor
-    # did not run, which is "not applicable", not "zero tool calls".
     if value is None:
         return True
     if isinstance(value, float) and math.isnan(value):

@@ -161,6 +161,21 @@ def test_target_reward_samples_each_distinct_task_k_times_and_logs_every_term(tm
     assert summarize(rows)[0].distinct == 0.75  # three different texts of four (the empty one counts alone)
 
 
+def test_gaps_in_the_dataset_columns_read_as_missing_whatever_the_table_stores(tmp_path: Path) -> None:
+    """A pandas / Arrow table stores a missing topic or shown-examples list as NaN: it is a gap
+    (None), as in the reward functions' columns; read as a value it became topic "nan" or failed."""
+    from frontier_qa.train.tasks import TaskLog
+
+    adapter = ScriptedAdapter(split_on("alpha"))
+    log = TaskLog(tmp_path / "tasks.jsonl")
+    reward = TargetReward(open_scripted(adapter), _plain(), k=4, sampling=Sampling(seed=3), log=log)
+    nan = float("nan")
+    got = asyncio.run(reward(prompts=["p"] * 2, completions=["alpha beta gamma delta", "zeta eta theta iota"],
+                             topic=[nan, "algebra"], shown=[nan, []]))
+    assert got == [0.5, 0.0]  # R_unc 1 − R_rep 1/2 (its share of a batch of two); p̂ = 1 → 0
+    assert [r.topic for r in read_tasks(tmp_path / "tasks.jsonl")] == ["", "algebra"]
+
+
 def test_tool_use_comes_from_the_targets_trajectories_and_the_task_text() -> None:
     class Computes(Adapter):
         id = "computes"
