@@ -64,19 +64,19 @@ import importlib
 import importlib.util
 import inspect
 import json
-import os
 import re
 import sys
 import threading
 import time
 import traceback
 import weakref
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from frontier_qa.errors import ConfigError, TargetError
 from frontier_qa.runtime.aio import gather_or_cancel
+from frontier_qa.runtime.env import UnsetVariableError, expand_env
 from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, ToolCall, Trajectory, Usage
 
 T = TypeVar("T")
@@ -588,18 +588,11 @@ class MalformedReplyError(Exception):
     """An HTTP agent answered 200 with a body that is not the JSON contract."""
 
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
 def _expand(value: str, header: str) -> str:
-    def sub(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in os.environ:
-            raise ConfigError(f"header {header!r} refers to ${{{name}}}, which is not set",
-                              hint=f"export {name}=... before running")
-        return os.environ[name]
-
-    return _ENV_REF.sub(sub, value)
+    try:
+        return expand_env(value)
+    except UnsetVariableError as err:
+        raise ConfigError(f"header {header!r} {err.message}", hint=err.hint) from None
 
 
 class HttpAgentAdapter(Adapter):

@@ -10,8 +10,6 @@ in the file.
 from __future__ import annotations
 
 import json
-import os
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -26,6 +24,7 @@ from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import Validator
 from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.runtime.budget import BudgetTracker
+from frontier_qa.runtime.env import UnsetVariableError, expand_env
 from frontier_qa.runtime.cache import SampleCache
 from frontier_qa.runtime.limits import Budget, Limits
 from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND, Band
@@ -57,9 +56,6 @@ class ProbeParts(NamedTuple):
                 await close()
 
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
 def resolve_options(config: Any, section: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """Adapter options with ``${VAR}`` resolved from the environment (top-level strings only:
     nested mappings such as HTTP headers are resolved by their adapter).
@@ -69,11 +65,10 @@ def resolve_options(config: Any, section: str, options: Mapping[str, Any]) -> di
     out: dict[str, Any] = {}
     for name, value in options.items():
         if isinstance(value, str):
-            missing = [m.group(1) for m in _ENV_REF.finditer(value) if m.group(1) not in os.environ]
-            if missing:
-                raise config.error(f"{section}.options.{name}", f"refers to ${{{missing[0]}}}, which is not set",
-                                   f"export {missing[0]}=... before running")
-            value = _ENV_REF.sub(lambda m: os.environ[m.group(1)], value)
+            try:
+                value = expand_env(value)
+            except UnsetVariableError as err:
+                raise config.error(f"{section}.options.{name}", err.message, err.hint) from None
         out[name] = value
     return out
 
