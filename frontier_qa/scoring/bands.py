@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from typing import Any
 
 from frontier_qa.errors import ConfigError
 
@@ -28,10 +29,21 @@ EPSILON = 1e-9
 """Absolute slack on band edges and on the 1/k floor (p̂ values are ratios count/k)."""
 
 
-def _check_p_hat(p_hat: float) -> float:
+def check_p_hat(p_hat: Any, *, where: str = "p_hat") -> float:
+    """``p_hat`` as a float, checked: a real number in [0, 1] (ints and numpy scalars too).
+
+    The one p̂ check of the bands, the curriculum reward terms and ADPO.
+
+    Args:
+        p_hat: self-consistency, the majority's share of the k votes.
+        where: what to call it in the error (a column name, a row).
+
+    Raises:
+        ConfigError: a bool, not a real number, NaN, or outside [0, 1].
+    """
     if isinstance(p_hat, bool) or not isinstance(p_hat, numbers.Real) or not 0.0 <= p_hat <= 1.0:
         raise ConfigError(
-            f"p_hat must be a number in [0, 1] (a share of k samples); got {p_hat!r}",
+            f"{where} must be a number in [0, 1] (the majority's share of k samples); got {p_hat!r}",
             hint="pass Consistency.p_hat, i.e. majority count / k",
         )
     return float(p_hat)
@@ -54,13 +66,13 @@ def in_band(p_hat: float, low: float = 0.3, high: float = 0.8) -> bool:
     Raises:
         ConfigError: p̂ outside [0, 1] or not a number.
     """
-    p = _check_p_hat(p_hat)
+    p = check_p_hat(p_hat)
     return low - EPSILON <= p <= high + EPSILON
 
 
 def band_distance(p_hat: float, low: float, high: float) -> float:
     """Distance from p̂ to the band [low, high]; 0 inside (within :data:`EPSILON`)."""
-    p = _check_p_hat(p_hat)
+    p = check_p_hat(p_hat)
     if p < low - EPSILON:
         return low - p
     if p > high + EPSILON:
@@ -88,7 +100,7 @@ def soft_band(
         1 inside [low, high]; exp(−d²/(2σ²)) outside, d the distance to the nearer edge;
         0 when p̂ < 1/k.
     """
-    p = _check_p_hat(p_hat)
+    p = check_p_hat(p_hat)
     if not (math.isfinite(sigma) and sigma > 0):
         raise ConfigError(f"sigma must be a positive number; got {sigma!r}")
     if k is not None and p < 1.0 / _check_k(k) - EPSILON:
@@ -143,7 +155,7 @@ class Band:
         """
         floor_k = k if self.floor_unsolved else None
         if self.sigma is None:
-            if floor_k is not None and _check_p_hat(p_hat) < 1.0 / _check_k(floor_k) - EPSILON:
+            if floor_k is not None and check_p_hat(p_hat) < 1.0 / _check_k(floor_k) - EPSILON:
                 return 0.0
             return 1.0 if self.contains(p_hat) else 0.0
         return soft_band(p_hat, floor_k, self.low, self.high, self.sigma)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from frontier_qa.errors import ConfigError
+from frontier_qa.scoring.bands import check_p_hat
 from frontier_qa.scoring.repetition import DEFAULT_THRESHOLD, TextEncoder, repetition_penalty
 
 # ---------------------------------------------------------------------------------------------
@@ -43,7 +44,7 @@ def uncertainty_reward(p_hat: float, *, compat: bool = False) -> float:
     Raises:
         ConfigError: p̂ is not a number in [0, 1].
     """
-    p = _check_p_hat(p_hat)
+    p = check_p_hat(p_hat)
     return min(p, 1.0 - p) if compat else 1.0 - 2.0 * abs(p - 0.5)
 
 
@@ -324,15 +325,6 @@ AGENT0_COMPAT = RewardConfig(
 """The reference code's constants (aiming-lab/Agent0 ``curriculum_reward.py``) with Eq. 5's
 clip and format gate, and without its defects: p̂ is never zeroed by agreement with the
 reference answer, and tool calls come from executor trajectories, not ```` ```output ```` markers."""
-
-
-def _check_p_hat(p_hat: Any) -> float:
-    if isinstance(p_hat, bool) or not isinstance(p_hat, numbers.Real) or not 0.0 <= p_hat <= 1.0:
-        raise ConfigError(
-            f"p_hat must be a number in [0, 1] (majority count / k); got {p_hat!r}",
-            hint="pass Consistency.p_hat for the task's k executor samples",
-        )
-    return float(p_hat)
 
 
 def _check_count(value: Any) -> float:

@@ -30,6 +30,7 @@ from typing import Any
 
 from frontier_qa.errors import ConfigError
 from frontier_qa.scoring.answers import extract_boxed
+from frontier_qa.scoring.bands import check_p_hat
 from frontier_qa.scoring.equivalence import MODES, comparator
 from frontier_qa.scoring.rewards import completion_text
 
@@ -93,24 +94,6 @@ class ADPOSchedule:
 
 REFERENCE = ADPOSchedule()
 """The reference constants (aiming-lab/Agent0; docs/method.md §5)."""
-
-
-def check_p_hat(p_hat: Any, *, where: str = "p_hat") -> float:
-    """``p_hat`` as a float, or :class:`ConfigError` unless it is a finite number in [0, 1].
-
-    Args:
-        p_hat: self-consistency, the majority's share of the k votes (dimensionless).
-        where: what to call it in the error (a column name, a row).
-    """
-    if isinstance(p_hat, bool) or not isinstance(p_hat, (int, float)):
-        raise ConfigError(
-            f"{where}={p_hat!r} is not a number",
-            hint="p̂ is the majority's share of the executor's k answers, a float in [0, 1]",
-        )
-    value = float(p_hat)
-    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-        raise ConfigError(f"{where}={p_hat!r} is outside [0, 1]", hint="p̂ is a share of votes, a float in [0, 1]")
-    return value
 
 
 def advantage_scale(p_hat: float, schedule: ADPOSchedule = REFERENCE) -> float:
