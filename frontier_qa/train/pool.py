@@ -23,6 +23,7 @@ from typing import Any, Optional, TypeVar
 from pydantic import BaseModel
 
 from frontier_qa.errors import BudgetExceededError, TargetError
+from frontier_qa.scoring.bands import in_band as _probe_band
 from frontier_qa.scoring.case import score_case
 from frontier_qa.target import Case, Sampling, Target
 from frontier_qa.train.prompts import TaskFormat
@@ -165,7 +166,7 @@ async def score_tasks(executor: Target, tasks: Sequence[PoolTask], *, k: int, sa
                         answer_format="boxed", reference=t.reference)
             trajectories = await executor.sample(case, k, sampling)
             c = await score_case(case, trajectories)
-            kept, reason = in_band(c.p_hat, c.majority, band)
+            kept, reason = keep_task(c.p_hat, c.majority, band)
             return ScoredTask(task_id=case.id, question=case.prompt, system=t.system, reference=t.reference,
                               topic=t.topic, k=c.k, p_hat=c.p_hat, majority=c.majority, answers=list(c.answers),
                               tool_calls=[len(tr.tool_calls) for tr in trajectories], failed=c.n_failed,
@@ -185,16 +186,30 @@ async def score_tasks(executor: Target, tasks: Sequence[PoolTask], *, k: int, sa
     return [done[tid] for tid in unique if tid in done]
 
 
-def in_band(p_hat: float, majority: str | None, band: tuple[float, float]) -> tuple[bool, str]:
-    """Whether a task joins the executor's training set, and why not (Agent0: |p̂ − 0.5| ≤ 0.25)."""
+def keep_task(p_hat: float, majority: str | None, band: tuple[float, float]) -> tuple[bool, str]:
+    """Whether a task joins the executor's training set, and why not (Agent0: 0.3 ≤ p̂ ≤ 0.8).
+
+    The band test is the probe's (:func:`frontier_qa.scoring.bands.in_band`: inclusive, with
+    its slack on the edges); a task needs a pseudo-label too.
+    """
     low, high = band
     if majority is None:
         return False, "no parsed answer (no pseudo-label)"
+    if _probe_band(p_hat, low, high):
+        return True, "in band"
     if p_hat < low:
         return False, f"p̂ {p_hat:.2f} < {low}: the executor's answers scatter"
-    if p_hat > high:
-        return False, f"p̂ {p_hat:.2f} > {high}: the executor is sure"
-    return True, "in band"
+    return False, f"p̂ {p_hat:.2f} > {high}: the executor is sure"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "in_band":  # the old name, until the next release
+        import warnings
+
+        warnings.warn("frontier_qa.train.pool.in_band is now keep_task (scoring.bands.in_band is the band test)",
+                      DeprecationWarning, stacklevel=2)
+        return keep_task
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def select(scored: Sequence[ScoredTask], max_tasks: int | None) -> list[ScoredTask]:
@@ -238,5 +253,5 @@ def _top_errors(errors: Iterable[str | None], n: int = 3) -> list[list[Any]]:
     return [[k, v] for k, v in sorted(counts.items(), key=lambda kv: -kv[1])[:n]]
 
 
-__all__ = ["FILTERED_FILE", "SCORED_FILE", "TASKS_FILE", "PoolTask", "ScoredTask", "generate_tasks", "in_band",
+__all__ = ["FILTERED_FILE", "SCORED_FILE", "TASKS_FILE", "PoolTask", "ScoredTask", "generate_tasks", "keep_task",
            "p_hat_histogram", "read_jsonl", "score_tasks", "select", "summary", "write_jsonl"]

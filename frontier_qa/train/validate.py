@@ -211,7 +211,7 @@ def validate(config: CoevolveConfig, *, steps: int = 3, executor_steps: int = 3,
     from frontier_qa.train.curriculum import train_curriculum
     from frontier_qa.train.executor import ExecutorRow, train_executor
     from frontier_qa.train.executor_target import ExecutorTargets
-    from frontier_qa.train.pool import in_band
+    from frontier_qa.train.pool import keep_task
     from frontier_qa.train.tasks import read_tasks
     from frontier_qa.train.tool_rollout import ToolSettings
 
@@ -263,7 +263,7 @@ def validate(config: CoevolveConfig, *, steps: int = 3, executor_steps: int = 3,
     band = config.pool.band
     seen: dict[str, ExecutorRow] = {}
     for t in tasks:
-        if t.question and t.p_hat is not None and in_band(t.p_hat, t.majority, band)[0] and t.case_id:
+        if t.question and t.p_hat is not None and keep_task(t.p_hat, t.majority, band)[0] and t.case_id:
             seen.setdefault(t.case_id, ExecutorRow(task_id=t.case_id, question=t.question, system=config.executor.system,
                                                    pseudo_label=t.majority or "", p_hat=t.p_hat))
     e = config.executor

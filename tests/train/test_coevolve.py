@@ -185,8 +185,17 @@ def test_tasks_in_the_band_are_kept_and_labelled_with_the_executors_majority(tmp
 
 
 def test_band_edges_are_inclusive_and_a_cap_keeps_the_most_uncertain() -> None:
-    assert pools.in_band(0.3, "1", (0.3, 0.8))[0] and pools.in_band(0.8, "1", (0.3, 0.8))[0]
-    assert not pools.in_band(0.29, "1", (0.3, 0.8))[0] and not pools.in_band(0.81, "1", (0.3, 0.8))[0]
+    assert pools.keep_task(0.3, "1", (0.3, 0.8))[0] and pools.keep_task(0.8, "1", (0.3, 0.8))[0]
+    assert not pools.keep_task(0.29, "1", (0.3, 0.8))[0] and not pools.keep_task(0.81, "1", (0.3, 0.8))[0]
+    # the probe's band test, slack included: a p̂ a float rounding below 0.3 is the probe's frontier and kept
+    from frontier_qa.scoring.bands import AGENT0_BAND
+
+    edge = 0.3 - 1e-12
+    assert AGENT0_BAND.contains(edge) and pools.keep_task(edge, "1", (0.3, 0.8)) == (True, "in band")
+    assert pools.keep_task(0.5, None, (0.3, 0.8)) == (False, "no parsed answer (no pseudo-label)")
+    assert pools.keep_task(0.9, "1", (0.3, 0.8)) == (False, "p̂ 0.90 > 0.8: the executor is sure")
+    with pytest.warns(DeprecationWarning, match="keep_task"):
+        assert pools.in_band is pools.keep_task
     scored = [pools.ScoredTask(task_id=f"t{i}", question="q", k=10, p_hat=p, majority="1", kept=True)
               for i, p in enumerate([0.8, 0.5, 0.3, 0.6, 0.4])]
     assert [s.task_id for s in pools.select(scored, 3)] == ["t1", "t3", "t4"]  # |p̂ − 0.5| ≤ 0.1, pool order
