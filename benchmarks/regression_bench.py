@@ -41,7 +41,7 @@ from frontier_qa.probing.accept import accept
 from frontier_qa.probing.engine import ProbeSettings, probe, replay
 from frontier_qa.probing.validation import Validator
 from frontier_qa.store.case_store import CaseStore
-from frontier_qa.store.comparison import Verdict
+from frontier_qa.store.comparison import RegressionVerdict
 from frontier_qa.store.records import CaseClass, CaseRecord
 from frontier_qa.testing import ScriptedAdapter, case, open_scripted, static_curriculum
 from frontier_qa.target import Case
@@ -132,7 +132,8 @@ async def setup(root: Path, agent: Agent, proposals: list[Proposal], *, accept_b
     return store.root, calls
 
 
-async def replay_once(seed_store: Path, work: Path, agent: Agent, r: int) -> tuple[bool, dict[str, Verdict], int]:
+async def replay_once(seed_store: Path, work: Path, agent: Agent,
+                      r: int) -> tuple[bool, dict[str, RegressionVerdict], int]:
     """One replay of the suite against the agent as it is; (gate failed, verdict by case, calls)."""
     dest = work / f"r{r}"
     shutil.copytree(seed_store, dest)
@@ -140,7 +141,7 @@ async def replay_once(seed_store: Path, work: Path, agent: Agent, r: int) -> tup
     result = await replay(target, CaseStore(dest), ProbeSettings(seed=r), run_id=f"replay-{r}")
     shutil.rmtree(dest)
     verdicts = {c.case_id: c.verdict for c in result.comparisons}
-    return Verdict.REGRESSION in verdicts.values(), verdicts, result.run.totals.cost.calls
+    return RegressionVerdict.REGRESSION in verdicts.values(), verdicts, result.run.totals.cost.calls
 
 
 def clopper_pearson(hits: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -172,11 +173,11 @@ async def new_rule(work: Path, replays: int, seed: int, *, accept_baselines: boo
             failed, verdicts, calls = await replay_once(seed_store, work, agent, r)
             if planted is not None:
                 agent.table[planted] = dict(table[planted])
-                t.detected += verdicts.get(planted) is Verdict.REGRESSION
+                t.detected += verdicts.get(planted) is RegressionVerdict.REGRESSION
             t.replays += 1
             t.failed += failed
             t.calls += calls
-            t.inconclusive += sum(v is Verdict.INCONCLUSIVE for v in verdicts.values())
+            t.inconclusive += sum(v is RegressionVerdict.INCONCLUSIVE for v in verdicts.values())
     return out, setup_calls
 
 

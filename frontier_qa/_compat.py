@@ -19,9 +19,10 @@ import importlib
 import importlib.util
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
+from typing import Any
 
 MOVED: dict[str, str] = {
     # the scoring core
@@ -89,6 +90,25 @@ class MovedModuleFinder:
         if new is None:
             return None
         return importlib.util.spec_from_loader(fullname, _AliasLoader(fullname, new))  # type: ignore[arg-type]
+
+
+def renamed(module: str, names: dict[str, str], namespace: dict[str, Any]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that serves old attribute names for one release of grace.
+
+    ``names`` maps each old name to the new one in ``namespace`` (the module's ``globals()``);
+    reading an old name warns (:class:`DeprecationWarning`, naming the new one) and returns
+    the very same object.
+    """
+
+    def __getattr__(name: str) -> Any:
+        new = names.get(name)
+        if new is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(f"{module}.{name} is now {module}.{new} (the old name is removed in the release after next)",
+                      DeprecationWarning, stacklevel=2)
+        return namespace[new]
+
+    return __getattr__
 
 
 def install() -> None:

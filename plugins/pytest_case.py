@@ -27,7 +27,7 @@ import copy
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from frontier_qa.store.comparison import Comparison, Verdict
+from frontier_qa.store.comparison import Comparison, RegressionVerdict
 from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, Interval
 from frontier_qa.target import Case, Sampling, Trajectory
 
@@ -78,7 +78,7 @@ class FrontierCase:
         self.id = self.case.id
         self.command = ""
         verdict = None if comparison is None else comparison.verdict
-        self.flaky_reason = comparison.reason if comparison is not None and verdict is Verdict.FLAKY else None
+        self.flaky_reason = comparison.reason if comparison is not None and verdict is RegressionVerdict.FLAKY else None
         used = [s.sample_index for s in replayed.samples]
         self._next_index = max(used) + 1 if used else 0
 
@@ -163,7 +163,7 @@ class FrontierCase:
                 message shows baseline against now and the command that replays the item.
         """
         __tracebackhide__ = True
-        if self.verdict == Verdict.REGRESSION.value and self.accepted is None:
+        if self.verdict == RegressionVerdict.REGRESSION.value and self.accepted is None:
             raise AssertionError("frontier-qa: " + "\n".join(self.explanation()))
 
     # -- run the agent again ---------------------------------------------------------------------

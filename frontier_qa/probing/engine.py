@@ -57,7 +57,7 @@ from frontier_qa.probing.validation import Validator
 from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.scoring.difficulty import CalibrationReport, calibration_report
 from frontier_qa.store.case_store import CaseStore
-from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
+from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase
 from frontier_qa.target import Sampling, Target
 
@@ -88,7 +88,7 @@ class ReplayResult:
     planned: int = 0
 
     @property
-    def verdicts(self) -> dict[Verdict, int]:
+    def verdicts(self) -> dict[RegressionVerdict, int]:
         return count_verdicts(self.comparisons)
 
 
@@ -133,7 +133,7 @@ class ProbeResult:
         return [r for r in self.records if r.case_class is CaseClass.FRONTIER]
 
     @property
-    def verdicts(self) -> dict[Verdict, int]:
+    def verdicts(self) -> dict[RegressionVerdict, int]:
         return count_verdicts(self.comparisons)
 
 

@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from frontier_qa._compat import renamed
 from frontier_qa.reports.gate import GateCheck, GateResult, GateThresholds, evaluate_gate
 from frontier_qa.reports.health import HealthProblem, RunFacts
 from frontier_qa.reports.html import html_report, write_html
@@ -18,7 +19,7 @@ from frontier_qa.reports.json_report import JsonReport, build_json_report, write
 from frontier_qa.reports.junit import junit_xml, write_junit
 from frontier_qa.reports.markdown import markdown_report, write_markdown
 from frontier_qa.reports.summary import Summary, summarize
-from frontier_qa.store.comparison import Comparison, Verdict, compare, compare_all, count_verdicts
+from frontier_qa.store.comparison import Comparison, RegressionVerdict, compare, compare_all, count_verdicts
 from frontier_qa.store.records import CaseRecord, RunRecord
 
 FORMATS = ("json", "junit", "md", "html")
@@ -81,6 +82,8 @@ def write_reports(
     return written, gate
 
 
+__getattr__ = renamed(__name__, {"Verdict": "RegressionVerdict"}, globals())
+
 __all__ = [
     "FILE_NAMES",
     "FORMATS",
@@ -92,7 +95,7 @@ __all__ = [
     "RunFacts",
     "JsonReport",
     "Summary",
-    "Verdict",
+    "RegressionVerdict",
     "build_json_report",
     "compare",
     "compare_all",

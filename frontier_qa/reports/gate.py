@@ -15,7 +15,7 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_FINDINGS, EXIT_NO_JUDGEMENT, EXIT_OK
 from frontier_qa.reports.health import HealthProblem, RunFacts, assess
 from frontier_qa.reports.summary import Summary, summarize
-from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
+from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
 from frontier_qa.store.records import CaseClass, CaseRecord
 
 
@@ -147,12 +147,12 @@ def evaluate_gate(
         )
     if t.max_regressions is not None:
         checks.append(
-            _count("regressions", "replay regressions", verdicts[Verdict.REGRESSION], t.max_regressions)
+            _count("regressions", "replay regressions", verdicts[RegressionVerdict.REGRESSION], t.max_regressions)
         )
     if t.max_flaky is not None:
-        checks.append(_count("flaky", "flaky failures", verdicts[Verdict.FLAKY], t.max_flaky))
+        checks.append(_count("flaky", "flaky failures", verdicts[RegressionVerdict.FLAKY], t.max_flaky))
     if t.max_inconclusive is not None:
-        checks.append(_count("inconclusive", "inconclusive replays", verdicts[Verdict.INCONCLUSIVE],
+        checks.append(_count("inconclusive", "inconclusive replays", verdicts[RegressionVerdict.INCONCLUSIVE],
                              t.max_inconclusive))
     health = assess(summary, facts or RunFacts(mode="unknown"), max_unresolved_share=t.max_unresolved_share)
     return GateResult(passed=not health and all(c.passed for c in checks), checks=tuple(checks), health=health)

@@ -17,7 +17,7 @@ from frontier_qa.reports.explain import baseline_votes, removal, votes
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.summary import Summary, answer_distribution, invalid_cases, summarize, timeline, top_cases
 from frontier_qa.reports.svg import COLORS, frontier_map_svg, histogram_svg, line_svg
-from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
+from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
 
 _CSS = """
@@ -198,7 +198,7 @@ def html_report(
             f'<div class="gate {state}">Gate {"passed" if gate.passed else "failed"}<ul>{items}</ul></div>'
         )
     by_id = {r.id: r for r in s.records}
-    regressions = [x for x in comparisons if x.verdict is Verdict.REGRESSION]
+    regressions = [x for x in comparisons if x.verdict is RegressionVerdict.REGRESSION]
     if regressions:
         shown = "".join(_verdict_card(x, by_id.get(x.case_id), (history or {}).get(x.case_id, ()), prompt_chars)
                         for x in regressions[:top])
@@ -275,8 +275,8 @@ def html_report(
         findings = count_verdicts(x for x in comparisons if x.role == "finding")
         guards = count_verdicts(x for x in comparisons if x.role == "guard")
         table = "".join(f'<tr><td>{v.value}</td><td class="n">{findings[v]}</td><td class="n">{guards[v]}</td></tr>'
-                        for v in Verdict)
-        changed = [x for x in comparisons if x.verdict is not Verdict.SAME]
+                        for v in RegressionVerdict)
+        changed = [x for x in comparisons if x.verdict is not RegressionVerdict.SAME]
         rows = "".join(
             f"<tr><td>{esc(x.case_id)}</td><td>{x.role}</td><td>{x.verdict.value}</td>"
             f"<td>{'—' if x.old_class is None else x.old_class.value} {fmt_p(x.old_p_hat)} → "

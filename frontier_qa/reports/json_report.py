@@ -17,7 +17,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from frontier_qa import __version__
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.summary import Summary, answer_distribution, summarize
-from frontier_qa.store.comparison import Comparison, Evidence, Verdict, count_verdicts
+from frontier_qa.store.comparison import Comparison, Evidence, RegressionVerdict, count_verdicts
 from frontier_qa.store.records import (
     SCHEMA_VERSION,
     Baseline,
@@ -118,7 +118,7 @@ class VerdictReport(_Model):
     """One replay verdict: baseline against now, and the test that decided."""
 
     id: str
-    verdict: Verdict
+    verdict: RegressionVerdict
     role: str
     reason: str
     old_class: CaseClass | None
@@ -136,9 +136,9 @@ class VerdictReport(_Model):
 class ReplayReport(_Model):
     """Replay verdicts: counts (all, findings, guards) and every case that did not stay the same."""
 
-    counts: dict[Verdict, int]
-    findings: dict[Verdict, int]
-    guards: dict[Verdict, int]
+    counts: dict[RegressionVerdict, int]
+    findings: dict[RegressionVerdict, int]
+    guards: dict[RegressionVerdict, int]
     changed: list[VerdictReport]
 
 
@@ -204,7 +204,7 @@ def build_json_report(
             counts=count_verdicts(comparisons),
             findings=count_verdicts(c for c in comparisons if c.role == "finding"),
             guards=count_verdicts(c for c in comparisons if c.role == "guard"),
-            changed=[verdict_report(c) for c in comparisons if c.verdict is not Verdict.SAME],
+            changed=[verdict_report(c) for c in comparisons if c.verdict is not RegressionVerdict.SAME],
         )
     return JsonReport(
         generated_at=generated_at or utc_now(),

@@ -21,7 +21,7 @@ from frontier_qa.reports._text import clean, fmt_p, shorten, write_text
 from frontier_qa.reports.explain import explain
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.summary import Summary, answer_distribution, summarize
-from frontier_qa.store.comparison import Comparison, Verdict
+from frontier_qa.store.comparison import Comparison, RegressionVerdict
 from frontier_qa.store.records import CaseClass, CaseRecord, RunRecord
 
 MAX_DETAIL_CHARS = 2000  # prompt characters shown in a failure's details
@@ -95,7 +95,7 @@ def junit_xml(
     skipping = {CaseClass.UNRESOLVED, CaseClass.INVALID}
 
     def regressed(r: CaseRecord) -> bool:
-        return r.id in verdicts and verdicts[r.id].verdict is Verdict.REGRESSION
+        return r.id in verdicts and verdicts[r.id].verdict is RegressionVerdict.REGRESSION
 
     n_fail = sum(1 for r in s.records if r.case_class in failing or regressed(r))
     n_skip = sum(1 for r in s.records if r.case_class in skipping and not regressed(r))

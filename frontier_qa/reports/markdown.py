@@ -18,7 +18,7 @@ from frontier_qa.reports._text import fmt_p, fmt_usd, md, write_text
 from frontier_qa.reports.explain import baseline_votes, removal, votes
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.summary import Summary, answer_distribution, invalid_cases, summarize, top_cases
-from frontier_qa.store.comparison import Comparison, Verdict, count_verdicts
+from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
 
 
@@ -141,7 +141,7 @@ def markdown_report(
         out.append(f"**Gate: {'PASSED' if gate.passed else 'FAILED'}**")
         out += [f"- {md(c.message)}{'' if c.passed else ' ❌'}" for c in gate.checks]
         out.append("")
-    regressions = [c for c in comparisons if c.verdict is Verdict.REGRESSION]
+    regressions = [c for c in comparisons if c.verdict is RegressionVerdict.REGRESSION]
     if regressions:
         out += [f"## Regressions ({len(regressions)})", ""]
         for c in regressions[:top_verdicts]:
@@ -202,8 +202,9 @@ def _replay_section(comparisons: Sequence[Comparison], by_id: Mapping[str, CaseR
     findings = count_verdicts(c for c in comparisons if c.role == "finding")
     guards = count_verdicts(c for c in comparisons if c.role == "guard")
     out = ["## Replay", "", "Held to each case's baseline; guards are stable, correct cases kept to catch breakage.", ""]
-    out += _table(["verdict", "findings", "guards"], [(v.value, findings[v], guards[v]) for v in Verdict]) + [""]
-    changed = [x for x in comparisons if x.verdict not in (Verdict.SAME, Verdict.REGRESSION)]
+    rows = [(v.value, findings[v], guards[v]) for v in RegressionVerdict]
+    out += _table(["verdict", "findings", "guards"], rows) + [""]
+    changed = [x for x in comparisons if x.verdict not in (RegressionVerdict.SAME, RegressionVerdict.REGRESSION)]
     for x in changed[:top]:
         topic = by_id[x.case_id].topic if x.case_id in by_id else "?"
         out.append(f"- {md(topic)}/{md(x.case_id)} ({x.role}): **{x.verdict.value}** — {md(x.reason, 400)}")

@@ -36,6 +36,7 @@ import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from frontier_qa._compat import renamed
 from frontier_qa.scoring.two_sample import drop_probability, fisher_greater, fisher_less, spend
 from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, Observed, ReplayVerdict, SuiteCase
 
@@ -43,8 +44,12 @@ DEFAULT_LOOKS = (5, 10, 20, 40, 80)
 """New samples at each look of a replayed case; the last is the cap."""
 
 
-class Verdict(str, enum.Enum):
-    """How a case's replay compares with its baseline."""
+class RegressionVerdict(str, enum.Enum):
+    """How a case's replay compares with its baseline (the replay's regression test).
+
+    Not the band verdict of a sampled case (in band, above, below: the sequential policy's);
+    ``Verdict``, this enum's old name, still reads but warns.
+    """
 
     REGRESSION = "regression"  # the anchor's share dropped (significant at the look's level)
     IMPROVED = "improved"  # it rose
@@ -137,7 +142,7 @@ class Look:
 class Outcome:
     """A decision at a look: the verdict, why, and the test behind it."""
 
-    verdict: Verdict
+    verdict: RegressionVerdict
     reason: str
     p_value: float | None = None
     level: float | None = None
@@ -163,7 +168,7 @@ class Comparison:
     """
 
     case_id: str
-    verdict: Verdict
+    verdict: RegressionVerdict
     reason: str
     old_class: CaseClass | None
     new_class: CaseClass
@@ -208,25 +213,27 @@ def judge(
         same_target: the replay ran the target id and version the baseline was observed on.
     """
     if base is None:
-        return Outcome(Verdict.NEW, "no baseline yet: this is the case's first observation")
+        return Outcome(RegressionVerdict.NEW, "no baseline yet: this is the case's first observation")
     if base.anchor is None:  # scattered answers, no verified reference
         if look.band == "above":
-            better = Verdict.FLAKY if same_target else Verdict.IMPROVED
+            better = RegressionVerdict.FLAKY if same_target else RegressionVerdict.IMPROVED
             return Outcome(better, "the answers became consistent (they were scattered, with no verified reference)")
         if look.band is not None or look.final:
-            return Outcome(Verdict.SAME, "scattered answers and no verified reference: nothing to hold the agent to")
+            return Outcome(RegressionVerdict.SAME,
+                           "scattered answers and no verified reference: nothing to hold the agent to")
         return None
     e, level = look.evidence, policy.levels[look.index]
     counts = f"{_what(base)}: {base.successes}/{base.k} in the baseline, {e} now"
     if base.k == 0:
-        return Outcome(Verdict.INCONCLUSIVE, "the baseline holds no samples: accept an observation of the case")
+        return Outcome(RegressionVerdict.INCONCLUSIVE,
+                       "the baseline holds no samples: accept an observation of the case")
     if e.n == 0:
-        return Outcome(Verdict.INCONCLUSIVE, "no new sample to judge") if look.final else None
+        return Outcome(RegressionVerdict.INCONCLUSIVE, "no new sample to judge") if look.final else None
     down = fisher_less(base.successes, base.k, e.successes, e.n)
     noise = base.case_class is CaseClass.FRONTIER and base.anchor_kind == "majority" and look.band == "in_band"
     # a finding that the same agent now does better on did not reproduce: flaky, not improved
     flaky = same_target and base.case_class in (CaseClass.FAILURE, CaseClass.SUSPECT, CaseClass.FRONTIER)
-    better = Verdict.FLAKY if flaky else Verdict.IMPROVED
+    better = RegressionVerdict.FLAKY if flaky else RegressionVerdict.IMPROVED
     why = "; the same agent no longer reproduces the finding" if flaky else ""
     if down <= level and not noise:
         test = f"one-sided Fisher p = {_p(down)} ≤ {_p(level)}"
@@ -236,20 +243,21 @@ def judge(
         if base.anchor_kind == "majority" and look.majority_was_frequent and look.band == "above":
             return Outcome(better, f"{counts}; it now consistently gives {look.majority!r}, one of its earlier "
                            f"answers (no verified reference says which is right; {test}){why}", down, level)
-        return Outcome(Verdict.REGRESSION, f"{counts} ({test})", down, level)
+        return Outcome(RegressionVerdict.REGRESSION, f"{counts} ({test})", down, level)
     up = fisher_greater(base.successes, base.k, e.successes, e.n)
     if up <= level:
         return Outcome(better, f"{counts} (one-sided Fisher p = {_p(up)} ≤ {_p(level)}){why}", up, level)
     if noise:
-        return Outcome(Verdict.SAME, f"{counts}; still in the frontier band, p̂ moves within the noise", down, level)
+        return Outcome(RegressionVerdict.SAME, f"{counts}; still in the frontier band, p̂ moves within the noise",
+                       down, level)
     drop = drop_probability(base.successes, base.k, e.successes, e.n, policy.min_drop)
     # a rise that is more likely than not is sampled on until it is shown (or the cap comes)
     rising = drop_probability(base.k - base.successes, base.k, e.n - e.successes, e.n, policy.min_drop) >= 0.5
     if drop < policy.futility and (not rising or look.final):
-        return Outcome(Verdict.SAME, f"{counts}; a drop of {policy.min_drop:.2f} or more has probability {drop:.3f}",
-                       down, level)
+        return Outcome(RegressionVerdict.SAME,
+                       f"{counts}; a drop of {policy.min_drop:.2f} or more has probability {drop:.3f}", down, level)
     if look.final:
-        return Outcome(Verdict.INCONCLUSIVE,
+        return Outcome(RegressionVerdict.INCONCLUSIVE,
                        f"{counts} after {e.n} samples: Fisher p = {_p(down)} is above {_p(level)}, and a drop of "
                        f"{policy.min_drop:.2f} or more still has probability {drop:.2f}", down, level)
     return None
@@ -300,8 +308,8 @@ def from_record(record: CaseRecord, baseline: Baseline | None = None) -> Compari
         return None
     old = None if v.baseline_k is None or v.baseline_successes is None else Evidence(v.baseline_successes, v.baseline_k)
     new = None if v.n is None or v.successes is None else Evidence(v.successes, v.n)
-    return Comparison(case_id=record.id, verdict=Verdict(v.verdict), reason=v.reason, old_class=v.baseline_class,
-                      new_class=record.case_class, old_p_hat=v.baseline_p_hat, new_p_hat=record.p_hat,
+    return Comparison(case_id=record.id, verdict=RegressionVerdict(v.verdict), reason=v.reason,
+                      old_class=v.baseline_class, new_class=record.case_class, old_p_hat=v.baseline_p_hat, new_p_hat=record.p_hat,
                       baseline=baseline, old=old, new=new, p_value=v.p_value, level=v.level, samples=record.k)
 
 
@@ -416,13 +424,15 @@ def compare_all(
     return [compare(olds[cid], news[cid], policy=policy, case_id=cid) for cid in both]
 
 
-def count_verdicts(comparisons: Iterable[Comparison]) -> dict[Verdict, int]:
+def count_verdicts(comparisons: Iterable[Comparison]) -> dict[RegressionVerdict, int]:
     """How many comparisons got each verdict (every verdict present, zeros included)."""
-    counts = {v: 0 for v in Verdict}
+    counts = {v: 0 for v in RegressionVerdict}
     for c in comparisons:
         counts[c.verdict] += 1
     return counts
 
+
+__getattr__ = renamed(__name__, {"Verdict": "RegressionVerdict"}, globals())
 
 __all__ = [
     "DEFAULT_LOOKS",
@@ -431,7 +441,7 @@ __all__ = [
     "Look",
     "Outcome",
     "RegressionPolicy",
-    "Verdict",
+    "RegressionVerdict",
     "comparison",
     "compare",
     "compare_all",

@@ -268,7 +268,7 @@ class ReplayVerdict(_Record):
 
     Attributes:
         verdict: ``regression``, ``improved``, ``same``, ``flaky``, ``inconclusive`` or ``new``
-            (see :class:`frontier_qa.store.comparison.Verdict`).
+            (see :class:`frontier_qa.store.comparison.RegressionVerdict`).
         reason: why, in words.
         baseline_class: the baseline's class.
         baseline_p_hat: the baseline's p̂.

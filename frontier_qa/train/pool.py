@@ -22,6 +22,7 @@ from typing import Any, Optional, TypeVar
 
 from pydantic import BaseModel
 
+from frontier_qa._compat import renamed
 from frontier_qa.errors import BudgetExceededError, TargetError
 from frontier_qa.scoring.bands import in_band as _probe_band
 from frontier_qa.scoring.case import score_case
@@ -202,14 +203,7 @@ def keep_task(p_hat: float, majority: str | None, band: tuple[float, float]) -> 
     return False, f"p̂ {p_hat:.2f} > {high}: the executor is sure"
 
 
-def __getattr__(name: str) -> Any:
-    if name == "in_band":  # the old name, until the next release
-        import warnings
-
-        warnings.warn("frontier_qa.train.pool.in_band is now keep_task (scoring.bands.in_band is the band test)",
-                      DeprecationWarning, stacklevel=2)
-        return keep_task
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = renamed(__name__, {"in_band": "keep_task"}, globals())
 
 
 def select(scored: Sequence[ScoredTask], max_tasks: int | None) -> list[ScoredTask]:

@@ -489,10 +489,11 @@ def test_plain_progress_prints_findings_periodic_counters_and_budget() -> None:
 def test_progress_reports_replay_regressions_and_renders_a_rich_bar() -> None:
     import io
 
-    from frontier_qa.store.comparison import Comparison, Verdict
+    from frontier_qa.store.comparison import Comparison, RegressionVerdict
 
-    regression = Comparison("add-1", Verdict.REGRESSION, "pass → failure", CaseClass.PASS, CaseClass.FAILURE, 1.0, 1.0)
-    same = Comparison("add-2", Verdict.SAME, "unchanged", CaseClass.PASS, CaseClass.PASS, 1.0, 1.0)
+    regression = Comparison("add-1", RegressionVerdict.REGRESSION, "pass → failure", CaseClass.PASS, CaseClass.FAILURE,
+                            1.0, 1.0)
+    same = Comparison("add-2", RegressionVerdict.SAME, "unchanged", CaseClass.PASS, CaseClass.PASS, 1.0, 1.0)
     stream = io.StringIO()
     with ProbeProgress("plain", stream=stream, title="replay", clock=lambda: 1.0) as progress:
         for c in (regression, same):

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from frontier_qa._compat import MOVED
 
 # Every import the README of 0.1 documented, by old module path (names as listed there).
@@ -91,3 +93,17 @@ def test_the_mapping_points_from_nothing_to_something() -> None:
         parent, _, leaf = old.rpartition(".")
         package = sys.modules.get(parent) or importlib.import_module(parent)
         assert not any((Path(p) / f"{leaf}.py").exists() or (Path(p) / leaf).is_dir() for p in package.__path__), old
+
+
+def test_renamed_names_warn_and_are_the_same_object() -> None:
+    """The replay verdict was ``Verdict`` like the band verdict; the old name still works, with a warning."""
+    import frontier_qa.reports as reports
+    from frontier_qa.store import comparison
+    from frontier_qa.train import pool
+
+    for module, old, new in ((comparison, "Verdict", "RegressionVerdict"), (reports, "Verdict", "RegressionVerdict"),
+                             (pool, "in_band", "keep_task")):
+        with pytest.warns(DeprecationWarning, match=f"{old} is now .*{new}"):
+            assert getattr(module, old) is getattr(module, new)
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        comparison.Nope  # noqa: B018

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from frontier_qa.scoring.two_sample import drop_probability, fisher_greater, fisher_less, spend
-from frontier_qa.store.comparison import Evidence, Look, RegressionPolicy, Verdict, judge
+from frontier_qa.store.comparison import Evidence, Look, RegressionPolicy, RegressionVerdict, judge
 from frontier_qa.store.records import Baseline, CaseClass
 
 
@@ -69,7 +69,7 @@ def test_spend_splits_the_level_by_look_size() -> None:
 # --- the sequential decision, simulated ---------------------------------------------------------------------
 
 
-def decide(base: Baseline, rate: float, policy: RegressionPolicy, rng: random.Random) -> Verdict:
+def decide(base: Baseline, rate: float, policy: RegressionPolicy, rng: random.Random) -> RegressionVerdict:
     draws = [rng.random() < rate for _ in range(policy.cap)]
     for index, n in enumerate(policy.looks):
         outcome = judge(base, Look(index, Evidence(sum(draws[:n]), n), final=index == len(policy.looks) - 1), policy)
@@ -91,7 +91,7 @@ def test_an_unchanged_case_is_called_a_regression_at_most_at_its_level() -> None
         for _ in range(400):
             k = 40
             base = baseline(sum(rng.random() < rate for _ in range(k)), k)
-            alarms += decide(base, rate, policy, rng) is Verdict.REGRESSION
+            alarms += decide(base, rate, policy, rng) is RegressionVerdict.REGRESSION
             trials += 1
     assert alarms / trials <= 0.05  # Bonferroni over the looks holds the level (here: well below it)
 
@@ -99,7 +99,7 @@ def test_an_unchanged_case_is_called_a_regression_at_most_at_its_level() -> None
 def test_planted_drops_are_found_at_the_default_level() -> None:
     rng = random.Random(3)
     policy = RegressionPolicy(n_cases=30)
-    found = {name: sum(decide(baseline(b, 40), after, policy, rng) is Verdict.REGRESSION for _ in range(60))
+    found = {name: sum(decide(baseline(b, 40), after, policy, rng) is RegressionVerdict.REGRESSION for _ in range(60))
              for name, b, after in (("right to wrong", 36, 0.0), ("0.9 to 0.4", 36, 0.4), ("frontier to wrong", 20, 0.0))}
     assert found == {"right to wrong": 60, "0.9 to 0.4": found["0.9 to 0.4"], "frontier to wrong": 60}
     assert found["0.9 to 0.4"] >= 55  # about 96 % (benchmarks/regression_bench.py measures it end to end)

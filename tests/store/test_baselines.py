@@ -15,7 +15,7 @@ from frontier_qa.runtime import open_target
 from frontier_qa.store import baselines
 from frontier_qa.store.case_ids import case_id_for, legacy_case_id, readable_id, slug
 from frontier_qa.store.case_store import CaseStore, StoreError, import_suite
-from frontier_qa.store.comparison import Verdict
+from frontier_qa.store.comparison import RegressionVerdict
 from frontier_qa.store.guards import select_guards
 from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, CaseSpec, ClusterCount, SampleRecord
 from frontier_qa.target import Case
@@ -128,7 +128,7 @@ def test_a_v1_store_loads_and_its_cases_keep_their_ids_and_history(v1: Path, mon
     # the same case file again (no ids in it): the cases are found under their 0.1 ids, nothing is new
     result = run(probe(target, FileCurriculum("cases.jsonl"), ProbeSettings(k=6), store=store, run_id="v2-probe"))
     assert sorted(r.id for r in result.records) == legacy and len(result.comparisons) == 4
-    assert {c.verdict for c in result.comparisons} == {Verdict.SAME}
+    assert {c.verdict for c in result.comparisons} == {RegressionVerdict.SAME}
     assert sorted(store.latest()) == legacy
     first = baselines.resolve(store)["case-722beb3e69af44bb"]
     assert (first.source, first.run_ids, first.anchor, first.successes) == ("first", ["v1-probe"], "42", 6)
@@ -143,4 +143,4 @@ def test_a_v1_suite_replays_against_its_observed_results(v1: Path, monkeypatch: 
     monkeypatch.chdir(v1)
     target = open_target("python:agent.py:run", cache=False)
     result = run(replay(target, CaseStore(v1 / "fresh"), ProbeSettings(k=6), cases=entries, run_id="ci"))
-    assert {c.verdict for c in result.comparisons} == {Verdict.SAME}
+    assert {c.verdict for c in result.comparisons} == {RegressionVerdict.SAME}
