@@ -21,18 +21,18 @@ import json
 import os
 import random
 import secrets
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from frontier_qa._optional import missing_extras, require
-from frontier_qa.adapters._batching import BatchStoppedError, MicroBatcher
+from frontier_qa.adapters._batching import BatchStoppedError
+from frontier_qa.adapters.local_batched import LocalBatchedAdapter, conversation_after, render_prompt
 from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn, find_code
 from frontier_qa.errors import ConfigError
-from frontier_qa.runtime.local_models import model_info, resolve_model
-from frontier_qa.target import Adapter, Case, Sampling, Trajectory, Usage
+from frontier_qa.runtime.local_models import resolve_model
+from frontier_qa.target import Case, Sampling, Trajectory, Usage
 
 _PURPOSE = "A local transformers target (hf:...)"
 
@@ -60,7 +60,7 @@ class _Row:
     stop: tuple[str, ...]
 
 
-class HFAdapter(Adapter):
+class HFAdapter(LocalBatchedAdapter[_Request]):
     """A transformers causal LM answering cases through its chat template.
 
     Args:
@@ -78,10 +78,6 @@ class HFAdapter(Adapter):
     Attributes:
         generate_calls: how many times ``model.generate`` ran (what micro-batching saves).
     """
-
-    supports_prefill = True
-    stops_after_code = True  # tool_executor.STOP_AFTER_CODE: a stopping criterion on find_code
-    in_process = True
 
     def __init__(
         self,
@@ -116,14 +112,7 @@ class HFAdapter(Adapter):
         self.generate_calls = 0
         self._chat_template = chat_template
         self._trust_remote_code = trust_remote_code
-        self._batcher: MicroBatcher[_Request, list[Trajectory]] = MicroBatcher(
-            self._run_batch,
-            weight=lambda request: request.n,
-            max_weight=max_batch_rows,
-            wait_s=batch_wait_s,
-            name=f"frontier-qa-hf:{self.path.name}",
-            init=self._load,  # on the worker thread that will own the model
-        )
+        self._start_batcher("hf", max_batch_rows=max_batch_rows, batch_wait_s=batch_wait_s)
 
     def _load(self) -> None:
         # transformers checks some packages only when a file needs them (a tokenizer that needs
@@ -162,16 +151,9 @@ class HFAdapter(Adapter):
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else self.eos_ids[0])
 
-    def version(self) -> str | None:
-        info = model_info(self.path)
-        return info.get("source") if info else None
-
-    async def generate(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
+    def _request(self, case: Case, n: int, sampling: Sampling, start: int) -> _Request:
         seed = sampling.seed if sampling.seed is not None else secrets.randbits(62)
-        began = time.monotonic()
-        trajectories = await self._batcher.submit(_Request(case, n, sampling, start, seed))
-        latency = time.monotonic() - began
-        return [_with_latency(t, latency) for t in trajectories]
+        return _Request(case, n, sampling, start, seed)
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self._batcher.close)
@@ -180,20 +162,12 @@ class HFAdapter(Adapter):
 
     # ----- worker thread --------------------------------------------------------------
 
-    def render(self, case: Case) -> list[int]:
-        """Token ids of ``case``'s prompt: chat template, generation prompt or prefill."""
-        return render_prompt(self.tokenizer, case)
-
     def _run_batch(self, requests: list[_Request]) -> list[list[Trajectory] | BaseException]:
         rows: list[_Row] = []
         owners: list[int] = []  # request index of each row
         results: list[list[Trajectory] | BaseException] = [[] for _ in requests]
-        for r, request in enumerate(requests):
-            try:
-                prompt = self.render(request.case)
-            except Exception as exc:  # noqa: BLE001 - this request alone fails
-                results[r] = ConfigError(f"case {request.case.id!r} cannot be rendered: {exc}")
-                continue
+        for r, prompt in self._render_all(requests, results):
+            request = requests[r]
             s = request.sampling
             for i in range(request.start, request.start + request.n):
                 rows.append(_Row(prompt, request.seed + i, s.temperature, s.top_p, s.max_tokens, tuple(s.stop)))
@@ -373,39 +347,6 @@ def adapter_base(folder: Path) -> Path | None:
     return base_path.resolve()
 
 
-def render_prompt(tokenizer: Any, case: Case) -> list[int]:
-    """Token ids of ``case``'s prompt through the chat template.
-
-    A conversation ending in a partial assistant message is continued (prefill); otherwise a
-    generation prompt opens the assistant turn. Shared by the transformers and vLLM adapters.
-    """
-    prefill = case.continues_assistant
-    text = tokenizer.apply_chat_template(
-        case.messages,
-        tools=list(case.tools) or None,
-        tokenize=False,
-        add_generation_prompt=not prefill,
-        continue_final_message=prefill,
-    )
-    # The template already wrote the special tokens (e.g. <|im_start|>); adding a BOS would
-    # put one in front that the model never saw in training.
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-
-
-def conversation_after(case: Case, text: str) -> tuple[dict[str, Any], ...]:
-    """The conversation after one sample: a prefilled assistant turn is extended, else added."""
-    messages = case.messages
-    if case.continues_assistant:
-        last = dict(messages[-1])
-        last["content"] = f"{last.get('content') or ''}{text}"
-        return (*messages[:-1], last)
-    return (*messages, {"role": "assistant", "content": text})
-
-
-def _with_latency(trajectory: Trajectory, latency: float) -> Trajectory:
-    return replace(trajectory, latency_s=latency)
-
-
 def _as_list(value: Any) -> list[Any]:
     if value is None:
         return []
@@ -448,4 +389,4 @@ def create(rest: str, **options: Any) -> HFAdapter:
     return HFAdapter(folder, **options)
 
 
-__all__ = ["HFAdapter", "conversation_after", "create"]
+__all__ = ["HFAdapter", "conversation_after", "create", "render_prompt"]

@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from frontier_qa._optional import missing_extras, require
-from frontier_qa.adapters._batching import MicroBatcher
-from frontier_qa.adapters.hf_adapter import conversation_after, render_prompt
+from frontier_qa.adapters.local_batched import LocalBatchedAdapter, conversation_after
 from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn, find_code
 from frontier_qa.adapters.vllm_server import VLLM_PURPOSE, VLLMServer, cpu_env
-from frontier_qa.errors import ConfigError
 from frontier_qa.runtime.local_models import model_info, resolve_model
 from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, Trajectory, Usage
 
@@ -54,7 +51,7 @@ class _Request:
     start: int
 
 
-class VLLMAdapter(Adapter):
+class VLLMAdapter(LocalBatchedAdapter[_Request]):
     """An in-process ``vllm.LLM``; concurrent calls are merged into one ``llm.generate``.
 
     Args:
@@ -76,9 +73,7 @@ class VLLMAdapter(Adapter):
         generate_calls: how many times ``llm.generate`` ran.
     """
 
-    supports_prefill = True
-    stops_after_code = True  # tool_executor.STOP_AFTER_CODE: stop at each fence, resume until a block closes
-    in_process = True
+    # tool_executor.STOP_AFTER_CODE (stops_after_code): stop at each fence, resume until a block closes
 
     def __init__(
         self,
@@ -116,14 +111,7 @@ class VLLMAdapter(Adapter):
         }
         self._chat_template = chat_template
         self.llm: Any = None
-        self._batcher: MicroBatcher[_Request, list[Trajectory]] = MicroBatcher(
-            self._run_batch,
-            weight=lambda request: request.n,
-            max_weight=max_batch_rows,
-            wait_s=batch_wait_s,
-            name=f"frontier-qa-vllm:{self.path.name}",
-            init=self._load,  # the worker thread owns the engine from the start
-        )
+        self._start_batcher("vllm", max_batch_rows=max_batch_rows, batch_wait_s=batch_wait_s)
 
     def _load(self) -> None:
         with missing_extras("vllm", VLLM_PURPOSE):
@@ -132,15 +120,8 @@ class VLLMAdapter(Adapter):
         if self._chat_template is not None:
             self.tokenizer.chat_template = self._chat_template
 
-    def version(self) -> str | None:
-        info = model_info(self.path)
-        return info.get("source") if info else None
-
-    async def generate(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
-        began = time.monotonic()
-        trajectories = await self._batcher.submit(_Request(case, n, sampling, start))
-        latency = time.monotonic() - began
-        return [replace(t, latency_s=latency) for t in trajectories]
+    def _request(self, case: Case, n: int, sampling: Sampling, start: int) -> _Request:
+        return _Request(case, n, sampling, start)
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
@@ -159,20 +140,12 @@ class VLLMAdapter(Adapter):
             self.llm.llm_engine.engine_core.shutdown()
             self.llm = None
 
-    def render(self, case: Case) -> list[int]:
-        """Prompt token ids: chat template with a generation prompt, or continuing a prefill."""
-        return render_prompt(self.tokenizer, case)
-
     def _run_batch(self, requests: list[_Request]) -> list[list[Trajectory] | BaseException]:
         vllm = self._vllm
         results: list[list[Trajectory] | BaseException] = [[] for _ in requests]
         prompts, params, owners = [], [], []
-        for r, request in enumerate(requests):
-            try:
-                ids = self.render(request.case)
-            except Exception as exc:  # noqa: BLE001 - this request alone fails
-                results[r] = ConfigError(f"case {request.case.id!r} cannot be rendered: {exc}")
-                continue
+        for r, ids in self._render_all(requests, results):
+            request = requests[r]
             s = request.sampling
             prompts.append({"prompt_token_ids": ids})
             params.append(self._params(s, drawn(request.n, s), s.max_tokens,
