@@ -15,6 +15,7 @@ returns a :class:`CriticVerdict`. The probe validator (``frontier_qa.probing.val
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import re
 from dataclasses import replace
@@ -24,6 +25,8 @@ from frontier_qa.curricula.templates import tool_description, tool_name
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.validation import CriticVerdict
 from frontier_qa.target import Case, Sampling, Target
+
+log = logging.getLogger(__name__)
 
 SAGE_THRESHOLD = 0.7
 """SAGE's quality threshold α on the normalised score s / 10."""
@@ -170,6 +173,7 @@ class SageCritic:
     def _error(self, reason: str) -> CriticVerdict:
         accept = self.on_error == "accept"
         verdict = "accepted" if accept else "rejected"
+        log.warning("the SAGE critic could not judge a question: %s; %s (on_error=%r)", reason, verdict, self.on_error)
         return CriticVerdict(0.0, accept, f"{reason}; {verdict} (on_error={self.on_error!r})")
 
 

@@ -18,6 +18,7 @@ case is then ``unresolved`` with the samples it got, and the engine stops the ru
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -36,6 +37,7 @@ from frontier_qa.probing.sequential import (
     wilson_interval,
 )
 from frontier_qa.probing.settings import ProbeSettings
+from frontier_qa.runtime.redact import redact
 from frontier_qa.scoring.case import TOOL_CALLS_FORMAT, answer_matches, answers_of, score_answers, score_case
 from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.store.records import CaseClass, CaseRecord, Interval, Round, case_record, utc_now
@@ -43,6 +45,8 @@ from frontier_qa.target import Case, Target, Trajectory
 
 if TYPE_CHECKING:
     from frontier_qa.probing.sequential import MajorityPrior
+
+log = logging.getLogger(__name__)
 
 STOP_BUDGET = "budget"
 STOP_INTERRUPTED = "interrupted"
@@ -262,8 +266,10 @@ class CaseProber:
         try:
             (reply,) = await self.judge.sample(question, 1, sampling)
         except (BudgetExceededError, TargetUnavailableError) as err:
+            log.warning("the judge %s could not judge case %r: %s", redact(self.judge.id), case.id, err.message)
             return None, f"judge unavailable: {err.message}"
         if not reply.ok:
+            log.warning("the judge %s failed on case %r: %s", redact(self.judge.id), case.id, redact(reply.error or ""))
             return None, f"judge failed: {reply.error}"
         return parse_judge_verdict(reply.text), reply.text or ""
 

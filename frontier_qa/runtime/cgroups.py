@@ -23,7 +23,7 @@ from pathlib import Path
 
 from frontier_qa.runtime.processes import pid_alive
 
-log = logging.getLogger("frontier_qa")
+log = logging.getLogger(__name__)
 _counter = itertools.count(1)
 _warned = False
 _PREFIX = "fqa-sandbox-"
@@ -101,7 +101,7 @@ def create(limit_bytes: int) -> RunGroup | None:
         reason = "no memory cgroup this process may write (cgroup v1 needs root; v2 a delegated subtree)"
     if not _warned:
         _warned = True
-        log.warning("frontier-qa: the sandbox cannot cap a run's total memory here (%s); memory_mb applies "
+        log.warning("the sandbox cannot cap a run's total memory here (%s); memory_mb applies "
                     "per process, times max_processes", reason)
     return None
 

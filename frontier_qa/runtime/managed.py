@@ -11,13 +11,17 @@ sampling, start=s)`` the runtime:
 3. per attempt: takes a concurrency slot, waits for the RPM/TPM pacer, reserves the budget,
    calls ``adapter.generate`` under ``Limits.timeout_s`` (``Limits.local_timeout_s``, default
    none, for in-process adapters: a local model on a busy CPU is slow, not stuck); a call still
-   running after ``Limits.slow_call_s`` is reported once per target on the ``frontier_qa`` logger;
+   running after ``Limits.slow_call_s`` is reported once per target (a warning on this module's logger);
 4. on an exception asks ``adapter.classify``: FATAL raises :class:`TargetError` at once;
    TRANSIENT backs off (exponential + jitter); RATE_LIMITED waits ``Retry-After`` (and
    pauses every new call that long) or backs off. Retries are capped per call; a call that
    runs out of retries yields trajectories with ``error`` set (scored as failures);
    ``Limits.max_consecutive_failures`` failed attempts in a row, across all calls, stop the
    run with :class:`TargetUnavailableError`.
+
+Logged on this module's logger (``frontier_qa.runtime.managed``; ``frontier-qa -v`` shows
+INFO): each retry (INFO, with the redacted verdict), a call that runs out of retries and a
+target that stops the run (WARNING); rate-limit waits on ``frontier_qa.runtime.rate_limit``.
 
 Every requested index comes back exactly once and in order: if an adapter returns fewer
 samples than asked (a server that ignored ``n``), the missing indices are requested again.
@@ -34,7 +38,7 @@ from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError, TargetUnavailableError
 from frontier_qa.runtime.aio import gather_or_cancel, run_sync
@@ -47,7 +51,7 @@ from frontier_qa.runtime.retry import AttemptFailed, BackoffWait
 from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, Trajectory, Usage, cache_key
 
 T = TypeVar("T")
-log = logging.getLogger("frontier_qa")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -322,6 +326,7 @@ class ManagedTarget:
             wait=self._wait,
             retry=retry_if_exception_type(AttemptFailed),
             sleep=self._sleep,
+            before_sleep=self._log_retry,
             reraise=True,
         )
         attempts = 0
@@ -338,11 +343,22 @@ class ManagedTarget:
         except AttemptFailed as failure:
             verdict = failure.verdict
             message = f"{verdict.kind.value}: {verdict.message} (gave up after {attempts} attempts)"
+            log.warning("gave up on %d sample(s) of case %r from %s: %s", n, case.id,
+                        redact(self.id, self._secrets), message)
             self._count(failed_samples=n)
             return [
                 Trajectory(text=None, messages=tuple(case.messages), error=message, sample_index=start + j)
                 for j in range(n)
             ]
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        """tenacity's before_sleep: one INFO line per retry (the verdict's message is redacted)."""
+        failure = state.outcome.exception() if state.outcome is not None else None
+        verdict = getattr(failure, "verdict", None)
+        why = f"{verdict.kind.value}: {verdict.message}" if isinstance(verdict, ErrorClass) else "failed"
+        wait = state.next_action.sleep if state.next_action is not None else 0.0
+        log.info("retrying a call to %s in %.2f s (attempt %d of %d: %s)", redact(self.id, self._secrets),
+                 wait, state.attempt_number, self.limits.max_retries + 1, why)
 
     def _semaphore(self) -> asyncio.Semaphore:
         # asyncio primitives belong to one loop; sample_sync and pytest use several
@@ -454,7 +470,7 @@ class ManagedTarget:
                    else "no per-call timeout is set (Limits.timeout_s)")
         else:
             why = f"it is abandoned and retried at {self.timeout_s:g} s"
-        log.warning("frontier-qa: a call to %s has run %g s and is still going; %s. The run goes on "
+        log.warning("a call to %s has run %g s and is still going; %s. The run goes on "
                     "(Ctrl-C stops it and keeps what is done). Later slow calls are counted, not shown.",
                     target, after, why)
 
@@ -476,12 +492,14 @@ class ManagedTarget:
         with self._lock:
             self._consecutive_failures += 1
             limit = self.limits.max_consecutive_failures
-            if verdict.kind is not ErrorKind.FATAL and limit is not None and self._consecutive_failures >= limit:
-                self._halted = self._halted or (
+            if (verdict.kind is not ErrorKind.FATAL and limit is not None and self._consecutive_failures >= limit
+                    and self._halted is None):
+                self._halted = (
                     f"target {redact(self.id, self._secrets)!r} failed {self._consecutive_failures} "
                     f"calls in a row (Limits.max_consecutive_failures = {limit}); last error: "
                     f"{verdict.kind.value}: {verdict.message}"
                 )
+                log.warning("%s; no more calls go to it", self._halted)
         self._count(failed=1, rate_limited=int(verdict.kind is ErrorKind.RATE_LIMITED))
         return self._halted is not None
 

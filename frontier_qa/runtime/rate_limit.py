@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[Any]]
@@ -150,6 +153,7 @@ class RateLimiter:
                 paused_until = self._paused_until
             now = self._clock()
             if paused_until > now:
+                log.debug("rate limit: the server asked for a pause; waiting %.2f s", paused_until - now)
                 await self._sleep(paused_until - now)
                 continue
             start = now
@@ -158,6 +162,7 @@ class RateLimiter:
             if self._tokens is not None:
                 start = max(start, self._tokens.reserve(tokens))
             if start > now:
+                log.debug("rate limit: waiting %.2f s for the RPM/TPM pacing", start - now)
                 await self._sleep(start - now)
             if self._requests is not None:
                 # woke late after a stall? then space out from the last actual dispatch
@@ -180,6 +185,7 @@ class RateLimiter:
 
     def pause_for(self, seconds: float) -> None:
         """Let no request start for ``seconds`` (the server's Retry-After)."""
+        log.info("rate limited: no new request starts for %.2f s (the server's Retry-After)", seconds)
         until = self._clock() + max(seconds, 0.0)
         with self._lock:
             self._paused_until = max(self._paused_until, until)

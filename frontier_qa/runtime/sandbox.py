@@ -48,6 +48,7 @@ import functools
 import glob
 import inspect
 import json
+import logging
 import os
 import shutil
 import signal
@@ -66,6 +67,8 @@ from frontier_qa.errors import SandboxError
 from frontier_qa.runtime import cgroups
 from frontier_qa.runtime.aio import run_blocking
 from frontier_qa.runtime.processes import pid_alive
+
+log = logging.getLogger(__name__)
 
 NOBODY = 65534
 _REFUSED = 125  # the launcher's exit status when a containment step failed
@@ -572,6 +575,7 @@ class Sandbox:
                     "execute, or user=None to keep root (only in a throwaway container); "
                     f"earlier attempts: {errors[:-1]}",
                 )
+            log.info("the code sandbox falls back: %s is not available here (%s)", feature, message)
             want.discard(feature)
             if feature == "userns" and not self._root():  # unprivileged namespaces need it
                 want -= {"mountns", "pidns", "netns", "home", "tmp", "readonly_root", "proc"}
