@@ -12,6 +12,7 @@ click prints it; never a traceback.
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Optional
 
@@ -30,12 +31,55 @@ def _version(value: bool) -> None:
         raise typer.Exit(EXIT_OK)
 
 
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time (a test's capture, a redirected stream),
+    each message redacted once more (secrets never reach the console, whatever a module logs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property  # type: ignore[override]
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: object) -> None:  # StreamHandler.__init__ assigns it
+        pass
+
+    def format(self, record: logging.LogRecord) -> str:
+        from frontier_qa.runtime.redact import redact
+
+        return redact(super().format(record))
+
+
+def configure_logging(verbosity: int) -> None:
+    """The ``frontier_qa`` loggers on stderr: warnings by default, ``-v`` INFO, ``-vv`` DEBUG.
+
+    Only stderr: ``--json`` output and reports on stdout stay clean. Calling it again
+    replaces the handler it installed before (one per process).
+    """
+    logger = logging.getLogger("frontier_qa")
+    for handler in [h for h in logger.handlers if isinstance(h, _Stderr)]:
+        logger.removeHandler(handler)
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    handler = _Stderr()
+    fmt = "frontier-qa: %(message)s" if verbosity <= 0 else "frontier-qa %(levelname)s %(name)s: %(message)s"
+    handler.setFormatter(logging.Formatter(fmt))
+    logger.addHandler(handler)
+    logger.setLevel(level)
+
+
 def _root(
     version: Optional[bool] = typer.Option(  # noqa: UP007 - typer needs Optional on 3.10
         None, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    verbose: int = typer.Option(
+        0, "--verbose", "-v", count=True,
+        help="Log more to stderr: -v retries, rate-limit waits, sandbox fallbacks; -vv everything (DEBUG).",
+    ),
 ) -> None:
     """frontier-qa command line."""
+    configure_logging(verbose)
 
 
 def build_app() -> typer.Typer:

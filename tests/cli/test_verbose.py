@@ -1,0 +1,73 @@
+"""``frontier-qa -v`` / ``-vv``: the runtime's log on stderr, stdout untouched."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from frontier_qa.cli import main
+
+FLAKY = '''
+seen = {}
+
+
+def answer(case, sample_index):
+    """Every sample's first attempt fails with an HTTP 503 (transient: the runtime retries)."""
+    key = (case.id, sample_index)
+    seen[key] = seen.get(key, 0) + 1
+    if seen[key] == 1:
+        error = RuntimeError("HTTP 503 from the upstream")
+        error.status_code = 503
+        raise error
+    return "\\\\boxed{%s}" % case.reference
+'''
+
+
+def _run(root: Path, capsys: pytest.CaptureFixture[str], *flags: str, store: str = "store",
+         cases: str = "cases.jsonl") -> tuple[int, str, str]:
+    capsys.readouterr()
+    here = os.getcwd()
+    os.chdir(root)
+    try:
+        rc = main([*flags, "probe", "--target", "python:agent.py:answer", "--curriculum", cases, "--k", "2",
+                   "--progress", "off", "--store", store, "--out", f"out-{store}", "--set", "target.limits.backoff.initial_s=0.01",
+                   "--set", "target.limits.backoff.jitter_s=0", "--set", "target.cache=false"])
+    finally:
+        os.chdir(here)
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+@pytest.fixture
+def flaky(tmp_path: Path) -> Path:
+    (tmp_path / "agent.py").write_text(FLAKY)
+    for name, case_id in (("cases.jsonl", "add"), ("more.jsonl", "add-again")):
+        (tmp_path / name).write_text(json.dumps({"id": case_id, "topic": "arithmetic", "reference": "7",
+                                                 "reference_verified": True, "prompt": f"{case_id}: 3 + 4?"}) + "\n")
+    yield tmp_path
+    logging.getLogger("frontier_qa").setLevel(logging.NOTSET)  # what -v set, for the tests after this one
+
+
+def test_without_v_retries_are_not_shown(flaky: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = _run(flaky, capsys)
+    assert rc == 0, err
+    assert "retrying" not in err + out
+
+
+def test_v_shows_each_retry_on_stderr_and_vv_debug(flaky: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = _run(flaky, capsys, "-v")
+    assert rc == 0, err
+    retries = [line for line in err.splitlines() if "retrying a call to python:" in line]
+    assert len(retries) == 2  # one per sample, k = 2
+    assert retries[0].startswith("frontier-qa INFO frontier_qa.runtime.managed: ")
+    assert "HTTP 503 from the upstream" in retries[0] and "retrying" not in out
+    assert logging.getLogger("frontier_qa").getEffectiveLevel() == logging.INFO
+    # a new case in a fresh store: two first attempts again (the agent module stays loaded)
+    rc, out, err = _run(flaky, capsys, "-vv", store="second", cases="more.jsonl")
+    assert rc == 0, err
+    assert logging.getLogger("frontier_qa").getEffectiveLevel() == logging.DEBUG
+    assert sum("retrying a call to" in line for line in err.splitlines()) == 2  # one handler, not two
