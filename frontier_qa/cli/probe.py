@@ -466,16 +466,8 @@ def probe_command(
     total = cfg.probing.max_candidates
     if hasattr(parts.curriculum, "__len__"):  # a file curriculum knows how many cases it holds
         total = len(parts.curriculum) if total is None else min(total, len(parts.curriculum))  # type: ignore[arg-type]
-    bar = _progress(progress, "probe", total)
-    try:
-        with bar:
-            result = asyncio.run(_probe(parts, rid, resume, bar, wait))
-    except KeyboardInterrupt:
-        raise _interrupted(parts.store, rid, "probe") from None
-    from frontier_qa.probing.case import STOP_INTERRUPTED
-
-    if result.stop_reason == STOP_INTERRUPTED:  # the first Ctrl-C: the calls in flight were let finish
-        raise _interrupted(parts.store, rid, "probe")
+    result = _run_with_progress(parts, rid, "probe", _progress(progress, "probe", total),
+                                lambda bar: _probe(parts, rid, resume, bar, wait))
     from frontier_qa.reports import RunFacts
 
     band = (parts.settings.band.low, parts.settings.band.high)
@@ -541,16 +533,8 @@ def replay_command(
             asyncio.run(parts.aclose())
             raise
     rid = run_id or _new_run_id()
-    bar = _progress(progress, "replay", None)
-    try:
-        with bar:
-            result = asyncio.run(_replay(parts, rid, cases, bar, wait))
-    except KeyboardInterrupt:
-        raise _interrupted(parts.store, rid, "replay") from None
-    from frontier_qa.probing.case import STOP_INTERRUPTED
-
-    if result.stop_reason == STOP_INTERRUPTED:  # the first Ctrl-C: the calls in flight were let finish
-        raise _interrupted(parts.store, rid, "replay")
+    result = _run_with_progress(parts, rid, "replay", _progress(progress, "replay", None),
+                                lambda bar: _replay(parts, rid, cases, bar, wait))
     from frontier_qa.reports import RunFacts
 
     band = (parts.settings.band.low, parts.settings.band.high)
@@ -562,6 +546,21 @@ def replay_command(
     title = f"frontier-qa replay: run {result.run_id}, target {_shown(parts)}, {len(result.records)} case(s)"
     raise typer.Exit(_summary(title, result.records, result.comparisons, written, gate, _budget_line(parts),
                               replay=_replay_hint(config, target, suite, store)))
+
+
+def _run_with_progress(parts: ProbeParts, rid: str, mode: str, bar: Any, run: Callable[[Any], Any]) -> Any:
+    """``run(bar)``'s result, run to its end under the progress display; Ctrl-C (the second, or
+    the first once the calls in flight finished) becomes the "interrupted" usage error."""
+    try:
+        with bar:
+            result = asyncio.run(run(bar))
+    except KeyboardInterrupt:
+        raise _interrupted(parts.store, rid, mode) from None
+    from frontier_qa.probing.case import STOP_INTERRUPTED
+
+    if result.stop_reason == STOP_INTERRUPTED:  # the first Ctrl-C: the calls in flight were let finish
+        raise _interrupted(parts.store, rid, mode)
+    return result
 
 
 def _suite_cases(config: ProbeConfig) -> list[Any]:

@@ -33,7 +33,8 @@ run loop is :mod:`frontier_qa.probing.run`, per-case work :mod:`frontier_qa.prob
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from frontier_qa.curricula.base import Curriculum
@@ -191,21 +192,13 @@ async def probe(
     settings = settings or ProbeSettings()
     run = ProbeRun(target, store, settings, judge=judge, sandbox=sandbox, progress=progress)
     await run.start(run_id, resume, getattr(curriculum, "name", type(curriculum).__name__), wait=wait)
-    try:
+    with _held(run):
         if settings.replay_first:
             await run.replay(run.replay_plan(None, settings.replay_scope == "all"))
         if run.stop_reason is None:
             await run.generate(curriculum, validator or Validator())
         reason = run.stop_reason or STOP_EXHAUSTED
         record = run.finish()
-    except asyncio.CancelledError:
-        run.emit("stopped", message=STOP_INTERRUPTED)
-        raise
-    except Exception:
-        run.discard_if_empty()
-        raise
-    finally:
-        run.release()
     run.emit("stopped", message=reason)
     records = run.records()
     calibration = None
@@ -255,10 +248,21 @@ async def replay(
     settings = settings or ProbeSettings()
     run = ProbeRun(target, store, settings, judge=judge, sandbox=None, progress=progress)
     await run.start(run_id, False, "replay", wait=wait)
-    try:
+    with _held(run):
         await run.replay(run.replay_plan(cases, settings.replay_scope == "all"))
         reason = run.stop_reason or STOP_DONE
         record = run.finish()
+    run.emit("stopped", message=reason)
+    return ReplayResult(run.run_id, record, tuple(run.records()), tuple(run.comparisons), reason,
+                        stop_detail=run.stop_detail, planned=run.replay_size)
+
+
+@contextlib.contextmanager
+def _held(run: ProbeRun) -> Iterator[None]:
+    """The started run's lease until the block ends: cancelled, it says "stopped: interrupted";
+    failed, a run that recorded nothing is discarded; either way the lease is released."""
+    try:
+        yield
     except asyncio.CancelledError:
         run.emit("stopped", message=STOP_INTERRUPTED)
         raise
@@ -267,9 +271,6 @@ async def replay(
         raise
     finally:
         run.release()
-    run.emit("stopped", message=reason)
-    return ReplayResult(run.run_id, record, tuple(run.records()), tuple(run.comparisons), reason,
-                        stop_detail=run.stop_detail, planned=run.replay_size)
 
 
 def _by_class(records: Sequence[CaseRecord]) -> dict[CaseClass, int]:
