@@ -49,6 +49,7 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from frontier_qa.store.case_store import CaseStore, encode_line
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
+from frontier_qa.store.stop_reason import StopReason
 
 CASES_FILE = "cases.jsonl"
 SHOWN_VERDICTS = 5  # regressions explained on the console (the reports list them all)
@@ -538,7 +539,7 @@ def replay_command(
     from frontier_qa.reports import RunFacts
 
     band = (parts.settings.band.low, parts.settings.band.high)
-    facts = RunFacts(mode="replay", stop_reason=None if result.stop_reason == "done" else result.stop_reason,
+    facts = RunFacts(mode="replay", stop_reason=None if result.stop_reason == StopReason.DONE else result.stop_reason,
                      stop_detail=result.stop_detail, stop_source="target", planned=result.planned,
                      target=parts.target.id)
     written, gate = write_outputs(cfg, result.records, result.run, comparisons=result.comparisons,

@@ -41,6 +41,7 @@ from frontier_qa.runtime.redact import redact
 from frontier_qa.scoring.case import TOOL_CALLS_FORMAT, answer_matches, answers_of, score_answers, score_case
 from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.store.records import CaseClass, CaseRecord, Interval, Round, case_record, utc_now
+from frontier_qa.store.stop_reason import StopReason
 from frontier_qa.target import Case, Target, Trajectory
 
 if TYPE_CHECKING:
@@ -48,9 +49,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STOP_BUDGET = "budget"
-STOP_INTERRUPTED = "interrupted"
-STOP_UNAVAILABLE = "target unavailable"
+STOP_BUDGET = StopReason.BUDGET
+STOP_INTERRUPTED = StopReason.INTERRUPTED
+STOP_UNAVAILABLE = StopReason.UNAVAILABLE
 FIXED_K_LEVEL = 0.9  # Wilson interval level with fixed k (the sequential policy has its own)
 
 
@@ -315,7 +316,7 @@ class CaseProber:
                     break
                 got = await self.target.sample(case, need, self.sampling, start=start + len(trajectories))
                 if not got:
-                    stop = "the target returned no samples"
+                    stop = StopReason.NO_SAMPLES
                     break
                 trajectories.extend(got)
                 consistency = await self.score(case, trajectories)
@@ -329,7 +330,7 @@ class CaseProber:
             self.stop_detail = err.message
         except TargetUnavailableError as err:
             stop, self.stop_detail = STOP_UNAVAILABLE, err.message
-        if stop == "the target returned no samples":
+        if stop == StopReason.NO_SAMPLES:
             return trajectories, rounds, None, stop
         verdict = None if stop is not None else self._band(decision, consistency, len(trajectories))
         if judge is not None:

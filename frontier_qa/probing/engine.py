@@ -58,6 +58,7 @@ from frontier_qa.probing.validation import Validator
 from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.scoring.difficulty import CalibrationReport, calibration_report
 from frontier_qa.store.case_store import CaseStore
+from frontier_qa.store.stop_reason import StopReason
 from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase
 from frontier_qa.target import Sampling, Target
@@ -292,6 +293,7 @@ __all__ = [
     "ProbeSettings",
     "ProgressEvent",
     "ReplayResult",
+    "StopReason",
     "case_id_for",
     "classify_case",
     "config_hash",

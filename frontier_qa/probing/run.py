@@ -56,14 +56,15 @@ from frontier_qa.store.records import (
     SuiteCase,
     run_totals,
 )
+from frontier_qa.store.stop_reason import StopReason
 from frontier_qa.target import Case, Target
 
 
-STOP_SATURATED = "saturated"
-STOP_EXHAUSTED = "curriculum exhausted"
-STOP_MAX_CANDIDATES = "max candidates"
-STOP_DONE = "done"
-_OPEN_ENDED = (STOP_BUDGET, STOP_UNAVAILABLE, STOP_INTERRUPTED)  # the run stays open: resume it to go on
+STOP_SATURATED = StopReason.SATURATED
+STOP_EXHAUSTED = StopReason.EXHAUSTED
+STOP_MAX_CANDIDATES = StopReason.MAX_CANDIDATES
+STOP_DONE = StopReason.DONE
+_OPEN_ENDED = tuple(reason for reason in StopReason if reason.leaves_run_open)  # resume the run to go on
 
 
 def config_hash(settings: ProbeSettings, target_id: str, curriculum_name: str = "") -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from frontier_qa.reports.summary import Summary
 from frontier_qa.store.records import CaseClass
+from frontier_qa.store.stop_reason import StopReason
 
 _TIMEOUT = re.compile(r"(local_)?timeout_s = ([0-9.]+) s|timed? ?out", re.IGNORECASE)
 
@@ -87,7 +88,7 @@ def assess(summary: Summary, facts: RunFacts = RunFacts(), *, max_unresolved_sha
     samples = [s for r in summary.records for s in r.samples]
     errors = [s.error for s in samples if s.error]
     who = "the curriculum's model" if facts.stop_source == "curriculum" else f"the target {facts.target}".rstrip()
-    if facts.stop_reason == "target unavailable":
+    if facts.stop_reason == StopReason.UNAVAILABLE:
         detail = facts.stop_detail or "too many calls in a row failed"
         problems.append(HealthProblem("target-unavailable", f"{who} stopped answering: {detail}."
                                       + _timeout_hint(detail, facts.stop_source, facts.target)))
