@@ -28,7 +28,7 @@ from typing import Any
 
 from frontier_qa._optional import missing_extras, require
 from frontier_qa.adapters._batching import BatchStoppedError
-from frontier_qa.adapters.local_batched import LocalBatchedAdapter, conversation_after, render_prompt
+from frontier_qa.adapters.local_batched import BatchRequest, LocalBatchedAdapter, conversation_after, render_prompt
 from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn, find_code
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime.local_models import resolve_model
@@ -38,14 +38,10 @@ _PURPOSE = "A local transformers target (hf:...)"
 
 
 @dataclass(frozen=True)
-class _Request:
-    """One ``generate`` call as queued for the worker."""
+class _Request(BatchRequest):
+    """One ``generate`` call as queued for the worker, with its base seed."""
 
-    case: Case
-    n: int
-    sampling: Sampling
-    start: int
-    seed: int  # base seed: the sample with absolute index j draws from seed + j
+    seed: int  # the sample with absolute index j draws from seed + j
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ conversation after a sample the same way (:func:`conversation_after`). A subclas
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -20,7 +20,17 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.runtime.local_models import model_info
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory
 
-R = TypeVar("R")  # a subclass's queued request: has ``case`` and ``n``
+@dataclass(frozen=True)
+class BatchRequest:
+    """One ``generate`` call as queued for the worker (a subclass may add fields)."""
+
+    case: Case
+    n: int
+    sampling: Sampling
+    start: int
+
+
+R = TypeVar("R", bound=BatchRequest)  # a subclass's queued request
 
 
 def render_prompt(tokenizer: Any, case: Case) -> list[int]:
@@ -76,7 +86,7 @@ class LocalBatchedAdapter(Adapter, Generic[R]):
         """The worker thread, which loads the model (``_load``) before its first batch."""
         self._batcher = MicroBatcher(
             self._run_batch,
-            weight=lambda request: request.n,  # type: ignore[attr-defined]
+            weight=lambda request: request.n,
             max_weight=max_batch_rows,
             wait_s=batch_wait_s,
             name=f"frontier-qa-{kind}:{self.path.name}",
@@ -115,12 +125,11 @@ class LocalBatchedAdapter(Adapter, Generic[R]):
         fails alone (its result becomes the error)."""
         rendered = []
         for r, request in enumerate(requests):
-            case: Case = request.case  # type: ignore[attr-defined]
             try:
-                rendered.append((r, self.render(case)))
+                rendered.append((r, self.render(request.case)))
             except Exception as exc:  # noqa: BLE001 - this request alone fails
-                results[r] = ConfigError(f"case {case.id!r} cannot be rendered: {exc}")
+                results[r] = ConfigError(f"case {request.case.id!r} cannot be rendered: {exc}")
         return rendered
 
 
-__all__ = ["LocalBatchedAdapter", "conversation_after", "render_prompt"]
+__all__ = ["BatchRequest", "LocalBatchedAdapter", "conversation_after", "render_prompt"]

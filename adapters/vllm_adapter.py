@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from frontier_qa._optional import missing_extras, require
-from frontier_qa.adapters.local_batched import LocalBatchedAdapter, conversation_after
+from frontier_qa.adapters.local_batched import BatchRequest, LocalBatchedAdapter, conversation_after
 from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn, find_code
 from frontier_qa.adapters.vllm_server import VLLM_PURPOSE, VLLMServer, cpu_env
 from frontier_qa.runtime.local_models import model_info, resolve_model
@@ -43,15 +43,7 @@ class _Turn:
     stop_reason: Any
 
 
-@dataclass(frozen=True)
-class _Request:
-    case: Case
-    n: int
-    sampling: Sampling
-    start: int
-
-
-class VLLMAdapter(LocalBatchedAdapter[_Request]):
+class VLLMAdapter(LocalBatchedAdapter[BatchRequest]):
     """An in-process ``vllm.LLM``; concurrent calls are merged into one ``llm.generate``.
 
     Args:
@@ -120,8 +112,8 @@ class VLLMAdapter(LocalBatchedAdapter[_Request]):
         if self._chat_template is not None:
             self.tokenizer.chat_template = self._chat_template
 
-    def _request(self, case: Case, n: int, sampling: Sampling, start: int) -> _Request:
-        return _Request(case, n, sampling, start)
+    def _request(self, case: Case, n: int, sampling: Sampling, start: int) -> BatchRequest:
+        return BatchRequest(case, n, sampling, start)
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
@@ -140,7 +132,7 @@ class VLLMAdapter(LocalBatchedAdapter[_Request]):
             self.llm.llm_engine.engine_core.shutdown()
             self.llm = None
 
-    def _run_batch(self, requests: list[_Request]) -> list[list[Trajectory] | BaseException]:
+    def _run_batch(self, requests: list[BatchRequest]) -> list[list[Trajectory] | BaseException]:
         vllm = self._vllm
         results: list[list[Trajectory] | BaseException] = [[] for _ in requests]
         prompts, params, owners = [], [], []

@@ -29,6 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.servers
@@ -113,15 +114,22 @@ async def overhead(calls: int, rounds: int) -> dict[str, tuple[float, float]]:
             "managed + sqlite cache": lambda: managed(cached),
         }
         await plain()  # warm up connections and imports
-        times: dict[str, list[float]] = {name: [] for name in variants}
-        for _ in range(rounds):
-            for name, run in variants.items():
-                began = time.perf_counter()
-                await run()
-                times[name].append((time.perf_counter() - began) / calls)
+        timed = await _time_rounds(variants, rounds, calls)
         await client.close()
         await adapter.aclose()
-        return {name: (statistics.median(values), min(values)) for name, values in times.items()}
+        return timed
+
+
+async def _time_rounds(variants: dict[str, Callable[[], Awaitable[None]]], rounds: int,
+                       calls: int) -> dict[str, tuple[float, float]]:
+    """(median, min) seconds per call of each variant, the variants interleaved in every round."""
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, run in variants.items():
+            began = time.perf_counter()
+            await run()
+            times[name].append((time.perf_counter() - began) / calls)
+    return {name: (statistics.median(values), min(values)) for name, values in times.items()}
 
 
 class InstantAdapter(Adapter):
@@ -153,14 +161,9 @@ async def bookkeeping(calls: int, rounds: int) -> dict[str, tuple[float, float]]
 
         variants = {"adapter.generate": direct, "managed, no cache": lambda: managed(bare),
                     "managed + sqlite cache": lambda: managed(cached)}
-        times: dict[str, list[float]] = {name: [] for name in variants}
-        for _ in range(rounds):
-            for name, run in variants.items():
-                began = time.perf_counter()
-                await run()
-                times[name].append((time.perf_counter() - began) / calls)
+        timed = await _time_rounds(variants, rounds, calls)
         cached.cache.close()  # type: ignore[union-attr]
-        return {name: (statistics.median(values), min(values)) for name, values in times.items()}
+        return timed
 
 
 def _table(results: dict[str, tuple[float, float]]) -> None:
