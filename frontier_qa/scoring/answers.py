@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from frontier_qa.errors import AnswerError
@@ -109,6 +110,17 @@ def extract_answer(text: str | None, answer_format: str = "auto") -> str | None:
                 return found
         return extract_json_field(text, "answer")
     return extract_json_field(text, fmt[len("json:") :])
+
+
+def sample_answers(samples: Iterable[Any], answer_format: str) -> list[str | None]:
+    """The answer of each sample (a :class:`~frontier_qa.target.Trajectory`) in ``answer_format``;
+    a failed sample (``ok`` false) has none.
+
+    Raises:
+        AnswerError: unknown ``answer_format``.
+    """
+    fmt = check_answer_format(answer_format)
+    return [extract_answer(t.text, fmt) if t.ok else None for t in samples]
 
 
 def extract_boxed(text: str) -> str | None:

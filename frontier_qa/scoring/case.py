@@ -21,7 +21,7 @@ import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from frontier_qa.scoring.answers import extract_answer
+from frontier_qa.scoring.answers import sample_answers
 from frontier_qa.scoring.consistency import Consistency, consistency_of, self_consistency
 from frontier_qa.scoring.tool_calls import tool_calls_answer
 from frontier_qa.target import Case, Trajectory
@@ -45,7 +45,7 @@ def answers_of(case: Case, trajectories: Sequence[Trajectory]) -> list[str | Non
     """
     if case.answer_format == TOOL_CALLS_FORMAT:
         return [tool_calls_answer(t) if t.ok else None for t in trajectories]
-    return [extract_answer(t.text, case.answer_format) if t.ok else None for t in trajectories]
+    return sample_answers(trajectories, case.answer_format)
 
 
 async def score_case(case: Case, trajectories: Sequence[Trajectory], *,
@@ -60,8 +60,7 @@ async def score_case(case: Case, trajectories: Sequence[Trajectory], *,
     """
     if case.answer_format not in (TEXT_FORMAT, TOOL_CALLS_FORMAT):
         return await asyncio.to_thread(consistency_of, list(trajectories), case.answer_format)
-    answers = ([extract_answer(t.text, TEXT_FORMAT) if t.ok else None for t in trajectories]
-               if case.answer_format == TEXT_FORMAT else answers_of(case, trajectories))
+    answers = answers_of(case, trajectories)
     return await score_answers(case.answer_format, answers, [not t.ok for t in trajectories], embedder=embedder)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from frontier_qa.errors import AnswerError
-from frontier_qa.scoring.answers import check_answer_format, extract_answer
+from frontier_qa.scoring.answers import sample_answers
 from frontier_qa.scoring.equivalence import comparator, normalize
 
 if TYPE_CHECKING:
@@ -129,30 +129,12 @@ def self_consistency(
         AnswerError: ``failed`` has the wrong length, or an answer is not a string.
     """
     k = len(answers)
-    if failed is None:
-        failed = [False] * k
-    elif len(failed) != k:
-        raise AnswerError(
-            f"self_consistency got {k} answers but {len(failed)} failed flags",
-            hint="pass one failed flag per answer (True where the target call failed)",
-        )
+    votes, n_failed = votes_of(answers, failed, "self_consistency")
+    n_unparseable = k - n_failed - sum(vote is not None for vote in votes)
     if equivalent is None:
         equivalent = comparator("math")
     if key is None:
         key = normalize
-
-    votes: list[str | None] = []
-    n_failed = n_unparseable = 0
-    for i, (answer, fail) in enumerate(zip(answers, failed)):
-        if answer is not None and not isinstance(answer, str):
-            raise AnswerError(
-                f"answer {i} is a {type(answer).__name__}, not a string",
-                hint="extract answers with frontier_qa.scoring.answers.extract_answer (None = no answer)",
-            )
-        vote = None if fail or answer is None else (answer.strip() or None)
-        n_failed += bool(fail)
-        n_unparseable += not fail and vote is None
-        votes.append(vote)
 
     by_key: dict[str, list[int]] = {}
     for i, vote in enumerate(votes):
@@ -206,6 +188,33 @@ def _representative(forms: Iterable[str | None]) -> str:
     return min(counts, key=lambda form: (-counts[form], form))
 
 
+def votes_of(answers: Sequence[str | None], failed: Sequence[bool] | None,
+             caller: str) -> tuple[list[str | None], int]:
+    """Each sample's vote (its stripped answer; ``None`` when it failed or gave none) and the
+    number of failed samples: the common first step of every self-consistency.
+
+    Raises:
+        AnswerError: ``failed`` has the wrong length, or an answer is not a string.
+    """
+    k = len(answers)
+    if failed is None:
+        failed = [False] * k
+    elif len(failed) != k:
+        raise AnswerError(
+            f"{caller} got {k} answers but {len(failed)} failed flags",
+            hint="pass one failed flag per answer (True where the target call failed)",
+        )
+    votes: list[str | None] = []
+    for i, (answer, fail) in enumerate(zip(answers, failed)):
+        if answer is not None and not isinstance(answer, str):
+            raise AnswerError(
+                f"answer {i} is a {type(answer).__name__}, not a string",
+                hint="extract answers with frontier_qa.scoring.answers.extract_answer (None = no answer)",
+            )
+        votes.append(None if fail or answer is None else (answer.strip() or None))
+    return votes, sum(bool(fail) for fail in failed)
+
+
 def consistency_of(
     trajectories: Sequence[Trajectory],
     answer_format: str = "boxed",
@@ -227,8 +236,5 @@ def consistency_of(
     Raises:
         AnswerError: unknown ``answer_format``.
     """
-    fmt = check_answer_format(answer_format)
-    answers = [extract_answer(t.text, fmt) if t.ok else None for t in trajectories]
-    return self_consistency(
-        answers, failed=[not t.ok for t in trajectories], equivalent=equivalent, key=key
-    )
+    answers = sample_answers(trajectories, answer_format)
+    return self_consistency(answers, failed=[not t.ok for t in trajectories], equivalent=equivalent, key=key)

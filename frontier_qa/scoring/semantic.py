@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from frontier_qa.errors import AnswerError, ConfigError
-from frontier_qa.scoring.answers import check_answer_format, extract_answer
-from frontier_qa.scoring.consistency import Cluster, Consistency, cluster_entropy
+from frontier_qa.scoring.answers import sample_answers
+from frontier_qa.scoring.consistency import Cluster, Consistency, cluster_entropy, votes_of
 from frontier_qa.scoring.contradiction import check_rules, contradiction_matrix, contradicts
 from frontier_qa.scoring.embedders import Embedder, get_embedder, normalize_rows
 
@@ -92,22 +92,7 @@ def _plan(answers: Sequence[str | None], failed: Sequence[bool] | None, threshol
             hint=f"the default is {DEFAULT_THRESHOLD}; larger merges more answers",
         )
     k = len(answers)
-    if failed is None:
-        failed = [False] * k
-    elif len(failed) != k:
-        raise AnswerError(
-            f"semantic_consistency got {k} answers but {len(failed)} failed flags",
-            hint="pass one failed flag per answer (True where the target call failed)",
-        )
-    votes: list[str | None] = []
-    for i, (answer, fail) in enumerate(zip(answers, failed, strict=True)):
-        if answer is not None and not isinstance(answer, str):
-            raise AnswerError(
-                f"answer {i} is a {type(answer).__name__}, not a string",
-                hint="pass the answer texts (None = no answer)",
-            )
-        votes.append(None if fail or answer is None else (answer.strip() or None))
-    n_failed = sum(bool(fail) for fail in failed)
+    votes, n_failed = votes_of(answers, failed, "semantic_consistency")
     # Canonical order: by vote text. Samples with equal votes are interchangeable (same
     # vector, same distances), so the clustering input is the same for every permutation.
     order = tuple(
@@ -315,10 +300,8 @@ def semantic_consistency_of(
     Raises:
         AnswerError: unknown ``answer_format``.
     """
-    fmt = check_answer_format(answer_format)
-    answers = [extract_answer(t.text, fmt) if t.ok else None for t in trajectories]
     return semantic_consistency(
-        answers,
+        sample_answers(trajectories, answer_format),
         failed=[not t.ok for t in trajectories],
         embedder=embedder,
         threshold=threshold,
