@@ -398,20 +398,11 @@ def train_curriculum(config: TrainConfig, *, target: Target | None = None, resum
             _close(target, None)
         raise
     # a step that ran after the checkpoint resumed from is generated again: its lines go
-    from frontier_qa.train.resume import checkpoint_step, drop_logs_after
+    from frontier_qa.train.resume import train_resuming
 
     logs = [task_log_path(output, state.process_index)] + ([trainer.metrics_path] if state.is_main_process else [])
-    dropped = drop_logs_after(checkpoint_step(output, resume), logs)
-    if dropped:
-        say(f"resuming: dropped the log lines of steps after the checkpoint ({sum(dropped.values())} line(s))")
-    if instrument is not None:
-        instrument(trainer)
     try:
-        trainer.train(resume_from_checkpoint=resume or None)
-    except ValueError as err:
-        if "checkpoint" in str(err).lower():
-            raise ConfigError(f"cannot resume: {err}", hint=f"train without --resume, or check {output}") from None
-        raise
+        train_resuming(trainer, output, resume, logs, instrument=instrument, say=say)
     finally:
         if owned:
             _close(target, trainer)

@@ -335,19 +335,10 @@ def train_executor(rows: Sequence[ExecutorRow], *, model: ModelSection, training
 
         trainer.remove_callback(ProgressCallback)
         trainer.remove_callback(PrinterCallback)
-    from frontier_qa.train.resume import checkpoint_step, drop_logs_after
+    from frontier_qa.train.resume import train_resuming
 
     logs = [reward.path] + ([output / METRICS_FILE] if state.is_main_process else [])
-    if drop_logs_after(checkpoint_step(output, resume), logs):  # the interrupted step runs again
-        say("resuming: dropped the log lines of steps after the checkpoint")
-    if instrument is not None:
-        instrument(trainer)
-    try:
-        trainer.train(resume_from_checkpoint=resume or None)
-    except ValueError as err:
-        if "checkpoint" in str(err).lower():
-            raise ConfigError(f"cannot resume: {err}", hint=f"train without resume, or check {output}") from None
-        raise
+    train_resuming(trainer, output, resume, logs, instrument=instrument, say=say)  # an interrupted step runs again
     final, adapter = save_final_model(trainer, model, save, output, folder, role="executor")
     n = len(reward.scores)
     return ExecutorResult(output, final, adapter, trainer.state.global_step, output / METRICS_FILE, reward.path, n,

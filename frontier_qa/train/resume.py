@@ -15,8 +15,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
+
+from frontier_qa.errors import ConfigError
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
@@ -86,4 +89,26 @@ def drop_logs_after(step: int | None, paths: Iterable[str | os.PathLike[str]]) -
     return out
 
 
-__all__ = ["checkpoint_step", "drop_after", "drop_logs_after"]
+def train_resuming(trainer: Any, output_dir: str | os.PathLike[str], resume: bool | str | os.PathLike[str],
+                   logs: Iterable[str | os.PathLike[str]], *, instrument: Callable[[Any], None] | None = None,
+                   say: Callable[[str], None] = lambda line: None) -> None:
+    """``trainer.train()``, resuming from ``resume`` after dropping the log lines of the steps
+    that will run again (:func:`drop_logs_after`); ``instrument(trainer)`` first, if given.
+
+    Raises:
+        ConfigError: the checkpoint to resume from cannot be used.
+    """
+    dropped = drop_logs_after(checkpoint_step(output_dir, resume), logs)
+    if dropped:
+        say(f"resuming: dropped the log lines of steps after the checkpoint ({sum(dropped.values())} line(s))")
+    if instrument is not None:
+        instrument(trainer)
+    try:
+        trainer.train(resume_from_checkpoint=resume or None)
+    except ValueError as err:
+        if "checkpoint" in str(err).lower():
+            raise ConfigError(f"cannot resume: {err}", hint=f"train without --resume, or check {output_dir}") from None
+        raise
+
+
+__all__ = ["checkpoint_step", "drop_after", "drop_logs_after", "train_resuming"]
