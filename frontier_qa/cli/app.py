@@ -56,17 +56,25 @@ def configure_logging(verbosity: int) -> None:
     """The ``frontier_qa`` loggers on stderr: warnings by default, ``-v`` INFO, ``-vv`` DEBUG.
 
     Only stderr: ``--json`` output and reports on stdout stay clean. Calling it again
-    replaces the handler it installed before (one per process).
+    replaces the handler it installed before; :func:`main` removes it when the command ends
+    (a process that calls ``main()`` in-process, like a test, keeps its own logging).
     """
+    reset_logging()
     logger = logging.getLogger("frontier_qa")
-    for handler in [h for h in logger.handlers if isinstance(h, _Stderr)]:
-        logger.removeHandler(handler)
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     handler = _Stderr()
     fmt = "frontier-qa: %(message)s" if verbosity <= 0 else "frontier-qa %(levelname)s %(name)s: %(message)s"
     handler.setFormatter(logging.Formatter(fmt))
     logger.addHandler(handler)
     logger.setLevel(level)
+
+
+def reset_logging() -> None:
+    """Undo :func:`configure_logging` (the handler and the level it set)."""
+    logger = logging.getLogger("frontier_qa")
+    for handler in [h for h in logger.handlers if isinstance(h, _Stderr)]:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
 
 
 def _root(
@@ -147,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
             err.show()  # type: ignore[attr-defined]  # the message and "Try 'frontier-qa --help'"
             return EXIT_USAGE
         raise
+    finally:
+        reset_logging()
     return rc if isinstance(rc, int) else EXIT_OK
 
 

@@ -28,14 +28,15 @@ def answer(case, sample_index):
 
 
 def _run(root: Path, capsys: pytest.CaptureFixture[str], *flags: str, store: str = "store",
-         cases: str = "cases.jsonl") -> tuple[int, str, str]:
+         cases: str = "cases.jsonl", rpm: int = 0) -> tuple[int, str, str]:
     capsys.readouterr()
     here = os.getcwd()
     os.chdir(root)
     try:
         rc = main([*flags, "probe", "--target", "python:agent.py:answer", "--curriculum", cases, "--k", "2",
                    "--progress", "off", "--store", store, "--out", f"out-{store}", "--set", "target.limits.backoff.initial_s=0.01",
-                   "--set", "target.limits.backoff.jitter_s=0", "--set", "target.cache=false"])
+                   "--set", "target.limits.backoff.jitter_s=0", "--set", "target.cache=false",
+                   *(["--set", f"target.limits.rpm={rpm}"] if rpm else [])])
     finally:
         os.chdir(here)
     captured = capsys.readouterr()
@@ -48,8 +49,7 @@ def flaky(tmp_path: Path) -> Path:
     for name, case_id in (("cases.jsonl", "add"), ("more.jsonl", "add-again")):
         (tmp_path / name).write_text(json.dumps({"id": case_id, "topic": "arithmetic", "reference": "7",
                                                  "reference_verified": True, "prompt": f"{case_id}: 3 + 4?"}) + "\n")
-    yield tmp_path
-    logging.getLogger("frontier_qa").setLevel(logging.NOTSET)  # what -v set, for the tests after this one
+    return tmp_path
 
 
 def test_without_v_retries_are_not_shown(flaky: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -65,9 +65,12 @@ def test_v_shows_each_retry_on_stderr_and_vv_debug(flaky: Path, capsys: pytest.C
     assert len(retries) == 2  # one per sample, k = 2
     assert retries[0].startswith("frontier-qa INFO frontier_qa.runtime.managed: ")
     assert "HTTP 503 from the upstream" in retries[0] and "retrying" not in out
-    assert logging.getLogger("frontier_qa").getEffectiveLevel() == logging.INFO
     # a new case in a fresh store: two first attempts again (the agent module stays loaded)
-    rc, out, err = _run(flaky, capsys, "-vv", store="second", cases="more.jsonl")
+    # rpm 1200: calls 50 ms apart, so the pacer waits, which only DEBUG shows
+    rc, out, err = _run(flaky, capsys, "-vv", store="second", cases="more.jsonl", rpm=1200)
     assert rc == 0, err
-    assert logging.getLogger("frontier_qa").getEffectiveLevel() == logging.DEBUG
+    assert "frontier-qa DEBUG frontier_qa.runtime.rate_limit: rate limit: waiting" in err
     assert sum("retrying a call to" in line for line in err.splitlines()) == 2  # one handler, not two
+    # the command is over: the process's logging is as it was
+    logger = logging.getLogger("frontier_qa")
+    assert logger.level == logging.NOTSET and not [h for h in logger.handlers if type(h).__name__ == "_Stderr"]
