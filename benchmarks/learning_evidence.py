@@ -238,7 +238,8 @@ def executor_part(seed: int, steps: int, root: Path, compare_grpo: bool, learnin
     labels_right = sum(r.pseudo_label == truth[r.task_id] for r in rows)
     before_scored = answer_tasks(start, heldout, 8, seed + 1, run / "heldout-start.jsonl")
     before = right_shares(before_scored, heldout)
-    out: dict[str, Any] = {"seed": seed, "pool": len(pool), "in_band": len(rows), "labels_right": labels_right,
+    out: dict[str, Any] = {"seed": seed, "plant": list(plant), "steps": steps, "learning_rate": learning_rate,
+                           "pool": len(pool), "in_band": len(rows), "labels_right": labels_right,
                            "pool_accuracy_start": round(sum(right_shares(scored, pool)) / len(pool), 3),
                            "heldout_tasks": len(heldout), "heldout_accuracy_start": round(sum(before) / len(before), 3),
                            "heldout_wrong_mode_start": round(wrong_mode_share(before_scored, heldout), 3),
