@@ -28,9 +28,13 @@ from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import BudgetExceededError, RunInterruptedError, TargetUnavailableError
 from frontier_qa.probing.regression import ReplayJudge, band_of
 from frontier_qa.probing.sequential import (
+    DEFAULT_PRIOR,
+    BandPosterior,
     Decision,
     SequentialConfig,
     Verdict,
+    band_posterior,
+    checkpoint_after,
     decide,
     decide_consistency,
     fit_prior,
@@ -71,12 +75,17 @@ def classify_case(
     band: tuple[float, float] = (0.3, 0.8),
     p_hat: float | None = None,
     stopped_by: str | None = None,
+    forced: bool = False,
+    posterior: BandPosterior | None = None,
+    confidence: float | None = None,
+    k: int | None = None,
+    fixed: bool = False,
 ) -> tuple[CaseClass, str]:
     """The class of a sampled case and why, in words.
 
     Args:
-        verdict: the band verdict (``IN_BAND``, ``ABOVE``, ``BELOW``); ``None`` when sampling
-            ended before a decision.
+        verdict: where sampling stopped (``IN_BAND``, ``ABOVE``, ``BELOW``; the leaning when
+            ``forced``); ``None`` when sampling ended before a decision.
         majority: the majority answer (pseudo-label ỹ), ``None`` when no sample answered.
         reference: the case's reference answer, if any.
         reference_verified: whether that reference was verified (solution program, trusted
@@ -88,12 +97,18 @@ def classify_case(
         band: (low, high) of the band, for the reason text.
         p_hat: the final p̂, for the reason text.
         stopped_by: why sampling ended early (``"budget"``...), for unresolved cases.
+        forced: the verdict is a leaning at k_max (or the failure budget), below the
+            configured confidence: the case is ``unresolved``, never frontier.
+        posterior: where p* lies relative to the band; the reason text states it.
+        confidence: the confidence the verdict had to reach (for the reason text).
+        k: counted samples, for the reason text.
+        fixed: the verdict is Agent0's fixed-k rule (p̂ in the band), not a posterior decision.
 
     Returns:
-        ``(case_class, reason)``.
+        ``(case_class, reason)``. The reason states the posterior (P(below), P(in band),
+        P(above)) and the interval of p*, so it never contradicts the band it prints.
     """
-    p = "—" if p_hat is None else f"{p_hat:.2f}"
-    where = f"[{band[0]:.2f}, {band[1]:.2f}]"
+    evidence = _evidence(band, p_hat, k, posterior, fixed)
     if verdict is None:
         return CaseClass.UNRESOLVED, f"sampling stopped ({stopped_by or 'no samples'}) before the band was decided"
     if n_answered == 0 and n_unparseable == 0:
@@ -106,36 +121,50 @@ def classify_case(
                 f"verified reference {reference!r}"
             )
         return CaseClass.SUSPECT, f"no sample gave an answer in the case's format ({n_unparseable} unparseable)"
+    if forced:
+        need = "" if confidence is None else f" (needed {confidence:.2f})"
+        leaning = {Verdict.IN_BAND: "in band", Verdict.BELOW: "below the band", Verdict.ABOVE: "above the band"}[verdict]
+        return CaseClass.UNRESOLVED, f"undecided at the sample limit{need}, leaning {leaning}: {evidence}"
     which = "verified" if reference_verified else "unverified"
     if verdict is Verdict.IN_BAND:
         # Agent0 §3.3: the uncertainty signal stands on its own; the reference only annotates it
         extra = ""
         if majority_correct is False:
             extra = f"; the majority {majority!r} also differs from the {which} reference"
-        return CaseClass.FRONTIER, f"p̂ = {p} inside the band {where}{extra}"
+        return CaseClass.FRONTIER, f"unsure: {evidence}{extra}"
     if verdict is Verdict.ABOVE:
         if reference_verified and majority_correct is not None:
             if majority_correct:
-                return CaseClass.PASS, "stable majority matches the verified reference"
-            return CaseClass.FAILURE, f"stable majority {majority!r} differs from the verified reference {reference!r}"
+                return CaseClass.PASS, f"stable majority matches the verified reference ({evidence})"
+            return CaseClass.FAILURE, (f"stable majority {majority!r} differs from the verified reference "
+                                       f"{reference!r} ({evidence})")
         if judge_verdict is not None:
             if judge_verdict:
-                return CaseClass.PASS, "stable majority judged correct"
-            return CaseClass.FAILURE, f"stable majority {majority!r} judged wrong"
+                return CaseClass.PASS, f"stable majority judged correct ({evidence})"
+            return CaseClass.FAILURE, f"stable majority {majority!r} judged wrong ({evidence})"
         if reference is not None and majority_correct is not None:
             if majority_correct:
-                return CaseClass.PASS, "stable majority matches the (unverified) reference"
+                return CaseClass.PASS, f"stable majority matches the (unverified) reference ({evidence})"
             return CaseClass.SUSPECT, (
                 f"stable majority {majority!r} differs from the unverified reference {reference!r} "
-                "(the reference may be wrong)"
+                f"(the reference may be wrong; {evidence})"
             )
-        return CaseClass.PASS, "stable majority; no reference to check it against"
+        return CaseClass.PASS, f"stable majority; no reference to check it against ({evidence})"
     if reference_verified and majority_correct is not True:
         missed = "no sample gave an answer" if majority is None else f"the majority {majority!r} misses it"
-        return CaseClass.FAILURE, (
-            f"answers scattered (p̂ = {p} below band) and {missed}: verified reference {reference!r}"
-        )
-    return CaseClass.SUSPECT, f"answers scattered, p̂ = {p} below band"
+        return CaseClass.FAILURE, f"answers scattered ({evidence}) and {missed}: verified reference {reference!r}"
+    return CaseClass.SUSPECT, f"answers scattered: {evidence}"
+
+
+def _evidence(band: tuple[float, float], p_hat: float | None, k: int | None, posterior: BandPosterior | None,
+              fixed: bool) -> str:
+    """p̂ with its k, and the posterior of p* (what a verdict rests on)."""
+    lo, hi = band
+    text = "p̂ = —" if p_hat is None else f"p̂ = {p_hat:.2f}" + ("" if k is None else f" at k = {k}")
+    if fixed:  # Agent0's rule: p̂ against the band, whatever the evidence
+        where = "inside" if p_hat is not None and lo - 1e-9 <= p_hat <= hi + 1e-9 else "outside"
+        text += f", {where} the band [{lo:.2f}, {hi:.2f}] (fixed k: Agent0's rule, no confidence)"
+    return text if posterior is None else f"{text}; {posterior.describe(band)}"
 
 
 # --- the judge ---------------------------------------------------------------------------
@@ -193,10 +222,11 @@ class CaseProber:
         self.on_round = on_round
         self.sampling = settings.run_sampling()
         self.policy: SequentialConfig | None = settings.policy()
-        self._start_prior = None if self.policy is None else self.policy.prior
+        self._start_prior = settings.prior or (DEFAULT_PRIOR if self.policy is None else self.policy.prior)
+        self.prior: MajorityPrior = self._start_prior
         self.band = (settings.band.low, settings.band.high)
         self.level = FIXED_K_LEVEL if self.policy is None else self.policy.level
-        self.observations: list[tuple[tuple[int, ...], int]] = []
+        self.observations: dict[str, tuple[tuple[int, ...], int]] = {}
         self._fitted_at = 0
         self._embedder: Any = None
         version = getattr(target, "version", None)
@@ -204,25 +234,39 @@ class CaseProber:
         self.target_version = None if found is None else str(found)
         self.stop_detail: str | None = None  # the error that stopped sampling (budget, unavailable target)
 
-    # -- the sequential prior (empirical Bayes on this run's cases) ---------------------------
-
-    @property
-    def prior(self) -> MajorityPrior | None:
-        return None if self.policy is None else self.policy.prior
+    # -- the population prior (empirical Bayes on this target's cases) ---------------------------
 
     def observe(self, record: CaseRecord) -> None:
-        """Remember a scored case's cluster sizes for the next prior refit."""
+        """Remember a scored case's cluster sizes for the next prior refit (latest record per case)."""
         if record.k - record.n_failed > 0:
-            self.observations.append((tuple(c.count for c in record.clusters), record.n_unparseable))
+            self.observations[record.id] = (tuple(c.count for c in record.clusters), record.n_unparseable)
 
     def refit(self, *, force: bool = False) -> None:
         """Refit the prior when ``prior_refit_every`` new cases came in (or now, if ``force``)."""
         every = self.settings.prior_refit_every
-        if self.policy is None or every <= 0 or not self.observations:
+        if every <= 0 or not self.observations:
             return
         if force or len(self.observations) - self._fitted_at >= every:
-            self.policy = replace(self.policy, prior=fit_prior(self.observations, start=self._start_prior))
+            self.prior = fit_prior(self.observations.values(), start=self._start_prior,
+                                   smoothing=self.settings.prior_smoothing)
+            if self.policy is not None:
+                self.policy = replace(self.policy, prior=self.prior)
             self._fitted_at = len(self.observations)
+
+    def first_round(self, prediction: float | None) -> int:
+        """Samples in a case's first round: one look later for cases predicted near the band.
+
+        A case the difficulty predictor (or the curriculum) expects near the band needs more
+        than one round anyway, so its first two rounds go out as one (fewer round trips, one
+        batch on a local model); cases predicted easy or hopeless start small.
+        """
+        assert self.policy is not None
+        c = self.policy
+        first = checkpoint_after(0, c.rounds, c.k_max)
+        lo, hi = self.band
+        if prediction is not None and lo - 0.05 <= prediction <= hi + 0.05:
+            first = checkpoint_after(first, c.rounds, c.k_max)
+        return first
 
     # -- scoring -------------------------------------------------------------------------------
 
@@ -276,27 +320,22 @@ class CaseProber:
 
     # -- one case ------------------------------------------------------------------------------
 
-    def _band_need(self, decision: Decision | None, k: int) -> int:
+    def _need(self, decision: Decision | None, k: int, prediction: float | None) -> int:
         """Samples the band decision still wants (0 once decided)."""
         if self.policy is None:
             return max(self.settings.k - k, 0)
         if decision is None:
-            decision = decide((), 0, 0, self.policy)
+            return self.first_round(prediction)
         return 0 if decision.stopped else decision.next_n
 
-    def _band(self, decision: Decision | None, consistency: Consistency | None, k: int) -> Verdict | None:
-        """The band verdict of the samples so far (``None`` until decided)."""
+    def _decision(self, consistency: Consistency, k: int) -> Decision | None:
+        """The band decision of the samples so far (fixed k: ``None`` until k samples)."""
         if self.policy is not None:
-            return decision.verdict if decision is not None and decision.stopped else None
-        if consistency is None or k < self.settings.k:
-            return None
-        if self.settings.band.contains(consistency.p_hat):
-            return Verdict.IN_BAND
-        return Verdict.BELOW if consistency.p_hat < self.band[0] else Verdict.ABOVE
+            return decide_consistency(consistency, self.policy)
+        return self._fixed_decision(consistency) if k >= self.settings.k else None
 
-    async def _sample(
-        self, case: Case, start: int, judge: ReplayJudge | None = None
-    ) -> tuple[list[Trajectory], list[Round], Verdict | None, str | None]:
+    async def _sample(self, case: Case, start: int, prediction: float | None, judge: ReplayJudge | None = None
+                      ) -> tuple[list[Trajectory], list[Round], Decision | None, str | None]:
         trajectories: list[Trajectory] = []
         rounds: list[Round] = []
         decision: Decision | None = None
@@ -304,14 +343,12 @@ class CaseProber:
         stop: str | None = None
         try:
             while True:
-                need = self._band_need(decision, len(trajectories))
+                need = self._need(decision, len(trajectories), prediction)
                 if judge is not None:
                     answers = list(consistency.answers) if consistency is not None else []
                     if len(answers) != len(trajectories):
                         answers = answers_of(case, trajectories)
-                    band = band_of(decision) if self.policy is not None else _fixed_band(
-                        self._band(decision, consistency, len(trajectories)))
-                    need = max(need, await judge.want(trajectories, answers, consistency, band))
+                    need = max(need, await judge.want(trajectories, answers, consistency, band_of(decision)))
                 if need == 0:
                     break
                 got = await self.target.sample(case, need, self.sampling, start=start + len(trajectories))
@@ -323,8 +360,7 @@ class CaseProber:
                 rounds.append(self._round(consistency))
                 if self.on_round is not None:
                     self.on_round(case, len(trajectories), consistency.p_hat)
-                if self.policy is not None:
-                    decision = decide_consistency(consistency, self.policy)
+                decision = self._decision(consistency, len(trajectories))
         except BudgetExceededError as err:
             stop = STOP_INTERRUPTED if isinstance(err, RunInterruptedError) else STOP_BUDGET
             self.stop_detail = err.message
@@ -332,14 +368,26 @@ class CaseProber:
             stop, self.stop_detail = STOP_UNAVAILABLE, err.message
         if stop == StopReason.NO_SAMPLES:
             return trajectories, rounds, None, stop
-        verdict = None if stop is not None else self._band(decision, consistency, len(trajectories))
+        if stop is not None:
+            decision = None
         if judge is not None:
-            band = band_of(decision) if self.policy is not None else _fixed_band(verdict)
-            await judge.finish(consistency, band)
-        return trajectories, rounds, verdict, stop
+            await judge.finish(consistency, band_of(decision))
+        return trajectories, rounds, decision, stop
+
+    def _fixed_decision(self, consistency: Consistency) -> Decision:
+        """Agent0's fixed-k verdict (p̂ in the band), with the posterior for the record's reason."""
+        counts = [c.size for c in consistency.clusters]
+        post = band_posterior(counts, consistency.n_unparseable, band=self.band, prior=self.prior)
+        p = consistency.p_hat
+        verdict = (Verdict.IN_BAND if self.settings.band.contains(p)
+                   else Verdict.BELOW if p < self.band[0] else Verdict.ABOVE)
+        top = counts[0] if counts else 0
+        return Decision(verdict, 0, consistency.k, consistency.n_failed, p,
+                        wilson_interval(top, consistency.k, self.level), post, False, "fixed k")
 
     async def probe(self, case: Case, *, run_id: str, verified: bool, start: int = 0,
-                    judge: ReplayJudge | None = None) -> tuple[CaseRecord, str | None]:
+                    prediction: float | None = None, judge: ReplayJudge | None = None
+                    ) -> tuple[CaseRecord, str | None]:
         """Sample, score and classify one case.
 
         Args:
@@ -347,6 +395,7 @@ class CaseProber:
             run_id: the run the record belongs to.
             verified: whether ``case.reference`` is verified.
             start: the first sample index (replays use indices no earlier run drew).
+            prediction: the case's predicted p̂, if any (sizes the first round).
             judge: a replay's regression test; sampling goes on until it decides too.
 
         Returns:
@@ -354,14 +403,16 @@ class CaseProber:
             that ended sampling (the run should stop), else ``None``.
         """
         started = utc_now()
-        trajectories, rounds, verdict, stop = await self._sample(case, start, judge)
+        trajectories, rounds, decision, stop = await self._sample(case, start, prediction, judge)
+        verdict = None if decision is None else decision.verdict
         consistency = await self.score(case, trajectories)
         majority, reference = consistency.majority, case.reference
         majority_correct = None
         if reference is not None and majority is not None:
             majority_correct = await self.matches(majority, reference, case.answer_format)
         judged = None
-        if verdict is Verdict.ABOVE and not verified and self.judge is not None and majority is not None:
+        confident = decision is not None and not decision.forced
+        if verdict is Verdict.ABOVE and confident and not verified and self.judge is not None and majority is not None:
             judged, text = await self._ask_judge(case, majority)
             meta = dict(case.metadata)
             meta["judge"] = {"target": self.judge.id, "verdict": judged, "text": text[-500:]}
@@ -384,7 +435,21 @@ class CaseProber:
             band=self.band,
             p_hat=consistency.p_hat if consistency.k else None,
             stopped_by=stop,
+            forced=decision is not None and decision.forced,
+            posterior=None if decision is None else decision.posterior,
+            confidence=self._confidence(verdict),
+            k=consistency.k - consistency.n_failed,
+            fixed=self.policy is None,
         )
+        if decision is not None:
+            post = decision.posterior
+            meta = dict(case.metadata)
+            meta["band_posterior"] = {
+                "below": round(post.below, 4), "inside": round(post.inside, 4), "above": round(post.above, 4),
+                "credible": [round(post.credible[0], 4), round(post.credible[1], 4)], "level": post.level,
+                "leaning": post.leaning, "forced": decision.forced, "confidence": self._confidence(verdict),
+            }
+            case = replace(case, metadata=meta)
         answers = (
             list(consistency.answers)
             if len(consistency.answers) == len(trajectories)
@@ -410,6 +475,11 @@ class CaseProber:
         )
         return record, stop
 
+    def _confidence(self, verdict: Verdict | None) -> float | None:
+        if self.policy is None:
+            return None
+        return self.policy.confidence if verdict in (Verdict.IN_BAND, None) else self.policy.out_confidence
+
     def invalid(self, proposal: Proposal, reason: str, *, run_id: str) -> CaseRecord:
         """The record of a proposal that failed validation (never sampled)."""
         return case_record(
@@ -425,11 +495,6 @@ class CaseProber:
             seed=self.sampling.seed,
             reason=reason,
         )
-
-
-def _fixed_band(verdict: Verdict | None) -> str | None:
-    return None if verdict is None else {Verdict.IN_BAND: "in_band", Verdict.ABOVE: "above",
-                                         Verdict.BELOW: "below"}.get(verdict)
 
 
 __all__ = ["TOOL_CALLS_FORMAT", "CaseProber", "answers_of", "classify_case", "judge_prompt", "parse_judge_verdict"]

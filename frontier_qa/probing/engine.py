@@ -111,7 +111,7 @@ class ProbeResult:
         candidates: proposals considered (all shards' share of the curriculum).
         skipped: proposals skipped by difficulty prediction.
         calibration: how well difficulty predictions matched observed p̂ (``None`` without any).
-        prior: the sequential policy's population prior at the end (``None`` for fixed k).
+        prior: the population prior learnt by the end (empirical Bayes; fixed k uses it for reasons).
         stop_detail: the error behind a budget or unavailable-target stop.
         stop_source: which model stopped the run that way: ``"target"`` or ``"curriculum"``.
     """

@@ -6,7 +6,8 @@ public entry points in :mod:`frontier_qa.probing.engine` ask for:
 * **start / resume**: a new run writes its :class:`~frontier_qa.store.records.RunRecord`; a resumed
   one reloads its finished cases (unresolved ones are probed again: the cache returns the
   samples they already paid for) and rebuilds what the interrupted run had learnt (the
-  sequential prior, the difficulty predictor, near-duplicate memory);
+  population prior, the difficulty predictor, near-duplicate memory); the prior also starts
+  from the store's earlier cases of the same target;
 * **replay**: stored cases again with *fresh* sample indices (after every index this target
   ever drew for the case), compared with their last record;
 * **generate**: propose → validate (every shard checks the whole batch, so validity never
@@ -77,7 +78,8 @@ def config_hash(settings: ProbeSettings, target_id: str, curriculum_name: str = 
     keep = {
         name: getattr(settings, name)
         for name in ("band", "k", "sequential", "sampling", "batch_size", "seed", "predict_difficulty",
-                     "explore_rate", "verify_references", "prior_refit_every", "judge_sampling")
+                     "explore_rate", "verify_references", "prior_refit_every", "prior_smoothing", "prior",
+                     "prior_from_store", "judge_sampling")
     }  # fmt: skip
     keep["shards"] = settings.shard.count if settings.shard else 1
     payload = json.dumps(
@@ -290,7 +292,15 @@ class ProbeRun:
                     target_version=target_version,
                 )
             )
-        self.known = frozenset(r.id for r in self.store.case_records() if r.run_id != self.run_id)
+        earlier = [r for r in self.store.case_records() if r.run_id != self.run_id]
+        self.known = frozenset(r.id for r in earlier)
+        if self.settings.prior_from_store:
+            # the population prior starts from this target's earlier cases (their latest records)
+            mine = latest_by((r for r in earlier if r.target_id == self.target.id), lambda r: r.id)
+            for record in mine.values():
+                if record.case_class is not CaseClass.INVALID and record.id not in self.recorded:
+                    self.prober.observe(record)
+            self.prober.refit(force=True)
         # near-duplicate memory as the interrupted run had it: replayed cases now; generated
         # ones come back as the curriculum proposes them again
         for record in self.records():
@@ -382,13 +392,18 @@ class ProbeRun:
     # -- one case -------------------------------------------------------------------------------
 
     async def probe_one(self, case: Case, *, verified: bool, start: int = 0, prediction: float | None = None,
-                        judge: ReplayJudge | None = None) -> CaseRecord | None:
-        """Probe and record one case; ``None`` when the run stopped before it began."""
+                        hint: float | None = None, judge: ReplayJudge | None = None) -> CaseRecord | None:
+        """Probe and record one case; ``None`` when the run stopped before it began.
+
+        ``prediction`` is the difficulty predictor's p̂ (learnt from and reported on);
+        ``hint`` any predicted p̂ (predictor or curriculum), which sizes the first round;
+        ``judge`` a replay's regression test.
+        """
         async with self.gate:
             if self.stop_reason is not None:
                 return None
             record, stop = await self.prober.probe(case, run_id=self.run_id, verified=verified, start=start,
-                                                   judge=judge)
+                                                   prediction=prediction if hint is None else hint, judge=judge)
             if stop is not None:  # before the gate opens: cases still waiting must not start
                 self.stop(stop, self.prober.stop_detail, "target")
             if stop == STOP_INTERRUPTED:  # not recorded half-done: resume probes it again from the cache
@@ -500,7 +515,8 @@ class ProbeRun:
                 self.skipped += 1
                 self.emit("skipped", case_id=case.id, p_hat=prediction, message="predicted too easy or too hard")
                 continue
-            jobs.append((i, self.probe_one(case, verified=check.verified, prediction=prediction)))
+            hint = prediction if prediction is not None else result.proposal.predicted_pass_rate
+            jobs.append((i, self.probe_one(case, verified=check.verified, prediction=prediction, hint=hint)))
         for i, record in zip([i for i, _ in jobs], await gather_or_cancel([job for _, job in jobs]), strict=True):
             if record is not None:
                 done[i] = record

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing.sequential import SequentialConfig
+from frontier_qa.probing.sequential import MajorityPrior, SequentialConfig
 from frontier_qa.scoring.bands import AGENT0_BAND, Band
 from frontier_qa.store.case_store import Shard
 from frontier_qa.store.comparison import RegressionPolicy
@@ -41,8 +41,13 @@ class ProbeSettings:
         shard: probe only the cases with ``shard_of(id, n) == i`` (CI sharding).
         replay_first: replay the store's cases for this target before generating new ones.
         verify_references: run each proposal's solution program in the sandbox.
-        prior_refit_every: refit the sequential prior on this run's cases every this many
+        prior_refit_every: refit the population prior (empirical Bayes) every this many new
             cases (0: never).
+        prior_smoothing: pseudo-cases of the starting prior in each refit (how slowly the
+            prior leaves it).
+        prior: the starting population prior (``None``: the policy's, uninformed).
+        prior_from_store: start from the store's earlier cases of this target (their latest
+            records): a second run of a target decides its first cases as well as its last.
         replay_scope: ``"target"``: replay cases recorded for this target id; ``"all"``: for
             any target (a new agent version usually has a new id).
         max_replay: replay at most this many cases (failures first); ``None``: all.
@@ -72,7 +77,10 @@ class ProbeSettings:
     shard: Shard | None = None
     replay_first: bool = True
     verify_references: bool = True
-    prior_refit_every: int = 25
+    prior_refit_every: int = 10
+    prior_smoothing: float = 10.0
+    prior: MajorityPrior | None = None
+    prior_from_store: bool = True
     replay_scope: str = "target"
     max_replay: int | None = None
     judge_sampling: Sampling = Sampling(temperature=0.0, max_tokens=512)
@@ -97,6 +105,7 @@ class ProbeSettings:
         need(self.max_concurrent_cases >= 1, "max_concurrent_cases", "an integer >= 1")
         need(0.0 <= self.explore_rate <= 1.0, "explore_rate", "in [0, 1]")
         need(self.prior_refit_every >= 0, "prior_refit_every", "an integer >= 0 (0: never refit)")
+        need(self.prior_smoothing > 0, "prior_smoothing", "a number of pseudo-cases > 0")
         need(self.replay_scope in ("target", "all"), "replay_scope", "'target' or 'all'")
         need(self.max_replay is None or self.max_replay >= 0, "max_replay", ">= 0 or None")
         need(self.seen_window >= 0, "seen_window", "an integer >= 0")

@@ -86,6 +86,30 @@ def test_classification_rules_follow_the_brief() -> None:
     # no decision, or nothing but failed calls → unresolved
     assert cls(None, stopped_by="budget") is CaseClass.UNRESOLVED
     assert cls(Verdict.BELOW, n_answered=0, n_unparseable=0) is CaseClass.UNRESOLVED
+    # a forced stop (the sample limit reached below the confidence) is unresolved, whatever it leans to
+    for verdict in (Verdict.IN_BAND, Verdict.BELOW, Verdict.ABOVE):
+        assert cls(verdict, forced=True) is CaseClass.UNRESOLVED
+
+
+def test_reasons_state_the_posterior_and_never_contradict_the_band() -> None:
+    from frontier_qa.probing.sequential import band_posterior
+
+    # the issue's snail case: p̂ = 0.33 is inside [0.30, 0.80], yet four answers in six say "below"
+    post = band_posterior((2, 2, 1, 1))
+    base = {"majority": "4", "reference": None, "reference_verified": False, "majority_correct": None,
+            "p_hat": 2 / 6, "k": 6, "posterior": post, "confidence": 0.9}
+    cls, reason = classify_case(Verdict.BELOW, **base)
+    assert cls is CaseClass.SUSPECT
+    assert reason == ("answers scattered: p̂ = 0.33 at k = 6; P(below, in, above the band [0.30, 0.80]) = "
+                      f"{post.below:.2f}, {post.inside:.2f}, {post.above:.2f}; p* 90% interval "
+                      f"[{post.credible[0]:.2f}, {post.credible[1]:.2f}]")
+    assert "below band" not in reason
+    cls, reason = classify_case(Verdict.IN_BAND, forced=True, **base)
+    assert cls is CaseClass.UNRESOLVED
+    assert reason.startswith("undecided at the sample limit (needed 0.90), leaning in band: p̂ = 0.33 at k = 6; P(")
+    # fixed k (Agent0's rule) says so, and still shows the posterior
+    cls, reason = classify_case(Verdict.IN_BAND, fixed=True, **{**base, "confidence": None})
+    assert cls is CaseClass.FRONTIER and "inside the band [0.30, 0.80] (fixed k: Agent0's rule, no confidence)" in reason
 
 
 def test_judge_verdicts_are_parsed_from_the_last_verdict_line() -> None:
@@ -132,16 +156,20 @@ def test_inconsistent_topic_is_the_frontier(tmp_path: Path) -> None:
                        **{f"weekdays-{i}": CaseClass.FRONTIER for i in range(4)}}
     rows = {row.topic: row for row in summarize(result.records).by_topic}
     assert rows["weekdays"].frontier_share == 1.0 and rows["arithmetic"].frontier_share == 0.0
-    # sequential rounds of 3, 2, 2: a 50/50 coin is in band at (4, 3); a sure answer above it at (7,)
+    # sequential rounds of 3, 2, 2: a 50/50 coin is in band at (4, 3) (P = 0.91 ≥ 0.9); a sure
+    # answer above it at (5,) (P = 0.84 ≥ 0.8, the policy's confidence for out-of-band stops)
     weekday = by_id(result.records)["weekdays-0"]
     assert [r.k for r in weekday.rounds] == [3, 5, 7] and weekday.p_hat == pytest.approx(4 / 7)
     assert weekday.interval is not None and weekday.interval.contains(4 / 7)
+    assert weekday.reason.startswith("unsure: p̂ = 0.57 at k = 7; P(below, in, above the band [0.30, 0.80]) = ")
+    assert weekday.case.metadata["band_posterior"]["inside"] >= 0.9
+    assert [r.k for r in by_id(result.records)["arithmetic-0"].rounds] == [3, 5]
     assert result.stop_reason == "curriculum exhausted" and result.run.finished
     assert result.counts[CaseClass.FRONTIER] == 4 and result.candidates == 8
     kinds = {e.kind for e in events}
     assert {"proposed", "validated", "sampled", "classified", "stopped"} <= kinds
     assert events[-1].kind == "stopped" and events[-1].counts["frontier"] == 4
-    assert events[-1].budget is not None and events[-1].budget.startswith("calls 56")
+    assert events[-1].budget is not None and events[-1].budget.startswith("calls 48")
     # the curriculum heard every outcome, in proposal order
     assert [(o.proposal.case.id, o.case_class) for o in cur.outcomes] == [
         (p.case.id, classes[p.case.id].value) for p in cur.proposals]
@@ -259,12 +287,12 @@ def test_budget_exhaustion_stops_gracefully_and_resume_pays_nothing_twice(tmp_pa
     adapter = ScriptedAdapter(always_right)
     settings = replace(QUIET, max_concurrent_cases=1)
     proposals = arithmetic_cases(4)
-    # an always-right case needs 3 + 2 + 2 = 7 calls; 10 calls: one pass, then 3 samples of the next
-    first = run(probe(open_scripted(adapter, cache, budget=Budget(max_calls=10)), static_curriculum(proposals),
+    # an always-right case needs 3 + 2 = 5 calls; 8 calls: one pass, then 3 samples of the next
+    first = run(probe(open_scripted(adapter, cache, budget=Budget(max_calls=8)), static_curriculum(proposals),
                       settings, store=store, run_id="budget-run"))
     assert first.stop_reason == "budget" and not first.run.finished
     assert [(r.id, r.case_class, r.k) for r in first.records] == [
-        ("arithmetic-0", CaseClass.PASS, 7), ("arithmetic-1", CaseClass.UNRESOLVED, 3)]
+        ("arithmetic-0", CaseClass.PASS, 5), ("arithmetic-1", CaseClass.UNRESOLVED, 3)]
     assert store_ids(store, "budget-run") == ["arithmetic-0", "arithmetic-1"]  # nothing lost
     assert "budget" in (first.records[1].reason or "") and first.run.totals.cases == 2
     with pytest.raises(ConfigError, match="already in the store"):
@@ -273,8 +301,8 @@ def test_budget_exhaustion_stops_gracefully_and_resume_pays_nothing_twice(tmp_pa
                        run_id="budget-run", resume=True))
     assert second.stop_reason == "curriculum exhausted" and second.run.finished
     assert [r.case_class for r in second.records] == [CaseClass.PASS] * 4
-    # every sample paid for once: 4 cases x 7 samples, the unresolved case's 3 came from the cache
-    assert adapter.samples == 28 and adapter.samples_for("arithmetic-1") == list(range(7))
+    # every sample paid for once: 4 cases x 5 samples, the unresolved case's 3 came from the cache
+    assert adapter.samples == 20 and adapter.samples_for("arithmetic-1") == list(range(5))
     latest = store.latest(run_id="budget-run")
     assert latest["arithmetic-1"].case_class is CaseClass.PASS and len(latest) == 4
     with pytest.raises(StoreError, match="nothing to resume"):
@@ -331,9 +359,9 @@ def test_replay_first_reports_regression_and_flaky(tmp_path: Path) -> None:
     verdicts = {c.case_id: c.verdict for c in second.comparisons}
     assert verdicts == {"stable": ReplayVerdict.REGRESSION, "shaky": ReplayVerdict.FLAKY}
     assert second.verdicts[ReplayVerdict.REGRESSION] == 1
-    # fresh samples: the replay drew indices 7.. (the cache could not hand back the old answers)
-    assert adapter.samples_for("stable")[:8] == [0, 1, 2, 3, 4, 5, 6, 7]
-    assert by_id(second.records)["stable"].samples[0].sample_index == 7
+    # fresh samples: the replay drew indices 5.. (the cache could not hand back the old answers)
+    assert adapter.samples_for("stable")[:6] == [0, 1, 2, 3, 4, 5]
+    assert by_id(second.records)["stable"].samples[0].sample_index == 5
 
 
 def test_replay_alone_can_replay_a_committed_suite(tmp_path: Path) -> None:
@@ -391,12 +419,12 @@ def test_sequential_sampling_uses_fewer_calls_than_fixed_k(tmp_path: Path) -> No
     seq = run(probe(open_scripted(seq_adapter), static_curriculum(proposals),
                     replace(QUIET, prior_refit_every=4, batch_size=4), store=CaseStore(tmp_path / "seq")))
     assert fixed_adapter.samples == 12 * 10
-    # batch 1: four easy cases at the uninformed prior, 7 calls each; refit on (7,) x 4, then
+    # batch 1: four easy cases at the uninformed prior, 5 calls each; refit on (5,) x 4, then
     # an easy case stops after one round of 3; the weekday coins still need 7
-    assert [seq.records[i].k for i in range(4)] == [7, 7, 7, 7]
-    assert seq_adapter.samples == 4 * 7 + 6 * 3 + 2 * 7 == 60
+    assert [seq.records[i].k for i in range(4)] == [5, 5, 5, 5]
+    assert seq_adapter.samples == 4 * 5 + 6 * 3 + 2 * 7 == 52
     assert {r.id: r.case_class for r in seq.records} == {r.id: r.case_class for r in fixed.records}
-    assert seq.prior is not None and seq.prior != DEFAULT_PRIOR and fixed.prior is None
+    assert seq.prior != DEFAULT_PRIOR and fixed.prior != DEFAULT_PRIOR  # both learn the population
 
 
 def test_difficulty_prediction_skips_predicted_trivial_cases(tmp_path: Path) -> None:

@@ -41,11 +41,11 @@ def _sampler(labels):
 # --- hand-checked decisions -------------------------------------------------------------
 
 
-def test_ten_agreeing_answers_stop_above_after_three_rounds():
+def test_agreeing_answers_stop_above_after_two_rounds():
     decision, labels = run_sequential(_sampler(["42"] * 10), CONFIG)
-    # Default (uninformed) prior: P(above) = 0.71 after 3, 0.84 after 5, 0.91 after 7 agreeing.
+    # Default (uninformed) prior: P(above) = 0.70 after 3 agreeing, 0.84 after 5 (≥ 0.8 for out of band).
     assert decision.verdict is Verdict.ABOVE
-    assert len(labels) == 7 and decision.k == 7 and not decision.forced
+    assert len(labels) == 5 and decision.k == 5 and not decision.forced
     assert decision.p_hat == 1.0
     assert decide([3], config=CONFIG).verdict is Verdict.CONTINUE
     assert decide([3], config=CONFIG).next_n == 2
@@ -277,3 +277,72 @@ def test_all_unparseable_samples_are_not_called_in_band() -> None:
     assert decision.verdict is Verdict.BELOW
     # and one answer among five unparseable is still below, not in band
     assert decide((1,), 5, 0, SequentialConfig(k_max=6)).verdict is Verdict.BELOW
+
+
+# --- the scatter rest model, forced stops, named policies --------------------------------
+
+
+def test_scatter_posterior_matches_brute_force_simulation_of_the_model():
+    """Rejection sampling when the other answers are Dirichlet(α = 2) over m = 5: cases showing (2, 1, 1)."""
+    prior = MajorityPrior(shares=(0.2, 0.45), thetas=(), weights=(0.5, 0.5), unparseable=(0.5, 20.0),
+                          scatter=((2.0, 5),))
+    rng = np.random.default_rng(11)
+    n = 150_000
+    v = rng.choice([0.2, 0.45], n)
+    u = rng.beta(0.5, 20.0, n)
+    probs = np.concatenate([v[:, None], (1 - v)[:, None] * rng.dirichlet(np.full(5, 2.0), n)], axis=1)
+    p_star = (1 - u) * probs.max(axis=1)
+    cum = np.cumsum(probs, axis=1)
+    labels = np.stack([(rng.random(n)[:, None] < cum).argmax(axis=1) for _ in range(4)], axis=1)
+    ok = np.all(np.stack([rng.random(n) >= u for _ in range(4)], axis=1), axis=1)
+    distinct = 1 + (np.diff(np.sort(labels, axis=1), axis=1) != 0).sum(axis=1)
+    accept = ok & (distinct == 3)
+    assert accept.sum() > 40_000
+    post = band_posterior([2, 1, 1], band=(0.3, 0.4), prior=prior, draws=8192)
+    assert post.below == pytest.approx(np.mean(p_star[accept] < 0.3), abs=0.015)
+    assert post.above == pytest.approx(np.mean(p_star[accept] > 0.4), abs=0.015)
+    assert 0.05 < post.above and 0.05 < post.below
+    assert post.mean == pytest.approx(np.mean(p_star[accept]), abs=0.01)
+
+
+def test_even_scatter_is_not_read_as_a_leader():
+    # Ten answers near 0.1 each can show (4, 3, 2, 2, 1) in 12: the scatter model shrinks the 4
+    # towards the others, a DP-only prior takes it at face value.
+    dp_only = MajorityPrior.jeffreys(scatter=())
+    scattered = fit_prior([((2, 2, 1, 1, 1, 1, 1, 1, 1, 1), 0)] * 30)
+    assert band_posterior((4, 3, 2, 2, 1), prior=scattered).inside < band_posterior((4, 3, 2, 2, 1), prior=dp_only).inside
+
+
+def test_forced_stop_keeps_the_leaning_but_is_never_in_band():
+    cfg = SequentialConfig(k_max=4, confidence=0.99)
+    d = decide([2, 2], config=cfg)
+    assert d.stopped and d.forced and d.verdict is Verdict.IN_BAND and not d.in_band
+    assert "undecided, leaning in band" in d.reason
+    assert decide([5, 5], config=CONFIG).in_band  # a confident stop is
+
+
+def test_out_of_band_confidence_is_asymmetric():
+    strict = SequentialConfig(confidence_out=0.95)
+    assert decide([5], config=CONFIG).verdict is Verdict.ABOVE  # 0.84 ≥ 0.8
+    assert decide([5], config=strict).verdict is Verdict.CONTINUE
+    assert SequentialConfig(confidence_out=None).out_confidence == 0.9
+    with pytest.raises(ConfigError, match="confidence_out"):
+        SequentialConfig(confidence_out=1.0)
+
+
+def test_named_policies():
+    from frontier_qa.probing.sequential import DEFAULT_POLICY, POLICIES, policy
+
+    assert DEFAULT_POLICY in POLICIES and policy("fixed").sequential is None and policy("fixed").k == 10
+    assert policy("calibrated").sequential == SequentialConfig()  # the class defaults are the default policy
+    for p in POLICIES.values():
+        assert p.sequential is None or p.sequential.confidence >= 0.9  # a frontier always needs 90 %
+    with pytest.raises(ConfigError, match="calibrated, economy, thorough, fixed"):
+        policy("cheap")
+
+
+def test_prior_round_trips_through_json():
+    prior = fit_prior([((3,), 0), ((2, 1), 1)])
+    assert MajorityPrior.from_json(prior.to_json()) == prior
+    with pytest.raises(ConfigError, match="not a MajorityPrior"):
+        MajorityPrior.from_json({"shares": [0.5]})
