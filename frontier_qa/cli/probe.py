@@ -47,6 +47,7 @@ from frontier_qa.config import (
 )
 from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from frontier_qa.probing.sequential import POLICIES
 from frontier_qa.store.case_store import CaseStore, encode_line
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
 from frontier_qa.store.stop_reason import StopReason
@@ -65,6 +66,7 @@ _PROGRESS = typer.Option("auto", "--progress", help="auto | rich | plain | off (
 _SHOW = typer.Option(False, "--show-config", help="Print the resolved configuration and exit.")
 _WAIT = typer.Option(False, "--wait", help="If another process is writing this run, wait for it instead of exit 2.")
 _NO_CACHE = typer.Option(False, "--no-cache", help="Sample afresh: neither read nor write the sample cache.")
+_POLICY_HELP = "Sampling policy: " + "; ".join(f"{p.name}: {p.summary}" for p in POLICIES.values()) + "."
 
 
 # --- flags → config ------------------------------------------------------------------------------
@@ -122,6 +124,7 @@ FLAGS: dict[str, FlagRule] = {
     "budget_tokens": _to("budget.max_tokens", "--budget-tokens"),
     "max_cost_usd": _to("budget.max_cost_usd", "--max-cost-usd"),
     "k": _to("probing.k", "--k"),
+    "policy": _to("probing.policy", "--policy"),
     "band": lambda value: [Override("probing.band", _band(value), f"--band {value}")],
     "max_candidates": _to("probing.max_candidates", "--max-candidates"),
     "concurrency": _to("probing.concurrency", "--concurrency"),
@@ -417,6 +420,7 @@ def probe_command(
     budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens", help="Most tokens of the run."),
     max_cost_usd: Optional[float] = typer.Option(None, "--max-cost-usd", help="Most US dollars of the run."),
     k: Optional[int] = typer.Option(None, "--k", help="Samples per case (the most, with sequential sampling)."),
+    policy: Optional[str] = typer.Option(None, "--policy", help=_POLICY_HELP),
     band: Optional[str] = typer.Option(None, "--band", help="agent0 | tool-r0 | LOW:HIGH."),
     max_candidates: Optional[int] = typer.Option(None, "--max-candidates", help="Proposals considered in total."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Cases sampled at once."),
@@ -443,7 +447,7 @@ def probe_command(
     """Probe a target: generate cases, sample them, classify, record, report and gate."""
     flags = {"target": target, "curriculum": curriculum, "domain": domain, "topic": topic, "tools": tools,
              "budget_calls": budget_calls, "budget_tokens": budget_tokens, "max_cost_usd": max_cost_usd, "k": k,
-             "band": band, "max_candidates": max_candidates, "concurrency": concurrency, "seed": seed,
+             "policy": policy, "band": band, "max_candidates": max_candidates, "concurrency": concurrency, "seed": seed,
              "judge": judge, "critic": critic, "out": out, "store": store, "shard": shard, "no_replay": no_replay,
              "frontier_as_failure": frontier_as_failure, "max_failures": max_failures,
              "max_frontier_share": max_frontier_share, "max_regressions": max_regressions, "formats": formats,
@@ -493,6 +497,7 @@ def replay_command(
     budget_calls: Optional[int] = typer.Option(None, "--budget-calls", help="Most model calls."),
     max_cost_usd: Optional[float] = typer.Option(None, "--max-cost-usd", help="Most US dollars."),
     k: Optional[int] = typer.Option(None, "--k", help="Samples per case."),
+    policy: Optional[str] = typer.Option(None, "--policy", help=_POLICY_HELP),
     seed: Optional[int] = typer.Option(None, "--seed", help="The run's seed."),
     judge: Optional[str] = typer.Option(None, "--judge", help="Judge model spec."),
     out: Optional[Path] = _OUT,
@@ -515,7 +520,7 @@ def replay_command(
 ) -> None:
     """Hold stored cases (or a committed suite) to their baselines; report regressions. Never changes a baseline."""
     flags = {"target": target, "suite": suite, "scope": scope, "max_replay": max_replay, "budget_calls": budget_calls,
-             "max_cost_usd": max_cost_usd, "k": k, "seed": seed, "judge": judge, "out": out, "store": store,
+             "max_cost_usd": max_cost_usd, "k": k, "policy": policy, "seed": seed, "judge": judge, "out": out, "store": store,
              "shard": shard, "frontier_as_failure": frontier_as_failure, "max_failures": max_failures,
              "max_regressions": max_regressions, "max_flaky": max_flaky, "max_inconclusive": max_inconclusive,
              "formats": formats, "no_cache": no_cache}

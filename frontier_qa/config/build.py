@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -19,7 +20,7 @@ import yaml
 from frontier_qa.config.schema import BandRange, GateConfig, ModelConfig, ProbeConfig, TargetConfig
 from frontier_qa.curricula.base import Curriculum
 from frontier_qa.errors import ConfigError, read_text
-from frontier_qa.probing.sequential import SequentialConfig
+from frontier_qa.probing.sequential import MajorityPrior, policy
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import Validator
 from frontier_qa.reports.gate import GateThresholds
@@ -110,10 +111,17 @@ def build_settings(config: ProbeConfig) -> ProbeSettings:
     else:
         band = TOOL_R0_BAND if p.band == "tool-r0" else AGENT0_BAND
     s = p.sampling
+    chosen = policy("fixed" if p.sequential is False else p.policy)
+    sequential = chosen.sequential
+    if sequential is not None:
+        overrides = {"confidence": p.confidence, "confidence_out": p.confidence_out}
+        sequential = replace(sequential, **{key: value for key, value in overrides.items() if value is not None})
     return ProbeSettings(
         band=band,
-        k=p.k,
-        sequential=SequentialConfig(confidence=p.confidence) if p.sequential else None,
+        k=p.k if p.k is not None else chosen.k,
+        sequential=sequential,
+        prior=_prior(config) if p.prior else None,
+        prior_from_store=p.prior_from_store,
         sampling=Sampling(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,
                           stop=tuple(s.stop), seed=s.seed),
         batch_size=p.batch_size,
@@ -139,6 +147,22 @@ def regression_policy(config: ProbeConfig) -> RegressionPolicy:
     """The ``regression`` section as the replay's :class:`~frontier_qa.store.comparison.RegressionPolicy`."""
     r = config.regression
     return RegressionPolicy(alpha=r.alpha, looks=tuple(r.looks), min_drop=r.min_drop, futility=r.futility)
+
+
+def _prior(config: ProbeConfig) -> MajorityPrior:
+    """``probing.prior``: a population prior saved with ``MajorityPrior.to_json``."""
+    path = config.probing.prior
+    assert path is not None
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise config.error("probing.prior", f"cannot read {path}: {err.strerror}", "check the path") from None
+    except json.JSONDecodeError as err:
+        raise config.error("probing.prior", f"{path} is not JSON: {err}", "write it with MajorityPrior.to_json()") from None
+    try:
+        return MajorityPrior.from_json(data)
+    except ConfigError as err:
+        raise config.error("probing.prior", f"{path}: {err.message}", err.hint or "") from None
 
 
 def gate_thresholds(gate: GateConfig) -> GateThresholds:

@@ -172,9 +172,15 @@ class BandRange(_Section):
 class ProbingConfig(_Section):
     """How cases are sampled, classified and when the run stops."""
 
-    k: int = Field(10, ge=1, description="samples per case (k_max with sequential sampling)")
-    sequential: bool = Field(True, description="stop sampling a case once its band is clear")
-    confidence: float = Field(0.9, gt=0.5, lt=1, description="sequential: posterior confidence to stop")
+    policy: Literal["calibrated", "economy", "thorough", "fixed"] = Field(
+        "calibrated", description="how cases are sampled: calibrated (default), economy, thorough or fixed (Agent0)")
+    k: Optional[int] = Field(None, ge=1, description="samples per case (fixed) or the most (sequential); null: the policy's")
+    sequential: Optional[bool] = Field(None, description="false: the fixed policy (kept for old configs)")
+    confidence: Optional[float] = Field(None, gt=0.5, lt=1, description="posterior confidence a frontier needs; null: the policy's")
+    confidence_out: Optional[float] = Field(
+        None, gt=0.5, lt=1, description="posterior confidence of the other classes; null: the policy's")
+    prior: Optional[str] = Field(None, description="a population prior to start from (JSON, MajorityPrior.to_json)")
+    prior_from_store: bool = Field(True, description="start the prior from the store's earlier cases of this target")
     band: Union[Literal["agent0", "tool-r0"], BandRange] = Field(
         "agent0", description="agent0 (0.3 ≤ p̂ ≤ 0.8), tool-r0 (0.25–0.75) or {low, high}"
     )

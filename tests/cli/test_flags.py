@@ -25,6 +25,7 @@ PROBE_CASES: dict[str, tuple[list[str], str, object]] = {
     "budget_tokens": (["--budget-tokens", "9"], "budget.max_tokens", 9),
     "max_cost_usd": (["--max-cost-usd", "1.5"], "budget.max_cost_usd", 1.5),
     "k": (["--k", "3"], "probing.k", 3),
+    "policy": (["--policy", "economy"], "probing.policy", "economy"),
     "band": (["--band", "0.2:0.7"], "probing.band", {"low": 0.2, "high": 0.7}),
     "max_candidates": (["--max-candidates", "5"], "probing.max_candidates", 5),
     "concurrency": (["--concurrency", "2"], "probing.concurrency", 2),
@@ -76,7 +77,7 @@ def test_probe_flag_sets_its_key(name: str, capsys: pytest.CaptureFixture[str], 
     assert _at(_resolved(capsys, "probe", *args), key) == value
 
 
-@pytest.mark.parametrize("name", sorted({*REPLAY_CASES, "target", "budget_calls", "k", "store", "shard", "formats"}))
+@pytest.mark.parametrize("name", sorted({*REPLAY_CASES, "target", "budget_calls", "k", "policy", "store", "shard", "formats"}))
 def test_replay_flag_sets_its_key(name: str, capsys: pytest.CaptureFixture[str], tmp_path, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.chdir(tmp_path)
     args, key, value = REPLAY_CASES.get(name) or PROBE_CASES[name]

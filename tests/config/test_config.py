@@ -64,7 +64,7 @@ def test_flags_beat_the_file_which_beats_the_environment(tmp_path: Path) -> None
     assert config.where("probing.concurrency") == f"{path}:2"  # not set: its section's line
     without_file = load_config(None, env=env)
     assert (without_file.probing.k, without_file.target.spec) == (4, "http://x")
-    assert load_config(None, env={}).probing.k == 10  # the default
+    assert load_config(None, env={}).probing.k is None  # the default: the policy says (10 for calibrated)
 
 
 def test_environment_values_are_typed_and_foreign_variables_ignored() -> None:
@@ -409,3 +409,31 @@ def test_the_embedded_default_config_validates() -> None:
     # 900 s wall budget end the README's main command with exit 3 (issue 16)
     assert config.budget.max_wall_s is None and config.probing.max_candidates is not None
     assert config.budget.max_calls is not None
+
+
+def test_policies_are_chosen_by_name_and_tuned_by_keys(tmp_path: Path) -> None:
+    from typing import get_args
+
+    from frontier_qa.config import build_settings
+    from frontier_qa.config.schema import ProbingConfig
+    from frontier_qa.probing.sequential import POLICIES, MajorityPrior, fit_prior
+
+    assert set(get_args(ProbingConfig.model_fields["policy"].annotation)) == set(POLICIES)
+    default = build_settings(load_config(None, env={}))
+    assert default.sequential == POLICIES["calibrated"].sequential and default.k == 10
+    economy = build_settings(load_config(None, [Override("probing.policy", "economy", "--policy economy")], env={}))
+    assert economy.sequential == POLICIES["economy"].sequential and economy.k == POLICIES["economy"].k
+    fixed = build_settings(load_config(None, env={"FRONTIER_QA_PROBING__SEQUENTIAL": "false"}))
+    assert fixed.sequential is None and fixed.k == 10
+    tuned = build_settings(load_config(None, [Override("probing.confidence", 0.95, "--set"),
+                                              Override("probing.k", 4, "--k 4")], env={}))
+    assert tuned.sequential is not None and tuned.sequential.confidence == 0.95 and tuned.k == 4
+    assert tuned.policy() is not None and tuned.policy().k_max == 4
+    prior = fit_prior([((3,), 0)] * 5)
+    path = tmp_path / "prior.json"
+    path.write_text(json.dumps(prior.to_json()))
+    assert build_settings(load_config(None, [Override("probing.prior", str(path), "--set")], env={})).prior == prior
+    path.write_text("{}")
+    with pytest.raises(ConfigError, match="probing.prior: .*not a MajorityPrior"):
+        build_settings(load_config(None, [Override("probing.prior", str(path), "--set")], env={}))
+    assert isinstance(prior, MajorityPrior)
