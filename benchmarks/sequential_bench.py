@@ -1,213 +1,191 @@
-"""Benchmark: sequential sampling vs Agent0's fixed k = 10, on simulated targets.
+"""Benchmark: the sampling policies against Agent0's fixed k = 10, end to end through ``frontier-qa probe``.
 
-Each simulated case has a known answer distribution: a correct answer with probability
-p_correct, the wrong mass split over several wrong answers (Dirichlet), and sometimes an
-unparseable share u. Its true majority probability is p* = (1 − u) · max(answer
-probabilities), and the truth is "p* in the band" (frontier_qa.probing.sequential defines it). Both
-policies read the same pre-drawn sample stream per case (common random numbers): fixed-k
-uses the first 10 samples, the sequential policy a prefix. Printed: target calls, band
-accuracy against the truth, 3-class accuracy (below / in / above) and the calls ratio, for
-several case mixes and policies: the uninformed default prior, and the empirical-Bayes
-prior that :func:`fit_prior` refits from the sequential policy's own earlier cases (no
-extra calls), with the default and the economy policy. Also printed: in-band recall and
-precision, and true frontier cases found per 1,000 calls. The issue's goal: ≤ 40 % of
-fixed-k's calls at equal or better band accuracy.
+For each mix of :mod:`benchmarks.mixes` (realistic, balanced, frontier-heavy) and each seed,
+the same cases file is probed once per policy by the real command line, in a fresh store::
 
-Run: ``python benchmarks/sequential_bench.py [--cases N] [--seed S]``.
+    frontier-qa probe --target python:benchmarks/mixture_agent.py:solve --curriculum CASES \\
+        --policy NAME --no-replay ...
+
+The scripted agent draws sample i of a case from the case's known answer distribution at a
+hashed uniform, so every policy reads the same sample stream (common random numbers), and
+the truth (where the true majority probability p* lies) is exact. Scored per run, from
+``cases.jsonl`` and ``report.json``:
+
+* calls: target calls (report.json), and their ratio to fixed k = 10 on the same cases;
+* band accuracy: in band vs not against the truth, an unresolved case counted by its leaning
+  (what the issue's table measured; fixed k's verdict is p̂ in the band);
+* recall: share of the truly in-band cases labelled frontier; "+lean" adds the unresolved
+  cases leaning in band (reported, to be sampled further: nothing is lost, but they are not
+  frontier labels);
+* precision: share of frontier labels truly in band (the calibration, against the truth);
+* unresolved: share of cases left unresolved.
+
+``warm`` rows start the default policy from the store of a run on other cases of the same
+mix (``probing.prior_from_store``: the population prior a second nightly run starts from).
+Goals of issue 15: calls ≤ 0.5× fixed on realistic and ≤ 0.7× on the others, band accuracy
+≥ fixed − 1 point, recall ≥ fixed − 3 points; each row says which it meets.
+
+Run (about 6 minutes on 2 cores; ``--markdown`` prints the README table)::
+
+    python benchmarks/sequential_bench.py [--cases 100] [--seeds 1 2 3] [--big 1000] [--markdown]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from pathlib import Path
 
-import numpy as np
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+from mixes import MIXES, make_cases, write_cases  # noqa: E402
 
-from frontier_qa.probing.sequential import SequentialConfig, Verdict, fit_prior, run_sequential, tally
-
-FIXED_K = 10
-
-
-@dataclass(frozen=True)
-class Mix:
-    """Shares of case kinds (easy + frontier + hard = 1) and of cases with unparseable output."""
-
-    name: str
-    easy: float
-    frontier: float
-    hard: float
-    unparseable: float = 0.1
-
-
-MIXES = (
-    Mix("mostly-easy (80/10/10)", 0.80, 0.10, 0.10),
-    Mix("realistic (70/15/15)", 0.70, 0.15, 0.15),
-
-    Mix("balanced (50/25/25)", 0.50, 0.25, 0.25),
-    Mix("frontier-heavy (30/50/20)", 0.30, 0.50, 0.20),
-)
+AGENT = "python:benchmarks/mixture_agent.py:solve"
+POLICIES = ("calibrated", "economy", "thorough")
+GOAL_RATIO = {"realistic": 0.5, "balanced": 0.7, "frontier-heavy": 0.7}
 
 
 @dataclass(frozen=True)
-class SimCase:
-    probs: tuple[float, ...]  # per-sample probability of answer 0 (correct), 1, 2, ...
-    u: float  # probability a sample is unparseable
-    kind: str
-
-    @property
-    def p_star(self) -> float:
-        return (1.0 - self.u) * max(self.probs)
-
-
-def _spread(p_star: float, rng: np.random.Generator, n_min: int, concentration: float) -> list[float]:
-    """Split the mass 1 − p* over wrong answers, none above p* (p* stays the majority)."""
-    n_wrong = max(n_min, int(np.ceil((1.0 - p_star) / p_star - 1e-9)) + int(rng.integers(0, 3)))
-    shares = list((1.0 - p_star) * rng.dirichlet(np.full(n_wrong, concentration)))
-    out: list[float] = []
-    while shares:  # cap each share at p*, passing the excess on as a further wrong answer
-        s = shares.pop()
-        out.append(min(s, p_star))
-        if s > p_star + 1e-12:
-            shares.append(s - p_star)
-    return out
+class Score:
+    calls: int
+    accuracy: float
+    recall: float
+    recall_lean: float
+    precision: float
+    unresolved: float
+    frontier: int
+    in_band: int
 
 
-def make_cases(mix: Mix, n: int, rng: np.random.Generator) -> list[SimCase]:
-    """Draw n cases by their true majority probability (before the unparseable share):
-    easy p ∈ [0.95, 1] (1–3 rare wrong answers), frontier p ∈ [0.3, 0.8] (2+ wrong answers),
-    hard p ∈ [0.05, 0.2] (answers spread over many wrong options, none more likely than p).
-    """
-    kinds = rng.choice(["easy", "frontier", "hard"], size=n, p=[mix.easy, mix.frontier, mix.hard])
-    cases = []
-    for kind in kinds:
-        if kind == "easy":
-            p, n_min, conc = rng.uniform(0.95, 1.0), int(rng.integers(1, 4)), 1.0
-        elif kind == "frontier":
-            p, n_min, conc = rng.uniform(0.3, 0.8), int(rng.integers(2, 5)), 1.0
-        else:
-            p, n_min, conc = rng.uniform(0.05, 0.2), 5, 3.0
-        u = float(rng.uniform(0.05, 0.25)) if rng.random() < mix.unparseable else 0.0
-        cases.append(SimCase(tuple([float(p), *map(float, _spread(float(p), rng, n_min, conc))]), u, str(kind)))
-    return cases
+def probe(cases: Path, policy: str, store: Path, out: Path, n: int) -> Score:
+    """One ``frontier-qa probe`` run; its score against the truth in the cases' metadata."""
+    cmd = [sys.executable, "-m", "frontier_qa", "probe", "--target", AGENT, "--curriculum", str(cases),
+           "--policy", policy, "--store", str(store), "--out", str(out), "--no-replay", "--progress", "off",
+           "--max-candidates", str(n), "--concurrency", "8", "--set", "probing.batch_size=8",
+           "--set", "probing.verify_references=false", "--set", "validation.dedupe_threshold=null",
+           "--format", "json"]
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"frontier-qa probe failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    report = json.loads((out / "report.json").read_text())
+    rows = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    return score(rows, report["cost"]["calls"], fixed=policy == "fixed")
 
 
-def draw_stream(case: SimCase, n: int, rng: np.random.Generator) -> list[int | None]:
-    """n sample labels: an answer index, or None for an unparseable sample."""
-    answers = rng.choice(len(case.probs), size=n, p=np.asarray(case.probs) / sum(case.probs))
-    return [None if rng.random() < case.u else int(a) for a in answers]
+def side(row: dict, fixed: bool) -> str:
+    """The run's band verdict for a case: its class's side, or an unresolved case's leaning."""
+    if row["case_class"] == "frontier":
+        return "in"
+    if fixed or row["case_class"] != "unresolved":
+        return "out"
+    leaning = row["case"]["metadata"].get("band_posterior", {}).get("leaning", "below")
+    return "in" if leaning == "in band" else "out"
 
 
-def truth(case: SimCase, band: tuple[float, float]) -> Verdict:
-    lo, hi = band
-    return Verdict.BELOW if case.p_star < lo else Verdict.ABOVE if case.p_star > hi else Verdict.IN_BAND
-
-
-def fixed_k_verdict(labels: list[int | None], band: tuple[float, float]) -> Verdict:
-    counts, unparseable, _ = tally(labels)
-    p_hat = (counts[0] if counts else 0) / (sum(counts) + unparseable)  # Agent0 Eq. 6
-    lo, hi = band
-    return Verdict.BELOW if p_hat < lo else Verdict.ABOVE if p_hat > hi else Verdict.IN_BAND
-
-
-@dataclass(frozen=True)
-class Result:
-    calls: int  # target calls over all cases
-    band_accuracy: float  # in band vs out of band, against p*
-    class_accuracy: float  # below / in / above, against p*
-    recall: float  # of the truly in-band cases, the share classified in band
-    precision: float  # of the cases classified in band, the share truly in band
-    found_per_1k: float  # truly in-band cases classified in band, per 1,000 target calls
-
-
-def _score(verdicts: list[Verdict], truths: list[Verdict], calls: int) -> Result:
-    said = np.array([v is Verdict.IN_BAND for v in verdicts])
-    true = np.array([t is Verdict.IN_BAND for t in truths])
-    exact = np.mean([v is t for v, t in zip(verdicts, truths)])
-    return Result(
-        calls,
-        float(np.mean(said == true)),
-        float(exact),
-        float((said & true).sum() / max(true.sum(), 1)),
-        float((said & true).sum() / max(said.sum(), 1)),
-        float(1000 * (said & true).sum() / max(calls, 1)),
+def score(rows: list[dict], calls: int, *, fixed: bool) -> Score:
+    truth = [row["case"]["metadata"]["truth"] == "in" for row in rows]
+    said = [side(row, fixed) == "in" for row in rows]
+    frontier = [row["case_class"] == "frontier" for row in rows]
+    n_in = sum(truth)
+    return Score(
+        calls=calls,
+        accuracy=sum(s == t for s, t in zip(said, truth)) / len(rows),
+        recall=sum(f and t for f, t in zip(frontier, truth)) / max(n_in, 1),
+        recall_lean=sum(s and t for s, t in zip(said, truth)) / max(n_in, 1),
+        precision=sum(f and t for f, t in zip(frontier, truth)) / max(sum(frontier), 1),
+        unresolved=sum(row["case_class"] == "unresolved" for row in rows) / len(rows),
+        frontier=sum(frontier),
+        in_band=n_in,
     )
 
 
-def simulate(
-    mix: Mix, n_cases: int, seed: int, config: SequentialConfig, *, empirical_bayes: bool
-) -> tuple[Result, Result]:
-    """Run fixed-k and the sequential policy on the same cases and sample streams.
-
-    With ``empirical_bayes`` the prior is refit from the sequential policy's own earlier
-    cases after 25, 50, 100, 200, ... cases (what a probe run would do; no extra calls).
-
-    Returns:
-        (fixed-k result, sequential result).
-    """
-    rng = np.random.default_rng(seed)
-    cases = make_cases(mix, n_cases, rng)
-    streams = [draw_stream(c, FIXED_K, rng) for c in cases]
-    truths = [truth(c, config.band) for c in cases]
-    fixed = _score([fixed_k_verdict(s, config.band) for s in streams], truths, FIXED_K * n_cases)
-
-    seen: list[tuple[tuple[int, ...], int]] = []
-    verdicts, calls, refit_at = [], 0, 25
-    for i, stream in enumerate(streams):
-        if empirical_bayes and i == refit_at:
-            config = replace(config, prior=fit_prior(seen))
-            refit_at *= 2
-        taken = 0
-
-        def sample(n: int, stream: list[int | None] = stream) -> list[int | None]:
-            nonlocal taken
-            taken += n
-            return stream[taken - n : taken]
-
-        decision, labels = run_sequential(sample, config)
-        calls += len(labels)
-        verdicts.append(decision.verdict)
-        counts, unparseable, _ = tally(labels)
-        seen.append((counts, unparseable))
-    return fixed, _score(verdicts, truths, calls)
+def mean(scores: list[Score]) -> Score:
+    fields = Score.__dataclass_fields__
+    return Score(**{f: statistics.fmean(getattr(s, f) for s in scores) for f in fields})  # type: ignore[arg-type]
 
 
-POLICIES = (
-    ("default prior, default policy", SequentialConfig(), False),
-    ("EB prior, default policy", SequentialConfig(), True),
-    ("EB prior, economy policy", SequentialConfig.economy(), True),
-)
+def goals(mix: str, s: Score, fixed: Score) -> str:
+    ratio = s.calls / fixed.calls
+    checks = [("calls", ratio <= GOAL_RATIO[mix]), ("acc", s.accuracy >= fixed.accuracy - 0.01),
+              ("recall", s.recall >= fixed.recall - 0.03)]
+    missed = [name for name, ok in checks if not ok]
+    return "all goals met" if not missed else "misses " + ", ".join(missed)
 
 
-def _row(mix: str, policy: str, result: Result, ratio: float, goal: str = "") -> str:
-    r = result
-    return (
-        f"{mix:26} {policy:30} {r.calls:6d} {ratio:6.3f} {r.band_accuracy:6.3f} {r.class_accuracy:7.3f} "
-        f"{r.recall:6.3f} {r.precision:6.3f} {r.found_per_1k:8.1f}  {goal}"
-    ).rstrip()
+def row(label: str, mix: str, policy: str, s: Score, fixed: Score, markdown: bool) -> str:
+    ratio = s.calls / fixed.calls
+    cells = [label, policy, f"{ratio:.2f}", f"{s.accuracy:.3f}", f"{s.recall:.3f}", f"{s.recall_lean:.3f}",
+             f"{s.precision:.3f}", f"{s.unresolved:.0%}", "" if policy == "fixed" else goals(mix, s, fixed)]
+    if markdown:
+        return "| " + " | ".join(cells) + " |"
+    widths = (15, 19, 6, 6, 7, 7, 7, 6, 0)
+    return " ".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+
+HEADER = ("mix", "policy", "calls", "acc", "recall", "+lean", "prec", "unres", "goals (calls, acc, recall)")
+
+
+def run_mix(mix: str, n: int, seeds: list[int], work: Path, policies: tuple[str, ...]) -> dict[str, list[Score]]:
+    """Every policy on every seed's cases of ``mix``; the warm rows reuse the previous seed's store."""
+    scores: dict[str, list[Score]] = {p: [] for p in ("fixed", *policies, "calibrated, warm")}
+    for i, seed in enumerate(seeds):
+        cases = write_cases(make_cases(mix, n, seed), work / f"{mix}-{seed}.jsonl", stream=seed)
+        for policy in ("fixed", *policies):
+            scores[policy].append(probe(cases, policy, work / f"{mix}-{seed}-{policy}", work / f"o-{mix}-{seed}-{policy}", n))
+        # warm: the store of the other cases of this mix (the next seed's, cyclically) seeds the prior
+        other = seeds[(i + 1) % len(seeds)]
+        other_cases = write_cases(make_cases(mix, n, other + 1000), work / f"{mix}-{other}-w.jsonl", stream=other)
+        warm = work / f"{mix}-{seed}-warm"
+        probe(other_cases, "calibrated", warm, work / f"o-{mix}-{seed}-w0", n)
+        scores["calibrated, warm"].append(probe(cases, "calibrated", warm, work / f"o-{mix}-{seed}-warm", n))
+    return scores
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=20250101)
+    parser.add_argument("--cases", type=int, default=100, help="cases per mix and seed")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--mixes", nargs="+", default=list(MIXES), choices=list(MIXES))
+    parser.add_argument("--policies", nargs="+", default=list(POLICIES))
+    parser.add_argument("--big", type=int, default=1000, help="cases of one realistic run, fixed vs default (0: skip)")
+    parser.add_argument("--markdown", action="store_true", help="print the README table")
     args = parser.parse_args()
-    print(f"{args.cases} cases per mix, seed {args.seed}, fixed k = {FIXED_K}; all scores against p* in the band")
-    for name, c, _ in POLICIES:
-        print(f"  {name}: band {c.band}, confidence {c.confidence}, k {c.k_min}..{c.k_max}, rounds {c.rounds}")
-    header = ("calls", "ratio", "acc", "3-class", "recall", "prec", "found/1k")
-    print(f"{'mix':26} {'policy':30} " + " ".join(f"{h:>{w}}" for h, w in zip(header, (6, 6, 6, 7, 6, 6, 8))), end="")
-    print("  goal (ratio ≤ 0.4, acc ≥ fixed)")
-    for mix in MIXES:
-        for i, (name, config, eb) in enumerate(POLICIES):
-            start = time.perf_counter()
-            fixed, seq = simulate(mix, args.cases, args.seed, config, empirical_bayes=eb)
-            if i == 0:  # same cases and streams for every policy: one fixed-k row per mix
-                print(_row(mix.name, "fixed k = 10", fixed, 1.0))
-            ratio = seq.calls / fixed.calls
-            met = ratio <= 0.4 and seq.band_accuracy >= fixed.band_accuracy
-            goal = f"{'met' if met else 'NOT met'} ({time.perf_counter() - start:.1f} s)"
-            print(_row("", name, seq, ratio, goal))
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="frontier-qa-seqbench-") as tmp:
+        work = Path(tmp)
+        print(f"{args.cases} cases per mix x seeds {args.seeds}; fixed k = 10 is the baseline on the same cases; "
+              f"means over seeds; acc and +lean count an unresolved case by its leaning")
+        if args.markdown:
+            print("| " + " | ".join(HEADER) + " |")
+            print("|" + "---|" * len(HEADER))
+        else:
+            print(" ".join(f"{h:<{w}}" if i < 2 else f"{h:>{w}}"
+                           for i, (h, w) in enumerate(zip(HEADER, (15, 19, 6, 6, 7, 7, 7, 6, 0)))))
+        for mix in args.mixes:
+            scores = run_mix(mix, args.cases, args.seeds, work, tuple(args.policies))
+            fixed = mean(scores["fixed"])
+            truth_share = fixed.in_band / args.cases
+            for policy, runs in scores.items():
+                label = f"{mix} ({truth_share:.0%} in band)" if policy == "fixed" else ""
+                print(row(label, mix, policy, mean(runs), fixed, args.markdown), flush=True)
+            for path in work.iterdir():
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+        if args.big:
+            cases = write_cases(make_cases("realistic", args.big, 99), work / "big.jsonl", stream=99)
+            fixed = probe(cases, "fixed", work / "big-fixed", work / "o-big-fixed", args.big)
+            seq = probe(cases, "calibrated", work / "big-cal", work / "o-big-cal", args.big)
+            label = f"realistic x {args.big} ({fixed.in_band / args.big:.0%} in band)"
+            print(row(label, "realistic", "fixed", fixed, fixed, args.markdown))
+            print(row("", "realistic", "calibrated", seq, fixed, args.markdown))
+    print(f"({time.perf_counter() - began:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -62,7 +62,12 @@ def _tools() -> tuple[Target, Sandbox]:
         if _model is None:
             spec = os.environ.get("FRONTIER_QA_AGENT_MODEL", "hf:smollm2")
             cache = os.environ.get("FRONTIER_QA_AGENT_CACHE", os.path.join(".frontier-qa", "agent-cache"))
-            _model = open_target(spec, limits=Limits(max_concurrency=16), cache=cache)
+            # A local model on a busy CPU is slow, not down: its calls queue behind each other,
+            # so a per-call timeout would only turn waiting into failed samples (and, after 25
+            # in a row, a halted model). Remote specs keep the runtime's timeout.
+            local = spec.split(":", 1)[0] in ("hf", "vllm", "tools+hf", "tools+vllm")
+            limits = Limits(max_concurrency=16, timeout_s=None) if local else Limits(max_concurrency=16)
+            _model = open_target(spec, limits=limits, cache=cache)
             _sandbox = Sandbox(timeout_s=10)
         assert _sandbox is not None
         return _model, _sandbox

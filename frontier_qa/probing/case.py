@@ -447,7 +447,8 @@ class CaseProber:
             meta["band_posterior"] = {
                 "below": round(post.below, 4), "inside": round(post.inside, 4), "above": round(post.above, 4),
                 "credible": [round(post.credible[0], 4), round(post.credible[1], 4)], "level": post.level,
-                "leaning": post.leaning, "forced": decision.forced, "confidence": self._confidence(verdict),
+                "leaning": post.leaning, "verdict": decision.verdict.value, "forced": decision.forced,
+                "confidence": self._confidence(verdict),
             }
             case = replace(case, metadata=meta)
         answers = (

@@ -204,7 +204,14 @@ class ProbeRun:
             self.stop_reason, self.stop_detail, self.stop_source = reason, detail, source
 
     def keep(self, record: CaseRecord) -> None:
-        """Append a record to the store at once and remember it."""
+        """Append a record to the store at once and remember it.
+
+        The target's cache commits its queued samples first: a recorded case's samples
+        survive any crash (the cache batches its writes; see :mod:`frontier_qa.runtime.cache`).
+        """
+        flush = getattr(self.target, "flush", None)
+        if callable(flush):
+            flush()
         self.store.append(record)
         self.recorded[record.id] = record
         if record.case_class is not CaseClass.INVALID:

@@ -172,15 +172,15 @@ class ManagedTarget:
             raise ConfigError(f"sample(n={n}, start={start}) is invalid", hint="n and start must be >= 0")
         if n == 0:
             return []
-        messages = case.messages
-        extra: dict[str, Any] = {"tools": list(case.tools)} if case.tools else {}
-        version = self.version()
-        if version is not None:
-            extra["version"] = version
         indices = range(start, start + n)
-        keys = {i: cache_key(self.id, messages, sampling, i, extra or None) for i in indices}
+        keys: dict[int, str] = {}
         results: dict[int, Trajectory] = {}
-        if self.cache is not None:
+        if self.cache is not None:  # keys only with a cache: hashing them is most of a free call's cost
+            extra: dict[str, Any] = {"tools": list(case.tools)} if case.tools else {}
+            version = self.version()
+            if version is not None:
+                extra["version"] = version
+            keys = {i: cache_key(self.id, case.messages, sampling, i, extra or None) for i in indices}
             hits = self.cache.get_many(keys.values())
             for i in indices:
                 hit = hits.get(keys[i])
@@ -216,6 +216,11 @@ class ManagedTarget:
         """The configured version and the adapter's own, joined by ``+`` (``None`` if neither)."""
         parts = [v for v in (self._version, self.adapter.version()) if v]
         return "+".join(dict.fromkeys(parts)) or None
+
+    def flush(self) -> None:
+        """Commit the samples the cache still queues (the probe calls it before recording a case)."""
+        if self.cache is not None:
+            self.cache.flush()
 
     async def aclose(self) -> None:
         """Close the adapter and the cache."""
@@ -308,19 +313,28 @@ class ManagedTarget:
             got = await self._call(case, n, sampling, next_index)
             for j, trajectory in enumerate(got[:n]):
                 index = next_index + j
-                trajectory = replace(trajectory, sample_index=index, cached=False)
+                if trajectory.sample_index != index or trajectory.cached:
+                    trajectory = replace(trajectory, sample_index=index, cached=False)
                 if self.cache is not None and trajectory.ok:
-                    record = trajectory_to_json(trajectory)
-                    masked = redact(record, self._secrets, patterns=False)
-                    if masked != record:  # a key echoed in the output: return what the cache will replay
-                        trajectory = trajectory_from_json(masked)
-                    self.cache.put(keys[index], self.id, trajectory, record=masked)
+                    if self._secrets:
+                        record = trajectory_to_json(trajectory)
+                        masked = redact(record, self._secrets, patterns=False)
+                        if masked != record:  # a key echoed in the output: return what the cache will replay
+                            trajectory = trajectory_from_json(masked)
+                        self.cache.put(keys[index], self.id, trajectory, record=masked)
+                    else:  # nothing to mask: the cache's writer serialises it, off this call's path
+                        self.cache.put(keys[index], self.id, trajectory)
                 out[index] = trajectory
             next_index += len(got[:n])  # fewer than asked (server ignored n): ask again for the rest
         return out
 
     async def _call(self, case: Case, n: int, sampling: Sampling, start: int) -> list[Trajectory]:
         """One backend call with retries; error trajectories if the retries run out."""
+        try:  # the first attempt goes straight through: building a retry loop costs more than most calls
+            return await self._attempt(case, n, sampling, start)
+        except AttemptFailed as failure:
+            first = failure
+        made, replayed = 1, False
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.limits.max_retries + 1),
             wait=self._wait,
@@ -329,20 +343,23 @@ class ManagedTarget:
             before_sleep=self._log_retry,
             reraise=True,
         )
-        attempts = 0
 
         async def attempt() -> list[Trajectory]:
-            nonlocal attempts
-            attempts += 1
-            if attempts > 1:
-                self._count(retries=1)
+            nonlocal made, replayed
+            if not replayed:  # tenacity's attempt 1 is the one that already failed: it only
+                replayed = True  # computes the wait before attempt 2 from it
+                raise first
+            made += 1
+            self._count(retries=1)
             return await self._attempt(case, n, sampling, start)
 
         try:
+            if self.limits.max_retries == 0:
+                raise first
             return await retrying(attempt)
         except AttemptFailed as failure:
             verdict = failure.verdict
-            message = f"{verdict.kind.value}: {verdict.message} (gave up after {attempts} attempts)"
+            message = f"{verdict.kind.value}: {verdict.message} (gave up after {made} attempts)"
             log.warning("gave up on %d sample(s) of case %r from %s: %s", n, case.id,
                         redact(self.id, self._secrets), message)
             self._count(failed_samples=n)
@@ -384,8 +401,9 @@ class ManagedTarget:
         self._check_halted()
         estimated = estimate_tokens(case.messages, n, sampling.max_tokens, case.tools) if self.limits.tpm else 0
         async with self._semaphore():
-            await self._limiter.acquire(estimated)
-            self._check_halted()
+            if self._limiter.active:
+                await self._limiter.acquire(estimated)
+                self._check_halted()
             reservation = self.budget.reserve()
             self._count(calls=1)
             started = time.monotonic()

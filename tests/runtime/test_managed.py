@@ -150,6 +150,7 @@ def test_every_index_exactly_once(tmp_path: Path, n: int, start: int, max_n: int
     assert set(asked) == set(wanted) - cached  # only the missing ones are generated
     assert all(k <= max_n for _, k in adapter.calls)
     assert target.stats().calls == len(adapter.calls)
+    cache.close()  # the next example reuses the file: no write of this one may land after its clear()
 
 
 def test_transient_errors_are_retried() -> None:

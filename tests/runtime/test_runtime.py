@@ -282,7 +282,9 @@ def test_cache_put_get_clear_and_refuse_errors(tmp_path: Path) -> None:
     assert not cache.put("k3", "target-a", _trajectory(text=None, error="HTTP 500"))
     assert cache.get("k1") == _trajectory() and cache.get("k3") is None
     assert set(cache.get_many(["k1", "k2", "k3"])) == {"k1", "k2"}
-    # a second handle on the same file (another process) sees the same data
+    # a second handle on the same file (another process) sees the data once it is committed
+    assert SampleCache(tmp_path / "c").get("k2") is None or cache._pending == {}
+    assert cache.flush() == 2 and cache.flush() == 0
     assert SampleCache(tmp_path / "c").get("k2").text == "other"  # type: ignore[union-attr]
     assert cache.clear("target-a") == 1 and len(cache) == 1
     assert cache.clear() == 1 and len(cache) == 0
@@ -291,6 +293,7 @@ def test_cache_put_get_clear_and_refuse_errors(tmp_path: Path) -> None:
 def test_cache_skips_records_of_another_version(tmp_path: Path) -> None:
     cache = SampleCache(tmp_path / "samples.sqlite3")
     cache.put("k", "t", _trajectory())
+    cache.flush()
     conn = sqlite3.connect(cache.path)
     conn.execute("UPDATE samples SET record = ?", ('{"v": 0, "text": "old"}',))
     conn.commit()
