@@ -16,11 +16,11 @@ Part 2 measures the framework's own overhead per call, in one process: the same 
 at a time, to the same zero-latency server, made (a) by a plain asyncio loop with the openai
 client, (b) through the adapter alone, (c) through the managed target without cache, (d)
 with the SQLite cache storing every sample (fresh keys: every call is a miss and a write).
-Rounds alternate between the variants, so a busy machine slows them alike; the overhead of
-a variant is the median over rounds of its per-call time minus the plain loop's in the same
-round, with the 25th–75th percentile of those differences. Goals (issue 15): ≤ 0.2 ms
-without the cache, ≤ 0.3 ms with it. Part 3 isolates the runtime's bookkeeping with an
-in-process adapter that answers instantly.
+The variants are interleaved call by call in a shuffled order, so a busy machine slows them
+alike; each variant's overhead is the difference of its median call time and the plain
+loop's, with a 95 % bootstrap interval. Goals (issue 15): ≤ 0.2 ms without the cache, ≤ 0.3 ms
+with it. Part 3 isolates the runtime's bookkeeping with an in-process adapter that answers
+instantly.
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
+import random
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.servers
@@ -83,7 +84,27 @@ async def throughput(rpm: float, seconds: float, latency_s: float, concurrency: 
         }
 
 
-async def overhead(calls: int, rounds: int) -> dict[str, list[float]]:
+async def _interleaved(variants: dict[str, Callable[[int], Awaitable[object]]], calls: int,
+                       seed: int = 0) -> dict[str, list[float]]:
+    """Time single calls, the variants interleaved call by call in a shuffled order.
+
+    Interleaving at the level of one call puts every variant under the same machine load
+    (other processes, CPU frequency, the server's state); the shuffle removes any advantage
+    of going first.
+    """
+    order = list(variants)
+    rng = random.Random(seed)
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for i in range(calls):
+        rng.shuffle(order)
+        for name in order:
+            began = time.perf_counter()
+            await variants[name](i)
+            times[name].append(time.perf_counter() - began)
+    return times
+
+
+async def overhead(calls: int) -> dict[str, list[float]]:
     import openai
 
     with FakeOpenAIServer() as server, tempfile.TemporaryDirectory() as tmp:
@@ -92,37 +113,22 @@ async def overhead(calls: int, rounds: int) -> dict[str, list[float]]:
         bare = ManagedTarget(adapter, Limits(max_retries=0), None, None)
         cached = ManagedTarget(adapter, Limits(max_retries=0), None, SampleCache(Path(tmp)))
         case = Case("c", "q")
-        tag = iter(range(10**9))
 
-        async def plain() -> None:
-            for _ in range(calls):
-                await client.chat.completions.create(
-                    model="fake-model", messages=case.messages, temperature=1.0, top_p=1.0, max_tokens=16, seed=0
-                )
+        async def plain(i: int) -> None:
+            await client.chat.completions.create(
+                model="fake-model", messages=case.messages, temperature=1.0, top_p=1.0, max_tokens=16, seed=0
+            )
 
-        async def adapter_only() -> None:
-            for _ in range(calls):
-                await adapter.generate(case, 1, SAMPLING)
-
-        async def managed(target: ManagedTarget) -> None:
-            round_tag = next(tag)  # fresh cache keys every round: every call is a miss and a write
-            for i in range(calls):
-                await target.sample(Case(f"c{round_tag}", f"q{round_tag}"), 1, SAMPLING, start=i)
-
-        variants = {
+        variants: dict[str, Callable[[int], Awaitable[object]]] = {
             "plain openai loop": plain,
-            "adapter only": adapter_only,
-            "managed, no cache": lambda: managed(bare),
-            "managed + sqlite cache": lambda: managed(cached),
+            "adapter only": lambda i: adapter.generate(case, 1, SAMPLING),
+            "managed, no cache": lambda i: bare.sample(case, 1, SAMPLING, start=i),
+            # fresh keys (sample index i of a case no call used): every call is a miss and a write
+            "managed + sqlite cache": lambda i: cached.sample(case, 1, SAMPLING, start=i),
         }
-        for run in variants.values():  # warm up connections, imports and the cache file
-            await run()
-        times: dict[str, list[float]] = {name: [] for name in variants}
-        for _ in range(rounds):
-            for name, run in variants.items():
-                began = time.perf_counter()
-                await run()
-                times[name].append((time.perf_counter() - began) / calls)
+        await _interleaved(variants, 200, seed=1)  # warm up connections, imports and the cache file
+        cached.cache.clear()  # type: ignore[union-attr]
+        times = await _interleaved(variants, calls)
         await client.close()
         await adapter.aclose()
         cached.cache.close()  # type: ignore[union-attr]
@@ -139,48 +145,43 @@ class InstantAdapter(Adapter):
         return [Trajectory(text="ok", usage=Usage(3, 1), sample_index=start + j) for j in range(n)]
 
 
-async def bookkeeping(calls: int, rounds: int) -> dict[str, list[float]]:
+async def bookkeeping(calls: int) -> dict[str, list[float]]:
     adapter = InstantAdapter()
     with tempfile.TemporaryDirectory() as tmp:
         limits = Limits(max_retries=0, rpm=1e9, tpm=1e12)  # limiter active but never waiting
         bare = ManagedTarget(adapter, limits, None, None)
         cached = ManagedTarget(adapter, limits, None, SampleCache(Path(tmp)))
-        tag = iter(range(10**9))
-
-        async def direct() -> None:
-            for i in range(calls):
-                await adapter.generate(Case("c", "q"), 1, SAMPLING, start=i)
-
-        async def managed(target: ManagedTarget) -> None:
-            round_tag = next(tag)
-            for i in range(calls):
-                await target.sample(Case("c", f"q{round_tag}"), 1, SAMPLING, start=i)
-
-        variants = {"adapter.generate": direct, "managed, no cache": lambda: managed(bare),
-                    "managed + sqlite cache": lambda: managed(cached)}
-        times: dict[str, list[float]] = {name: [] for name in variants}
-        for _ in range(rounds):
-            for name, run in variants.items():
-                began = time.perf_counter()
-                await run()
-                times[name].append((time.perf_counter() - began) / calls)
+        case = Case("c", "q")
+        variants: dict[str, Callable[[int], Awaitable[object]]] = {
+            "adapter.generate": lambda i: adapter.generate(case, 1, SAMPLING, start=i),
+            "managed, no cache": lambda i: bare.sample(case, 1, SAMPLING, start=i),
+            "managed + sqlite cache": lambda i: cached.sample(case, 1, SAMPLING, start=i),
+        }
+        times = await _interleaved(variants, calls)
         cached.cache.close()  # type: ignore[union-attr]
         return times
 
 
-def _quartiles(values: list[float]) -> tuple[float, float, float]:
-    q = statistics.quantiles(values, n=4, method="inclusive")
-    return q[0], statistics.median(values), q[2]
+def _table(times: dict[str, list[float]], goals: dict[str, float] | None = None) -> None:
+    """Per variant: median ms per call, and its overhead over the first variant: the difference of
+    medians, with a 95 % bootstrap interval (2,000 resamples of the calls)."""
+    import numpy as np
 
-
-def _table(times: dict[str, list[float]]) -> None:
-    """Per variant: median ms per call, and the paired per-round difference to the first variant."""
-    base = next(iter(times.values()))
+    rng = np.random.default_rng(0)
+    base_name, base = next(iter(times.items()))
+    b = np.asarray(base)
     for name, values in times.items():
-        diffs = [(v - b) * 1e3 for v, b in zip(values, base)]
-        low, mid, high = _quartiles(diffs)
-        extra = "" if values is base else f"   overhead {mid:+.3f} ms/call (quartiles {low:+.3f} .. {high:+.3f})"
-        print(f"{name:<24} median {statistics.median(values) * 1e3:7.3f} ms/call{extra}")
+        v = np.asarray(values)
+        line = f"{name:<24} median {np.median(v) * 1e3:7.3f} ms/call"
+        if name != base_name:
+            diff = (np.median(v) - np.median(b)) * 1e3
+            boot = [(np.median(rng.choice(v, v.size)) - np.median(rng.choice(b, b.size))) * 1e3 for _ in range(2000)]
+            low, high = np.percentile(boot, [2.5, 97.5])
+            line += f"   overhead {diff:+.3f} ms/call (95% interval {low:+.3f} .. {high:+.3f})"
+            goal = (goals or {}).get(name)
+            if goal is not None:
+                line += f"  goal <= {goal} ms: {'met' if high <= goal else 'NOT met'}"
+        print(line)
 
 
 def main() -> None:
@@ -189,18 +190,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="length of the throughput run")
     parser.add_argument("--latency", type=float, default=0.05, help="server latency per request, seconds")
     parser.add_argument("--concurrency", type=int, default=32, help="Limits.max_concurrency")
-    parser.add_argument("--calls", type=int, default=200, help="calls per overhead round")
-    parser.add_argument("--rounds", type=int, default=21, help="overhead rounds (alternating variants)")
+    parser.add_argument("--calls", type=int, default=4000, help="calls per variant in the overhead parts")
     parser.add_argument("--skip-throughput", action="store_true", help="only the overhead parts")
     args = parser.parse_args()
 
     if not args.skip_throughput:
         _throughput(args)
-    print(f"\n== overhead per call: {args.calls} sequential calls x {args.rounds} rounds, zero-latency server ==")
-    _table(asyncio.run(overhead(args.calls, args.rounds)))
-    print(f"\n== runtime bookkeeping alone: instant in-process adapter, "
-          f"{args.calls * 5} calls x {args.rounds} rounds ==")
-    _table(asyncio.run(bookkeeping(args.calls * 5, args.rounds)))
+    print(f"\n== overhead per call: {args.calls} calls per variant, interleaved call by call, zero-latency server ==")
+    _table(asyncio.run(overhead(args.calls)), {"managed, no cache": 0.2, "managed + sqlite cache": 0.3})
+    print(f"\n== runtime bookkeeping alone: instant in-process adapter, {args.calls} calls per variant ==")
+    _table(asyncio.run(bookkeeping(args.calls)))
 
 
 def _throughput(args: argparse.Namespace) -> None:

@@ -201,14 +201,15 @@ class SampleCache:
             return False
         with self._lock:
             self._connect(create=True)  # an unusable place fails here, at once, not in the writer
-            if not self._pending:
+            first = not self._pending
+            if first:
                 self._oldest = time.monotonic()
             self._pending[key] = (target_id, time.time(), trajectory, record)
             self._claimed.discard(key)  # its claim row stays until the commit (release() leaves it)
             due = len(self._pending) >= self.max_pending or self.flush_interval_s == 0
         if due:
             self.flush()
-        else:
+        elif first:  # the writer is idle (or gone): wake it; later puts join the same batch
             self._ensure_writer()
         return True
 

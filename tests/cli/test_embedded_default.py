@@ -55,9 +55,15 @@ def test_default_config_probes_the_example_agent_end_to_end(tmp_path: Path, repo
     sampled = [row for row in rows if row["samples"]]
     assert sampled, "SmolLM2 wrote no valid task in 4 tries"
     for row in sampled:
-        assert row["case_class"] in {"frontier", "failure", "suspect", "pass"}
+        assert row["case_class"] in {"frontier", "failure", "suspect", "pass", "unresolved"}
         assert row["case"]["metadata"]["template"] == "few-shot-math"
         assert 1 <= len(row["samples"]) <= 3 and row["p_hat"] is not None
+        posterior = row["case"]["metadata"].get("band_posterior")
+        if posterior is not None:  # a sampled case with an answer: its class rests on the posterior
+            assert "P(below, in, above the band [0.30, 0.80])" in row["reason"]
+            assert posterior["forced"] == (row["case_class"] == "unresolved")
+            if row["case_class"] == "frontier":
+                assert posterior["inside"] >= 0.9
     # the agent used its Python tool on the tasks (the code block is opened for the local model)
     assert sum(s["n_tool_calls"] for row in sampled for s in row["samples"]) >= len(sampled)
     classes = {row["case_class"] for row in rows}
