@@ -107,13 +107,26 @@ def score_case(tallies: dict[str, Tally], name: str, side: str, labels: list[str
     return {"check": check, "p_check": round(p, 3), "counts": list(counts), "unparseable": unparseable}
 
 
+MARKDOWN = False  # --markdown: tables as the README shows them
+
+
 def print_table(tallies: dict[str, Tally], *, truth: bool) -> None:
-    head = f"{'label':30} {'cases':>6} {'confirmed at k=30':>18} {'contradicted':>13}"
-    print(head + (f" {'true (exact p*)':>16}" if truth else ""))
+    cols = ["label", "cases", "confirmed at k = 30", "contradicted"] + (["truly so (exact p*)"] if truth else [])
+    rows = []
     for name in sorted(tallies, key=lambda n: (n.startswith("unresolved"), n)):
         t = tallies[name]
-        line = f"{name:30} {t.n:6d} {t.confirmed / t.n:18.1%} {t.contradicted / t.n:13.1%}"
-        print(line + (f" {t.true / t.n:16.1%}" if truth else ""))
+        rows.append([name, str(t.n), f"{t.confirmed / t.n:.1%}", f"{t.contradicted / t.n:.1%}"]
+                    + ([f"{t.true / t.n:.1%}"] if truth else []))
+    if MARKDOWN:
+        print("| " + " | ".join(cols) + " |")
+        print("|" + "---|" * len(cols))
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
+        return
+    widths = [30, 6, 20, 13, 20]
+    print(" ".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cols, widths))))
+    for row in rows:
+        print(" ".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(row, widths))))
 
 
 # --- scripted agents -----------------------------------------------------------------------------
@@ -280,11 +293,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--cases", type=int, default=300)
     parser.add_argument("--no-scatter", action="store_true", help="scripted: the Dirichlet-process rest model only")
+    parser.add_argument("--markdown", action="store_true", help="print the tables as the README shows them")
     parser.add_argument("--fit-prior", metavar="OUT", default=None,
                         help="write a population prior fitted to the cases of --from-store stores, and stop")
     parser.add_argument("--from-store", nargs="+", default=[], help="stores for --fit-prior")
     parser.add_argument("probe_args", nargs="*", help="--smol: extra arguments for frontier-qa probe (after --)")
     args = parser.parse_args()
+    global MARKDOWN
+    MARKDOWN = args.markdown
     began = time.perf_counter()
     if args.fit_prior:
         fit_from_stores(args.from_store, Path(args.fit_prior))

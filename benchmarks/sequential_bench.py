@@ -113,20 +113,29 @@ def mean(scores: list[Score]) -> Score:
 
 
 def goals(mix: str, s: Score, fixed: Score) -> str:
-    ratio = s.calls / fixed.calls
+    ratio = s.calls / fixed.calls  # of the means: the same cases' total calls
     checks = [("calls", ratio <= GOAL_RATIO[mix]), ("acc", s.accuracy >= fixed.accuracy - 0.01),
               ("recall", s.recall >= fixed.recall - 0.03)]
     missed = [name for name, ok in checks if not ok]
     return "all goals met" if not missed else "misses " + ", ".join(missed)
 
 
-def row(label: str, mix: str, policy: str, s: Score, fixed: Score, markdown: bool) -> str:
-    ratio = s.calls / fixed.calls
-    cells = [label, policy, f"{ratio:.2f}", f"{s.accuracy:.3f}", f"{s.recall:.3f}", f"{s.recall_lean:.3f}",
-             f"{s.precision:.3f}", f"{s.unresolved:.0%}", "" if policy == "fixed" else goals(mix, s, fixed)]
+def spread(values: list[float], fmt: str) -> str:
+    """The mean over seeds, and the range when there is more than one seed."""
+    text = format(statistics.fmean(values), fmt)
+    return text if len(values) < 2 else f"{text} ({format(min(values), fmt)}–{format(max(values), fmt)})"
+
+
+def row(label: str, mix: str, policy: str, runs: list[Score], fixed_runs: list[Score], markdown: bool) -> str:
+    """One table row: means over seeds with their ranges; calls as a ratio to fixed k on the same seed."""
+    s, fixed = mean(runs), mean(fixed_runs)
+    ratios = [r.calls / f.calls for r, f in zip(runs, fixed_runs)]
+    cells = [label, policy, "1.00" if policy == "fixed" else spread(ratios, ".2f"), spread([r.accuracy for r in runs], ".3f"),
+             spread([r.recall for r in runs], ".3f"), f"{s.recall_lean:.3f}", f"{s.precision:.3f}",
+             f"{s.unresolved:.0%}", "" if policy == "fixed" else goals(mix, s, fixed)]
     if markdown:
         return "| " + " | ".join(cells) + " |"
-    widths = (15, 19, 6, 6, 7, 7, 7, 6, 0)
+    widths = (15, 19, 17, 19, 19, 7, 7, 6, 0)
     return " ".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
 
@@ -162,20 +171,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="frontier-qa-seqbench-") as tmp:
         work = Path(tmp)
         print(f"{args.cases} cases per mix x seeds {args.seeds}; fixed k = 10 is the baseline on the same cases; "
-              f"means over seeds; acc and +lean count an unresolved case by its leaning")
+              f"means over seeds (range over seeds); acc and +lean count an unresolved case by its leaning")
         if args.markdown:
             print("| " + " | ".join(HEADER) + " |")
             print("|" + "---|" * len(HEADER))
         else:
             print(" ".join(f"{h:<{w}}" if i < 2 else f"{h:>{w}}"
-                           for i, (h, w) in enumerate(zip(HEADER, (15, 19, 6, 6, 7, 7, 7, 6, 0)))))
+                           for i, (h, w) in enumerate(zip(HEADER, (15, 19, 17, 19, 19, 7, 7, 6, 0)))))
         for mix in args.mixes:
             scores = run_mix(mix, args.cases, args.seeds, work, tuple(args.policies))
             fixed = mean(scores["fixed"])
             truth_share = fixed.in_band / args.cases
             for policy, runs in scores.items():
                 label = f"{mix} ({truth_share:.0%} in band)" if policy == "fixed" else ""
-                print(row(label, mix, policy, mean(runs), fixed, args.markdown), flush=True)
+                print(row(label, mix, policy, runs, scores["fixed"], args.markdown), flush=True)
             for path in work.iterdir():
                 shutil.rmtree(path) if path.is_dir() else path.unlink()
         if args.big:
@@ -183,8 +192,8 @@ def main() -> None:
             fixed = probe(cases, "fixed", work / "big-fixed", work / "o-big-fixed", args.big)
             seq = probe(cases, "calibrated", work / "big-cal", work / "o-big-cal", args.big)
             label = f"realistic x {args.big} ({fixed.in_band / args.big:.0%} in band)"
-            print(row(label, "realistic", "fixed", fixed, fixed, args.markdown))
-            print(row("", "realistic", "calibrated", seq, fixed, args.markdown))
+            print(row(label, "realistic", "fixed", [fixed], [fixed], args.markdown))
+            print(row("", "realistic", "calibrated", [seq], [fixed], args.markdown))
     print(f"({time.perf_counter() - began:.0f} s)")
 
 
