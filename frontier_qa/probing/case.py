@@ -110,7 +110,10 @@ def classify_case(
     """
     evidence = _evidence(band, p_hat, k, posterior, fixed)
     if verdict is None:
-        return CaseClass.UNRESOLVED, f"sampling stopped ({stopped_by or 'no samples'}) before the band was decided"
+        stopped = f"sampling stopped ({stopped_by or 'no samples'}) before the band was decided"
+        if posterior is None:
+            return CaseClass.UNRESOLVED, stopped
+        return CaseClass.UNRESOLVED, f"{stopped}, leaning {posterior.leaning}: {evidence}"
     if n_answered == 0 and n_unparseable == 0:
         return CaseClass.UNRESOLVED, "every target call failed; nothing to score"
     if n_answered == 0:
@@ -406,6 +409,10 @@ class CaseProber:
         trajectories, rounds, decision, stop = await self._sample(case, start, prediction, judge)
         verdict = None if decision is None else decision.verdict
         consistency = await self.score(case, trajectories)
+        posterior = None if decision is None else decision.posterior
+        if decision is None and consistency.n_answered:  # cut short (budget): the evidence so far, its leaning
+            posterior = band_posterior([c.size for c in consistency.clusters], consistency.n_unparseable,
+                                       band=self.band, prior=self.prior)
         majority, reference = consistency.majority, case.reference
         majority_correct = None
         if reference is not None and majority is not None:
@@ -436,19 +443,20 @@ class CaseProber:
             p_hat=consistency.p_hat if consistency.k else None,
             stopped_by=stop,
             forced=decision is not None and decision.forced,
-            posterior=None if decision is None else decision.posterior,
+            posterior=posterior,
             confidence=self._confidence(verdict),
             k=consistency.k - consistency.n_failed,
             fixed=self.policy is None,
         )
-        if decision is not None:
-            post = decision.posterior
+        if posterior is not None:
+            post = posterior
+            leaning = {"in band": Verdict.IN_BAND, "below": Verdict.BELOW, "above": Verdict.ABOVE}[post.leaning]
             meta = dict(case.metadata)
             meta["band_posterior"] = {
                 "below": round(post.below, 4), "inside": round(post.inside, 4), "above": round(post.above, 4),
                 "credible": [round(post.credible[0], 4), round(post.credible[1], 4)], "level": post.level,
-                "leaning": post.leaning, "verdict": decision.verdict.value, "forced": decision.forced,
-                "confidence": self._confidence(verdict),
+                "leaning": post.leaning, "verdict": (leaning if decision is None else decision.verdict).value,
+                "forced": decision is None or decision.forced, "confidence": self._confidence(verdict),
             }
             case = replace(case, metadata=meta)
         answers = (

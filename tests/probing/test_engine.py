@@ -295,6 +295,11 @@ def test_budget_exhaustion_stops_gracefully_and_resume_pays_nothing_twice(tmp_pa
         ("arithmetic-0", CaseClass.PASS, 5), ("arithmetic-1", CaseClass.UNRESOLVED, 3)]
     assert store_ids(store, "budget-run") == ["arithmetic-0", "arithmetic-1"]  # nothing lost
     assert "budget" in (first.records[1].reason or "") and first.run.totals.cases == 2
+    # cut short by the budget, the case still shows where its 3 samples lean, with the posterior
+    cut = first.records[1]
+    assert "leaning above: p̂ = 1.00 at k = 3; P(below, in, above the band [0.30, 0.80])" in (cut.reason or "")
+    post = cut.case.metadata["band_posterior"]
+    assert post["forced"] is True and post["verdict"] == "above" and post["above"] > post["inside"] > post["below"]
     with pytest.raises(ConfigError, match="already in the store"):
         run(probe(open_scripted(adapter, cache), static_curriculum(proposals), settings, store=store, run_id="budget-run"))
     second = run(probe(open_scripted(adapter, cache), static_curriculum(proposals), settings, store=store,
