@@ -158,15 +158,19 @@ def scripted(args: argparse.Namespace) -> None:
     tallies: dict[str, Tally] = defaultdict(Tally)
     perfect: dict[str, Tally] = defaultdict(Tally)
     stops: list[tuple[float, bool]] = []
+    per_run: list[tuple[str, int, dict[str, Tally]]] = []
     calls = cases = 0
     work = Path(args.work)
     for mix in args.mixes:
         for seed in args.seeds:
             rows = asyncio.run(scripted_run(mix, args.cases, seed, settings, work / f"{mix}-{seed}"))
+            run_tally: dict[str, Tally] = defaultdict(Tally)
+            per_run.append((mix, seed, run_tally))
             for row in rows:
                 sim: SimCase = row["sim"]
                 fresh = [draw(sim.answers, f"recheck-{seed}", sim.id, i) for i in range(K_CHECK)]
                 score_case(tallies, label_name(row), label_side(row), fresh, sim.truth)
+                score_case(run_tally, label_name(row), label_side(row), fresh, sim.truth)
                 score_case(perfect, f"truly {sim.truth}", sim.truth, fresh, sim.truth)
                 cases += 1
                 calls += len(row["samples"])
@@ -176,6 +180,12 @@ def scripted(args: argparse.Namespace) -> None:
     print(f"scripted agents: mixes {', '.join(args.mixes)} x seeds {args.seeds}, {args.cases} cases each; "
           f"policy {args.policy} ({rest}); {cases} cases, {calls / cases:.2f} samples per case")
     print_table(tallies, truth=True)
+    for name in ("frontier", "pass", "suspect"):
+        shares = [(t[name].confirmed / t[name].n, t[name].true / t[name].n) for _, _, t in per_run if t[name].n]
+        if shares:
+            print(f"{name} labels over the {len(shares)} (mix, seed) runs: confirmed "
+                  f"{min(c for c, _ in shares):.1%}–{max(c for c, _ in shares):.1%}, truly so "
+                  f"{min(t for _, t in shares):.1%}–{max(t for _, t in shares):.1%}")
     print("\nperfect labels (each case labelled with its true class), re-sampled the same way:")
     print_table(perfect, truth=False)
     print("\nP(in band) when sampling stopped (frontier and unresolved cases) against the truth:")
