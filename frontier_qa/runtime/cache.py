@@ -120,6 +120,7 @@ class SampleCache:
     def __init__(self, path: str | Path | None = None, *, flush_interval_s: float = 0.05,
                  max_pending: int = 512) -> None:
         base = Path(path) if path is not None else Path.cwd() / DEFAULT_DIR
+        base = base.absolute()  # one spelling per file, for _flush_siblings
         self.path = base if base.suffix in (".sqlite3", ".sqlite", ".db") else base / FILENAME
         if flush_interval_s < 0 or max_pending < 1:
             raise ConfigError(f"need flush_interval_s >= 0 and max_pending >= 1, got {flush_interval_s}, {max_pending}")
@@ -166,6 +167,7 @@ class SampleCache:
         keys = list(keys)
         if not keys:
             return {}
+        self._flush_siblings()
         found: dict[str, Trajectory] = {}
         with self._lock:
             for key in keys:
@@ -255,6 +257,13 @@ class SampleCache:
             except (OSError, sqlite3.Error):  # a busy or vanished file: try again at the next interval
                 time.sleep(self.flush_interval_s)
 
+    def _flush_siblings(self) -> None:
+        """Commit what other caches of this process queued for the same file, so that a second
+        target opened on it (a re-run, a resumed curriculum) reads every sample the first one paid."""
+        for other in list(_LIVE):
+            if other is not self and other._pending and other.path == self.path:
+                other.flush()
+
     # -- single flight ------------------------------------------------------------------------
 
     def claim(self, keys: Iterable[str], ttl_s: float = CLAIM_TTL_S) -> tuple[list[str], list[str], list[str]]:
@@ -339,6 +348,7 @@ class SampleCache:
 
     def clear(self, target_id: str | None = None) -> int:
         """Delete every entry (or only ``target_id``'s); returns how many were deleted."""
+        self._flush_siblings()
         self.flush()
         with self._lock:
             conn = self._connect(create=False)
@@ -351,6 +361,7 @@ class SampleCache:
             return cursor.rowcount
 
     def __len__(self) -> int:
+        self._flush_siblings()
         self.flush()
         with self._lock:
             conn = self._connect(create=False)

@@ -165,6 +165,7 @@ def test_unauthorized_is_fatal_sent_once_and_the_key_is_never_shown(tmp_path: Pa
         # a working call with the key in the options writes no key into the cache
         good = target_for(server, tmp_path, api_key="sk-right-key")
         assert good.sample_sync(Case("a", "hi"), 2, SAMPLING)[0].ok
+        good.flush()  # writes are batched: commit before reading the files themselves
         stored = b"".join(p.read_bytes() for p in (tmp_path / "cache").iterdir())
         assert b"sk-right-key" not in stored and b"boxed{42}" in stored
 
