@@ -31,7 +31,6 @@ Run::
 
     python benchmarks/calibration_bench.py                     # scripted, about a minute
     python benchmarks/calibration_bench.py --smol --work smol-calibration   # ~30-60 min on 2 cores
-    python benchmarks/calibration_bench.py --fit-prior configs/smol-agent.prior.json --from-store S1 S2
 """
 
 from __future__ import annotations
@@ -276,23 +275,6 @@ def _cluster_of(answer: str, consistency) -> str:  # noqa: ANN001 - a Consistenc
     return answer
 
 
-def fit_from_stores(stores: list[str], out: Path) -> None:
-    """A population prior for the embedded default's agent from its cases in earlier stores."""
-    from frontier_qa.probing.posterior import fit_prior
-    from frontier_qa.store.case_store import latest_by
-
-    observations = []
-    for root in stores:
-        records = latest_by((r for r in CaseStore(Path(root)).case_records() if r.case_class.value != "invalid"),
-                            lambda r: r.id)
-        for r in records.values():
-            if r.k - r.n_failed > 0:
-                observations.append((tuple(c.count for c in r.clusters), r.n_unparseable))
-    prior = fit_prior(observations)
-    out.write_text(json.dumps(prior.to_json()) + "\n", encoding="utf-8")
-    print(f"wrote {out}: fitted to {len(observations)} cases of {len(stores)} store(s)")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smol", action="store_true", help="the embedded default (SmolLM2), not the scripted agents")
@@ -304,17 +286,12 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=300)
     parser.add_argument("--no-scatter", action="store_true", help="scripted: the Dirichlet-process rest model only")
     parser.add_argument("--markdown", action="store_true", help="print the tables as the README shows them")
-    parser.add_argument("--fit-prior", metavar="OUT", default=None,
-                        help="write a population prior fitted to the cases of --from-store stores, and stop")
-    parser.add_argument("--from-store", nargs="+", default=[], help="stores for --fit-prior")
     parser.add_argument("probe_args", nargs="*", help="--smol: extra arguments for frontier-qa probe (after --)")
     args = parser.parse_args()
     global MARKDOWN
     MARKDOWN = args.markdown
     began = time.perf_counter()
-    if args.fit_prior:
-        fit_from_stores(args.from_store, Path(args.fit_prior))
-    elif args.smol:
+    if args.smol:
         args.work = args.work or "smol-calibration"
         smol(args)
     else:
