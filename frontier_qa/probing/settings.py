@@ -63,7 +63,7 @@ class ProbeSettings:
     """
 
     band: Band = AGENT0_BAND
-    k: int = 10
+    k: int = 30
     sequential: SequentialConfig | None = field(default_factory=SequentialConfig)
     sampling: Sampling = Sampling(temperature=1.0, max_tokens=512)
     batch_size: int = 8

@@ -64,7 +64,7 @@ def test_flags_beat_the_file_which_beats_the_environment(tmp_path: Path) -> None
     assert config.where("probing.concurrency") == f"{path}:2"  # not set: its section's line
     without_file = load_config(None, env=env)
     assert (without_file.probing.k, without_file.target.spec) == (4, "http://x")
-    assert load_config(None, env={}).probing.k is None  # the default: the policy says (10 for calibrated)
+    assert load_config(None, env={}).probing.k is None  # the default: the policy says (30 for calibrated)
 
 
 def test_environment_values_are_typed_and_foreign_variables_ignored() -> None:
@@ -190,7 +190,7 @@ def test_settings_from_the_probing_section(tmp_path: Path) -> None:
     assert settings.shard == Shard(2, 3)
     default = build_settings(load_config(None, env={}))
     assert default.band == AGENT0_BAND and default.sequential is not None
-    assert default.sequential.confidence == 0.9 and default.k == 10
+    assert default.sequential.confidence == 0.9 and default.k == 30
     custom = build_settings(load_config(None, [Override("probing.band", {"low": 0.2, "high": 0.6}, "--band")], env={}))
     assert (custom.band.low, custom.band.high) == (0.2, 0.6)
 
@@ -227,7 +227,7 @@ def test_build_probe_wires_a_file_curriculum_and_a_python_target(
         assert curriculum is not None and len(curriculum) == 1  # type: ignore[arg-type]
         assert curriculum.name == "file:cases.jsonl"
         assert (validator.critic, validator.dedupe_threshold, judge) == (None, None, None)
-        assert store.root == Path("st") and settings.k == 10
+        assert store.root == Path("st") and settings.k == 30
         from frontier_qa.target import Sampling
 
         got = target.sample_sync(curriculum.proposals[0].case, 2, Sampling())  # type: ignore[attr-defined,union-attr]
@@ -420,7 +420,7 @@ def test_policies_are_chosen_by_name_and_tuned_by_keys(tmp_path: Path) -> None:
 
     assert set(get_args(ProbingConfig.model_fields["policy"].annotation)) == set(POLICIES)
     default = build_settings(load_config(None, env={}))
-    assert default.sequential == POLICIES["calibrated"].sequential and default.k == 10
+    assert default.sequential == POLICIES["calibrated"].sequential and default.k == 30
     economy = build_settings(load_config(None, [Override("probing.policy", "economy", "--policy economy")], env={}))
     assert economy.sequential == POLICIES["economy"].sequential and economy.k == POLICIES["economy"].k
     fixed = build_settings(load_config(None, env={"FRONTIER_QA_PROBING__SEQUENTIAL": "false"}))

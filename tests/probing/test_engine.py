@@ -12,6 +12,7 @@ import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.case import classify_case, parse_judge_verdict
 from frontier_qa.probing.engine import ProbeSettings, ProgressEvent, case_id_for, config_hash, probe, replay
-from frontier_qa.probing.sequential import DEFAULT_PRIOR, Verdict
+from frontier_qa.probing.sequential import DEFAULT_PRIOR, SequentialConfig, Verdict
 from frontier_qa.reports import Verdict as ReplayVerdict
 from frontier_qa.reports import summarize
 from frontier_qa.runtime import Budget
@@ -41,7 +42,10 @@ from frontier_qa.testing import (
 )
 from tests.factories import REPO, arithmetic_cases, run, weekday_cases
 
-QUIET = ProbeSettings(replay_first=False)
+# these tests count rounds and calls as they were written: at most 10 samples, rounds of 3 then 2
+# (the calibrated policy goes on to 30 in rounds of 3)
+K10: dict[str, Any] = {"k": 10, "sequential": SequentialConfig(k_max=10, rounds=(3, 2))}
+QUIET = ProbeSettings(replay_first=False, **K10)
 
 
 def by_id(records: tuple[CaseRecord, ...] | list[CaseRecord]) -> dict[str, CaseRecord]:
@@ -360,7 +364,7 @@ def test_replay_first_reports_regression_and_flaky(tmp_path: Path) -> None:
     first = run(probe(target, static_curriculum([stable, shaky]), QUIET, store=store, run_id="r1"))
     assert {r.id: r.case_class for r in first.records} == {"stable": CaseClass.PASS, "shaky": CaseClass.FAILURE}
     answers.update(stable="41", shaky="45")  # the same target now misses one and gets the other
-    second = run(probe(target, static_curriculum([]), ProbeSettings(), store=store, run_id="r2"))
+    second = run(probe(target, static_curriculum([]), ProbeSettings(**K10), store=store, run_id="r2"))
     verdicts = {c.case_id: c.verdict for c in second.comparisons}
     assert verdicts == {"stable": ReplayVerdict.REGRESSION, "shaky": ReplayVerdict.FLAKY}
     assert second.verdicts[ReplayVerdict.REGRESSION] == 1

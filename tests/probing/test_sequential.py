@@ -6,6 +6,7 @@ import importlib.util
 import math
 import random
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -30,7 +31,7 @@ from frontier_qa.probing.sequential import (
 from frontier_qa.scoring.consistency import Cluster, Consistency
 from tests.factories import REPO
 
-CONFIG = SequentialConfig()  # band (0.3, 0.8), confidence 0.9, k_min 3, k_max 10, rounds 3, 2, 2, ...
+CONFIG = SequentialConfig(k_max=10, rounds=(3, 2))  # band (0.3, 0.8), confidence 0.9, k_min 3, k_max 10, rounds 3, 2, 2, ...
 
 
 def _sampler(labels):
@@ -68,7 +69,7 @@ def test_first_decision_asks_for_first_round():
 
 
 def test_round_schedule_is_3_then_2_capped_at_k_max():
-    cfg = SequentialConfig(confidence=0.999)  # never confident: walk the whole schedule
+    cfg = replace(CONFIG, confidence=0.999)  # never confident: walk the whole schedule
     asked, labels = [], []
     decision = decide([], config=cfg)
     while not decision.stopped:
@@ -161,7 +162,7 @@ def test_bad_config_and_counts_raise_config_error():
     with pytest.raises(ConfigError):
         SequentialConfig(band=(0.8, 0.3))
     with pytest.raises(ConfigError):
-        SequentialConfig(k_min=11)
+        SequentialConfig(k_min=31)
     with pytest.raises(ConfigError):
         SequentialConfig(confidence=0.4)
     with pytest.raises(ConfigError):
@@ -186,7 +187,7 @@ partitions = st.lists(st.integers(1, 6), min_size=0, max_size=6).map(lambda c: t
 @settings(max_examples=60, deadline=None)
 @given(counts=partitions, unparseable=st.integers(0, 2), failed=st.integers(0, 3), k_min=st.integers(1, 6))
 def test_never_stops_before_k_min_nor_runs_past_k_max(counts, unparseable, failed, k_min):
-    cfg = SequentialConfig(k_min=k_min, max_failed=4)
+    cfg = SequentialConfig(k_min=k_min, max_failed=4, k_max=10, rounds=(3, 2))
     d = decide(counts, unparseable, failed, cfg)
     k = sum(counts) + unparseable
     if k < k_min and failed < 4:
@@ -234,7 +235,7 @@ def test_decision_ignores_the_order_of_answers(labels, seed):
 @settings(max_examples=30, deadline=None)
 @given(labels=st.lists(st.sampled_from(["a", "a", "a", "b", "c", None, FAILED]), min_size=25, max_size=25))
 def test_run_sequential_respects_budgets(labels):
-    cfg = SequentialConfig(max_failed=3)
+    cfg = replace(CONFIG, max_failed=3)
     decision, drawn = run_sequential(_sampler(labels), cfg)
     counts, unparseable, failed = tally(drawn)
     assert decision.stopped
@@ -273,7 +274,9 @@ def test_frontier_labels_are_mostly_right_on_a_scattered_mix_and_cost_less_than_
     sims = {c.id: c for c in mixes.make_cases("frontier-heavy", 120, 5)}
     adapter = ScriptedAdapter(lambda c, i: mixes.draw(sims[c.id].answers, 5, c.id, i))
     cases = static_curriculum([case(s.id, f"Scripted task {s.id}?", reference=mixes.RIGHT) for s in sims.values()])
-    result = asyncio.run(probe(open_scripted(adapter), cases, ProbeSettings(replay_first=False, max_candidates=None),
+    # at most 10 samples (the calibrated policy's 30 pay more than fixed k on this mix, for recall)
+    at_most_10 = ProbeSettings(replay_first=False, max_candidates=None, k=10, sequential=SequentialConfig(rounds=(3, 2)))
+    result = asyncio.run(probe(open_scripted(adapter), cases, at_most_10,
                                store=CaseStore(tmp_path), validator=Validator(dedupe_threshold=None)))
     frontier = [r for r in result.records if r.case_class.value == "frontier"]
     right = sum(sims[r.id].truth == "in" for r in frontier)
@@ -353,6 +356,9 @@ def test_named_policies():
 
     assert DEFAULT_POLICY in POLICIES and policy("fixed").sequential is None and policy("fixed").k == 10
     assert policy("calibrated").sequential == SequentialConfig()  # the class defaults are the default policy
+    from frontier_qa.probing import ProbeSettings
+
+    assert ProbeSettings().k == policy("calibrated").k == 30
     for p in POLICIES.values():
         assert p.sequential is None or p.sequential.confidence >= 0.9  # a frontier always needs 90 %
     with pytest.raises(ConfigError, match="calibrated, economy, thorough, fixed"):
