@@ -35,7 +35,7 @@ def test_default_config_probes_the_example_agent_end_to_end(tmp_path: Path, repo
     out = tmp_path / "report"
     cmd = [sys.executable, "-m", "frontier_qa", "probe", "--config", "configs/default.yaml",
            "--store", str(tmp_path / "store"), "--out", str(out), "--progress", "plain",
-           "--max-candidates", "4", "--k", "3", "--set", "probing.batch_size=4"]
+           "--max-candidates", "4", "--set", "probing.batch_size=4"]  # .ci/run's short form
     started = time.monotonic()
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - started
@@ -57,7 +57,7 @@ def test_default_config_probes_the_example_agent_end_to_end(tmp_path: Path, repo
     for row in sampled:
         assert row["case_class"] in {"frontier", "failure", "suspect", "pass", "unresolved"}
         assert row["case"]["metadata"]["template"] == "few-shot-math"
-        assert 1 <= len(row["samples"]) <= 3 and row["p_hat"] is not None
+        assert 1 <= len(row["samples"]) <= 30 and row["p_hat"] is not None
         posterior = row["case"]["metadata"].get("band_posterior")
         if posterior is not None:  # a sampled case with an answer: its class rests on the posterior
             assert "P(below, in, above the band [0.30, 0.80])" in row["reason"]
@@ -67,5 +67,5 @@ def test_default_config_probes_the_example_agent_end_to_end(tmp_path: Path, repo
     # the agent used its Python tool on the tasks (the code block is opened for the local model)
     assert sum(s["n_tool_calls"] for row in sampled for s in row["samples"]) >= len(sampled)
     classes = {row["case_class"] for row in rows}
-    report_measurement("embedded_default", f"embedded default (4 candidates, k <= 3): classes {sorted(classes)}, "
+    report_measurement("embedded_default", f"embedded default (4 candidates, k <= 30): classes {sorted(classes)}, "
                                            f"{len(sampled)} sampled in {wall:.0f} s beside {cpu_burners} CPU burners; full run: `frontier-qa probe --config configs/default.yaml`")
