@@ -117,10 +117,11 @@ budget:
   max_calls: 2000
   max_cost_usd: 5.0
 
-# How cases are sampled and classified: k answers per case, frontier = p̂ in the band.
+# How cases are sampled and classified: in rounds, until the posterior of a case's true majority
+# share p* says where it lies; frontier = P(p* in the band) >= 0.9 (README: Sampling policies).
 probing:
-  k: 10
-  band: agent0              # 0.3 <= p̂ <= 0.8
+  policy: calibrated        # up to 30 answers per case; fixed: Agent0's k = 10, frontier = p̂ in the band
+  band: agent0              # 0.3 <= p* <= 0.8
   seed: 0
 
 store: .frontier-qa         # the case store: not committed (.gitignore), export a suite instead

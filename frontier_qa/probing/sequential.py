@@ -68,7 +68,7 @@ class SequentialConfig:
             ``None``: ``confidence``.
         k_min: never stop with fewer counted samples (answered + unparseable).
         k_max: never ask for more counted samples; a case undecided there stops forced.
-        rounds: samples per round; the last size repeats (3 then 2, 2, ...).
+        rounds: samples per round; the last size repeats ((3, 2): 3 then 2, 2, ...).
         max_failed: stop (forced) once this many calls failed; ``None`` means ``k_max``.
         prior: population prior (:func:`fit_prior` learns one for a target).
         draws: Monte-Carlo draws per posterior (error ≈ 0.5 / sqrt(draws)).
