@@ -98,7 +98,10 @@ class Faults:
         (self.root / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
     def probe_args(self, *extra: str, k: int = 4) -> list[str]:
-        return ["probe", "--target", "python:agent.py:answer", "--curriculum", "cases.jsonl", "--k", str(k),
+        # fixed k: every case costs exactly k samples, whatever the answers (under the calibrated
+        # policy 4 right answers of 4 are not yet 80 % sure: unresolved, and the gate exits 3)
+        return ["probe", "--target", "python:agent.py:answer", "--curriculum", "cases.jsonl", "--policy", "fixed",
+                "--k", str(k),
                 "--store", "store", "--progress", "plain", *extra]
 
     def start(self, *args: str, stderr_to: Path | None = None) -> subprocess.Popen[str]:

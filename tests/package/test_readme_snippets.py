@@ -7,7 +7,7 @@ shell: ``then="pytest -q x.py"``) is executed in a temporary folder:
                   folder of its own); a session first writes all its ``file=`` blocks, then runs
 ``setup=agent``   the folder starts with a scripted agent, as a user's project would have one:
                   ``agent.py`` (``python:agent.py:run``: right on arithmetic, a coin on weekdays),
-                  ``cases.jsonl`` and ``my-probe.yaml`` (a file curriculum, k = 6)
+                  ``cases.jsonl`` and ``my-probe.yaml`` (a file curriculum, the default policy)
 ``file=PATH``     write the block to PATH instead of running it
 ``then=CMD``      after writing ``file=``, run this shell command
 ``exit=CODES``    the exit status of each command, in order, comma-separated (default 0); ``skip``
@@ -54,7 +54,7 @@ CASES = [
     {"prompt": "What is 6 times 7, minus 1?", "reference": "41", "reference_verified": True, "topic": "arithmetic"},
     {"prompt": "Which weekday comes 3 days after Friday?", "reference": "Monday", "topic": "weekdays"},
 ]
-MY_PROBE = "curriculum: {type: file, path: cases.jsonl}\nprobing: {k: 6}\n"
+MY_PROBE = "curriculum: {type: file, path: cases.jsonl}\n"  # the default policy: up to 30 samples a case
 
 
 @dataclass
