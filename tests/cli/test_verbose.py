@@ -33,7 +33,8 @@ def _run(root: Path, capsys: pytest.CaptureFixture[str], *flags: str, store: str
     here = os.getcwd()
     os.chdir(root)
     try:
-        rc = main([*flags, "probe", "--target", "python:agent.py:answer", "--curriculum", cases, "--k", "2",
+        # fixed k = 2: two samples a case whatever they say (the calibrated policy would leave them unresolved)
+        rc = main([*flags, "probe", "--target", "python:agent.py:answer", "--curriculum", cases, "--policy", "fixed", "--k", "2",
                    "--progress", "off", "--store", store, "--out", f"out-{store}", "--set", "target.limits.backoff.initial_s=0.01",
                    "--set", "target.limits.backoff.jitter_s=0", "--set", "target.cache=false",
                    *(["--set", f"target.limits.rpm={rpm}"] if rpm else [])])
