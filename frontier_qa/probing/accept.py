@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from frontier_qa.probing.case import CaseProber, answers_of
 from frontier_qa.probing.settings import ProbeSettings
+from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.store import baselines
 from frontier_qa.store.case_store import CaseStore, StoreError, latest_by
 from frontier_qa.store.records import (
@@ -31,7 +32,6 @@ from frontier_qa.store.records import (
     case_record,
     utc_now,
 )
-from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.target import Case, Target, Trajectory
 
 

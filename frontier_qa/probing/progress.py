@@ -97,8 +97,14 @@ class ProbeProgress:
         if self.mode == "rich":
             from rich.console import Console, Group
             from rich.live import Live
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
-            from rich.progress import TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
             from rich.text import Text
 
             console = Console(file=self.stream)

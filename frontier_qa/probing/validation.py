@@ -271,7 +271,8 @@ DEFAULT_CHECKS: tuple[Check, ...] = (check_format, check_tool_calls)
 
 def bleu_distance(text: str, other: str) -> float:
     """1 − BLEU(hypothesis ``text``, reference [``other``]), whitespace tokens, uniform 4-gram
-    weights, NLTK smoothing method 1 (the Agent0 reference's settings), in [0, 1]."""
+    weights, NLTK smoothing method 1 (the Agent0 reference's settings), in [0, 1].
+    """
     from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
     a, b = text.split(), other.split()

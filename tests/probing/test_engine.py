@@ -470,7 +470,8 @@ def test_the_probe_scores_exactly_as_score_case() -> None:
     from frontier_qa.scoring.case import TOOL_CALLS_FORMAT, score_case
     from frontier_qa.target import Case as _Case
     from frontier_qa.testing import ScriptedAdapter, open_scripted
-    from tests.scoring.test_case import GOLD as gold, _tool_samples
+    from tests.scoring.test_case import GOLD as gold
+    from tests.scoring.test_case import _tool_samples
 
     prober = CaseProber(open_scripted(ScriptedAdapter(lambda case, i: r"\boxed{1}")), ProbeSettings(k=5))
     samples = _tool_samples()
