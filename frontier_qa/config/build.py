@@ -24,21 +24,21 @@ from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import Validator
 from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.runtime.budget import BudgetTracker
-from frontier_qa.runtime.env import UnsetVariableError, expand_env
 from frontier_qa.runtime.cache import SampleCache
+from frontier_qa.runtime.env import UnsetVariableError, expand_env
 from frontier_qa.runtime.limits import Budget, Limits
 from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND, Band
 from frontier_qa.store.case_store import CaseStore, Shard
 from frontier_qa.store.comparison import RegressionPolicy
 from frontier_qa.target import Sampling, Target
 
-
 # --- wiring: config → the engine's parts --------------------------------------------------------
 
 
 class ProbeParts(NamedTuple):
     """What :func:`build_probe` wires; unpacks as ``(target, curriculum, settings, store,
-    validator, judge)``. ``curriculum`` is ``None`` when it was not asked for (replay)."""
+    validator, judge)``. ``curriculum`` is ``None`` when it was not asked for (replay).
+    """
 
     target: Target
     curriculum: Curriculum | None
@@ -61,7 +61,8 @@ def resolve_options(config: Any, section: str, options: Mapping[str, Any]) -> di
     nested mappings such as HTTP headers are resolved by their adapter).
 
     ``config`` is any loaded config with ``error(key, message, hint)`` (the probe's or the
-    trainer's), so an unset variable is reported by key and where it was set."""
+    trainer's), so an unset variable is reported by key and where it was set.
+    """
     out: dict[str, Any] = {}
     for name, value in options.items():
         if isinstance(value, str):

@@ -37,7 +37,8 @@ def _literals_in(annotation: Any) -> list[str]:
 
 def _clean(loc: tuple[Any, ...], data: Any) -> tuple[Path_, list[type[BaseModel]], Any]:
     """Pydantic's error location as a key path (union tags dropped), the models at its
-    parent, and the field annotation at its end."""
+    parent, and the field annotation at its end.
+    """
     models: list[type[BaseModel]] = [ProbeConfig]
     parents = models
     node: Any = data

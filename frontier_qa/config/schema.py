@@ -8,7 +8,7 @@ Every section forbids unknown keys, so a misspelt key is an error that names it
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
@@ -18,7 +18,7 @@ from frontier_qa.store.case_store import Shard, StoreError
 CONFIG_VERSION = 1
 ENV_PREFIX = "FRONTIER_QA_"
 MODEL_SECTIONS = (("target",), ("curriculum", "model"), ("validation", "critic"), ("probing", "judge"))
-Path_ = tuple[Union[str, int], ...]
+Path_ = tuple[str | int, ...]
 
 
 class _Section(BaseModel):
@@ -44,16 +44,16 @@ class BackoffConfig(_Section):
 class LimitsConfig(_Section):
     """How one model may be called (see :class:`frontier_qa.runtime.Limits`)."""
 
-    rpm: Optional[float] = Field(None, gt=0, description="requests per minute; null: no limit")
-    tpm: Optional[float] = Field(None, gt=0, description="tokens per minute; null: no limit")
+    rpm: float | None = Field(None, gt=0, description="requests per minute; null: no limit")
+    tpm: float | None = Field(None, gt=0, description="tokens per minute; null: no limit")
     max_concurrency: int = Field(16, ge=1, description="backend calls in flight at once")
-    timeout_s: Optional[float] = Field(120.0, gt=0, description="seconds per call to a server before a retry")
-    local_timeout_s: Optional[float] = Field(
+    timeout_s: float | None = Field(120.0, gt=0, description="seconds per call to a server before a retry")
+    local_timeout_s: float | None = Field(
         None, gt=0, description="the same for in-process models and Python agents; null: no limit")
-    slow_call_s: Optional[float] = Field(60.0, gt=0, description="report a call still running after this long")
+    slow_call_s: float | None = Field(60.0, gt=0, description="report a call still running after this long")
     max_retries: int = Field(5, ge=0)
     backoff: BackoffConfig = Field(default_factory=BackoffConfig)
-    max_consecutive_failures: Optional[int] = Field(25, ge=1)
+    max_consecutive_failures: int | None = Field(25, ge=1)
     rpm_burst: int = Field(1, ge=1)
 
 
@@ -73,12 +73,12 @@ class ModelConfig(_Section):
 class TargetConfig(_Section):
     """The target under test."""
 
-    spec: Optional[str] = Field(None, min_length=1, description="target spec; --target / FRONTIER_QA_TARGET")
+    spec: str | None = Field(None, min_length=1, description="target spec; --target / FRONTIER_QA_TARGET")
     options: dict[str, Any] = Field(default_factory=dict, description="adapter options (api_base, api_key: ${VAR})")
     tool_options: dict[str, Any] = Field(default_factory=dict, description="tools+ specs: executor options")
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
-    cache: Union[bool, str] = Field(True, description="true: <store>/cache; false: off (--no-cache); or a directory")
-    version: Optional[str] = Field(
+    cache: bool | str = Field(True, description="true: <store>/cache; false: off (--no-cache); or a directory")
+    version: str | None = Field(
         None, min_length=1,
         description="the target's version (model revision, deployment tag): in every cache key and record; "
                     "python: agents add a hash of their source to it")
@@ -92,10 +92,10 @@ class TargetConfig(_Section):
 class BudgetConfig(_Section):
     """What the whole run may spend: target, curriculum model, critic and judge together."""
 
-    max_calls: Optional[int] = Field(None, ge=0, description="backend calls (each retry counts)")
-    max_tokens: Optional[int] = Field(None, ge=0, description="prompt + completion tokens")
-    max_cost_usd: Optional[float] = Field(None, ge=0, description="US dollars")
-    max_wall_s: Optional[float] = Field(None, ge=0, description="seconds since the first call")
+    max_calls: int | None = Field(None, ge=0, description="backend calls (each retry counts)")
+    max_tokens: int | None = Field(None, ge=0, description="prompt + completion tokens")
+    max_cost_usd: float | None = Field(None, ge=0, description="US dollars")
+    max_wall_s: float | None = Field(None, ge=0, description="seconds since the first call")
 
 
 class SamplingConfig(_Section):
@@ -105,7 +105,7 @@ class SamplingConfig(_Section):
     top_p: float = Field(1.0, gt=0, le=1)
     max_tokens: int = Field(512, ge=1)
     stop: list[str] = Field(default_factory=list)
-    seed: Optional[int] = Field(None, description="null: probing.seed")
+    seed: int | None = Field(None, description="null: probing.seed")
 
 
 class CurriculumConfig(_Section):
@@ -114,15 +114,15 @@ class CurriculumConfig(_Section):
     type: Literal["prompted", "file", "trained"] = Field(
         "prompted", description="prompted: a model writes tasks; file: cases from path; trained: an hf: checkpoint"
     )
-    model: Optional[ModelConfig] = Field(None, description="prompted/trained: the model that writes tasks")
+    model: ModelConfig | None = Field(None, description="prompted/trained: the model that writes tasks")
     domain: Literal["math", "general", "tools", "open_ended", "workflow"] = "math"
     topics: list[str] = Field(default_factory=list, description="topics to rotate through (empty: the model picks)")
-    tools: Optional[str] = Field(None, description="JSON/YAML file of OpenAI tool schemas (domain tools/workflow)")
-    agent_description: Optional[str] = Field(None, description="what the agent under test does (domain workflow)")
-    answer_format: Optional[Literal["text", "final_answer"]] = Field(None, description="domain workflow only")
-    path: Optional[str] = Field(None, description="file: JSONL/YAML cases or an exported suite")
+    tools: str | None = Field(None, description="JSON/YAML file of OpenAI tool schemas (domain tools/workflow)")
+    agent_description: str | None = Field(None, description="what the agent under test does (domain workflow)")
+    answer_format: Literal["text", "final_answer"] | None = Field(None, description="domain workflow only")
+    path: str | None = Field(None, description="file: JSONL/YAML cases or an exported suite")
     shuffle: bool = False
-    limit: Optional[int] = Field(None, ge=0, description="file: propose at most this many cases")
+    limit: int | None = Field(None, ge=0, description="file: propose at most this many cases")
     sampling: SamplingConfig = Field(
         default_factory=lambda: SamplingConfig(temperature=1.0, top_p=0.99, max_tokens=1024)  # Agent0 A.1
     )
@@ -132,7 +132,7 @@ class CurriculumConfig(_Section):
     style: Literal["instruct", "few_shot"] = Field(
         "instruct", description="instruct: tagged templates; few_shot: worked examples, for small models (math/general)"
     )
-    examples: Optional[str] = Field(None, description="few_shot: JSONL/YAML worked examples {problem, answer, program}")
+    examples: str | None = Field(None, description="few_shot: JSONL/YAML worked examples {problem, answer, program}")
 
 
 class CriticConfig(ModelConfig):
@@ -145,14 +145,14 @@ class CriticConfig(ModelConfig):
 class ValidationConfig(_Section):
     """Checks on proposals before any target call."""
 
-    critic: Optional[CriticConfig] = None
-    dedupe_threshold: Optional[float] = Field(
+    critic: CriticConfig | None = None
+    dedupe_threshold: float | None = Field(
         0.5, ge=0, le=1, description="BLEU distance τ below which a generated proposal repeats an earlier one "
                                      "(cases from a file are removed only when identical); null or 0: off")
 
     @field_validator("dedupe_threshold")
     @classmethod
-    def _zero_is_off(cls, value: Optional[float]) -> Optional[float]:
+    def _zero_is_off(cls, value: float | None) -> float | None:
         return None if value == 0 else value  # no distance is below 0: the same as off
 
 
@@ -175,37 +175,37 @@ class ProbingConfig(_Section):
     k: int = Field(10, ge=1, description="samples per case (k_max with sequential sampling)")
     sequential: bool = Field(True, description="stop sampling a case once its band is clear")
     confidence: float = Field(0.9, gt=0.5, lt=1, description="sequential: posterior confidence to stop")
-    band: Union[Literal["agent0", "tool-r0"], BandRange] = Field(
+    band: Literal["agent0", "tool-r0"] | BandRange = Field(
         "agent0", description="agent0 (0.3 ≤ p̂ ≤ 0.8), tool-r0 (0.25–0.75) or {low, high}"
     )
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     batch_size: int = Field(8, ge=1, description="proposals asked per round")
-    max_candidates: Optional[int] = Field(200, ge=0, description="proposals considered in total; null: no cap")
+    max_candidates: int | None = Field(200, ge=0, description="proposals considered in total; null: no cap")
     saturation_window: int = Field(100, ge=1)
     saturation_min_new: int = Field(1, ge=0)
     concurrency: int = Field(8, ge=1, description="cases sampled at once")
     predict_difficulty: bool = False
     explore_rate: float = Field(0.1, ge=0, le=1)
-    judge: Optional[ModelConfig] = Field(None, description="a stronger model asked whether stable answers are right")
+    judge: ModelConfig | None = Field(None, description="a stronger model asked whether stable answers are right")
     verify_references: bool = True
     seed: int = 0
     replay_first: bool = Field(True, description="replay stored cases before generating new ones")
     replay_scope: Literal["target", "all"] = "target"
-    max_replay: Optional[int] = Field(None, ge=0)
-    embedder: Optional[str] = Field(None, description="open-ended answers: embedding model (null: bundled MiniLM)")
+    max_replay: int | None = Field(None, ge=0)
+    embedder: str | None = Field(None, description="open-ended answers: embedding model (null: bundled MiniLM)")
 
 
 class GateConfig(_Section):
     """CI gate limits; null turns a check off (see :class:`frontier_qa.reports.GateThresholds`)."""
 
-    max_failures: Optional[int] = Field(0, ge=0)
-    max_suspects: Optional[int] = Field(None, ge=0)
-    max_frontier_share: Optional[float] = Field(None, ge=0, le=1)
-    max_unresolved_share: Optional[float] = Field(
+    max_failures: int | None = Field(0, ge=0)
+    max_suspects: int | None = Field(None, ge=0)
+    max_frontier_share: float | None = Field(None, ge=0, le=1)
+    max_unresolved_share: float | None = Field(
         0.2, ge=0, le=1, description="above it the run could not judge the agent: exit 3, not a finding")
-    max_regressions: Optional[int] = Field(0, ge=0)
-    max_flaky: Optional[int] = Field(None, ge=0)
-    max_inconclusive: Optional[int] = Field(None, ge=0, description="replay verdicts left undecided at the cap")
+    max_regressions: int | None = Field(0, ge=0)
+    max_flaky: int | None = Field(None, ge=0)
+    max_inconclusive: int | None = Field(None, ge=0, description="replay verdicts left undecided at the cap")
 
 
 class RegressionConfig(_Section):
@@ -231,13 +231,13 @@ class RegressionConfig(_Section):
 class ReplayGateConfig(GateConfig):
     """The replay gate: regressions fail it; known failures in a suite do not (by default)."""
 
-    max_failures: Optional[int] = Field(None, ge=0)
+    max_failures: int | None = Field(None, ge=0)
 
 
 class ReplayConfig(_Section):
     """``frontier-qa replay``: what is replayed and its gate."""
 
-    suite: Optional[str] = Field(None, description="a committed suite (frontier-qa export); null: the store")
+    suite: str | None = Field(None, description="a committed suite (frontier-qa export); null: the store")
     gate: ReplayGateConfig = Field(default_factory=ReplayGateConfig)
     guards: int = Field(10, ge=0, description="pass cases, sampled across topics, that export and the pytest "
                                               "plugin keep as guards next to the findings")
@@ -267,7 +267,7 @@ class ProbeConfig(_Section):
     gate: GateConfig = Field(default_factory=GateConfig)
     regression: RegressionConfig = Field(default_factory=RegressionConfig)
     replay: ReplayConfig = Field(default_factory=ReplayConfig)
-    shard: Optional[str] = Field(None, description="CI shard i/n, e.g. 2/4")
+    shard: str | None = Field(None, description="CI shard i/n, e.g. 2/4")
 
     _sources: Any = PrivateAttr(default=None)  # Sources, set by load_config
 
