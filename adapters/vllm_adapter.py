@@ -178,7 +178,8 @@ class VLLMAdapter(LocalBatchedAdapter[BatchRequest]):
 
     def _resume_until_code(self, prompt_ids: list[int], turns: list[_Turn], sampling: Sampling, case: Case) -> None:
         """Continue every sample that stopped at a fence which closed no python block (an opening
-        fence, another language's block) until a block closes, it ends, or ``max_tokens`` is spent."""
+        fence, another language's block) until a block closes, it ends, or ``max_tokens`` is spent.
+        """
         round_ = 0
         while True:
             going = [t for t in turns if t.finish == "stop" and t.stop_reason == FENCE
@@ -259,7 +260,8 @@ class VLLMServerAdapter(Adapter):
 
     async def _until_code(self, case: Case, n: int, sampling: Sampling, start: int) -> list[Trajectory]:
         """Turns that end after the first closed python block: stop at every fence, continue the
-        assistant text (``continue_final_message``) while the fence closed no python block."""
+        assistant text (``continue_final_message``) while the fence closed no python block.
+        """
         assert self.fence_client is not None
         fence = replace(sampling, stop=tuple(x for x in sampling.stop if x != STOP_AFTER_CODE) + (FENCE,))
         out = []

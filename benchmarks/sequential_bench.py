@@ -93,7 +93,7 @@ def make_cases(mix: Mix, n: int, rng: np.random.Generator) -> list[SimCase]:
 
 
 def draw_stream(case: SimCase, n: int, rng: np.random.Generator) -> list[int | None]:
-    """n sample labels: an answer index, or None for an unparseable sample."""
+    """N sample labels: an answer index, or None for an unparseable sample."""
     answers = rng.choice(len(case.probs), size=n, p=np.asarray(case.probs) / sum(case.probs))
     return [None if rng.random() < case.u else int(a) for a in answers]
 

@@ -416,7 +416,8 @@ def summary_lines(config: pytest.Config, results: dict[str, dict[str, Any]]) -> 
 
 def _removed_lines(encoded: str | None) -> list[str]:
     """The cases validation removed while generating, each with its reason (as the console names
-    them): a person's case never vanishes with only a count."""
+    them): a person's case never vanishes with only a count.
+    """
     if not encoded:
         return []
     import json

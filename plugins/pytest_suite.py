@@ -365,7 +365,8 @@ class Suite:
     def _removed_property(self) -> str:
         """The cases validation removed in this session's generation run, as the terminal summary
         names them (``{"count": N, "store": DIR, "cases": [[id, prompt, reason], ...]}``, at most
-        :data:`SHOWN_REMOVED` cases); empty when none was removed."""
+        :data:`SHOWN_REMOVED` cases); empty when none was removed.
+        """
         import json
 
         from frontier_qa.reports.explain import removal
@@ -513,7 +514,8 @@ class Session:
     def base(self, source: str) -> Path:
         """The folder an option's relative paths start from: the invocation directory for a
         ``--frontier-*`` flag (as any command line), pytest's rootdir for an ini key (as the ini
-        file's other paths), so the same ini works wherever pytest is started."""
+        file's other paths), so the same ini works wherever pytest is started.
+        """
         return Path(self.config.invocation_params.dir) if source == "cli" else self.root
 
     def path(self, value: str, source: str) -> Path:

@@ -224,7 +224,8 @@ def _launch(cfg: dict[str, Any]) -> None:  # pragma: no cover - runs in the laun
         process with CAP_SETUID in the *parent* namespace may map ids other than its own).
         Root maps to itself so set-up can still reach root-owned files; the code then runs as
         cfg["uid"] with a process count (RLIMIT_NPROC) of its own namespace, so one run's
-        fork bomb cannot starve the runs beside it."""
+        fork bomb cannot starve the runs beside it.
+        """
         ready_r, ready_w = os.pipe()
         go_r, go_w = os.pipe()
         child = os.fork()
@@ -417,7 +418,8 @@ _swept = False
 
 def _sweep_stale_workdirs() -> None:
     """Once per process: remove ``fqa-sandbox-<pid>-*`` folders whose process is gone (a caller
-    killed with -9 never ran its cleanup), and unnamed old-style ones older than a day."""
+    killed with -9 never ran its cleanup), and unnamed old-style ones older than a day.
+    """
     global _swept
     if _swept:
         return
@@ -631,7 +633,8 @@ class Sandbox:
 
     def _kept(self, covers: list[str]) -> list[str]:
         """Interpreter directories under the covered folders (a CI venv in ``mktemp -d``, a venv
-        or pyenv in the home directory): the launcher binds them back, read-only."""
+        or pyenv in the home directory): the launcher binds them back, read-only.
+        """
         dirs = {os.path.realpath(d) for d in self._interpreter_dirs()}
         under = sorted(d for d in dirs if any(_within(d, c) for c in covers))
         return [d for d in under if not any(d != o and _within(d, o) for o in under)]
@@ -640,7 +643,8 @@ class Sandbox:
         """Folders the code sees empty: the caller's home directory ($HOME and its passwd entry),
         the cache folders of :data:`_CACHE_ENVS` that exist outside it, and (as root, for the
         dropped uid) folders it cannot enter on the way to the interpreter. Folders under
-        /tmp & co. are private already; system folders are never covered."""
+        /tmp & co. are private already; system folders are never covered.
+        """
         found = {os.path.expanduser("~")} | {os.environ.get(name, "") for name in _CACHE_ENVS}
         with contextlib.suppress(KeyError, ImportError):
             import pwd
@@ -658,7 +662,8 @@ class Sandbox:
 
     def _closed_folders(self) -> set[str]:
         """The first folder the dropped uid cannot enter (no o+x) on the way to each interpreter
-        directory, e.g. /root (mode 700) holding a pyenv."""
+        directory, e.g. /root (mode 700) holding a pyenv.
+        """
         closed: set[str] = set()
         for path in self._interpreter_dirs():
             parts = path.strip("/").split("/")

@@ -79,7 +79,8 @@ class Consistency:
     @property
     def majority_mask(self) -> tuple[bool, ...]:
         """For each of the k samples, whether it voted with the majority (Agent0's pseudo-label
-        reward R_i = 1 if o_i ≡ ỹ); all ``False`` when no sample answered."""
+        reward R_i = 1 if o_i ≡ ỹ); all ``False`` when no sample answered.
+        """
         members = set(self.clusters[0].members) if self.clusters else set()
         return tuple(i in members for i in range(self.k))
 

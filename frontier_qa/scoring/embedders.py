@@ -85,7 +85,8 @@ def _resolve_model_path(model: str) -> str:
 
 def _load_quietly(st: Any, path: str, device: str) -> Any:
     """``SentenceTransformer(path, device=device)`` without transformers' per-load
-    "Loading weights" progress bar, which would interleave with probe/CLI output."""
+    "Loading weights" progress bar, which would interleave with probe/CLI output.
+    """
     try:
         from transformers.utils import logging as hf_logging
     except ImportError:  # pragma: no cover - sentence-transformers always brings transformers

@@ -224,7 +224,8 @@ def _is_prose(normalized: str) -> bool:
 
 def _latex_ready(answer: str) -> str:
     """The raw answer for math-verify: no ``$``, Python ``**`` as ``^``, ASCII minus, and
-    ``%`` as ``/100`` (math-verify alone would make ``50\\%`` equal to both ``50`` and ``0.5``)."""
+    ``%`` as ``/100`` (math-verify alone would make ``50\\%`` equal to both ``50`` and ``0.5``).
+    """
     s = answer.strip().replace("\\$", "").replace("$", "").replace("**", "^").replace("\u2212", "-")
     return s.replace("\\%", "/100").replace("%", "/100")
 

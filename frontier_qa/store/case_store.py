@@ -444,7 +444,8 @@ class CaseStore:
     def discard_run(self, run_id: str, shard_index: int = 1) -> bool:
         """Remove a run shard that recorded no case (it failed before its first): nothing is
         left open to resume. Only a file holding nothing but this shard's run records goes;
-        call it while holding the run's lease. Returns whether the file was removed."""
+        call it while holding the run's lease. Returns whether the file was removed.
+        """
         path = self.run_path(run_id)
         with self._locked(exclusive=True):
             records = self._read_file(path, lock=False)

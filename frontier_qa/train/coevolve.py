@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -59,8 +59,8 @@ class IterationState(BaseModel):
     """What one iteration has done (``state.json``)."""
 
     done: list[str] = Field(default_factory=list)
-    curriculum_model: Optional[str] = None
-    executor_model: Optional[str] = None
+    curriculum_model: str | None = None
+    executor_model: str | None = None
     record: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -68,8 +68,8 @@ class RunState(BaseModel):
     """The whole run's progress: the base executor's held-out score and each iteration's state."""
 
     version: int = 1
-    base_executor: Optional[str] = None
-    baseline: Optional[dict[str, Any]] = None
+    base_executor: str | None = None
+    baseline: dict[str, Any] | None = None
     iterations: dict[str, IterationState] = Field(default_factory=dict)
 
     def iteration(self, t: int) -> IterationState:

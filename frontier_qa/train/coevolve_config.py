@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
@@ -137,7 +137,7 @@ class PoolSection(_Section):
     size: int = Field(64, ge=1, description="tasks asked of the frozen curriculum per iteration")
     k: int = Field(10, ge=1, description="executor samples per task (Agent0: 10)")
     band: tuple[float, float] = Field((0.3, 0.8), description="keep tasks with low <= p̂ <= high (Agent0)")
-    max_tasks: Optional[int] = Field(None, ge=1, description="cap on the filtered set (null: all)")
+    max_tasks: int | None = Field(None, ge=1, description="cap on the filtered set (null: all)")
     sampling: SamplingConfig = Field(default_factory=lambda: SamplingConfig(temperature=1.0, top_p=0.99,
                                                                             max_tokens=256),
                                      description="the curriculum's sampling when writing tasks")
@@ -156,7 +156,7 @@ class EvaluationSection(_Section):
     """What each iteration is measured on."""
 
     heldout: str = Field("builtin:arithmetic", description="JSONL/YAML of {problem, answer}, or builtin:arithmetic")
-    heldout_size: Optional[int] = Field(None, ge=1, description="first N held-out problems (null: all)")
+    heldout_size: int | None = Field(None, ge=1, description="first N held-out problems (null: all)")
     samples: int = Field(1, ge=1, description="executor samples per held-out problem (accuracy = mean)")
     table5_tasks: int = Field(50, ge=0, description="tasks of each pool the iteration-1 executor answers (0: off)")
     table5_samples: int = Field(1, ge=1, description="its samples per task")

@@ -290,11 +290,11 @@ def train_executor(rows: Sequence[ExecutorRow], *, model: ModelSection, training
     from frontier_qa.train.adpo_trainer import ADPOTrainer
     from frontier_qa.train.curriculum import (
         grpo_section_kwargs,
-        use_generation_vllm,
         load_tokenizer,
         lora_config,
         resolve_model_path,
         save_final_model,
+        use_generation_vllm,
     )
 
     cuda = torch.cuda.is_available() and training.use_cpu is not True

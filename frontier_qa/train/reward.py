@@ -204,7 +204,7 @@ class TargetReward:
     # --- sampling ---------------------------------------------------------------------------
 
     async def _sample_all(self, tasks: Sequence[Task], step: int) -> list[_Sampled | None]:
-        """k samples of every distinct valid task, ``max_concurrent_tasks`` at a time."""
+        """K samples of every distinct valid task, ``max_concurrent_tasks`` at a time."""
         unique: dict[str, Case] = {}
         for task in tasks:
             if task.case is not None:

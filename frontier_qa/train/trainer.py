@@ -49,7 +49,8 @@ class BudgetStop(TrainerCallback):
 
 class CardWriter(TrainerCallback):
     """Writes the curriculum card (:mod:`frontier_qa.train.card`) into every checkpoint, so each
-    ``checkpoint-N`` is a curriculum the probe asks the way it was trained."""
+    ``checkpoint-N`` is a curriculum the probe asks the way it was trained.
+    """
 
     def __init__(self, card: Any) -> None:
         self.card = card

@@ -1,6 +1,7 @@
 """vLLM adapters: the managed-server process handling (real subprocesses, no vLLM needed),
 the missing-package errors, and, marked ``vllm``, a real in-process engine and a real server
-on SmolLM2 (skipped with a reason when vLLM is not installed)."""
+on SmolLM2 (skipped with a reason when vLLM is not installed).
+"""
 
 from __future__ import annotations
 

@@ -44,7 +44,8 @@ class Fatal(Exception):
 
 class ScriptedAdapter(Adapter):
     """Per call: the next script entry (an exception to raise, ``("short", k)`` to return only
-    k samples, ``("sleep", s)`` to take s seconds); then plain successes."""
+    k samples, ``("sleep", s)`` to take s seconds); then plain successes.
+    """
 
     def __init__(self, script: Sequence[object] = (), *, max_n: int = 4, tokens: int = 2, cost: float | None = None,
                  delay_s: float = 0.0) -> None:

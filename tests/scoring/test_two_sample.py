@@ -1,5 +1,6 @@
 """The two-sample statistics under the replay verdicts: exact tests, the drop posterior, alpha spending,
-and the error rate of the whole sequential decision on simulated unchanged and changed agents."""
+and the error rate of the whole sequential decision on simulated unchanged and changed agents.
+"""
 
 from __future__ import annotations
 
