@@ -169,7 +169,7 @@ async def accept_case(
     low, high = wilson_interval(top, k, 0.9)
     baseline = Baseline(
         case_id=case_id, case_class=case_class, k=k, successes=successes, anchor=anchor,
-        anchor_kind=kind,  # type: ignore[arg-type]
+        anchor_kind=kind,
         p_hat=consistency.p_hat if k else None,
         interval=Interval(low=low, high=high, method="wilson", confidence=0.9) if k else None,
         majority=consistency.majority, majority_correct=majority_correct,
@@ -223,7 +223,7 @@ async def accept(
         if not case_ids:
             whose = f" of target {target.id!r}" if target is not None else ""
             raise StoreError(f"no case{whose} to accept in {store.root}", hint="probe or replay first, or name the cases")
-    prober = CaseProber(target if target is not None else _NoTarget(), settings)  # type: ignore[arg-type]
+    prober = CaseProber(target if target is not None else _NoTarget(), settings)
     top_up = target if sample else None
     done = [await accept_case(store, cid, prober, settings, target=top_up, run_id=run_id, records=records)
             for cid in case_ids]

@@ -123,7 +123,7 @@ class ProbeProgress:
 
     def __exit__(self, *exc: object) -> None:
         if self._live is not None:
-            self._live.__exit__(*exc)  # type: ignore[arg-type]
+            self._live.__exit__(*exc)
             self._live = None
 
     # -- events ----------------------------------------------------------------------------------

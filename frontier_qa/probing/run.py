@@ -501,9 +501,9 @@ class ProbeRun:
                 self.emit("skipped", case_id=case.id, p_hat=prediction, message="predicted too easy or too hard")
                 continue
             jobs.append((i, self.probe_one(case, verified=check.verified, prediction=prediction)))
-        for i, record in zip([i for i, _ in jobs], await gather_or_cancel([job for _, job in jobs]), strict=True):
-            if record is not None:
-                done[i] = record
+        for i, probed in zip([i for i, _ in jobs], await gather_or_cancel([job for _, job in jobs]), strict=True):
+            if probed is not None:
+                done[i] = probed
         outcomes = []
         for i in sorted(done):
             record = done[i]
