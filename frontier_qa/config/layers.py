@@ -131,7 +131,7 @@ def _scalar(text: str) -> Any:
 
 
 def _set(data: dict[str, Any], path: Path_, value: Any) -> None:
-    node = data
+    node: dict[Any, Any] = data  # nested YAML mappings: keys are names or list indices
     for key in path[:-1]:
         child = node.get(key)
         if not isinstance(child, dict):

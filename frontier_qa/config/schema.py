@@ -8,14 +8,14 @@ Every section forbids unknown keys, so a misspelt key is an error that names it
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from frontier_qa.errors import ConfigError
 from frontier_qa.store.case_store import Shard, StoreError
 
-CONFIG_VERSION = 1
+CONFIG_VERSION: Final = 1
 ENV_PREFIX = "FRONTIER_QA_"
 MODEL_SECTIONS = (("target",), ("curriculum", "model"), ("validation", "critic"), ("probing", "judge"))
 Path_ = tuple[str | int, ...]

@@ -25,7 +25,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -34,7 +34,7 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.target import Case, Sampling, Target
 
 CARD_FILE = "frontier-qa-curriculum.json"
-CARD_VERSION = 1
+CARD_VERSION: Final = 1
 _ANSWER_FORMATS = {"math": "boxed", "general": "boxed", "open_ended": "text", "workflow": "text"}
 
 

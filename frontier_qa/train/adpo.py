@@ -168,7 +168,7 @@ class PseudoLabelReward:
             raise ConfigError(f"unknown equivalence mode {mode!r}", hint="use one of: " + ", ".join(MODES))
         self.label_column = label_column
         self.mode = mode
-        self._same = comparator(mode, timeout_s=timeout_s)  # type: ignore[arg-type]
+        self._same = comparator(mode, timeout_s=timeout_s)
         self.__name__ = "pseudo_label"  # TRL names the reward's metrics after it
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
