@@ -220,7 +220,8 @@ class HFAdapter(LocalBatchedAdapter[_Request]):
             )
         out = []
         for r, row in enumerate(rows):
-            length = stopper.lengths[r] if stopper.lengths[r] is not None else sequences.shape[1] - width
+            stopped_at = stopper.lengths[r]
+            length = stopped_at if stopped_at is not None else sequences.shape[1] - width
             new = sequences[r, width : width + length].tolist()
             text = cut_turn(self.tokenizer.decode(new, skip_special_tokens=True), row.stop)
             out.append((text, len(row.prompt_ids), length))

@@ -246,8 +246,8 @@ class VLLMServerAdapter(Adapter):
         self.supports_prefill = client.supports_prefill
         self.stops_after_code = fence_client is not None and client.supports_prefill
 
-    @property  # type: ignore[override]
-    def max_n(self) -> int:
+    @property
+    def max_n(self) -> int:  # type: ignore[override]  # read-only here: the server client owns it
         return self.client.max_n  # the client may lower it after the server's answers
 
     async def generate(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:

@@ -60,7 +60,8 @@ class FrontierUnjudged(Exception):
     """
 
 
-class FrontierUsageError(pytest.UsageError, pytest.Collector.CollectError):
+# pytest marks UsageError final, but only a UsageError ends the session with its message and no traceback
+class FrontierUsageError(pytest.UsageError, pytest.Collector.CollectError):  # type: ignore[misc]
     """A bad ``@pytest.mark.frontier`` argument or ``--frontier-*`` option.
 
     Also a ``CollectError``, so that raised during collection pytest shows the message (what
@@ -241,7 +242,7 @@ def pytest_runtest_makereport(
     report = yield
     case = item.stash.get(CASE_KEY, None)
     reason = getattr(case, "flaky_reason", None) if getattr(case, "accepted", None) is None else None
-    if reason and report.when == "call" and report.passed:
+    if reason and case is not None and report.when == "call" and report.passed:
         # never a silent pass (Hypothesis' Flaky): xfail by default, a failure on request
         if item.config.stash[OPTIONS_KEY].flaky == "fail":
             report.outcome = "failed"

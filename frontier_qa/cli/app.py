@@ -30,7 +30,7 @@ def _version(value: bool) -> None:
         raise typer.Exit(EXIT_OK)
 
 
-class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+class _Stderr(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is at the time (a test's capture, a redirected stream),
     each message redacted once more (secrets never reach the console, whatever a module logs).
     """
@@ -38,7 +38,7 @@ class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
     def __init__(self) -> None:
         super().__init__()
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> object:
         return sys.stderr
 

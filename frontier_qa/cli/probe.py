@@ -472,11 +472,11 @@ def probe_command(
                                 lambda bar: _probe(parts, rid, resume, bar, wait))
     from frontier_qa.reports import RunFacts
 
-    band = (parts.settings.band.low, parts.settings.band.high)
+    band_range = (parts.settings.band.low, parts.settings.band.high)
     facts = RunFacts(mode="probe", stop_reason=result.stop_reason, stop_detail=result.stop_detail,
                      stop_source=result.stop_source, candidates=result.candidates, target=parts.target.id)
     written, gate = write_outputs(cfg, result.records, result.run, comparisons=result.comparisons, gate=cfg.gate,
-                                  band=band, facts=facts, store=parts.store)
+                                  band=band_range, facts=facts, store=parts.store)
     title = f"frontier-qa probe: run {result.run_id}, target {_shown(parts)}, stopped: {result.stop_reason}"
     code = _summary(title, result.records, result.comparisons, written, gate, _budget_line(parts),
                     replay=_replay_hint(config, target, None, store))

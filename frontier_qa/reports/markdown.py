@@ -158,19 +158,19 @@ def markdown_report(
         f"Frontier share of valid cases: {_share(s.frontier_share)} "
         f"({s.by_class[CaseClass.FRONTIER]}/{valid})",
     ]
-    c = s.cost
+    cost = s.cost
     out += [
         "",
-        f"Cost: {c.calls} target calls ({c.cached} cached), {c.tokens:,} tokens "
-        f"({c.prompt_tokens:,} prompt + {c.completion_tokens:,} completion), {fmt_usd(c.usd)}",
+        f"Cost: {cost.calls} target calls ({cost.cached} cached), {cost.tokens:,} tokens "
+        f"({cost.prompt_tokens:,} prompt + {cost.completion_tokens:,} completion), {fmt_usd(cost.usd)}",
         "",
     ]
     out += ["## Frontier map by topic", ""]
-    rows = [
+    topic_rows = [
         [md(t.topic, 60)] + [t.counts[c] for c in CLASS_ORDER] + [t.total, _share(t.frontier_share)]
         for t in s.by_topic
     ]
-    out += _table(["topic", *(c.value for c in CLASS_ORDER), "total", "frontier share"], rows) + [""]
+    out += _table(["topic", *(c.value for c in CLASS_ORDER), "total", "frontier share"], topic_rows) + [""]
     for cls, title in (
         (CaseClass.FRONTIER, "Top frontier cases"),
         (CaseClass.FAILURE, "Top failures"),

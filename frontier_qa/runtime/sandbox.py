@@ -322,8 +322,8 @@ def _launch(cfg: dict[str, Any]) -> None:  # pragma: no cover - runs in the laun
             # in /tmp) is capped in total, not per file, and vanishes with the namespace.
             os.makedirs(cfg["inside"], mode=0o755)
             mount("tmpfs", cfg["inside"], "tmpfs", nosuid | nodev, f"mode=1777,size={cfg['run_bytes']}")
-            with open(os.path.join(cfg["inside"], "main.py"), "wb") as fh:
-                fh.write(main)
+            with open(os.path.join(cfg["inside"], "main.py"), "wb") as main_file:
+                main_file.write(main)
             os.close(run_fd)
             for path, fd in kept.items():  # bound back, read-only
                 os.makedirs(path, mode=0o755, exist_ok=True)
@@ -778,8 +778,9 @@ class Sandbox:
             report = _read_report(read_fd)
             if "exit" in report and result.killed_reason not in ("timeout", "output_limit"):
                 # the PID namespace's init saw how the code ended (the launcher only saw init)
-                code = report["exit"]
-                result = dataclasses.replace(result, exit_code=code, killed_reason=_limit_reason(code, result.stderr))
+                exit_code = report["exit"]
+                result = dataclasses.replace(result, exit_code=exit_code,
+                                             killed_reason=_limit_reason(exit_code, result.stderr))
             if result.exit_code == _REFUSED and "error" in report:
                 return result, (report.get("feature", "start"), report["error"])
             if "ok" not in report and not result.timed_out:

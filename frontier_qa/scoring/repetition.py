@@ -88,7 +88,7 @@ def cosine_distance_matrix(embeddings: Any) -> np.ndarray:
     array = _as_matrix(embeddings)
     norms = np.linalg.norm(array, axis=1)
     unit = np.divide(array, norms[:, None], out=np.zeros_like(array), where=norms[:, None] > 0)
-    dist = np.clip(1.0 - unit @ unit.T, 0.0, 2.0)
+    dist: np.ndarray = np.clip(1.0 - unit @ unit.T, 0.0, 2.0)
     zero = norms == 0
     dist[zero, :] = 2.0
     dist[:, zero] = 2.0

@@ -373,7 +373,7 @@ class CaseStore:
 
     def accepted(self) -> dict[str, Baseline]:
         """The latest accepted baseline of each case id."""
-        return latest_by(self.baseline_lines(), lambda b: b.case_id)  # type: ignore[return-value]
+        return latest_by(self.baseline_lines(), lambda b: b.case_id)
 
     # -- runs and resume ---------------------------------------------------------------
 
@@ -382,7 +382,7 @@ class CaseStore:
         latest = latest_by(
             (r for r in self.lines() if isinstance(r, RunRecord)), lambda r: (r.run_id, r.shard_index)
         )
-        return sorted(latest.values(), key=lambda r: (r.started_at, r.run_id, r.shard_index))  # type: ignore[union-attr]
+        return sorted(latest.values(), key=lambda r: (r.started_at, r.run_id, r.shard_index))
 
     def run(self, run_id: str, shard_index: int | None = None) -> RunRecord:
         """The latest record of a run (of one shard of it when the file holds several)."""
@@ -396,7 +396,7 @@ class CaseStore:
                 f"no run {run_id!r} in {self.root}",
                 hint=f"known runs: {', '.join(self.run_ids()) or 'none'}",
             )
-        return max(found, key=_order_key)  # type: ignore[return-value]
+        return max(found, key=_order_key)
 
     def start_run(self, run: RunRecord) -> None:
         """Record that a run (shard) started; same as :meth:`append`."""
@@ -497,7 +497,7 @@ class CaseStore:
 
     def latest(self, *, run_id: str | None = None, target_id: str | None = None) -> dict[str, CaseRecord]:
         """The index: the latest record of each case id, optionally within one run or target."""
-        return latest_by(self.case_records(run_id=run_id, target_id=target_id), lambda r: r.id)  # type: ignore[return-value]
+        return latest_by(self.case_records(run_id=run_id, target_id=target_id), lambda r: r.id)
 
     def replay(self, target_id: str | None = None, *, include_invalid: bool = False) -> list[CaseRecord]:
         """Stored cases to probe first, latest record per case: failures first, then by id.

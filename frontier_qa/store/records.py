@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
@@ -33,7 +33,7 @@ from frontier_qa.target import Case, Trajectory, case_seed
 if TYPE_CHECKING:  # consistency pulls in answer extraction; records only read its fields
     from frontier_qa.scoring.consistency import Consistency
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION: Final = 2
 """Version of every on-disk record this frontier-qa writes (case, run, baseline, suite entry, report)."""
 
 READ_VERSIONS = (1, 2)

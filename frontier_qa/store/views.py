@@ -70,7 +70,7 @@ def list_cases(
     latest = latest_by(records, lambda r: r.id).values()
     kept = [r for r in latest if (not wanted_classes or r.case_class in wanted_classes)
             and (not wanted_topics or r.topic in wanted_topics)]
-    return sorted(kept, key=_rank)  # type: ignore[arg-type]
+    return sorted(kept, key=_rank)
 
 
 def count_classes(records: Iterable[CaseRecord]) -> dict[CaseClass, int]:

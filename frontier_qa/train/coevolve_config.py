@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
@@ -38,7 +38,7 @@ from frontier_qa.train.config import (
     reward_config,
 )
 
-COEVOLVE_CONFIG_VERSION = 1
+COEVOLVE_CONFIG_VERSION: Final = 1
 DEFAULT_OUTPUT_DIR = TrainingSection.model_fields["output_dir"].default
 RUN_DIR_HINT = "remove it: every iteration writes under run_dir (iter-N/curriculum, iter-N/executor)"
 
@@ -218,8 +218,8 @@ def check(config: CoevolveConfig) -> None:
                                "with the curriculum's training on it too",
                                "lower one of them (they sum to at most 0.9), or use executor.sampler: vllm-server "
                                "on its own GPU")
-    for name, section in (("curriculum", c), ("executor", e)):
-        if section.model.lora is not None and not section.save.merged:
+    for name, trained in (("curriculum", c), ("executor", e)):
+        if trained.model.lora is not None and not trained.save.merged:
             raise config.error(f"{name}.save.merged", "must be true with LoRA: the next iteration starts from the "
                                "merged model", f"set {name}.save.merged: true")
     if c.curriculum.domain not in ("math", "general"):

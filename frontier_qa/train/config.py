@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
@@ -43,7 +43,7 @@ from frontier_qa.config import (
 from frontier_qa.errors import BudgetExceededError, ConfigError, closest_name
 from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER, RewardConfig
 
-TRAIN_CONFIG_VERSION = 1
+TRAIN_CONFIG_VERSION: Final = 1
 DOMAINS = ("math", "general", "open_ended", "workflow")
 STYLES = ("instruct", "few_shot", "plain")
 
