@@ -186,6 +186,7 @@ def parse_set(text: str) -> Override:
 
 
 def read_overrides(overrides: Iterable[Override]) -> _Layer:
+    """The ``--set KEY=VALUE`` layer: nested data, and where each key came from (for error messages)."""
     data: dict[str, Any] = {}
     where: dict[Path_, str] = {}
     for o in overrides:

@@ -207,7 +207,7 @@ class PlainPromptCurriculum:
         results = await asyncio.gather(*(
             self.model.sample(self.request(i), 1, replace(self.sampling, seed=derive_seed(self.card.seed, 0, i)))
             for i in indices))
-        return [self._proposal(i, got[0] if got else None) for i, got in zip(indices, results)]
+        return [self._proposal(i, got[0] if got else None) for i, got in zip(indices, results, strict=True)]
 
     def _proposal(self, index: int, got: Any) -> Proposal:
         text = got.text if got is not None and got.ok else None
