@@ -45,8 +45,8 @@ import random
 import sys
 import tempfile
 import time
-from collections import Counter
 from dataclasses import replace
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +57,8 @@ for key, value in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZE
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # tests/tiny_models.py builds the small models
 
-from frontier_qa.config import parse_set  # noqa: E402
 from frontier_qa.scoring.answers import extract_answer  # noqa: E402
+from frontier_qa.config import parse_set  # noqa: E402
 from frontier_qa.target import Case, Sampling  # noqa: E402
 
 FEATURE = "zebra"
@@ -75,12 +75,12 @@ def unsure_on_zebras(case: Case, index: int) -> str:
 
 def in_band_per_100(model: Path, seed: int) -> tuple[int, int]:
     """(proposals in the band, valid proposals) among 100 from the training prompt."""
-    from frontier_qa.curricula.prompted import derive_seed
-    from frontier_qa.runtime import open_target, run_sync
     from frontier_qa.scoring.bands import AGENT0_BAND
+    from frontier_qa.curricula.prompted import derive_seed
     from frontier_qa.scoring.case import score_case
-    from frontier_qa.testing import ScriptedAdapter, open_scripted
+    from frontier_qa.runtime import open_target, run_sync
     from frontier_qa.train.prompts import TaskFormat
+    from frontier_qa.testing import ScriptedAdapter, open_scripted
 
     fmt = TaskFormat("math", "plain", prompt={"user": PROMPT}, seed=seed)
     writer = open_target(f"hf:{model}", cache=False)
@@ -107,10 +107,10 @@ def in_band_per_100(model: Path, seed: int) -> tuple[int, int]:
 
 
 def curriculum_part(seed: int, steps: int, root: Path) -> dict[str, Any]:
-    from frontier_qa.testing import ScriptedAdapter, open_scripted
     from frontier_qa.train.config import load_train_config
     from frontier_qa.train.curriculum import train_curriculum
     from frontier_qa.train.tasks import read_tasks, summarize
+    from frontier_qa.testing import ScriptedAdapter, open_scripted
     from tests.tiny_models import build_word_model
 
     model = build_word_model(root / f"words-{seed}", seed=seed)
