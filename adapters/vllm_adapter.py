@@ -134,7 +134,6 @@ class VLLMAdapter(LocalBatchedAdapter[BatchRequest]):
             self.llm = None
 
     def _run_batch(self, requests: list[BatchRequest]) -> list[list[Trajectory] | BaseException]:
-        vllm = self._vllm
         results: list[list[Trajectory] | BaseException] = [[] for _ in requests]
         prompts, params, owners = [], [], []
         for r, ids in self._render_all(requests, results):

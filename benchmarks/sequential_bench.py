@@ -123,7 +123,7 @@ class Result:
 def _score(verdicts: list[Verdict], truths: list[Verdict], calls: int) -> Result:
     said = np.array([v is Verdict.IN_BAND for v in verdicts])
     true = np.array([t is Verdict.IN_BAND for t in truths])
-    exact = np.mean([v is t for v, t in zip(verdicts, truths)])
+    exact = np.mean([v is t for v, t in zip(verdicts, truths, strict=True)])
     return Result(
         calls,
         float(np.mean(said == true)),
@@ -196,7 +196,7 @@ def main() -> None:
     for name, c, _ in POLICIES:
         print(f"  {name}: band {c.band}, confidence {c.confidence}, k {c.k_min}..{c.k_max}, rounds {c.rounds}")
     header = ("calls", "ratio", "acc", "3-class", "recall", "prec", "found/1k")
-    print(f"{'mix':26} {'policy':30} " + " ".join(f"{h:>{w}}" for h, w in zip(header, (6, 6, 6, 7, 6, 6, 8))), end="")
+    print(f"{'mix':26} {'policy':30} " + " ".join(f"{h:>{w}}" for h, w in zip(header, (6, 6, 6, 7, 6, 6, 8), strict=True)), end="")
     print("  goal (ratio ≤ 0.4, acc ≥ fixed)")
     for mix in MIXES:
         for i, (name, config, eb) in enumerate(POLICIES):

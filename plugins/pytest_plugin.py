@@ -181,6 +181,7 @@ CASE_KEY = pytest.StashKey[Any]()  # the item's FrontierCase
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register the ``--frontier-*`` options and their ini keys."""
     group = parser.getgroup("frontier-qa", "frontier-qa: an agent's frontier cases as test items")
     for option in _OPTIONS:
         group.addoption(option.flag, dest=f"frontier_{option.dest}", default=None, metavar=option.dest.upper(),
@@ -192,6 +193,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Declare the marker, read the options once, and register the frontier reporter."""
     config.addinivalue_line(
         "markers",
         f"{MARKER}(target=SPEC, curriculum=FILE|'prompted:MODEL'|object, k=, band=, budget_calls=, ...): "
@@ -212,6 +214,7 @@ def session_of(config: pytest.Config) -> Any:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize a marked test with one item per frontier case of its agent."""
     marker = metafunc.definition.get_closest_marker(MARKER)
     if marker is None:
         if FIXTURE in metafunc.fixturenames:
@@ -239,6 +242,7 @@ def frontier_case(request: pytest.FixtureRequest) -> Any:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Turn a pass of a flaky case into an xfail (or a failure with ``--frontier-flaky fail``)."""
     report = yield
     case = item.stash.get(CASE_KEY, None)
     reason = getattr(case, "flaky_reason", None) if getattr(case, "accepted", None) is None else None
@@ -254,6 +258,7 @@ def pytest_runtest_makereport(
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Finish the session's frontier-qa run (records, reports) if one started."""
     state = session.config.stash.get(SESSION_KEY, None)
     if state is not None:
         state.finish()

@@ -111,7 +111,7 @@ def score_rows(
     for row in rows:
         fmt = check_answer_format(row.answer_format)
         failed = row.failed or [a is None for a in row.answers]
-        extracted = [None if f else extract_answer(a, fmt) for a, f in zip(row.answers, failed)]
+        extracted = [None if f else extract_answer(a, fmt) for a, f in zip(row.answers, failed, strict=True)]
         if fmt == "text":
             from frontier_qa.scoring.semantic import DEFAULT_THRESHOLD, semantic_consistency
 
@@ -147,7 +147,7 @@ def score_rows(
         [row.tool_calls if row.tool_calls is not None else [0] * len(row.answers) for row in rows],
         config=replace(config),
     )
-    for result, score in zip(results, scores):
+    for result, score in zip(results, scores, strict=True):
         result.update(
             r_unc=score.uncertainty, r_tool=score.tool, r_rep=score.repetition, reward=score.reward
         )

@@ -206,7 +206,7 @@ def votes_of(answers: Sequence[str | None], failed: Sequence[bool] | None,
             hint="pass one failed flag per answer (True where the target call failed)",
         )
     votes: list[str | None] = []
-    for i, (answer, fail) in enumerate(zip(answers, failed)):
+    for i, (answer, fail) in enumerate(zip(answers, failed, strict=True)):
         if answer is not None and not isinstance(answer, str):
             raise AnswerError(
                 f"answer {i} is a {type(answer).__name__}, not a string",

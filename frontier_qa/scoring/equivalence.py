@@ -355,7 +355,8 @@ def equivalent(
     """Whether two answers are equivalent. ``None`` is equivalent to nothing.
 
     Args:
-        a, b: extracted answers (LaTeX or plain text), or ``None`` for "no answer".
+        a: an extracted answer (LaTeX or plain text), or ``None`` for "no answer".
+        b: the other answer, likewise.
         mode: ``"math"``, ``"numeric"`` or ``"string"`` (see :class:`Comparator`).
         timeout_s: wall-clock limit of the symbolic stage, seconds; a comparison that runs
             out of time is not equivalent. Safe to call from any thread.

@@ -206,7 +206,7 @@ def repetition_penalty(
                             dist[a, b] = dist[b, a] = 0.0
         else:
             dist = cosine_distance_matrix(vectors[mergeable])
-        for index, label in zip(mergeable, cluster_labels(dist, threshold)):
+        for index, label in zip(mergeable, cluster_labels(dist, threshold), strict=True):
             labels[index] = n + label  # offset: never collides with a singleton's own index
     return [weight * share for share in cluster_shares(labels)]
 

@@ -411,7 +411,7 @@ def score_curriculum_batch(
         canonical_order=config.canonical_order,
     )
     scores = []
-    for (question, reference), p_hat, calls, rep in zip(parsed, p_hats, tool_calls, penalties):
+    for (question, reference), p_hat, calls, rep in zip(parsed, p_hats, tool_calls, penalties, strict=True):
         ok = question is not None and (reference is not None or not config.require_reference)
         unc = None if p_hat is None else config.uncertainty(p_hat)
         # Without the executor's tool calls R_tool is unknown, unless it carries no weight.

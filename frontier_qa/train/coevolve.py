@@ -24,6 +24,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -373,11 +374,12 @@ def run_coevolution(config: CoevolveConfig, *, resume: bool = False, progress: S
         _save_state(config, state)
         for t in range(1, config.iterations + 1):
             it = state.iteration(t)
+            # partial, not lambda: each phase is bound to this iteration's models when it is listed
             phases: dict[str, Callable[[], None]] = {
-                "curriculum": lambda: _phase_curriculum(config, t, it, executors, executor, curriculum, say),
-                "pool": lambda: _phase_pool(config, t, it, executors, executor, say),
-                "executor": lambda: _phase_executor(config, t, it, executors, executor, say),
-                "evaluate": lambda: _phase_evaluate(config, t, it, state, executors, say),
+                "curriculum": partial(_phase_curriculum, config, t, it, executors, executor, curriculum, say),
+                "pool": partial(_phase_pool, config, t, it, executors, executor, say),
+                "executor": partial(_phase_executor, config, t, it, executors, executor, say),
+                "evaluate": partial(_phase_evaluate, config, t, it, state, executors, say),
             }
             for name, phase in phases.items():  # in PHASES order; a resumed run skips what is done
                 if name not in it.done:

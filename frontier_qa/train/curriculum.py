@@ -196,6 +196,7 @@ def open_reward_target(config: TrainConfig) -> Target:
 
 
 def target_sampling(config: TrainConfig) -> Sampling:
+    """How the executor is sampled for the reward: ``reward.sampling``, seeded by ``training.seed`` unless it has a seed of its own."""
     s = config.reward.sampling
     return Sampling(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, stop=tuple(s.stop),
                     seed=config.training.seed if s.seed is None else s.seed)
@@ -240,10 +241,14 @@ def grpo_section_kwargs(model: ModelSection, training: TrainingSection, generati
     ``training.output_dir`` (the executor trainer writes elsewhere).
 
     Args:
-        model, training, generation: the sections.
+        model: the model section (path, dtype, LoRA).
+        training: the training section (steps, learning rate, batch, ``extra`` keys).
+        generation: the generation section (backend, lengths, vLLM settings).
         plan: how one optimizer step is split (per-device batch, accumulation, generation reuse).
         output_dir: the run folder (checkpoints, logs).
-        cuda: a GPU is used; bf16_ok: it supports bfloat16; vllm: TRL generates with vLLM.
+        cuda: a GPU is used.
+        vllm: TRL generates with vLLM.
+        bf16_ok: the GPU supports bfloat16.
         error: builds the ConfigError for a bad ``training.extra`` key.
     """
     t, g = training, generation
@@ -468,6 +473,11 @@ def save_final_model(trainer: Any, model: ModelSection, save: SaveSection, outpu
     """:func:`save_final` from sections: ``<output_dir>/final`` and, for LoRA, ``final-adapter``.
 
     Args:
+        trainer: the TRL trainer whose model is saved.
+        model: the model section (LoRA or not, dtype of the merged model).
+        save: the save section (keep the merged model, the adapter, or both).
+        output_dir: the run folder the two sub-folders go into.
+        base: the base model folder a LoRA adapter is merged into.
         role: what the model is, for the folder's marker record (``curriculum``, ``executor``).
 
     Returns:

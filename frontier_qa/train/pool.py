@@ -95,6 +95,7 @@ def append_jsonl(path: Path, rows: Iterable[BaseModel]) -> None:
 
 
 def write_jsonl(path: Path, rows: Iterable[BaseModel]) -> None:
+    """Write ``rows`` as JSONL to ``path`` atomically (a temporary file, then a rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(r.model_dump_json() + "\n" for r in rows), encoding="utf-8")

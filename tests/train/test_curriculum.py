@@ -357,7 +357,7 @@ def test_grpo_steps_run_with_rewards_from_the_target(trained) -> None:  # noqa: 
     logged = [json.loads(line) for line in result.metrics_file.read_text().splitlines()]
     per_step = [row for row in logged if "curriculum/uncertainty" in row]
     assert [row["step"] for row in per_step] == [1, 2]
-    for row, summary in zip(per_step, summarize(rows)):
+    for row, summary in zip(per_step, summarize(rows), strict=True):
         assert row["curriculum/uncertainty"] == pytest.approx(summary.uncertainty)
         assert row["rewards/curriculum_reward/mean"] == pytest.approx(summary.reward)
         assert {"curriculum/format", "curriculum/tool", "curriculum/repetition", "curriculum/p_hat"} <= set(row)
