@@ -222,7 +222,8 @@ async def accept(
                               target is None or baselines.base_target_id(r.target_id, r.target_version) == target.id))
         if not case_ids:
             whose = f" of target {target.id!r}" if target is not None else ""
-            raise StoreError(f"no case{whose} to accept in {store.root}", hint="probe or replay first, or name the cases")
+            raise StoreError(f"no case{whose} to accept in {store.root}",
+                             hint="probe or replay first, or name the cases")
     prober = CaseProber(target if target is not None else _NoTarget(), settings)
     top_up = target if sample else None
     done = [await accept_case(store, cid, prober, settings, target=top_up, run_id=run_id, records=records)

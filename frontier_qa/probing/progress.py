@@ -172,7 +172,8 @@ class ProbeProgress:
         budget = f" | {self.budget}" if self.budget else ""
         if event.kind == "classified" and event.case_class in _FINDINGS:
             why = f" — {_short(event.message)}" if event.case_class is not CaseClass.FRONTIER else ""
-            self._write(f"{stamp} {event.case_class.value:<9} {event.case_id} {_p(event.p_hat)} k={event.k}{why}{budget}")
+            self._write(f"{stamp} {event.case_class.value:<9} {event.case_id} {_p(event.p_hat)} k={event.k}"
+                        f"{why}{budget}")
         elif event.kind == "replayed" and verdict in _LOUD_VERDICTS:
             self._write(f"{stamp} {verdict:<9} {event.case_id} {_short(event.message)}{budget}")
         elif event.kind == "stopped":
