@@ -219,7 +219,8 @@ def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleC
         from frontier_qa.curricula.card import PlainPromptCurriculum, apply_card, asks_training_prompts
 
         c, card, _ = apply_card(config, model.spec)
-        if card is not None and asks_training_prompts(config, card):  # a plain prompt: the prompted curriculum has no such style
+        # a plain prompt: the prompted curriculum has no such style
+        if card is not None and asks_training_prompts(config, card):
             s = c.sampling
             return PlainPromptCurriculum(_open(config, "curriculum.model", model, tracker, cache), card,
                                          sampling=Sampling(temperature=s.temperature, top_p=s.top_p,

@@ -296,7 +296,8 @@ def load_config(
         layers.append(read_yaml(path))
     layers.append(read_env(os.environ if env is None else env))
     data, sources = resolve_layers(layers, version=CONFIG_VERSION,
-                                   hint="upgrade frontier-qa: reinstall it from its repository (git pull, then pip install -e . in the checkout)")
+                                   hint="upgrade frontier-qa: reinstall it from its repository "
+                                        "(git pull, then pip install -e . in the checkout)")
     if path is not None:
         anchor_python_specs(data, layers, Path(path).parent)
     try:
