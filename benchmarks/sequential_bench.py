@@ -196,7 +196,8 @@ def main() -> None:
     for name, c, _ in POLICIES:
         print(f"  {name}: band {c.band}, confidence {c.confidence}, k {c.k_min}..{c.k_max}, rounds {c.rounds}")
     header = ("calls", "ratio", "acc", "3-class", "recall", "prec", "found/1k")
-    print(f"{'mix':26} {'policy':30} " + " ".join(f"{h:>{w}}" for h, w in zip(header, (6, 6, 6, 7, 6, 6, 8), strict=True)), end="")
+    widths = (6, 6, 6, 7, 6, 6, 8)
+    print(f"{'mix':26} {'policy':30} " + " ".join(f"{h:>{w}}" for h, w in zip(header, widths, strict=True)), end="")
     print("  goal (ratio ≤ 0.4, acc ≥ fixed)")
     for mix in MIXES:
         for i, (name, config, eb) in enumerate(POLICIES):

@@ -87,7 +87,8 @@ def decode_text(data: bytes, where: str, *, what: str = "file") -> str:
         line = data.count(b"\n", 0, err.start) + 1
         column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
         raise ConfigError(
-            f"{where}:{line}:{column}: the {what} is not UTF-8 text (byte 0x{data[err.start]:02x}); is it a binary file?",
+            f"{where}:{line}:{column}: the {what} is not UTF-8 text (byte 0x{data[err.start]:02x}); "
+            "is it a binary file?",
             hint=f"give a UTF-8 text {what} (re-save it as UTF-8, or point at the right file)",
         ) from None
 

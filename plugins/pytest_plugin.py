@@ -433,7 +433,8 @@ def _removed_lines(encoded: str | None) -> list[str]:
     lines += [f'    {case_id} "{prompt}": {reason}' for case_id, prompt, reason in removed["cases"]]
     rest = removed["count"] - len(removed["cases"])
     if rest > 0:
-        lines.append(f"    … {rest} more: frontier-qa cases list --class invalid --store {shlex.quote(removed['store'])}")
+        store = shlex.quote(removed["store"])
+        lines.append(f"    … {rest} more: frontier-qa cases list --class invalid --store {store}")
     return lines
 
 

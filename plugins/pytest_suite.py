@@ -553,7 +553,8 @@ class Session:
 
     def _properties(self, suite: Suite, target: str | None = None) -> list[tuple[str, Any]]:
         limit = suite.config.gate.max_unresolved_share
-        props = [("frontier_suite", suite.spec.name), ("frontier_target", target or str(suite.config.target.options.get("id") or suite.config.target.spec)),
+        shown = target or str(suite.config.target.options.get("id") or suite.config.target.spec)
+        props = [("frontier_suite", suite.spec.name), ("frontier_target", shown),
                  ("frontier_mode", self.options.mode), ("frontier_unresolved_limit", "" if limit is None else limit)]
         if suite.generation:
             props.append(("frontier_generation", suite.generation))

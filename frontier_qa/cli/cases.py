@@ -251,8 +251,9 @@ def _run_json(run_id: str, run: RunRecord | None, cases: int) -> dict[str, Any]:
 
 
 def _changes(diff: views.RunDiff) -> list[dict[str, Any]]:
-    rows = [{"id": c.case_id, "topic": diff.b_cases[c.case_id].topic, "class_a": diff.a_cases[c.case_id].case_class.value,
-             "class_b": c.new_class.value, "p_hat_a": c.old_p_hat, "p_hat_b": c.new_p_hat,
+    rows = [{"id": c.case_id, "topic": diff.b_cases[c.case_id].topic,
+             "class_a": diff.a_cases[c.case_id].case_class.value, "class_b": c.new_class.value,
+             "p_hat_a": c.old_p_hat, "p_hat_b": c.new_p_hat,
              "k_a": diff.a_cases[c.case_id].k, "k_b": c.samples, "verdict": c.verdict.value, "reason": c.reason,
              "p_value": c.p_value, "level": c.level} for c in diff.changed]
     rows += [{"id": b.id, "topic": b.topic, "class_a": a.case_class.value, "class_b": b.case_class.value,

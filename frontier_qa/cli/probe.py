@@ -61,7 +61,8 @@ _STORE = typer.Option(None, "--store", help="Case store directory (default .fron
 _OUT = typer.Option(None, "--out", help="Report folder (default frontier-qa-report).")
 _SET = typer.Option([], "--set", help="Any config key: --set probing.k=6 (repeatable).")
 _FORMAT = typer.Option([], "--format", help="Report format: json, junit, md, html (repeatable; default all).")
-_PROGRESS = typer.Option("auto", "--progress", help="auto | rich | plain | off (auto: a bar on a terminal, lines in CI).")
+_PROGRESS = typer.Option("auto", "--progress",
+                         help="auto | rich | plain | off (auto: a bar on a terminal, lines in CI).")
 _SHOW = typer.Option(False, "--show-config", help="Print the resolved configuration and exit.")
 _WAIT = typer.Option(False, "--wait", help="If another process is writing this run, wait for it instead of exit 2.")
 _NO_CACHE = typer.Option(False, "--no-cache", help="Sample afresh: neither read nor write the sample cache.")
@@ -80,7 +81,8 @@ def _curriculum(text: str) -> list[Override]:
         text = rest
     elif Path(text).suffix.lower() not in (".jsonl", ".json", ".ndjson", ".yaml", ".yml"):
         raise ConfigError(f"--curriculum {text!r} is not understood",
-                          hint="pass a cases file (*.jsonl, *.yaml), file:PATH, prompted:MODEL_SPEC or trained:CHECKPOINT")
+                          hint="pass a cases file (*.jsonl, *.yaml), file:PATH, prompted:MODEL_SPEC "
+                               "or trained:CHECKPOINT")
     return [Override("curriculum.type", "file", flag), Override("curriculum.path", text, flag)]
 
 
@@ -410,7 +412,8 @@ def probe_command(
     config: Path | None = _CONFIG,
     target: str | None = _TARGET,
     curriculum: str | None = typer.Option(
-        None, "--curriculum", help="Cases FILE (*.jsonl/*.yaml), file:PATH, prompted:MODEL_SPEC or trained:CHECKPOINT."),
+        None, "--curriculum",
+        help="Cases FILE (*.jsonl/*.yaml), file:PATH, prompted:MODEL_SPEC or trained:CHECKPOINT."),
     domain: str | None = typer.Option(None, "--domain", help="Prompted: math, general, tools, open_ended, workflow."),
     topic: list[str] = typer.Option([], "--topic", help="Prompted: a topic to cover (repeatable)."),
     tools: str | None = typer.Option(None, "--tools", help="Prompted: JSON/YAML file of OpenAI tool schemas."),
@@ -450,7 +453,8 @@ def probe_command(
              "max_frontier_share": max_frontier_share, "max_regressions": max_regressions, "formats": formats,
              "no_cache": no_cache}
     if resume_run and not resume:
-        raise ConfigError(f"unexpected argument {resume_run!r}", hint=f"to continue that run, write --resume {resume_run}")
+        raise ConfigError(f"unexpected argument {resume_run!r}",
+                          hint=f"to continue that run, write --resume {resume_run}")
     if resume_run and run_id and resume_run != run_id:
         raise ConfigError(f"--resume {resume_run} and --run-id {run_id} name different runs", hint="give one of them")
     _check_progress(progress)
@@ -618,7 +622,8 @@ def _new_run_id() -> str:
 
 
 def export_command(
-    suite: Path = typer.Option(..., "--suite", help="Suite file to write (*.yaml or *.jsonl), e.g. tests/frontier_suite.yaml."),
+    suite: Path = typer.Option(
+        ..., "--suite", help="Suite file to write (*.yaml or *.jsonl), e.g. tests/frontier_suite.yaml."),
     config: Path | None = _CONFIG,
     store: Path | None = _STORE,
     run: str | None = typer.Option(None, "--run", help="Only this run's cases (default: every run)."),

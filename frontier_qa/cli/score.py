@@ -201,7 +201,8 @@ def score_command(
 ) -> None:
     """Score recorded executor runs: p̂ per task, band membership, and Agent0 reward terms."""
     if out is not None and out.is_dir():  # checked before scoring, which may take long
-        raise ConfigError(f"--out {out} is a folder", hint="give a file name for the JSONL results, e.g. --out scores.jsonl")
+        raise ConfigError(f"--out {out} is a folder",
+                          hint="give a file name for the JSONL results, e.g. --out scores.jsonl")
     rows = [row for _, row in read_rows(path)]
     if not rows:
         raise ConfigError(f"{path} holds no tasks", hint="add one JSON object per line")

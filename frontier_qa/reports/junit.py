@@ -128,7 +128,8 @@ def junit_xml(
         errored = ET.SubElement(suite, "testcase", classname="frontier-qa", name="run health", time="0.000")
         error = ET.SubElement(errored, "error", message=clean(shorten(health[0].message, 500)),
                               type="could-not-judge")
-        error.text = clean("the run could not judge the agent (exit 3):\n" + "\n".join(f"- {p.message}" for p in health))
+        problems = "\n".join(f"- {p.message}" for p in health)
+        error.text = clean("the run could not judge the agent (exit 3):\n" + problems)
     for r, secs in zip(s.records, seconds, strict=True):
         case = ET.SubElement(
             suite, "testcase", classname=clean(r.topic), name=clean(r.id), time=f"{secs:.3f}"

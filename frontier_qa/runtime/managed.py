@@ -264,7 +264,8 @@ class ManagedTarget:
                 # a stored record this version cannot read is fetched again, claim or not
                 mine = sorted([index[k] for k in own] + [index[k] for k in stored if k not in hits])
                 theirs = [index[k] for k in other]
-            coros = [self._fill(case, sampling, first, count, keys) for first, count in _chunks(mine, max(1, self.adapter.max_n))]
+            chunks = _chunks(mine, max(1, self.adapter.max_n))
+            coros = [self._fill(case, sampling, first, count, keys) for first, count in chunks]
             if theirs:
                 coros.append(self._await_others(theirs, keys))
             for part in await self._gather(coros):

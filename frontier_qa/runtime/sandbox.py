@@ -166,7 +166,8 @@ _CACHE_ENVS = ("FRONTIER_QA_CACHE", "HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME",
 # Never covered, whatever a home or cache variable says (system accounts have homes like /bin or
 # /dev): the code would lose the system's own files.
 _SYSTEM = ("/usr", "/etc", "/dev", "/proc", "/sys", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
-RUN_DIR_INSIDE = "/tmp/run"  # where the run's directory appears to the code when /tmp is private  # replaced by private mounts ("tmp")
+# where the run's directory appears to the code when /tmp is private (replaced by private mounts, "tmp")
+RUN_DIR_INSIDE = "/tmp/run"
 
 
 def _within(path: str, folder: str) -> bool:

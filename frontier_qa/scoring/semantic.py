@@ -181,7 +181,8 @@ def _assemble(plan: _Plan, distances: np.ndarray, threshold: float) -> Consisten
         )
     # Largest first; equal sizes ordered by text so the majority never depends on arrival order.
     clusters.sort(
-        key=lambda c: (-c.size, c.representative, sorted(vote for i in c.members if (vote := plan.votes[i]) is not None))
+        key=lambda c: (-c.size, c.representative,
+                       sorted(vote for i in c.members if (vote := plan.votes[i]) is not None))
     )
     sizes = [c.size for c in clusters]
     return Consistency(

@@ -183,7 +183,8 @@ def parse_lines(data: bytes, source: str, adapter: TypeAdapter[Any] = _LINE) -> 
             raise StoreError(
                 f"{source}:{number}: record schema_version {version} is newer than this "
                 f"frontier-qa reads ({SCHEMA_VERSION})",
-                hint="upgrade frontier-qa: reinstall it from its repository (git pull, then pip install -e . in the checkout)",
+                hint="upgrade frontier-qa: reinstall it from its repository "
+                     "(git pull, then pip install -e . in the checkout)",
             )
         try:
             yield adapter.validate_python(obj)

@@ -98,7 +98,8 @@ def find_case(store: CaseStore, name: str) -> str:
     full = {f"{r.topic}/{cid}": cid for cid, r in latest.items()}
     if name in full:
         return full[name]
-    hits = sorted({cid for cid in latest if cid.startswith(name)} | {cid for k, cid in full.items() if k.startswith(name)})
+    hits = sorted({cid for cid in latest if cid.startswith(name)}
+                  | {cid for k, cid in full.items() if k.startswith(name)})
     if len(hits) == 1:
         return hits[0]
     where = f"--store {store.root}"

@@ -395,5 +395,5 @@ def run_coevolution(config: CoevolveConfig, *, resume: bool = False, progress: S
     return CoevolveResult(config.run_path, config.iterations, Path(curriculum), executor, report, records)
 
 
-__all__ = ["REPORT_JSON", "REPORT_MD", "CoevolveResult", "RunState", "check_launcher", "curriculum_config", "executor_target_config", "run_coevolution",
-           "write_report"]
+__all__ = ["REPORT_JSON", "REPORT_MD", "CoevolveResult", "RunState", "check_launcher", "curriculum_config",
+           "executor_target_config", "run_coevolution", "write_report"]

@@ -196,7 +196,7 @@ def open_reward_target(config: TrainConfig) -> Target:
 
 
 def target_sampling(config: TrainConfig) -> Sampling:
-    """How the executor is sampled for the reward: ``reward.sampling``, seeded by ``training.seed`` unless it has a seed of its own."""
+    """How the executor is sampled for the reward: ``reward.sampling``, seeded by ``training.seed`` if unseeded."""
     s = config.reward.sampling
     return Sampling(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, stop=tuple(s.stop),
                     seed=config.training.seed if s.seed is None else s.seed)

@@ -14,8 +14,9 @@
     save      <output_dir>/final: a plain transformers folder (LoRA merged)
 
 Tool rollouts generate with transformers or, with ``generation.backend: vllm``, on TRL's own vLLM
-engine (colocate or server mode, :mod:`frontier_qa.train.vllm_rollout`). TRL warns that ``rollout_func`` is experimental; that warning is silenced while the trainer is
-built (``TRL_EXPERIMENTAL_SILENCE=1``) because the TRL internals used are pinned and checked
+engine (colocate or server mode, :mod:`frontier_qa.train.vllm_rollout`). TRL warns that
+``rollout_func`` is experimental; that warning is silenced while the trainer is built
+(``TRL_EXPERIMENTAL_SILENCE=1``) because the TRL internals used are pinned and checked
 (:func:`~frontier_qa.train.tool_rollout.check_trl_rollout`, ``tests/train/test_tool_rollout.py``).
 """
 

@@ -268,7 +268,8 @@ class TargetReward:
                  sampled: Sequence[_Sampled | None], scores: Sequence[CurriculumScore], step: int) -> list[TaskRecord]:
         assert self.log is not None
         out = []
-        for index, (text, topic, task, got, score) in enumerate(zip(texts, topics, tasks, sampled, scores, strict=True)):
+        rows = zip(texts, topics, tasks, sampled, scores, strict=True)
+        for index, (text, topic, task, got, score) in enumerate(rows):
             c = got.consistency if got is not None else None
             calls = [t.n_tool_calls for t in got.trajectories] if got is not None and got.trajectories else []
             out.append(TaskRecord(

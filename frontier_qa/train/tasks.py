@@ -202,7 +202,8 @@ def summarize(records: Iterable[TaskRecord]) -> list[StepSummary]:
             tool=_mean([r.tool for r in rows if r.tool is not None]),
             repetition=math.fsum(r.repetition for r in rows) / len(rows),
             reward=_mean([r.reward for r in rows if r.reward is not None]),
-            frontier=(sum(r.p_hat is not None and AGENT0_BAND.contains(r.p_hat) for r in answered) / len(answered)) if answered else None,
+            frontier=(sum(r.p_hat is not None and AGENT0_BAND.contains(r.p_hat) for r in answered) / len(answered))
+            if answered else None,
         ))
     return out
 

@@ -264,7 +264,8 @@ def validate(config: CoevolveConfig, *, steps: int = 3, executor_steps: int = 3,
     seen: dict[str, ExecutorRow] = {}
     for t in tasks:
         if t.question and t.p_hat is not None and keep_task(t.p_hat, t.majority, band)[0] and t.case_id:
-            seen.setdefault(t.case_id, ExecutorRow(task_id=t.case_id, question=t.question, system=config.executor.system,
+            seen.setdefault(t.case_id, ExecutorRow(task_id=t.case_id, question=t.question,
+                                                   system=config.executor.system,
                                                    pseudo_label=t.majority or "", p_hat=t.p_hat))
     e = config.executor
     report["executor"] = {"tasks_in_band": len(seen), "band": list(band)}

@@ -91,7 +91,8 @@ class VLLMTurns:
                     reasons[r] = "length"
                 # else: a fence that closed no python block: the same turn goes on
             going = [r for r in going if reasons[r] is None]
-        return [Turn(tuple(t), reason or "length", tuple(lp)) for t, reason, lp in zip(tokens, reasons, logprobs, strict=True)]
+        return [Turn(tuple(t), reason or "length", tuple(lp))
+                for t, reason, lp in zip(tokens, reasons, logprobs, strict=True)]
 
 
 def _stop(output: Any, room: int) -> str:
@@ -114,7 +115,9 @@ def _colocate(engine: Any, sampling: dict[str, Any]) -> Any:
         for output, room in zip(outputs, rooms, strict=True):
             o = output.outputs[0]
             steps = list(o.logprobs or []) + [None] * (len(o.token_ids) - len(o.logprobs or []))
-            lps = [step[tok].logprob if step and tok in step else None for tok, step in zip(o.token_ids, steps, strict=False)]  # steps: padded to the tokens, never shorter
+            # steps: padded to the tokens, so never shorter
+            lps = [step[tok].logprob if step and tok in step else None
+                   for tok, step in zip(o.token_ids, steps, strict=False)]
             lps = [lp if lp is None or lp == lp else None for lp in lps]  # NaN: unknown
             out.append((list(o.token_ids), lps, _stop(o, room)))
         return out
