@@ -16,4 +16,6 @@ cd "$tree"
 rc=0
 python -m mypy --config-file "$root/pyproject.toml" --cache-dir "$root/.mypy_cache" "$@" frontier_qa \
   | sed -e 's#^frontier_qa/adapters/#adapters/#' -e 's#^frontier_qa/plugins/#plugins/#' || rc=$?
+# what users' type checkers see of the lazily exported names (py.typed): none may be Any
+python "$root/.ci/typed_exports.py" "$root/pyproject.toml" "$root/.mypy_cache" || rc=1
 exit "$rc"

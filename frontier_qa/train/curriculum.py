@@ -187,7 +187,7 @@ def open_reward_target(config: TrainConfig) -> Target:
     options = resolve_options(config, "target", t.options)
     cache: Any = False if t.cache is False else (Path(config.training.output_dir) / "cache" if t.cache is True
                                                   else Path(str(t.cache)))
-    extra = {"tool_options": t.tool_options} if t.tool_options else {}
+    extra: dict[str, Any] = {"tool_options": t.tool_options} if t.tool_options else {}
     try:
         return open_target(t.spec, limits=Limits.from_dict(t.limits.model_dump()),
                            budget=Budget(**config.budget.model_dump()), cache=cache, **extra, **options)
