@@ -55,7 +55,7 @@ def main(config: str, cache_dir: str) -> int:
     for problem in problems:
         print(problem)
     for name in untyped:
-        print(f"{name}: a type checker sees Any (add it to its package's `if TYPE_CHECKING:` imports)")
+        print(f"{name}: a type checker sees Any (run: python .ci/write_typed_exports.py)")
     print(f"typed exports: {len(shown) - len(untyped)}/{len(shown)} public names reach a type checker typed")
     return 1 if problems or untyped else 0
 

@@ -2,7 +2,8 @@
 ``if TYPE_CHECKING:`` import of exactly its ``_EXPORTS``, in the explicit re-export form.
 
 mypy's own view (no exported name is ``Any`` to a user) is checked by ``.ci/typed_exports.py``,
-which .ci/run runs after mypy; this test is the fast, always-on half.
+which .ci/run runs after mypy; this test is the fast, always-on half. `python
+.ci/write_typed_exports.py` rewrites the mirrors from ``_EXPORTS``.
 """
 
 from __future__ import annotations
