@@ -31,7 +31,8 @@ def block(exports: dict[str, str]) -> list[str]:
     for module in sorted(by_module):
         names = [f"{n} as {n}" for n in sorted(by_module[module])]  # explicit re-exports (PEP 484)
         one = f"    from {module} import " + ", ".join(names)
-        lines += [one] if len(one) <= 120 else [f"    from {module} import (", *(f"        {n}," for n in names), "    )"]
+        wrapped = [f"    from {module} import (", *(f"        {n}," for n in names), "    )"]
+        lines += [one] if len(one) <= 120 else wrapped
     return [*lines, "else:", f"    {RUNTIME}"]
 
 
