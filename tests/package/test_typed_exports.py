@@ -40,9 +40,3 @@ def test_type_checking_imports_match_the_lazy_exports(package: str) -> None:
     assert imported == module._EXPORTS
     assert private == []  # `from m import A as A`: public to mypy's no_implicit_reexport and to pyright
 
-
-@pytest.mark.parametrize("package", LAZY_PACKAGES)
-def test_every_lazy_export_resolves_to_the_module_that_the_type_checker_reads(package: str) -> None:
-    module = importlib.import_module(package)
-    for name, source in module._EXPORTS.items():
-        assert getattr(module, name) is getattr(importlib.import_module(source), name), name
