@@ -149,7 +149,9 @@ class HFAdapter(LocalBatchedAdapter[_Request]):
         self.pad_id = int(pad if pad is not None else self.eos_ids[0])
 
     def _request(self, case: Case, n: int, sampling: Sampling, start: int) -> _Request:
-        seed = sampling.seed_for(case, 0) if sampling.seed is not None else secrets.randbits(62)
+        seed = sampling.seed_for(case, 0)
+        if seed is None:
+            seed = secrets.randbits(62)
         return _Request(case, n, sampling, start, seed)
 
     async def aclose(self) -> None:

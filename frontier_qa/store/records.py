@@ -549,7 +549,8 @@ def sample_record(
     """Record one trajectory with its extracted answer (``None`` when none was extracted).
 
     ``seed`` is the case's base seed (:func:`~frontier_qa.target.case_seed`); the sample's own
-    seed is that plus its index, as the adapters draw it."""
+    seed is that plus its index, as the adapters draw it.
+    """
     text = trajectory.text
     return SampleRecord(
         sample_index=trajectory.sample_index,
