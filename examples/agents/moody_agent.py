@@ -1,9 +1,11 @@
 """An agent that is reliable everywhere except on one topic, where it guesses.
 
-On cases whose topic is ``"weekdays"`` (or whose task mentions a weekday) it picks a
-weekday at random, seeded per sample (``random.Random(seed)``), so its k answers disagree
-and its self-consistency p̂ sits well inside the frontier band; on every other task it
-answers like the calculator agent (p̂ = 1). Probe tests use it as a target with a known
+On cases whose topic is ``"weekdays"`` (or whose task mentions a weekday) it hesitates
+between two weekdays (a pair fixed per case) and picks one at random, seeded per sample
+(``random.Random(seed)``): its true majority probability is 1/2, well inside the frontier
+band. (Version 1 picked any of the seven weekdays: p* = 1/7, below the band, which a probe
+of k = 8 could not tell from the band.) On every other task it answers like the calculator
+agent (p̂ = 1). Probe tests use it as a target with a known
 frontier. It is an object with an async ``arun`` method (the object form of the contract).
 
 Spec: ``python:examples/agents/moody_agent.py:MoodyAgent`` (the class is instantiated,
@@ -46,7 +48,7 @@ class MoodyAgent:
             e.g. ``["dollar", "dollars", "cents"]`` for an agent that is weak on money.
     """
 
-    version = "1"
+    version = "2"
 
     def __init__(self, topic: str = "weekdays", words: list[str] | tuple[str, ...] = ()) -> None:
         self.topic = topic
@@ -63,7 +65,8 @@ class MoodyAgent:
 
     async def arun(self, task: str, case: Case, seed: int | None, ctx: AgentContext) -> dict[str, Any]:
         if self.guesses(case):
+            pair = random.Random(case.id).sample(WEEKDAYS, 2)
             rng = random.Random(seed if seed is not None else ctx.sample_index)
             ctx.step("guess a weekday")
-            return {"answer": f"\\boxed{{{rng.choice(WEEKDAYS)}}}", "steps": 1}
+            return {"answer": f"\\boxed{{{rng.choice(pair)}}}", "steps": 1}
         return _calculator().solve(task, ctx)

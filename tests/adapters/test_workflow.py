@@ -306,7 +306,7 @@ def test_moody_agent_is_inconsistent_on_its_topic_only() -> None:
     answers = [t.text for t in generate(adapter, case=moody, n=10, sampling=sampling)]
     again = [t.text for t in generate(adapter, case=moody, n=10, sampling=sampling)]
     assert answers == again  # seeded per sample: reproducible
-    assert len(set(answers)) >= 3
+    assert len(set(answers)) == 2  # one of two weekdays per sample: p* = 1/2, in the band
     steady = {t.text for t in generate(adapter, case=CASE, n=5, sampling=sampling)}
     assert steady == {"The value is \\boxed{33}."}
 

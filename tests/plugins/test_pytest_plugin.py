@@ -644,6 +644,6 @@ def test_the_worked_example_runs_offline(pytester: pytest.Pytester) -> None:
     again.assert_outcomes(passed=12)
     lines = summary(again)
     assert lines[1].startswith("  cases: 6 (0 new, 6 replayed; 2 guard(s)): failure 1")
-    # the moody agent guesses among seven weekdays: 8 samples called it frontier, more show the scatter;
-    # with so small a baseline that is no regression, just not yet decided
+    # the moody agent hesitates between two weekdays (p* = 1/2): replayed, its frontier cases are the
+    # same agent, so no regression
     assert lines[2].startswith("  verdicts: ") and "regression" not in lines[2]
