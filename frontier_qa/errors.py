@@ -22,7 +22,15 @@ class FrontierQAError(Exception):
 
 
 class ConfigError(FrontierQAError, ValueError):
-    """A configuration value, target spec or argument is invalid."""
+    """A configuration value, target spec or argument is invalid.
+
+    ``key`` is the path of the bad key when one is known (pydantic's ``loc``, e.g.
+    ``("probing", "k")``), so callers decide where an error belongs without reading its text.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None, key: tuple[str | int, ...] | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.key = key
 
 
 class MissingExtraError(FrontierQAError, ImportError):

@@ -16,7 +16,11 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Protocol, runtime_checkable
+
+from pydantic import Field
+
+from frontier_qa._schema import frozen_value
 
 Message = Mapping[str, Any]
 """A chat message in OpenAI form: ``{"role": "user", "content": "..."}``."""
@@ -66,9 +70,10 @@ class Case:
         return bool(self.history) and self.history[-1].get("role") == "assistant"
 
 
-@dataclass(frozen=True)
+@frozen_value
 class Sampling:
-    """Sampling parameters for one request.
+    """Sampling of a model: the API value and the config sections ``probing.sampling``,
+    ``curriculum.sampling`` (and the trainers' ``sampling`` keys).
 
     Attributes:
         temperature: softmax temperature (Agent0 samples the executor at 1.0).
@@ -78,11 +83,11 @@ class Sampling:
         seed: base seed; sample ``i`` of a case uses ``seed + i`` where a backend takes seeds.
     """
 
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 512
+    temperature: Annotated[float, Field(ge=0)] = 1.0
+    top_p: Annotated[float, Field(gt=0, le=1)] = 1.0
+    max_tokens: Annotated[int, Field(ge=1)] = 512
     stop: tuple[str, ...] = ()
-    seed: int | None = None
+    seed: Annotated[int | None, Field(description="null: probing.seed")] = None
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -60,6 +60,7 @@ from frontier_qa.config.build import (
     resolve_options,
     sample_cache,
 )
+from frontier_qa._compat import renamed
 from frontier_qa.config.layers import (
     Override,
     Sources,
@@ -86,11 +87,11 @@ from frontier_qa.config.schema import (
     RegressionConfig,
     ReplayConfig,
     ReplayGateConfig,
-    SamplingConfig,
     TargetConfig,
     ValidationConfig,
     json_schema,
 )
+from frontier_qa.target import Sampling
 
 __all__ = [
     "CONFIG_VERSION",
@@ -110,7 +111,7 @@ __all__ = [
     "RegressionConfig",
     "ReplayConfig",
     "ReplayGateConfig",
-    "SamplingConfig",
+    "Sampling",
     "Sources",
     "TargetConfig",
     "ValidationConfig",
@@ -132,3 +133,5 @@ __all__ = [
     "resolve_options",
     "sample_cache",
 ]
+
+__getattr__ = renamed(__name__, {"SamplingConfig": "Sampling"}, globals())

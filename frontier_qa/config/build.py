@@ -30,7 +30,7 @@ from frontier_qa.runtime.limits import Budget, Limits
 from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND, Band
 from frontier_qa.store.case_store import CaseStore, Shard
 from frontier_qa.store.comparison import RegressionPolicy
-from frontier_qa.target import Sampling, Target
+from frontier_qa.target import Target
 
 
 # --- wiring: config → the engine's parts --------------------------------------------------------
@@ -109,13 +109,11 @@ def build_settings(config: ProbeConfig) -> ProbeSettings:
         band = Band(p.band.low, p.band.high, name="custom")
     else:
         band = TOOL_R0_BAND if p.band == "tool-r0" else AGENT0_BAND
-    s = p.sampling
     return ProbeSettings(
         band=band,
         k=p.k,
         sequential=SequentialConfig(confidence=p.confidence) if p.sequential else None,
-        sampling=Sampling(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,
-                          stop=tuple(s.stop), seed=s.seed),
+        sampling=p.sampling,
         batch_size=p.batch_size,
         max_candidates=p.max_candidates,
         saturation_window=p.saturation_window,
@@ -219,10 +217,8 @@ def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleC
 
         c, card, _ = apply_card(config, model.spec)
         if asks_training_prompts(config, card):  # a plain prompt: the prompted curriculum has no such style
-            s = c.sampling
             return PlainPromptCurriculum(_open(config, "curriculum.model", model, tracker, cache), card,
-                                         sampling=Sampling(temperature=s.temperature, top_p=s.top_p,
-                                                           max_tokens=s.max_tokens, stop=tuple(s.stop), seed=s.seed))
+                                         sampling=c.sampling)
     if c.domain == "tools" and not c.tools:
         raise config.error("curriculum.domain", "the tools domain writes tasks for your tools, but none are given",
                            "set curriculum.tools to a JSON/YAML file of OpenAI tool schemas (or pass --tools FILE)")
@@ -236,7 +232,6 @@ def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleC
     if examples is None and card is not None and c.style == "few_shot":
         examples = card.examples
     opened = _open(config, "curriculum.model", model, tracker, cache)
-    s = c.sampling
     try:
         return PromptedCurriculum(
             opened,
@@ -244,8 +239,7 @@ def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleC
             tools=tools,
             agent_description=c.agent_description,
             topics=c.topics or None,
-            sampling=Sampling(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,
-                              stop=tuple(s.stop), seed=s.seed),
+            sampling=c.sampling,
             seed=config.probing.seed,
             history_examples=c.history_examples,
             ask_solution=c.ask_solution,

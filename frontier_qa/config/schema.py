@@ -1,5 +1,7 @@
 """The probe config file's schema: one pydantic section per key of the YAML (version 1).
 
+A concept the runtime also uses (``Sampling`` ...) is one frozen class, defined in the layer
+that uses it and imported here as the section's type: no parallel config class, no mapping.
 Every section forbids unknown keys, so a misspelt key is an error that names it
 (:mod:`~frontier_qa.config.diagnostics`). Model sections (``target``, ``curriculum.model``,
 ``validation.critic``, ``probing.judge``) may be written as a bare spec string.
@@ -12,8 +14,10 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from frontier_qa._compat import renamed
 from frontier_qa.errors import ConfigError
 from frontier_qa.store.case_store import Shard, StoreError
+from frontier_qa.target import Sampling
 
 CONFIG_VERSION = 1
 ENV_PREFIX = "FRONTIER_QA_"
@@ -98,16 +102,6 @@ class BudgetConfig(_Section):
     max_wall_s: Optional[float] = Field(None, ge=0, description="seconds since the first call")
 
 
-class SamplingConfig(_Section):
-    """Sampling of a model (see :class:`frontier_qa.target.Sampling`)."""
-
-    temperature: float = Field(1.0, ge=0)
-    top_p: float = Field(1.0, gt=0, le=1)
-    max_tokens: int = Field(512, ge=1)
-    stop: list[str] = Field(default_factory=list)
-    seed: Optional[int] = Field(None, description="null: probing.seed")
-
-
 class CurriculumConfig(_Section):
     """Where cases come from."""
 
@@ -123,8 +117,8 @@ class CurriculumConfig(_Section):
     path: Optional[str] = Field(None, description="file: JSONL/YAML cases or an exported suite")
     shuffle: bool = False
     limit: Optional[int] = Field(None, ge=0, description="file: propose at most this many cases")
-    sampling: SamplingConfig = Field(
-        default_factory=lambda: SamplingConfig(temperature=1.0, top_p=0.99, max_tokens=1024)  # Agent0 A.1
+    sampling: Sampling = Field(
+        default_factory=lambda: Sampling(temperature=1.0, top_p=0.99, max_tokens=1024)  # Agent0 A.1
     )
     history_examples: int = Field(3, ge=0)
     ask_solution: bool = True
@@ -178,7 +172,7 @@ class ProbingConfig(_Section):
     band: Union[Literal["agent0", "tool-r0"], BandRange] = Field(
         "agent0", description="agent0 (0.3 ≤ p̂ ≤ 0.8), tool-r0 (0.25–0.75) or {low, high}"
     )
-    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    sampling: Sampling = Field(default_factory=Sampling)
     batch_size: int = Field(8, ge=1, description="proposals asked per round")
     max_candidates: Optional[int] = Field(200, ge=0, description="proposals considered in total; null: no cap")
     saturation_window: int = Field(100, ge=1)
@@ -304,6 +298,12 @@ def json_schema() -> dict[str, Any]:
         return [shorthand(v) for v in node] if isinstance(node, list) else node
 
     schema = shorthand(schema)
+    for section in schema.get("$defs", {}).values():  # a frozen value's docstring: its summary only
+        if "\n\nAttributes:" in section.get("description", ""):
+            section["description"] = " ".join(section["description"].split("\n\nAttributes:")[0].split())
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "frontier-qa probe configuration"
     return schema
+
+
+__getattr__ = renamed(__name__, {"SamplingConfig": "Sampling"}, globals())

@@ -23,7 +23,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -151,8 +151,8 @@ def _save_state(config: CoevolveConfig, state: RunState) -> None:
 # --- targets ----------------------------------------------------------------------------------------
 
 
-def _sampling(s: Any, seed: int) -> Sampling:
-    return Sampling(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, stop=tuple(s.stop), seed=seed)
+def _sampling(s: Sampling, seed: int) -> Sampling:
+    return replace(s, seed=seed)
 
 
 # --- the phases ------------------------------------------------------------------------------------
@@ -167,7 +167,7 @@ def curriculum_config(config: CoevolveConfig, t: int, executor: Path, curriculum
         "model": c.model.model_copy(update={"path": curriculum}),
         "target": executor_target_config(config, executor, executor_cache(config)),
         "training": c.training.model_copy(update={"output_dir": str(out), "seed": c.training.seed + t - 1}),
-        "reward": c.reward.model_copy(update={"sampling": s.model_copy()}),
+        "reward": c.reward.model_copy(update={"sampling": s}),  # frozen: shared as is
         "curriculum": c.curriculum.model_copy(update={"case_system": config.executor.system}),
     })
     updated._sources = c._sources

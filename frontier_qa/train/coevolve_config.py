@@ -24,7 +24,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from frontier_qa.config import Override, SamplingConfig, Sources, read_overrides, read_yaml, resolve_layers
+from frontier_qa.config import Override, Sampling, Sources, read_overrides, read_yaml, resolve_layers
 from frontier_qa.errors import ConfigError
 from frontier_qa.train.adpo import ADPOSchedule
 from frontier_qa.train.config import (
@@ -120,7 +120,7 @@ class ExecutorSection(_Section):
     target_options: dict[str, Any] = Field(default_factory=dict,
                                            description="options of the sampler's adapter (hf: device, max_batch_rows; "
                                                        "vllm: gpu_memory_utilization, max_model_len...)")
-    sampling: SamplingConfig = Field(default_factory=lambda: SamplingConfig(temperature=0.7, top_p=0.9,
+    sampling: Sampling = Field(default_factory=lambda: Sampling(temperature=0.7, top_p=0.9,
                                                                             max_tokens=2048),
                                      description="pool, reward and evaluation sampling, per model turn (the "
                                                  "reference's reward server: 0.7, 0.9, 2048)")
@@ -138,7 +138,7 @@ class PoolSection(_Section):
     k: int = Field(10, ge=1, description="executor samples per task (Agent0: 10)")
     band: tuple[float, float] = Field((0.3, 0.8), description="keep tasks with low <= p̂ <= high (Agent0)")
     max_tasks: Optional[int] = Field(None, ge=1, description="cap on the filtered set (null: all)")
-    sampling: SamplingConfig = Field(default_factory=lambda: SamplingConfig(temperature=1.0, top_p=0.99,
+    sampling: Sampling = Field(default_factory=lambda: Sampling(temperature=1.0, top_p=0.99,
                                                                             max_tokens=256),
                                      description="the curriculum's sampling when writing tasks")
     max_concurrent_tasks: int = Field(8, ge=1, description="tasks sampled at once")
@@ -204,7 +204,7 @@ def check(config: CoevolveConfig) -> None:
     if c.curriculum.case_system is not None:
         raise config.error("curriculum.curriculum.case_system", "is set by the run: tasks carry the executor's "
                            "system prompt", "set executor.system instead")
-    if c.reward.sampling != SamplingConfig():
+    if c.reward.sampling != Sampling():
         raise config.error("curriculum.reward.sampling", "is set by the run: the curriculum's reward samples the "
                            "executor exactly as the pool does", "set executor.sampling instead")
     if e.sampler == "vllm" and c.generation.backend == "vllm" and c.generation.vllm_mode == "colocate":

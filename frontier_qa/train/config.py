@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from frontier_qa.config import (
     BudgetConfig,
     Override,
-    SamplingConfig,
+    Sampling,
     Sources,
     TargetConfig,
     parse_set,
@@ -40,6 +40,7 @@ from frontier_qa.config import (
     read_yaml,
     resolve_layers,
 )
+from frontier_qa.config.diagnostics import _models_in, fields_of
 from frontier_qa.errors import BudgetExceededError, ConfigError, closest_name
 from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER, RewardConfig
 
@@ -139,7 +140,7 @@ class RewardSection(_Section):
     lambda_rep: Optional[float] = Field(None, ge=0)
     rep_threshold: Optional[float] = Field(None, gt=0)
     require_reference: Optional[bool] = None
-    sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="target sampling (Agent0: T=1)")
+    sampling: Sampling = Field(default_factory=Sampling, description="target sampling (Agent0: T=1)")
     embedder: Optional[str] = Field(None, description="open-ended answers: embedding model (null: MiniLM)")
     max_concurrent_tasks: int = Field(16, ge=1, description="tasks whose k samples are drawn at once")
     preflight: bool = Field(True, description="ask the target one easy task before loading the model")
@@ -234,15 +235,13 @@ def _key_path(loc: Iterable[Any]) -> tuple[str | int, ...]:
 def _known_keys(path: tuple[str | int, ...], root: Any = None) -> list[str]:
     model: Any = TrainConfig if root is None else root
     for part in path[:-1]:
-        field = getattr(model, "model_fields", {}).get(part)
+        field = fields_of(model).get(part)
         if field is None:
             return []
-        annotation = field.annotation
-        candidates = [a for a in (annotation, *getattr(annotation, "__args__", ())) if isinstance(a, type)]
-        model = next((a for a in candidates if issubclass(a, BaseModel)), None)
+        model = next(iter(_models_in(field.annotation)), None)
         if model is None:
             return []
-    return sorted(getattr(model, "model_fields", {}))
+    return sorted(fields_of(model))
 
 
 def _report(err: ValidationError, sources: Sources, *, root: Any = None,
@@ -254,7 +253,7 @@ def _report(err: ValidationError, sources: Sources, *, root: Any = None,
             continue  # a union fails once per member: the first message is enough
         key = ".".join(map(str, path)) or "(top level)"
         where = sources.where(path) if path else "config"
-        if error["type"] == "extra_forbidden":
+        if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
             known = _known_keys(path, root)
             close = closest_name(str(path[-1]), known)
             fix = f"did you mean '{close}'?" if close else f"known keys here: {', '.join(known)}"

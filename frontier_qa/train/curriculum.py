@@ -21,7 +21,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -197,8 +197,7 @@ def open_reward_target(config: TrainConfig) -> Target:
 
 def target_sampling(config: TrainConfig) -> Sampling:
     s = config.reward.sampling
-    return Sampling(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, stop=tuple(s.stop),
-                    seed=config.training.seed if s.seed is None else s.seed)
+    return s if s.seed is not None else replace(s, seed=config.training.seed)
 
 
 def preflight(target: Target, sampling: Sampling, case_system: str | None = tpl.MATH_CASE_SYSTEM) -> None:
