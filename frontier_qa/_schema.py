@@ -33,9 +33,11 @@ def rule_of(error: Mapping[str, Any]) -> str:
     """What a value must be, from one pydantic error (``"> 0"``, ``"a valid integer"``)."""
     bound = _BOUNDS.get(error["type"])
     if bound is not None:
-        return "a number " + bound.format(**(error.get("ctx") or {}))
+        return bound.format(**(error.get("ctx") or {}))
     message = str(error["msg"]).removeprefix("Value error, ")
-    return message.removeprefix("Input should be ").removeprefix("input should be ")
+    for said in ("Input should be ", "should be ", "must be "):
+        message = message.removeprefix(said)
+    return message
 
 
 def value_error(err: ValidationError, cls: type, *, section: str | None = None) -> ConfigError:

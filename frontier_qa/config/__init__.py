@@ -73,13 +73,10 @@ from frontier_qa.config.layers import (
 )
 from frontier_qa.config.schema import (
     CONFIG_VERSION,
-    BackoffConfig,
     BandRange,
-    BudgetConfig,
     CriticConfig,
     CurriculumConfig,
     GateConfig,
-    LimitsConfig,
     ModelConfig,
     OutputConfig,
     ProbeConfig,
@@ -91,17 +88,18 @@ from frontier_qa.config.schema import (
     ValidationConfig,
     json_schema,
 )
+from frontier_qa.runtime.limits import Backoff, Budget, Limits
 from frontier_qa.target import Sampling
 
 __all__ = [
     "CONFIG_VERSION",
-    "BackoffConfig",
+    "Backoff",
+    "Budget",
+    "Limits",
     "BandRange",
-    "BudgetConfig",
     "CriticConfig",
     "CurriculumConfig",
     "GateConfig",
-    "LimitsConfig",
     "ModelConfig",
     "OutputConfig",
     "Override",
@@ -134,4 +132,5 @@ __all__ = [
     "sample_cache",
 ]
 
-__getattr__ = renamed(__name__, {"SamplingConfig": "Sampling"}, globals())
+__getattr__ = renamed(__name__, {"SamplingConfig": "Sampling", "BackoffConfig": "Backoff", "LimitsConfig": "Limits",
+                                 "BudgetConfig": "Budget"}, globals())

@@ -26,7 +26,6 @@ from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.runtime.budget import BudgetTracker
 from frontier_qa.runtime.env import UnsetVariableError, expand_env
 from frontier_qa.runtime.cache import SampleCache
-from frontier_qa.runtime.limits import Budget, Limits
 from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND, Band
 from frontier_qa.store.case_store import CaseStore, Shard
 from frontier_qa.store.comparison import RegressionPolicy
@@ -75,7 +74,7 @@ def resolve_options(config: Any, section: str, options: Mapping[str, Any]) -> di
 
 def budget_tracker(config: ProbeConfig) -> BudgetTracker:
     """One tracker for the whole run: every model of it spends from the same budget."""
-    return BudgetTracker(Budget(**config.budget.model_dump()))
+    return BudgetTracker(config.budget)
 
 
 def sample_cache(config: ProbeConfig) -> SampleCache | bool:
@@ -92,7 +91,7 @@ def _open(config: ProbeConfig, section: str, model: ModelConfig | TargetConfig, 
 
     assert model.spec is not None
     try:
-        return open_target(model.spec, limits=Limits.from_dict(model.limits.model_dump()), budget=tracker,
+        return open_target(model.spec, limits=model.limits, budget=tracker,
                            cache=cache, **extra, **resolve_options(config, section, model.options))
     except ConfigError as err:
         if err.message.startswith(config.where(f"{section}.spec")):

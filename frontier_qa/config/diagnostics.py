@@ -109,6 +109,8 @@ def _describe(error: Mapping[str, Any], data: dict[str, Any], sources: Sources) 
         return path, f"{where}: {key}: {given!r} is not allowed\n  fix: {fix}"
     shown = "" if isinstance(given, (dict, list)) or given is None else f" (got {given!r})"
     message = str(error["msg"]).removeprefix("Value error, ")
+    if kind == "dataclass_type":  # a frozen value's section given as a scalar: worded as a model's
+        message, kind = "Input should be a valid dictionary", "model_type"
     ctx = error.get("ctx") or {}
     bound = {"greater_than": "> {gt}", "greater_than_equal": ">= {ge}", "less_than": "< {lt}",
              "less_than_equal": "<= {le}"}.get(kind)

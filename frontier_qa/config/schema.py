@@ -1,6 +1,6 @@
 """The probe config file's schema: one pydantic section per key of the YAML (version 1).
 
-A concept the runtime also uses (``Sampling`` ...) is one frozen class, defined in the layer
+A concept the runtime also uses (``Sampling``, ``Limits``, ``Backoff``, ``Budget`` ...) is one frozen class, defined in the layer
 that uses it and imported here as the section's type: no parallel config class, no mapping.
 Every section forbids unknown keys, so a misspelt key is an error that names it
 (:mod:`~frontier_qa.config.diagnostics`). Model sections (``target``, ``curriculum.model``,
@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from frontier_qa._compat import renamed
 from frontier_qa.errors import ConfigError
+from frontier_qa.runtime.limits import Backoff, Budget, Limits  # noqa: F401 (Backoff: the old BackoffConfig name)
 from frontier_qa.store.case_store import Shard, StoreError
 from frontier_qa.target import Sampling
 
@@ -36,37 +37,12 @@ def _spec_shorthand(value: Any) -> Any:
 # --- sections ----------------------------------------------------------------------------
 
 
-class BackoffConfig(_Section):
-    """Waits between retries of one call, in seconds (see :class:`frontier_qa.runtime.Backoff`)."""
-
-    initial_s: float = Field(1.0, ge=0)
-    max_s: float = Field(60.0, ge=0)
-    jitter_s: float = Field(1.0, ge=0)
-    max_retry_after_s: float = Field(300.0, ge=0)
-
-
-class LimitsConfig(_Section):
-    """How one model may be called (see :class:`frontier_qa.runtime.Limits`)."""
-
-    rpm: Optional[float] = Field(None, gt=0, description="requests per minute; null: no limit")
-    tpm: Optional[float] = Field(None, gt=0, description="tokens per minute; null: no limit")
-    max_concurrency: int = Field(16, ge=1, description="backend calls in flight at once")
-    timeout_s: Optional[float] = Field(120.0, gt=0, description="seconds per call to a server before a retry")
-    local_timeout_s: Optional[float] = Field(
-        None, gt=0, description="the same for in-process models and Python agents; null: no limit")
-    slow_call_s: Optional[float] = Field(60.0, gt=0, description="report a call still running after this long")
-    max_retries: int = Field(5, ge=0)
-    backoff: BackoffConfig = Field(default_factory=BackoffConfig)
-    max_consecutive_failures: Optional[int] = Field(25, ge=1)
-    rpm_burst: int = Field(1, ge=1)
-
-
 class ModelConfig(_Section):
     """A model used by the run (curriculum, critic, judge): a target spec and its options."""
 
     spec: str = Field(min_length=1, description="target spec, e.g. litellm:openai/gpt-4o-mini or hf:/path")
     options: dict[str, Any] = Field(default_factory=dict, description="adapter options (api_base, api_key: ${VAR})")
-    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    limits: Limits = Field(default_factory=Limits)
 
     @model_validator(mode="before")
     @classmethod
@@ -80,7 +56,7 @@ class TargetConfig(_Section):
     spec: Optional[str] = Field(None, min_length=1, description="target spec; --target / FRONTIER_QA_TARGET")
     options: dict[str, Any] = Field(default_factory=dict, description="adapter options (api_base, api_key: ${VAR})")
     tool_options: dict[str, Any] = Field(default_factory=dict, description="tools+ specs: executor options")
-    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    limits: Limits = Field(default_factory=Limits)
     cache: Union[bool, str] = Field(True, description="true: <store>/cache; false: off (--no-cache); or a directory")
     version: Optional[str] = Field(
         None, min_length=1,
@@ -91,15 +67,6 @@ class TargetConfig(_Section):
     @classmethod
     def _shorthand(cls, value: Any) -> Any:
         return _spec_shorthand(value)
-
-
-class BudgetConfig(_Section):
-    """What the whole run may spend: target, curriculum model, critic and judge together."""
-
-    max_calls: Optional[int] = Field(None, ge=0, description="backend calls (each retry counts)")
-    max_tokens: Optional[int] = Field(None, ge=0, description="prompt + completion tokens")
-    max_cost_usd: Optional[float] = Field(None, ge=0, description="US dollars")
-    max_wall_s: Optional[float] = Field(None, ge=0, description="seconds since the first call")
 
 
 class CurriculumConfig(_Section):
@@ -252,7 +219,7 @@ class ProbeConfig(_Section):
 
     version: Literal[1] = CONFIG_VERSION
     target: TargetConfig = Field(default_factory=TargetConfig)
-    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    budget: Budget = Field(default_factory=Budget)
     curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
     probing: ProbingConfig = Field(default_factory=ProbingConfig)
@@ -298,12 +265,13 @@ def json_schema() -> dict[str, Any]:
         return [shorthand(v) for v in node] if isinstance(node, list) else node
 
     schema = shorthand(schema)
-    for section in schema.get("$defs", {}).values():  # a frozen value's docstring: its summary only
+    for section in schema.get("$defs", {}).values():  # a frozen value's docstring: its first paragraph
         if "\n\nAttributes:" in section.get("description", ""):
-            section["description"] = " ".join(section["description"].split("\n\nAttributes:")[0].split())
+            section["description"] = " ".join(section["description"].split("\n\n")[0].split())
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "frontier-qa probe configuration"
     return schema
 
 
-__getattr__ = renamed(__name__, {"SamplingConfig": "Sampling"}, globals())
+__getattr__ = renamed(__name__, {"SamplingConfig": "Sampling", "BackoffConfig": "Backoff", "LimitsConfig": "Limits",
+                                 "BudgetConfig": "Budget"}, globals())

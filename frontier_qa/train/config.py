@@ -30,7 +30,7 @@ from typing import Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from frontier_qa.config import (
-    BudgetConfig,
+    Budget,
     Override,
     Sampling,
     Sources,
@@ -40,6 +40,7 @@ from frontier_qa.config import (
     read_yaml,
     resolve_layers,
 )
+from frontier_qa._compat import renamed
 from frontier_qa.config.diagnostics import _models_in, fields_of
 from frontier_qa.errors import BudgetExceededError, ConfigError, closest_name
 from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER, RewardConfig
@@ -202,7 +203,7 @@ class TrainConfig(_Section):
     version: Literal[1] = TRAIN_CONFIG_VERSION
     model: ModelSection
     target: TargetConfig = Field(default_factory=TargetConfig)
-    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    budget: Budget = Field(default_factory=Budget)
     curriculum: CurriculumSection = Field(default_factory=CurriculumSection)
     reward: RewardSection = Field(default_factory=RewardSection)
     training: TrainingSection = Field(default_factory=TrainingSection)
@@ -264,6 +265,8 @@ def _report(err: ValidationError, sources: Sources, *, root: Any = None,
             given = error.get("input")
             shown = "" if isinstance(given, (dict, list)) or given is None else f" (got {given!r})"
             message = str(error["msg"]).removeprefix("Value error, ")
+            if error["type"] == "dataclass_type":  # a frozen value's section (budget, sampling) given as a scalar
+                message = "Input should be a valid dictionary"
             lines[path] = f"{where}: {key}: {message}{shown}"
     body = "\n".join(f"  {line}" for line in lines.values())
     return ConfigError("the training configuration is invalid:\n" + body, hint=f"{doc} documents every key")
@@ -403,7 +406,7 @@ __all__ = [
     "DOMAINS",
     "STYLES",
     "TRAIN_CONFIG_VERSION",
-    "BudgetConfig",
+    "Budget",
     "CurriculumSection",
     "GenerationSection",
     "LoraSection",
@@ -420,3 +423,6 @@ __all__ = [
     "plan_step",
     "reward_config",
 ]
+
+
+__getattr__ = renamed(__name__, {"BudgetConfig": "Budget"}, globals())

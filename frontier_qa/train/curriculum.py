@@ -189,8 +189,8 @@ def open_reward_target(config: TrainConfig) -> Target:
                                                   else Path(str(t.cache)))
     extra = {"tool_options": t.tool_options} if t.tool_options else {}
     try:
-        return open_target(t.spec, limits=Limits.from_dict(t.limits.model_dump()),
-                           budget=Budget(**config.budget.model_dump()), cache=cache, **extra, **options)
+        return open_target(t.spec, limits=t.limits,
+                           budget=config.budget, cache=cache, **extra, **options)
     except ConfigError as err:
         raise config.error("target.spec", err.message, err.hint or "check the spec and its options") from None
 
