@@ -76,7 +76,6 @@ from frontier_qa.config.schema import (
     BandRange,
     CriticConfig,
     CurriculumConfig,
-    GateConfig,
     ModelConfig,
     OutputConfig,
     ProbeConfig,
@@ -88,6 +87,7 @@ from frontier_qa.config.schema import (
     ValidationConfig,
     json_schema,
 )
+from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.runtime.limits import Backoff, Budget, Limits
 from frontier_qa.target import Sampling
 
@@ -99,7 +99,7 @@ __all__ = [
     "BandRange",
     "CriticConfig",
     "CurriculumConfig",
-    "GateConfig",
+    "GateThresholds",
     "ModelConfig",
     "OutputConfig",
     "Override",
@@ -133,4 +133,4 @@ __all__ = [
 ]
 
 __getattr__ = renamed(__name__, {"SamplingConfig": "Sampling", "BackoffConfig": "Backoff", "LimitsConfig": "Limits",
-                                 "BudgetConfig": "Budget"}, globals())
+                                 "BudgetConfig": "Budget", "GateConfig": "GateThresholds"}, globals())

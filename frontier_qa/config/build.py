@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from frontier_qa.config.schema import BandRange, GateConfig, ModelConfig, ProbeConfig, TargetConfig
+from frontier_qa.config.schema import BandRange, ModelConfig, ProbeConfig, TargetConfig
 from frontier_qa.curricula.base import Curriculum
 from frontier_qa.errors import ConfigError, read_text
 from frontier_qa.probing.sequential import SequentialConfig
@@ -138,9 +138,10 @@ def regression_policy(config: ProbeConfig) -> RegressionPolicy:
     return RegressionPolicy(alpha=r.alpha, looks=tuple(r.looks), min_drop=r.min_drop, futility=r.futility)
 
 
-def gate_thresholds(gate: GateConfig) -> GateThresholds:
-    """The gate section as :class:`~frontier_qa.reports.GateThresholds`."""
-    return GateThresholds(**gate.model_dump())
+def gate_thresholds(gate: GateThresholds) -> GateThresholds:
+    """The gate section: already the :class:`~frontier_qa.reports.GateThresholds` the reports check
+    (kept so callers written for the 0.1 config keep working)."""
+    return gate
 
 
 def load_tools(config: ProbeConfig) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """The probe config file's schema: one pydantic section per key of the YAML (version 1).
 
-A concept the runtime also uses (``Sampling``, ``Limits``, ``Backoff``, ``Budget`` ...) is one frozen class, defined in the layer
+A concept the runtime also uses (``Sampling``, ``Limits``, ``Backoff``, ``Budget``, ``GateThresholds`` ...) is one frozen class, defined in the layer
 that uses it and imported here as the section's type: no parallel config class, no mapping.
 Every section forbids unknown keys, so a misspelt key is an error that names it
 (:mod:`~frontier_qa.config.diagnostics`). Model sections (``target``, ``curriculum.model``,
@@ -10,12 +10,14 @@ Every section forbids unknown keys, so a misspelt key is an error that names it
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from frontier_qa._compat import renamed
+from frontier_qa._schema import frozen_value
 from frontier_qa.errors import ConfigError
+from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.runtime.limits import Backoff, Budget, Limits  # noqa: F401 (Backoff: the old BackoffConfig name)
 from frontier_qa.store.case_store import Shard, StoreError
 from frontier_qa.target import Sampling
@@ -156,19 +158,6 @@ class ProbingConfig(_Section):
     embedder: Optional[str] = Field(None, description="open-ended answers: embedding model (null: bundled MiniLM)")
 
 
-class GateConfig(_Section):
-    """CI gate limits; null turns a check off (see :class:`frontier_qa.reports.GateThresholds`)."""
-
-    max_failures: Optional[int] = Field(0, ge=0)
-    max_suspects: Optional[int] = Field(None, ge=0)
-    max_frontier_share: Optional[float] = Field(None, ge=0, le=1)
-    max_unresolved_share: Optional[float] = Field(
-        0.2, ge=0, le=1, description="above it the run could not judge the agent: exit 3, not a finding")
-    max_regressions: Optional[int] = Field(0, ge=0)
-    max_flaky: Optional[int] = Field(None, ge=0)
-    max_inconclusive: Optional[int] = Field(None, ge=0, description="replay verdicts left undecided at the cap")
-
-
 class RegressionConfig(_Section):
     """How a replay decides that a case regressed (see frontier_qa.store.comparison)."""
 
@@ -189,10 +178,11 @@ class RegressionConfig(_Section):
         return value
 
 
-class ReplayGateConfig(GateConfig):
+@frozen_value
+class ReplayGateConfig(GateThresholds):
     """The replay gate: regressions fail it; known failures in a suite do not (by default)."""
 
-    max_failures: Optional[int] = Field(None, ge=0)
+    max_failures: Annotated[Optional[int], Field(ge=0)] = None
 
 
 class ReplayConfig(_Section):
@@ -225,7 +215,7 @@ class ProbeConfig(_Section):
     probing: ProbingConfig = Field(default_factory=ProbingConfig)
     store: str = Field(".frontier-qa", description="case store directory")
     output: OutputConfig = Field(default_factory=OutputConfig)
-    gate: GateConfig = Field(default_factory=GateConfig)
+    gate: GateThresholds = Field(default_factory=GateThresholds)
     regression: RegressionConfig = Field(default_factory=RegressionConfig)
     replay: ReplayConfig = Field(default_factory=ReplayConfig)
     shard: Optional[str] = Field(None, description="CI shard i/n, e.g. 2/4")
@@ -274,4 +264,4 @@ def json_schema() -> dict[str, Any]:
 
 
 __getattr__ = renamed(__name__, {"SamplingConfig": "Sampling", "BackoffConfig": "Backoff", "LimitsConfig": "Limits",
-                                 "BudgetConfig": "Budget"}, globals())
+                                 "BudgetConfig": "Budget", "GateConfig": "GateThresholds"}, globals())
