@@ -255,7 +255,7 @@ def _phase_executor(config: CoevolveConfig, t: int, it: IterationState, executor
         training=e.training.model_copy(update={"seed": e.training.seed + t - 1}), generation=e.generation,
         save=e.save, tools=ToolSettings(max_tool_turns=e.tools.max_tool_turns,
                                         output_max_chars=e.tools.output_max_chars, sandbox=e.tools.sandbox()),
-        adpo=e.adpo.schedule(), output_dir=out, resume=resume,
+        adpo=e.adpo, output_dir=out, resume=resume,
         progress=lambda line: say(f"[iter {t}] executor {line}"))
     model = result.final_model or result.adapter
     if model is None:

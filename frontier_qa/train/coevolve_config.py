@@ -24,6 +24,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from frontier_qa._compat import renamed
 from frontier_qa.config import Override, Sampling, Sources, read_overrides, read_yaml, resolve_layers
 from frontier_qa.errors import ConfigError
 from frontier_qa.train.adpo import ADPOSchedule
@@ -72,31 +73,6 @@ class ToolsSection(_Section):
                 "sandbox": self.sandbox()}
 
 
-class ADPOSection(_Section):
-    """ADPO's s(p̂) and ε_high(p̂) (docs/method.md §5; the reference constants by default)."""
-
-    scale_base: float = 0.6
-    scale_gain: float = 0.4
-    scale_from: float = 0.3
-    scale_span: float = 0.5
-    epsilon_low: float = 0.2
-    epsilon_high_base: float = 0.2
-    epsilon_high_gain: float = 0.1
-    clip_until: float = 0.8
-    clip_span: float = 0.5
-
-    def schedule(self) -> ADPOSchedule:
-        return ADPOSchedule(**self.model_dump())
-
-    @model_validator(mode="after")
-    def _in_range(self) -> ADPOSection:
-        try:
-            self.schedule()
-        except ConfigError as err:  # located at executor.adpo by pydantic
-            raise ValueError(f"{err.message} ({err.hint})") from None
-        return self
-
-
 class ExecutorTrainingSection(TrainingSection):
     """The executor's ADPO training per iteration (Agent0 A.1: 40 steps of 128 tasks × 16 rollouts)."""
 
@@ -128,7 +104,7 @@ class ExecutorSection(_Section):
     training: ExecutorTrainingSection = Field(default_factory=ExecutorTrainingSection)
     generation: GenerationSection = Field(default_factory=GenerationSection)
     save: SaveSection = Field(default_factory=SaveSection)
-    adpo: ADPOSection = Field(default_factory=ADPOSection)
+    adpo: ADPOSchedule = Field(default_factory=ADPOSchedule, description="ADPO's s(p̂) and ε_high(p̂)")
 
 
 class PoolSection(_Section):
@@ -258,5 +234,8 @@ def load_coevolve_config(path: str | Path | None = None, overrides: Iterable[Ove
     return config
 
 
-__all__ = ["ADPOSection", "COEVOLVE_CONFIG_VERSION", "CoevolveConfig", "EvaluationSection", "ExecutorSection",
+__all__ = ["COEVOLVE_CONFIG_VERSION", "CoevolveConfig", "EvaluationSection", "ExecutorSection",
            "ExecutorTrainingSection", "PoolSection", "ToolsSection", "check", "load_coevolve_config"]
+
+
+__getattr__ = renamed(__name__, {"ADPOSection": "ADPOSchedule"}, globals())
