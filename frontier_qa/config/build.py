@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from frontier_qa.config.schema import BandRange, ModelConfig, ProbeConfig, TargetConfig
+from frontier_qa.config.schema import BandRange, CurriculumConfig, ModelConfig, ProbeConfig, TargetConfig
 from frontier_qa.curricula.base import Curriculum
 from frontier_qa.errors import ConfigError, read_text
 from frontier_qa.probing.sequential import SequentialConfig
@@ -90,11 +90,11 @@ def _open(config: ProbeConfig, section: str, model: ModelConfig | TargetConfig, 
     from frontier_qa.runtime import open_target
 
     assert model.spec is not None
+    options = resolve_options(config, section, model.options)  # raises located at its own key
     try:
-        return open_target(model.spec, limits=model.limits, budget=tracker,
-                           cache=cache, **extra, **resolve_options(config, section, model.options))
+        return open_target(model.spec, limits=model.limits, budget=tracker, cache=cache, **extra, **options)
     except ConfigError as err:
-        if err.message.startswith(config.where(f"{section}.spec")):
+        if err.source is not None:  # already located by the configuration
             raise
         raise config.error(f"{section}.spec", err.message, err.hint or "check the spec and its options") from None
 
@@ -252,8 +252,9 @@ def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleC
         )
     except ConfigError as err:
         _close_now([opened])
-        key = ("curriculum.examples" if err.message.startswith("examples are used")
-               else "curriculum.style" if "style" in err.message else "curriculum.domain")
+        # the constructor names its argument; each argument is the curriculum key of the same name
+        key = f"curriculum.{err.key[0]}" if err.key and err.key[0] in CurriculumConfig.model_fields \
+            else "curriculum.domain"
         raise config.error(key, err.message, err.hint or "see configs/example.yaml") from None
 
 

@@ -238,8 +238,15 @@ class ProbeConfig(_Section):
         return self._sources.where(keys) if self._sources is not None else "defaults"
 
     def error(self, path: str, message: str, hint: str) -> ConfigError:
-        """A :class:`ConfigError` about key ``path`` (dotted), naming where it was set."""
-        return ConfigError(f"{self.where(path)}: {path}: {message}", hint=hint)
+        """A :class:`ConfigError` about key ``path`` (dotted), naming where it was set; its ``key``
+        and ``source`` say the same as data."""
+        return located_error(self.where(path), path, message, hint)
+
+
+def located_error(where: str, path: str, message: str, hint: str | None) -> ConfigError:
+    """A :class:`ConfigError` about config key ``path`` (dotted) set at ``where``: the message
+    names both, and ``key``/``source`` carry them for callers (no message text to match)."""
+    return ConfigError(f"{where}: {path}: {message}", hint=hint, key=tuple(path.split(".")), source=where)
 
 
 def json_schema() -> dict[str, Any]:

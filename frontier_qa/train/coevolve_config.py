@@ -25,6 +25,7 @@ from typing import Any, Literal, Optional
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from frontier_qa._compat import renamed
+from frontier_qa.config.schema import located_error
 from frontier_qa.config import Override, Sampling, Sources, read_overrides, read_yaml, resolve_layers
 from frontier_qa.errors import ConfigError
 from frontier_qa.train.adpo import ADPOSchedule
@@ -157,7 +158,7 @@ class CoevolveConfig(_Section):
         return "defaults" if self._sources is None else self._sources.where(tuple(key.split(".")))
 
     def error(self, key: str, message: str, hint: str) -> ConfigError:
-        return ConfigError(f"{self.where(key)}: {key}: {message}", hint=hint)
+        return located_error(self.where(key), key, message, hint)
 
     @property
     def run_path(self) -> Path:

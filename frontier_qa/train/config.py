@@ -42,6 +42,7 @@ from frontier_qa.config import (
 )
 from frontier_qa._compat import renamed
 from frontier_qa.config.diagnostics import _models_in, fields_of
+from frontier_qa.config.schema import located_error
 from frontier_qa.errors import BudgetExceededError, ConfigError, closest_name
 from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER, RewardConfig
 
@@ -220,7 +221,7 @@ class TrainConfig(_Section):
 
     def error(self, key: str, message: str, hint: str) -> ConfigError:
         """A :class:`ConfigError` about ``key``, naming where it was set."""
-        return ConfigError(f"{self.where(key)}: {key}: {message}", hint=hint)
+        return located_error(self.where(key), key, message, hint)
 
 
 # --- loading -----------------------------------------------------------------------------------
@@ -309,8 +310,8 @@ def reward_config(config: TrainConfig) -> RewardConfig:
     try:
         return replace(base, **changes)
     except ConfigError as err:
-        name = err.message.split("RewardConfig.", 1)[-1].split(" ", 1)[0]
-        raise config.error(f"reward.{name}", err.message, err.hint or "see configs/train/curriculum-agent0.yaml") \
+        key = ".".join(map(str, err.key)) if err.key else "preset"
+        raise config.error(f"reward.{key}", err.message, err.hint or "see configs/train/curriculum-agent0.yaml") \
             from None
 
 
