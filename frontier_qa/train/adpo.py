@@ -24,7 +24,6 @@ Nothing here imports torch.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import Field

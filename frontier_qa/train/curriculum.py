@@ -29,7 +29,7 @@ from frontier_qa._optional import require
 from frontier_qa.config import load_examples, load_tools, resolve_options
 from frontier_qa.curricula import templates as tpl
 from frontier_qa.errors import ConfigError, FrontierQAError, TargetUnavailableError
-from frontier_qa.runtime import Budget, BudgetSnapshot, Limits, open_target, run_sync
+from frontier_qa.runtime import BudgetSnapshot, open_target, run_sync
 from frontier_qa.runtime.local_models import MARKER, MODEL_ALIASES, resolve_model
 from frontier_qa.target import Case, Sampling, Target
 from frontier_qa.train.config import (
