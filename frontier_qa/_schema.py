@@ -13,6 +13,7 @@ was set (:mod:`frontier_qa.config.diagnostics`).
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -95,6 +96,13 @@ def frozen_value(cls: type[T]) -> type[T]:
     return dc  # type: ignore[no-any-return]
 
 
+def field_of(cls: type, name: str) -> Any:
+    """Field ``name`` of frozen value ``cls`` (type bounds, default, description) for a config
+    section whose layout differs from the value's (``probing`` and ``ProbeSettings``):
+    ``k: int = field_of(ProbeSettings, "k")`` states the key's rules once, on the value."""
+    return copy.copy(cls.__pydantic_fields__[name])  # type: ignore[attr-defined]
+
+
 def from_mapping(cls: type[T], data: Mapping[str, Any] | None, section: str) -> T:
     """Build ``cls`` from a config mapping (nested values may be mappings); unknown keys raise."""
     try:
@@ -103,4 +111,4 @@ def from_mapping(cls: type[T], data: Mapping[str, Any] | None, section: str) -> 
         raise value_error(err, cls, section=section) from None
 
 
-__all__ = ["from_mapping", "frozen_value", "rule_of", "value_error"]
+__all__ = ["field_of", "from_mapping", "frozen_value", "rule_of", "value_error"]

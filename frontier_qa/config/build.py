@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from frontier_qa.config.schema import BandRange, CurriculumConfig, ModelConfig, ProbeConfig, TargetConfig
+from frontier_qa.config.schema import BandRange, CurriculumConfig, ModelConfig, ProbingConfig, ProbeConfig, TargetConfig
 from frontier_qa.curricula.base import Curriculum
 from frontier_qa.errors import ConfigError, read_text
 from frontier_qa.probing.sequential import SequentialConfig
@@ -100,36 +100,30 @@ def _open(config: ProbeConfig, section: str, model: ModelConfig | TargetConfig, 
 
 
 def build_settings(config: ProbeConfig) -> ProbeSettings:
-    """The engine's :class:`~frontier_qa.probing.settings.ProbeSettings` from ``probing`` and ``shard``."""
-    from frontier_qa.probing.engine import ProbeSettings
+    """The engine's :class:`~frontier_qa.probing.settings.ProbeSettings` from ``probing`` and ``shard``.
 
+    Keys named as in the settings pass through by name; the rest have a layout of their own
+    (a band preset, ``sequential`` + ``confidence``, ``concurrency``, the shard and regression)."""
     p = config.probing
     if isinstance(p.band, BandRange):
         band = Band(p.band.low, p.band.high, name="custom")
     else:
         band = TOOL_R0_BAND if p.band == "tool-r0" else AGENT0_BAND
+    same = {name: getattr(p, name) for name in _SAME_KEYS}
     return ProbeSettings(
+        **same,
         band=band,
-        k=p.k,
         sequential=SequentialConfig(confidence=p.confidence) if p.sequential else None,
-        sampling=p.sampling,
-        batch_size=p.batch_size,
-        max_candidates=p.max_candidates,
-        saturation_window=p.saturation_window,
-        saturation_min_new=p.saturation_min_new,
         max_concurrent_cases=p.concurrency,
-        explore_rate=p.explore_rate,
-        predict_difficulty=p.predict_difficulty,
-        seed=p.seed,
         shard=Shard.parse(config.shard) if config.shard else None,
-        replay_first=p.replay_first,
-        verify_references=p.verify_references,
-        replay_scope=p.replay_scope,
-        max_replay=p.max_replay,
-        embedder=p.embedder,
         regression=regression_policy(config),
         baseline_samples=config.regression.baseline_samples,
     )
+
+
+# probing keys that are ProbeSettings fields of the same name and meaning (band and sequential differ)
+_SAME_KEYS = tuple(name for name in ProbingConfig.model_fields
+                   if name in ProbeSettings.__pydantic_fields__ and name not in ("band", "sequential"))
 
 
 def regression_policy(config: ProbeConfig) -> RegressionPolicy:

@@ -15,8 +15,9 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from frontier_qa._compat import renamed
-from frontier_qa._schema import frozen_value
+from frontier_qa._schema import field_of, frozen_value
 from frontier_qa.errors import ConfigError
+from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.runtime.limits import Backoff, Budget, Limits  # noqa: F401 (Backoff: the old BackoffConfig name)
 from frontier_qa.store.case_store import Shard, StoreError
@@ -135,26 +136,29 @@ class BandRange(_Section):
 class ProbingConfig(_Section):
     """How cases are sampled, classified and when the run stops."""
 
-    k: int = Field(10, ge=1, description="samples per case (k_max with sequential sampling)")
+    # A key that ProbeSettings has under the same name takes its bounds, default and description
+    # from there (field_of); build_settings passes those keys through by name.
+
+    k: int = field_of(ProbeSettings, "k")
     sequential: bool = Field(True, description="stop sampling a case once its band is clear")
     confidence: float = Field(0.9, gt=0.5, lt=1, description="sequential: posterior confidence to stop")
     band: Union[Literal["agent0", "tool-r0"], BandRange] = Field(
         "agent0", description="agent0 (0.3 ≤ p̂ ≤ 0.8), tool-r0 (0.25–0.75) or {low, high}"
     )
     sampling: Sampling = Field(default_factory=Sampling)
-    batch_size: int = Field(8, ge=1, description="proposals asked per round")
-    max_candidates: Optional[int] = Field(200, ge=0, description="proposals considered in total; null: no cap")
-    saturation_window: int = Field(100, ge=1)
-    saturation_min_new: int = Field(1, ge=0)
-    concurrency: int = Field(8, ge=1, description="cases sampled at once")
-    predict_difficulty: bool = False
-    explore_rate: float = Field(0.1, ge=0, le=1)
+    batch_size: int = field_of(ProbeSettings, "batch_size")
+    max_candidates: Optional[int] = field_of(ProbeSettings, "max_candidates")
+    saturation_window: int = field_of(ProbeSettings, "saturation_window")
+    saturation_min_new: int = field_of(ProbeSettings, "saturation_min_new")
+    concurrency: int = field_of(ProbeSettings, "max_concurrent_cases")
+    predict_difficulty: bool = field_of(ProbeSettings, "predict_difficulty")
+    explore_rate: float = field_of(ProbeSettings, "explore_rate")
     judge: Optional[ModelConfig] = Field(None, description="a stronger model asked whether stable answers are right")
-    verify_references: bool = True
-    seed: int = 0
-    replay_first: bool = Field(True, description="replay stored cases before generating new ones")
-    replay_scope: Literal["target", "all"] = "target"
-    max_replay: Optional[int] = Field(None, ge=0)
+    verify_references: bool = field_of(ProbeSettings, "verify_references")
+    seed: int = field_of(ProbeSettings, "seed")
+    replay_first: bool = field_of(ProbeSettings, "replay_first")
+    replay_scope: Literal["target", "all"] = field_of(ProbeSettings, "replay_scope")
+    max_replay: Optional[int] = field_of(ProbeSettings, "max_replay")
     embedder: Optional[str] = Field(None, description="open-ended answers: embedding model (null: bundled MiniLM)")
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from frontier_qa.config import Backoff, Budget, GateThresholds, Limits, Sampling, build_probe, load_config
 from frontier_qa.errors import ConfigError
+from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.train.adpo import ADPOSchedule
 from tests.config.test_config import AGENT, WRITER, write
 
@@ -28,6 +29,7 @@ from tests.config.test_config import AGENT, WRITER, write
         (lambda: GateThresholds(max_unresolved_share=2), ("max_unresolved_share",),
          "GateThresholds.max_unresolved_share = 2"),
         (lambda: ADPOSchedule(clip_span=0), ("clip_span",), "ADPOSchedule.clip_span = 0"),
+        (lambda: ProbeSettings(saturation_window=0), ("saturation_window",), "ProbeSettings.saturation_window = 0"),
         (lambda: Limits.from_dict({"rmp": 1}), ("rmp",), "unknown key(s) 'rmp' in limits"),
     ],
 )
