@@ -163,7 +163,7 @@ async def score_tasks(executor: Target, tasks: Sequence[PoolTask], *, k: int, sa
 
     async def one(t: PoolTask) -> ScoredTask:
         async with semaphore:
-            case = Case(id=t.task_id or "", prompt=t.question or "", system=t.system, topic=t.topic,
+            case = Case(id=t.task_id or "", prompt=t.question or "", system=t.system, topic=t.topic or "general",
                         answer_format="boxed", reference=t.reference)
             trajectories = await executor.sample(case, k, sampling)
             c = await score_case(case, trajectories)

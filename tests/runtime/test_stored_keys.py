@@ -29,3 +29,21 @@ def test_sampling_serialises_in_its_stored_shape_and_order() -> None:
     assert json.dumps(SAMPLING.as_dict()) == (
         '{"temperature": 0.7, "top_p": 0.9, "max_tokens": 64, "stop": ["</s>"], "seed": 3}')
     assert case_id_for(CASE) == "what-is-2-2-2d9df4"
+
+
+def test_a_stored_case_keeps_the_0_1_json_shape_and_order() -> None:
+    from dataclasses import replace
+
+    import pytest
+    from pydantic import ValidationError
+
+    from frontier_qa.store.records import SuiteCase
+
+    dumped = json.loads(SuiteCase(case=replace(CASE, reference_verified=True)).model_dump_json())["case"]
+    assert list(dumped) == ["id", "prompt", "system", "topic", "answer_format", "tools", "reference",
+                            "reference_verified", "metadata", "history"]
+    assert dumped["tools"] == [{"type": "function", "function": {"name": "calc", "parameters": {}}}]
+    assert dumped["history"] == [{"role": "assistant", "content": "Let"}] and dumped["reference_verified"] is True
+    assert SuiteCase.model_validate({"case": dumped}).case == replace(CASE, reference_verified=True)
+    with pytest.raises(ValidationError, match="non-empty id"):
+        SuiteCase.model_validate({"case": {"id": "", "prompt": "p"}})
