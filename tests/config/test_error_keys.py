@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.config import Backoff, Budget, GateThresholds, Limits, Sampling, build_probe, load_config
+from frontier_qa.config import (
+    Backoff,
+    Budget,
+    GateThresholds,
+    Limits,
+    Sampling,
+    build_probe,
+    load_config,
+)
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.train.adpo import ADPOSchedule
