@@ -114,7 +114,7 @@ class LiteLLMAdapter(Adapter):
             "drop_params": self.drop_params,
             **self.completion_kwargs,
         }
-        # per-call values win over user completion kwargs (seed + start keeps samples distinct)
+        # per-call values win over user completion kwargs (the seed of the first sample asked keeps samples distinct)
         kwargs.update({key: params[key] for key in ("n", "stop", "seed", "tools") if key in params})
         if self._api_key:
             kwargs["api_key"] = self._api_key

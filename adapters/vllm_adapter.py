@@ -7,7 +7,8 @@ the KV cache gets ``VLLM_CPU_KVCACHE_SPACE=2`` GiB unless set (docs/environment.
 
 Both keep frontier-qa's seed convention: ``SamplingParams(n=k, seed=s)`` gives child ``i``
 the seed ``s + i`` in vLLM (``v1/engine/parallel_sampling.py``), so passing
-``s = Sampling.seed + start`` makes absolute sample index ``j`` use ``Sampling.seed + j``.
+``s = Sampling.seed_for(case, start)`` makes absolute sample index ``j`` use
+``Sampling.seed_for(case, j)``.
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ class VLLMAdapter(LocalBatchedAdapter[BatchRequest]):
             s = request.sampling
             prompts.append({"prompt_token_ids": ids})
             params.append(self._params(s, drawn(request.n, s), s.max_tokens,
-                                       None if s.seed is None else s.seed + request.start))
+                                       s.seed_for(request.case, request.start)))
             owners.append(r)
         if prompts:
             self.generate_calls += 1
@@ -152,7 +153,7 @@ class VLLMAdapter(LocalBatchedAdapter[BatchRequest]):
                 turns = [_Turn(request.start + c.index, list(c.token_ids), c.finish_reason, c.stop_reason)
                          for c in completions]
                 if STOP_AFTER_CODE in request.sampling.stop:
-                    self._resume_until_code(prompt["prompt_token_ids"], turns, request.sampling)
+                    self._resume_until_code(prompt["prompt_token_ids"], turns, request.sampling, request.case)
                 samples = []
                 for turn in turns:
                     text = cut_turn(self.tokenizer.decode(turn.token_ids, skip_special_tokens=True),
@@ -175,7 +176,7 @@ class VLLMAdapter(LocalBatchedAdapter[BatchRequest]):
             stop=(stop + [FENCE] if code else stop) or None, include_stop_str_in_output=code, seed=seed,
         )
 
-    def _resume_until_code(self, prompt_ids: list[int], turns: list[_Turn], sampling: Sampling) -> None:
+    def _resume_until_code(self, prompt_ids: list[int], turns: list[_Turn], sampling: Sampling, case: Case) -> None:
         """Continue every sample that stopped at a fence which closed no python block (an opening
         fence, another language's block) until a block closes, it ends, or ``max_tokens`` is spent."""
         round_ = 0
@@ -188,7 +189,7 @@ class VLLMAdapter(LocalBatchedAdapter[BatchRequest]):
             round_ += 1
             # a seed per sample and round: each continuation draws afresh, reproducibly
             params = [self._params(sampling, 1, sampling.max_tokens - len(t.token_ids),
-                                   None if sampling.seed is None else sampling.seed + t.index + 1_000_003 * round_)
+                                   sampling.seed_for(case, t.index + 1_000_003 * round_))
                       for t in going]
             self.generate_calls += 1
             outputs = self.llm.generate([{"prompt_token_ids": prompt_ids + t.token_ids} for t in going], params,

@@ -4,6 +4,7 @@ Not a test. Run from the repository root::
 
     python benchmarks/learning_evidence.py                 # both parts, seeds 0 1 2
     python benchmarks/learning_evidence.py --part curriculum --seeds 0
+    python benchmarks/learning_evidence.py --part executor --seeds 0 1 --compare-grpo
 
 **Curriculum** (GRPO on Agent0's curriculum reward). The target is scripted with a planted weak
 topic: it is unsure (p̂ = 0.5, inside Agent0's band 0.3-0.8) on every task about zebras and sure
@@ -12,16 +13,24 @@ steps; then the untrained and the trained model each write 100 proposals from th
 prompt, the target answers each k = 4 times, and the benchmark counts proposals in the band
 per 100.
 
-**Executor** (ADPO with sandboxed tool rollouts). A tiny model is imprinted to answer
-"What is a + b?" by writing ``print(a + b)`` for a python tool, on a few pairs only, so on new
-pairs it copies the numbers right only some of the time. A pool of new pairs is answered
-k = 8 times with the tool; the tasks with 0.3 <= p̂ <= 0.8 are labelled with the executor's own
-majority answer (no true answers are used) and the executor is trained by ADPO on them. Then
-the starting and the trained executor answer held-out pairs (in neither the imprint nor the
-pool) and are graded against the true sums. ``--compare-grpo`` also trains plain GRPO on the
-same pool (ADPO's s(p̂) = 1 and ε_high = 0.2 for every task: TRL's GRPO exactly).
+**Executor** (ADPO with the tool rollouts of co-evolution). Agent0's executor (like TTRL) trains
+on its own majority answers; that can only teach it something when the majority is usually right
+and the errors share a mode across tasks, so that sharpening towards the majority on some tasks
+moves the others too. A tiny model is planted with exactly that: imprinted on 400 of the 650
+ordered letter pairs to answer "Which is first: q or k?" with ``\\boxed{q}`` three times in four and
+with the second letter (the shared wrong mode) otherwise (``--plant 3 1``); on new pairs it is right
+less often, and not equally often on every pair. A pool of 100 new pairs is answered k = 8 times through the co-evolution
+pool's own scoring (``tools+hf:``, one task seed each); the tasks with 0.3 <= p̂ <= 0.8 are
+labelled with the executor's own majority answer (no true answers are used; the benchmark only
+counts how many labels are right) and the executor is trained by ADPO (``train_executor``: tool
+rollouts, s(p̂), ε_high(p̂)). Then the starting and the trained executor answer 100 held-out pairs
+(in neither the imprint nor the pool) k = 8 times each with the same task seeds, graded against
+the first letter; the per-task change gets a 95% CI and an exact sign test across tasks.
+``--compare-grpo`` also trains plain GRPO on the same rows, steps and seed (ADPO's s(p̂) = 1 and
+ε_high = 0.2 for every task: TRL's GRPO loss). The model never calls the tool here (it has no
+code to run); the rollouts still go through the sandboxed tool loop.
 
-Prints one line per seed and part, and the ranges; numbers are whole-process on a shared
+Prints a few lines per seed and part and writes them all to learning_evidence.json; times are whole-process on a shared
 machine.
 """
 
@@ -30,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import random
 import sys
@@ -123,74 +133,163 @@ def curriculum_part(seed: int, steps: int, root: Path) -> dict[str, Any]:
 
 # --- executor ----------------------------------------------------------------------------------
 
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
-def _pairs(seed: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
-    """Disjoint (imprint, pool, held-out) pairs of numbers 1-39."""
-    pairs = [(a, b) for a in range(1, 40) for b in range(1, 40)]
+
+def letter_question(first: str, second: str) -> str:
+    """A task of the executor's family; the right answer is ``first``, the planted wrong mode ``second``."""
+    return f"Which is first: {first} or {second}?"
+
+
+def boxed(letter: str) -> str:
+    return f"The answer is \\boxed{{{letter}}}."
+
+
+def letter_tasks(seed: int, imprint: int) -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[tuple[str, str]]]:
+    """Disjoint (imprint, pool, held-out) ordered letter pairs: ``imprint``, 100 and 100 of the 650."""
+    pairs = [(x, y) for x in LETTERS for y in LETTERS if x != y]
     random.Random(seed).shuffle(pairs)
-    return pairs[:120], pairs[120:200], pairs[200:260]
+    return pairs[:imprint], pairs[imprint:imprint + 100], pairs[imprint + 100:imprint + 200]
 
 
-def grade(model: Path, pairs: list[tuple[int, int]], k: int, seed: int) -> tuple[float, list[tuple[float, str | None]]]:
-    """Accuracy against the true sums over k samples per pair, and each pair's (p̂, majority)."""
+def answer_tasks(model: Path, pairs: list[tuple[str, str]], k: int, seed: int, out: Path) -> list[Any]:
+    """Each pair answered k times by ``model`` through the co-evolution pool's own scoring (tools on).
+
+    Returns the :class:`~frontier_qa.train.pool.ScoredTask` of each pair, in order: p̂, the
+    majority answer and the k answers, scored as the probe scores them.
+    """
+    from frontier_qa.curricula.prompted import derive_seed
     from frontier_qa.runtime import open_target, run_sync
+    from frontier_qa.scoring.bands import AGENT0_BAND
+    from frontier_qa.train.pool import PoolTask, score_tasks
 
     target = open_target(f"tools+hf:{model}", cache=False,
                          tool_options={"max_tool_turns": 1, "sandbox": {"timeout_s": 10}})
+    tasks = [PoolTask(index=i, task_id=f"{x}{y}", question=letter_question(x, y)) for i, (x, y) in enumerate(pairs)]
+    band = (AGENT0_BAND.low, AGENT0_BAND.high)
 
-    async def all_of_them() -> list[Any]:
+    def sampling(i: int) -> Sampling:  # one seed per task: with one seed for all, sample j of every task
+        # would draw the same random numbers, and a tiny model's tasks would all vote alike
+        return Sampling(temperature=1.0, top_p=1.0, max_tokens=16, seed=derive_seed(seed, 0, i))
+
+    async def run() -> list[Any]:
         try:
-            return list(await asyncio.gather(*(
-                target.sample(Case(id=f"{a}+{b}", prompt=f"What is {a} + {b}?"), k,
-                              Sampling(temperature=1.0, top_p=1.0, max_tokens=40, seed=seed)) for a, b in pairs)))
+            scored = await asyncio.gather(*(score_tasks(target, [t], k=k, sampling=sampling(i), out=out, band=band)
+                                            for i, t in enumerate(tasks)))
         finally:
             await target.aclose()
+        return [s for one in scored for s in one]
 
-    right, votes = 0, []
-    for (a, b), samples in zip(pairs, run_sync(all_of_them())):
-        answers = [extract_answer(s.text or "", "boxed") for s in samples]
-        right += sum(x == str(a + b) for x in answers)
-        counts = Counter(x for x in answers if x)
-        majority, n = counts.most_common(1)[0] if counts else (None, 0)
-        votes.append((n / k, majority))
-    return right / (k * len(pairs)), votes
+    return run_sync(run())
 
 
-def executor_part(seed: int, steps: int, root: Path, compare_grpo: bool, learning_rate: float) -> dict[str, Any]:
+def right_shares(scored: list[Any], pairs: list[tuple[str, str]]) -> list[float]:
+    """Per task, the share of its k answers that are the true answer (the first letter)."""
+    return [sum(a == x for a in s.answers) / s.k for s, (x, _) in zip(scored, pairs, strict=True)]
+
+
+def wrong_mode_share(scored: list[Any], pairs: list[tuple[str, str]]) -> float:
+    """Share of all answers that are the planted wrong mode (the second letter)."""
+    return sum(sum(a == y for a in s.answers) for s, (_, y) in zip(scored, pairs)) / sum(s.k for s in scored)
+
+
+def mean_p_hat(scored: list[Any]) -> float:
+    """Mean self-consistency: how sharp the executor is, right or wrong (what majority training raises)."""
+    return sum(s.p_hat for s in scored) / len(scored)
+
+
+def paired_change(before: list[float], after: list[float]) -> dict[str, Any]:
+    """Mean per-task change with a 95% normal CI, and an exact two-sided sign test across tasks."""
+    diffs = [b - a for a, b in zip(before, after, strict=True)]
+    n = len(diffs)
+    mean = sum(diffs) / n
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1)) if n > 1 else 0.0
+    up, down = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+    m = up + down
+    tail = sum(math.comb(m, i) for i in range(min(up, down) + 1)) / 2**m if m else 1.0
+    half = 1.96 * sd / math.sqrt(n)
+    return {"mean": round(mean, 3), "ci95": [round(mean - half, 3), round(mean + half, 3)], "tasks_up": up,
+            "tasks_down": down, "sign_test_p": float(f"{min(1.0, 2 * tail):.2g}")}
+
+
+def executor_part(seed: int, steps: int, root: Path, compare_grpo: bool, learning_rate: float,
+                  imprint_steps: int, plant: tuple[int, int]) -> dict[str, Any]:
     from frontier_qa.train.adpo import ADPOSchedule
     from frontier_qa.train.config import GenerationSection, ModelSection, SaveSection, TrainingSection
-    from frontier_qa.train.executor import ExecutorRow, train_executor
+    from frontier_qa.train.executor import ExecutorRow, read_rollouts, train_executor
+    from frontier_qa.train.pool import select
     from frontier_qa.train.tool_rollout import ToolSettings
-    from tests.tiny_models import build_tool_user_model
+    from tests.tiny_models import build_answerer_model
 
-    imprint, pool, heldout = _pairs(seed)
+    imprint, pool, heldout = letter_tasks(seed, 400)
     started = time.perf_counter()
-    start = build_tool_user_model(root / f"adder-{seed}", seed=seed, pairs=tuple(imprint), repeat_pairs=(), steps=120)
-    _, votes = grade(start, pool, 8, seed)
-    rows = [ExecutorRow(task_id=f"{a}+{b}", question=f"What is {a} + {b}?", system=None, pseudo_label=m, p_hat=p)
-            for (a, b), (p, m) in zip(pool, votes) if m is not None and 0.3 <= p <= 0.8]
-    labels_right = sum(r.pseudo_label == str(sum(map(int, r.task_id.split("+")))) for r in rows)
-    before, _ = grade(start, heldout, 8, seed + 1)
-    out: dict[str, Any] = {"seed": seed, "pool": len(pool), "in_band": len(rows), "labels_right": labels_right,
-                           "heldout_accuracy_start": round(before, 3)}
+    # on the imprinted pairs: the first letter (right) plant[0] times for plant[1] times the second
+    # letter (the shared wrong mode)
+    mix = [(letter_question(x, y), boxed(x), plant[0]) for x, y in imprint] + \
+          [(letter_question(x, y), boxed(y), plant[1]) for x, y in imprint]
+    start = build_answerer_model(root / f"letters-{seed}", mix, seed=seed, steps=imprint_steps, batch_size=64)
+    run = root / f"executor-{seed}"
+    run.mkdir(parents=True, exist_ok=True)
+    scored = answer_tasks(start, pool, 8, seed, run / "pool.jsonl")
+    kept = select(scored, None)  # the band filter (0.3 <= p̂ <= 0.8) and a majority answer
+    rows = [ExecutorRow(task_id=s.task_id, question=s.question, system=None, pseudo_label=s.majority, p_hat=s.p_hat)
+            for s in kept]
+    truth = dict(zip((f"{x}{y}" for x, y in pool), (x for x, _ in pool)))
+    labels_right = sum(r.pseudo_label == truth[r.task_id] for r in rows)
+    before_scored = answer_tasks(start, heldout, 8, seed + 1, run / "heldout-start.jsonl")
+    before = right_shares(before_scored, heldout)
+    out: dict[str, Any] = {"seed": seed, "plant": list(plant), "steps": steps, "learning_rate": learning_rate,
+                           "pool": len(pool), "in_band": len(rows), "labels_right": labels_right,
+                           "pool_accuracy_start": round(sum(right_shares(scored, pool)) / len(pool), 3),
+                           "heldout_tasks": len(heldout), "heldout_accuracy_start": round(sum(before) / len(before), 3),
+                           "heldout_wrong_mode_start": round(wrong_mode_share(before_scored, heldout), 3),
+                           "heldout_mean_p_hat_start": round(mean_p_hat(before_scored), 3)}
     if not rows:  # every pool task outside the band: nothing to train on (what co-evolution then does too)
         out["seconds"] = round(time.perf_counter() - started, 1)
         return out
     schedules = {"adpo": ADPOSchedule()}
-    if compare_grpo:  # s(p̂) = 1 and ε_high = ε_low = 0.2 for every task: TRL's GRPO
+    if compare_grpo:  # s(p̂) = 1 and ε_high = ε_low = 0.2 for every task: TRL's GRPO loss
         schedules["grpo"] = ADPOSchedule(scale_base=1.0, scale_gain=0.0, epsilon_high_gain=0.0)
     training = TrainingSection(max_steps=steps, prompts_per_step=4, num_generations=8, per_device_train_batch_size=32,
                                learning_rate=learning_rate, weight_decay=0.0, beta=0.0, temperature=1.0, top_p=1.0,
-                               max_completion_length=64, save_steps=10**6, seed=seed, use_cpu=True)
+                               max_completion_length=16, save_steps=10**6, seed=seed, use_cpu=True)
     for name, schedule in schedules.items():
-        result = train_executor(rows, model=ModelSection(path=str(start)), training=training, progress=lambda line: None,
-                                generation=GenerationSection(backend="transformers"), save=SaveSection(),
-                                tools=ToolSettings(max_tool_turns=1, sandbox={"timeout_s": 10}), adpo=schedule,
-                                output_dir=root / f"{name}-{seed}")
-        after, _ = grade(result.final_model, heldout, 8, seed + 1)
-        out[f"heldout_accuracy_{name}"] = round(after, 3)
+        result = train_executor(rows, model=ModelSection(path=str(start)), training=training,
+                                progress=lambda line: None, generation=GenerationSection(backend="transformers"),
+                                save=SaveSection(), tools=ToolSettings(max_tool_turns=1, sandbox={"timeout_s": 10}),
+                                adpo=schedule, output_dir=run / name)
+        rewards = [r.reward for r in read_rollouts(result.rollouts_file)]
+        tenth = max(1, len(rewards) // 10)
+        after_scored = answer_tasks(result.final_model, heldout, 8, seed + 1, run / f"heldout-{name}.jsonl")
+        after = right_shares(after_scored, heldout)
+        out[name] = {"heldout_accuracy": round(sum(after) / len(after), 3),
+                     "heldout_wrong_mode": round(wrong_mode_share(after_scored, heldout), 3),
+                     "heldout_mean_p_hat": round(mean_p_hat(after_scored), 3),
+                     "change": paired_change(before, after),
+                     "pseudo_label_reward_first_last_tenth": [round(sum(rewards[:tenth]) / tenth, 3),
+                                                              round(sum(rewards[-tenth:]) / tenth, 3)]}
     out["seconds"] = round(time.perf_counter() - started, 1)
     return out
+
+
+def describe_executor(row: dict[str, Any]) -> str:
+    """The lines one executor seed prints."""
+    lines = [f"executor seed {row['seed']}: {row['in_band']} of {row['pool']} pool tasks in the band, "
+             f"{row['labels_right']} pseudo-labels right; held-out accuracy {row['heldout_accuracy_start']:.3f} "
+             f"(wrong mode {row['heldout_wrong_mode_start']:.3f}, mean p̂ {row['heldout_mean_p_hat_start']:.3f})"]
+    for name in ("adpo", "grpo"):
+        if name in row:
+            r, c = row[name], row[name]["change"]
+            first, last = r["pseudo_label_reward_first_last_tenth"]
+            lines.append(f"  {name}: held-out accuracy {r['heldout_accuracy']:.3f} (wrong mode "
+                         f"{r['heldout_wrong_mode']:.3f}, mean p̂ {r['heldout_mean_p_hat']:.3f}); per-task change "
+                         f"{c['mean']:+.3f} [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}], {c['tasks_up']} tasks up, "
+                         f"{c['tasks_down']} down, sign test p = {c['sign_test_p']}; pseudo-label reward "
+                         f"{first:.2f} -> {last:.2f}")
+    if "adpo" not in row:
+        lines.append("  no pool task in the band: not trained")
+    lines.append(f"  ({row['seconds']} s)")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -198,11 +297,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--part", choices=("both", "curriculum", "executor"), default="both")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--curriculum-steps", type=int, default=30)
-    parser.add_argument("--executor-steps", type=int, default=30)
-    parser.add_argument("--executor-lr", type=float, default=1e-4, help="ADPO learning rate")
+    parser.add_argument("--executor-steps", type=int, default=60)
+    parser.add_argument("--executor-lr", type=float, default=2e-4, help="ADPO (and GRPO) learning rate")
+    parser.add_argument("--imprint-steps", type=int, default=1500, help="SFT steps that plant the executor")
+    parser.add_argument("--plant", type=int, nargs=2, default=[3, 1], metavar=("RIGHT", "WRONG"),
+                        help="imprint weights of the right answer and of the wrong mode (default 3 1)")
     parser.add_argument("--compare-grpo", action="store_true", help="also train plain GRPO on the same pool")
     parser.add_argument("--out", default=None, help="folder for the runs (default: a temp dir)")
     args = parser.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(1)  # a shared machine; one thread also makes the imprint the same everywhere
     root = Path(args.out or tempfile.mkdtemp(prefix="frontier-qa-learning-"))
     results: dict[str, list[dict[str, Any]]] = {"curriculum": [], "executor": []}
     for seed in args.seeds:
@@ -213,14 +318,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['in_band_per_100_trained']} after {row['steps']} steps ({row['train_s']} s); "
                   f"in-band share per step {row['in_band_share_per_step']}", flush=True)
         if args.part in ("both", "executor"):
-            row = executor_part(seed, args.executor_steps, root, args.compare_grpo, args.executor_lr)
+            row = executor_part(seed, args.executor_steps, root, args.compare_grpo, args.executor_lr,
+                                args.imprint_steps, tuple(args.plant))
             results["executor"].append(row)
-            grpo = f", plain GRPO {row['heldout_accuracy_grpo']:.3f}" if "heldout_accuracy_grpo" in row else ""
-            trained = f"-> ADPO {row['heldout_accuracy_adpo']:.3f}{grpo}" if "heldout_accuracy_adpo" in row else \
-                "(no task in the band: not trained)"
-            print(f"executor seed {seed}: {row['in_band']} of {row['pool']} pool tasks in the band "
-                  f"({row['labels_right']} pseudo-labels right); held-out accuracy {row['heldout_accuracy_start']:.3f} "
-                  f"{trained} ({row['seconds']} s)", flush=True)
+            print(describe_executor(row), flush=True)
     (root / "learning_evidence.json").write_text(json.dumps(results, indent=2))
     print(f"results: {root / 'learning_evidence.json'}")
     return 0

@@ -84,6 +84,14 @@ class Case:
         return bool(self.history) and self.history[-1].get("role") == "assistant"
 
 
+def case_seed(seed: int, case: Case) -> int:
+    """A case's base seed: ``seed`` mixed with the case's conversation (31 bits, stable across
+    processes and versions; see :attr:`Sampling.seed`)."""
+    conversation = json.dumps(case.messages, sort_keys=True, ensure_ascii=False, default=str)
+    digest = hashlib.sha256(f"frontier-qa/sample/{seed}\0{conversation}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
 @frozen_value
 class Sampling:
     """Sampling of a model: the API value and the config sections ``probing.sampling``,
@@ -94,7 +102,11 @@ class Sampling:
         top_p: nucleus mass in (0, 1].
         max_tokens: cap on generated tokens per sample.
         stop: stop strings.
-        seed: base seed; sample ``i`` of a case uses ``seed + i`` where a backend takes seeds.
+        seed: base seed. Where a backend takes seeds, sample ``i`` of a case uses
+            :meth:`seed_for` ``(case, i)``: the base seed mixed with the case's conversation, plus
+            ``i``. Mixing in the case keeps different cases on independent random streams (with
+            ``seed + i`` for every case, sample ``i`` of every case drew the same random numbers,
+            so a local model's answers moved together across cases).
     """
 
     temperature: Annotated[float, Field(ge=0)] = 1.0
@@ -102,6 +114,16 @@ class Sampling:
     max_tokens: Annotated[int, Field(ge=1)] = 512
     stop: tuple[str, ...] = ()
     seed: Annotated[int | None, Field(description="null: probing.seed")] = None
+
+    def seed_for(self, case: Case, index: int) -> int | None:
+        """The seed of sample ``index`` of ``case`` (``None`` without a base seed).
+
+        ``case_seed(seed, case) + index``: reproducible for a case and a seed, independent across
+        cases, and consecutive within a case, so a backend that numbers the ``n`` samples of one
+        request ``s, s + 1, …`` (vLLM, OpenAI-compatible servers) gets sample ``i`` the same seed
+        whether it was asked alone or in a batch.
+        """
+        return None if self.seed is None else case_seed(self.seed, case) + index
 
     def as_dict(self) -> dict[str, Any]:
         return {

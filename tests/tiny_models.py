@@ -243,9 +243,37 @@ def build_question_writer_model(folder: str | Path, prompt: str, questions: list
     return _imprint(folder, examples, seed=seed, steps=steps, learning_rate=learning_rate)
 
 
+def build_answerer_model(folder: str | Path, answers: list[tuple[str, str, int]], *, seed: int = 0,
+                         steps: int = 150, learning_rate: float = 3e-3, num_heads: int = 4,
+                         batch_size: int | None = None) -> Path:
+    """The tiny model, taught to answer each question with a mix of answers (no tool calls).
+
+    ``answers`` holds (question, answer text, weight) triples; a question listed with two answers
+    of weights 2 and 1 is answered the first way about two times in three at temperature 1, as
+    far as the SFT fits the mix. Learning evidence uses it to plant an executor that is right
+    most of the time and otherwise falls into one shared wrong mode.
+    """
+    from transformers import AutoTokenizer
+
+    folder = build_tiny_model(folder, seed=seed, num_heads=num_heads)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    examples = []
+    for question, answer, weight in answers:
+        head = tokenizer.apply_chat_template([{"role": "user", "content": question}], tokenize=False,
+                                             add_generation_prompt=True)
+        head_ids = tokenizer(head, add_special_tokens=False)["input_ids"]
+        body = tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        examples += [(head_ids + body, [0] * len(head_ids) + [1] * len(body))] * weight
+    return _imprint(folder, examples, seed=seed, steps=steps, learning_rate=learning_rate, batch_size=batch_size)
+
+
 def _imprint(folder: Path, examples: list[tuple[list[int], list[int]]], *, seed: int, steps: int,
-             learning_rate: float) -> Path:
-    """Full-batch SFT of the saved tiny model on (token ids, loss mask) sequences; saved in place."""
+             learning_rate: float, batch_size: int | None = None) -> Path:
+    """SFT of the saved tiny model on (token ids, loss mask) sequences; saved in place.
+
+    Full batch by default; with ``batch_size``, each step takes a random batch of that many
+    sequences (drawn with the seeded generator, so still deterministic).
+    """
     import torch
     from transformers import AutoTokenizer, Qwen2ForCausalLM
 
@@ -264,7 +292,8 @@ def _imprint(folder: Path, examples: list[tuple[list[int], list[int]]], *, seed:
         optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
         model.train()
         for _ in range(steps):
-            loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+            rows = slice(None) if batch_size is None else torch.randperm(len(examples))[:batch_size]
+            loss = model(input_ids=input_ids[rows], attention_mask=attention[rows], labels=labels[rows]).loss
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -314,6 +343,6 @@ def build_word_model(folder: Path, seed: int = 0) -> Path:
 
 
 __all__ = ["CHATML_TEMPLATE", "REPEAT_PAIRS", "SPECIAL_TOKENS", "TOOL_PAIRS", "WORDS", "answer_text",
-           "build_question_writer_model", "build_word_model",
+           "build_answerer_model", "build_question_writer_model", "build_word_model",
            "build_tiny_model", "build_tiny_tokenizer", "build_tool_user_model", "output_block", "repeat_question",
            "tool_code_block", "tool_question"]

@@ -30,7 +30,7 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 
 from frontier_qa import __version__
 from frontier_qa._compat import renamed
-from frontier_qa.target import Case, Trajectory
+from frontier_qa.target import Case, Trajectory, case_seed
 
 if TYPE_CHECKING:  # consistency pulls in answer extraction; records only read its fields
     from frontier_qa.scoring.consistency import Consistency
@@ -268,7 +268,7 @@ class CaseRecord(_Record):
         case: the case as proposed.
         run_id: the run that probed it.
         target_id: the target's stable id; ``target_version`` its version when known.
-        seed: the base sampling seed of the run (sample ``i`` used ``seed + i``).
+        seed: the base sampling seed of the run (sample ``i`` of a case used ``Sampling.seed_for(case, i)``).
         samples: the k samples, in sample-index order.
         rounds: p̂ after each round of sequential sampling.
         p_hat: final p̂ in [0, 1] (majority share of all k samples, Agent0 Eq. 6);
@@ -509,7 +509,10 @@ def sample_record(
     seed: int | None = None,
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
 ) -> SampleRecord:
-    """Record one trajectory with its extracted answer (``None`` when none was extracted)."""
+    """Record one trajectory with its extracted answer (``None`` when none was extracted).
+
+    ``seed`` is the case's base seed (:func:`~frontier_qa.target.case_seed`); the sample's own
+    seed is that plus its index, as the adapters draw it."""
     text = trajectory.text
     return SampleRecord(
         sample_index=trajectory.sample_index,
@@ -588,7 +591,8 @@ def case_record(
     if len(trajectories) != len(answers):
         raise ValueError(f"{len(trajectories)} trajectories but {len(answers)} answers: pass one answer each")
     pairs = sorted(zip(trajectories, answers, strict=True), key=lambda pair: pair[0].sample_index)
-    samples = [sample_record(t, a, seed=seed, max_text_chars=max_text_chars) for t, a in pairs]
+    base = None if seed is None else case_seed(seed, case)  # what the adapters seeded this case's samples from
+    samples = [sample_record(t, a, seed=base, max_text_chars=max_text_chars) for t, a in pairs]
     return CaseRecord(
         case=replace(case, reference_verified=reference_verified),
         run_id=run_id,

@@ -117,7 +117,7 @@ class TargetReward:
         target: the agent under test (a ``ManagedTarget`` brings limits, retries, cache, budget).
         task_format: how completions become tasks and cases.
         k: samples per task (Agent0: 10).
-        sampling: the target's sampling (sample i of a task uses ``seed + i``, so a task seen in
+        sampling: the target's sampling (sample i of a task uses ``Sampling.seed_for(case, i)``, so a task seen in
             an earlier step comes from the cache).
         config: the reward constants (:data:`~frontier_qa.scoring.rewards.PAPER` by default).
         max_concurrent_tasks: tasks whose samples are drawn at once.
