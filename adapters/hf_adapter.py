@@ -149,7 +149,9 @@ class HFAdapter(LocalBatchedAdapter[_Request]):
         self.pad_id = int(pad if pad is not None else self.eos_ids[0])
 
     def _request(self, case: Case, n: int, sampling: Sampling, start: int) -> _Request:
-        seed = sampling.seed_for(case, 0) if sampling.seed is not None else secrets.randbits(62)
+        seed = sampling.seed_for(case, 0)
+        if seed is None:
+            seed = secrets.randbits(62)
         return _Request(case, n, sampling, start, seed)
 
     async def aclose(self) -> None:
@@ -220,7 +222,8 @@ class HFAdapter(LocalBatchedAdapter[_Request]):
             )
         out = []
         for r, row in enumerate(rows):
-            length = stopper.lengths[r] if stopper.lengths[r] is not None else sequences.shape[1] - width
+            stopped_at = stopper.lengths[r]
+            length = stopped_at if stopped_at is not None else sequences.shape[1] - width
             new = sequences[r, width : width + length].tolist()
             text = cut_turn(self.tokenizer.decode(new, skip_special_tokens=True), row.stop)
             out.append((text, len(row.prompt_ids), length))

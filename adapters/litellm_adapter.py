@@ -32,7 +32,7 @@ _MISSING_KEY_MARKERS = ("missing credentials", "api_key client option must be se
 
 def _litellm() -> Any:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
-    litellm = require("litellm", extra="all", purpose="litellm targets")
+    litellm: Any = require("litellm", extra="all", purpose="litellm targets")
     litellm.suppress_debug_info = True  # its "Give Feedback" banners would flood the CLI
     return litellm
 

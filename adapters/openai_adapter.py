@@ -56,7 +56,8 @@ def split_spec(rest: str) -> tuple[str, str | None]:
 
 def split_usage(prompt_tokens: int, completion_tokens: int, parts: int) -> list[Usage]:
     """Share one response's usage among its ``parts`` samples (remainders to the first ones),
-    so per-sample usages add up exactly to what the server reported."""
+    so per-sample usages add up exactly to what the server reported.
+    """
     parts = max(parts, 1)
 
     def share(total: int) -> list[int]:

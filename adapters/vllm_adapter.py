@@ -134,7 +134,6 @@ class VLLMAdapter(LocalBatchedAdapter[BatchRequest]):
             self.llm = None
 
     def _run_batch(self, requests: list[BatchRequest]) -> list[list[Trajectory] | BaseException]:
-        vllm = self._vllm
         results: list[list[Trajectory] | BaseException] = [[] for _ in requests]
         prompts, params, owners = [], [], []
         for r, ids in self._render_all(requests, results):
@@ -178,7 +177,8 @@ class VLLMAdapter(LocalBatchedAdapter[BatchRequest]):
 
     def _resume_until_code(self, prompt_ids: list[int], turns: list[_Turn], sampling: Sampling, case: Case) -> None:
         """Continue every sample that stopped at a fence which closed no python block (an opening
-        fence, another language's block) until a block closes, it ends, or ``max_tokens`` is spent."""
+        fence, another language's block) until a block closes, it ends, or ``max_tokens`` is spent.
+        """
         round_ = 0
         while True:
             going = [t for t in turns if t.finish == "stop" and t.stop_reason == FENCE
@@ -245,8 +245,8 @@ class VLLMServerAdapter(Adapter):
         self.supports_prefill = client.supports_prefill
         self.stops_after_code = fence_client is not None and client.supports_prefill
 
-    @property  # type: ignore[override]
-    def max_n(self) -> int:
+    @property
+    def max_n(self) -> int:  # type: ignore[override]  # read-only here: the server client owns it
         return self.client.max_n  # the client may lower it after the server's answers
 
     async def generate(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
@@ -259,7 +259,8 @@ class VLLMServerAdapter(Adapter):
 
     async def _until_code(self, case: Case, n: int, sampling: Sampling, start: int) -> list[Trajectory]:
         """Turns that end after the first closed python block: stop at every fence, continue the
-        assistant text (``continue_final_message``) while the fence closed no python block."""
+        assistant text (``continue_final_message``) while the fence closed no python block.
+        """
         assert self.fence_client is not None
         fence = replace(sampling, stop=tuple(x for x in sampling.stop if x != STOP_AFTER_CODE) + (FENCE,))
         out = []

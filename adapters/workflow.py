@@ -441,6 +441,7 @@ async def in_daemon_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -
             future.set_exception(value) if failed else future.set_result(value)
 
     def work() -> None:
+        value: object  # the function's result, or the exception it raised
         try:
             value, failed = context.run(fn, *args, **kwargs), False
         except (SystemExit, KeyboardInterrupt) as exc:

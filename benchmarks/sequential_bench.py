@@ -93,7 +93,7 @@ def make_cases(mix: Mix, n: int, rng: np.random.Generator) -> list[SimCase]:
 
 
 def draw_stream(case: SimCase, n: int, rng: np.random.Generator) -> list[int | None]:
-    """n sample labels: an answer index, or None for an unparseable sample."""
+    """N sample labels: an answer index, or None for an unparseable sample."""
     answers = rng.choice(len(case.probs), size=n, p=np.asarray(case.probs) / sum(case.probs))
     return [None if rng.random() < case.u else int(a) for a in answers]
 
@@ -123,7 +123,7 @@ class Result:
 def _score(verdicts: list[Verdict], truths: list[Verdict], calls: int) -> Result:
     said = np.array([v is Verdict.IN_BAND for v in verdicts])
     true = np.array([t is Verdict.IN_BAND for t in truths])
-    exact = np.mean([v is t for v, t in zip(verdicts, truths)])
+    exact = np.mean([v is t for v, t in zip(verdicts, truths, strict=True)])
     return Result(
         calls,
         float(np.mean(said == true)),
@@ -196,7 +196,8 @@ def main() -> None:
     for name, c, _ in POLICIES:
         print(f"  {name}: band {c.band}, confidence {c.confidence}, k {c.k_min}..{c.k_max}, rounds {c.rounds}")
     header = ("calls", "ratio", "acc", "3-class", "recall", "prec", "found/1k")
-    print(f"{'mix':26} {'policy':30} " + " ".join(f"{h:>{w}}" for h, w in zip(header, (6, 6, 6, 7, 6, 6, 8))), end="")
+    widths = (6, 6, 6, 7, 6, 6, 8)
+    print(f"{'mix':26} {'policy':30} " + " ".join(f"{h:>{w}}" for h, w in zip(header, widths, strict=True)), end="")
     print("  goal (ratio ≤ 0.4, acc ≥ fixed)")
     for mix in MIXES:
         for i, (name, config, eb) in enumerate(POLICIES):

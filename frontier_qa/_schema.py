@@ -14,11 +14,12 @@ was set (:mod:`frontier_qa.config.diagnostics`).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, dataclass_transform
 
-from pydantic import ConfigDict, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass as _pydantic_dataclass
 
 from frontier_qa.errors import ConfigError
@@ -74,6 +75,7 @@ def _field_names(cls: Any, path: tuple[Any, ...]) -> list[str]:
     return sorted(getattr(cls, "__pydantic_fields__", {}))
 
 
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, Field))
 def frozen_value(cls: type[T]) -> type[T]:
     """Make ``cls`` a frozen pydantic dataclass with unknown keys forbidden.
 
@@ -93,13 +95,14 @@ def frozen_value(cls: type[T]) -> type[T]:
             raise value_error(err, dc) from None
 
     dc.__init__ = __init__
-    return dc  # type: ignore[no-any-return]
+    return dc
 
 
 def field_of(cls: type, name: str) -> Any:
     """Field ``name`` of frozen value ``cls`` (type bounds, default, description) for a config
     section whose layout differs from the value's (``probing`` and ``ProbeSettings``):
-    ``k: int = field_of(ProbeSettings, "k")`` states the key's rules once, on the value."""
+    ``k: int = field_of(ProbeSettings, "k")`` states the key's rules once, on the value.
+    """
     return copy.copy(cls.__pydantic_fields__[name])  # type: ignore[attr-defined]
 
 

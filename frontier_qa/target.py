@@ -65,7 +65,8 @@ class Case:
 
     def to_case(self) -> Case:
         """The case to probe again (replay): the same task, its reference not yet re-verified
-        (the 0.1 ``CaseSpec.to_case``)."""
+        (the 0.1 ``CaseSpec.to_case``).
+        """
         return replace(self, reference_verified=False) if self.reference_verified else self
 
     @property
@@ -86,7 +87,8 @@ class Case:
 
 def case_seed(seed: int, case: Case) -> int:
     """A case's base seed: ``seed`` mixed with the case's conversation (31 bits, stable across
-    processes and versions; see :attr:`Sampling.seed`)."""
+    processes and versions; see :attr:`Sampling.seed`).
+    """
     conversation = json.dumps(case.messages, sort_keys=True, ensure_ascii=False, default=str)
     digest = hashlib.sha256(f"frontier-qa/sample/{seed}\0{conversation}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF

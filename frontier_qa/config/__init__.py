@@ -47,6 +47,7 @@ only the CLI, the pytest plugin and the trainers import it. Every public name is
 
 from __future__ import annotations
 
+from frontier_qa._compat import renamed
 from frontier_qa.config.build import (
     ProbeParts,
     budget_tracker,
@@ -60,7 +61,6 @@ from frontier_qa.config.build import (
     resolve_options,
     sample_cache,
 )
-from frontier_qa._compat import renamed
 from frontier_qa.config.layers import (
     Override,
     Sources,

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from frontier_qa.config.schema import BandRange, CurriculumConfig, ModelConfig, ProbingConfig, ProbeConfig, TargetConfig
+from frontier_qa.config.schema import BandRange, CurriculumConfig, ModelConfig, ProbeConfig, ProbingConfig, TargetConfig
 from frontier_qa.curricula.base import Curriculum
 from frontier_qa.errors import ConfigError, read_text
 from frontier_qa.probing.sequential import SequentialConfig
@@ -24,20 +24,20 @@ from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import Validator
 from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.runtime.budget import BudgetTracker
-from frontier_qa.runtime.env import UnsetVariableError, expand_env
 from frontier_qa.runtime.cache import SampleCache
+from frontier_qa.runtime.env import UnsetVariableError, expand_env
 from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND, Band
 from frontier_qa.store.case_store import CaseStore, Shard
 from frontier_qa.store.comparison import RegressionPolicy
 from frontier_qa.target import Target
-
 
 # --- wiring: config → the engine's parts --------------------------------------------------------
 
 
 class ProbeParts(NamedTuple):
     """What :func:`build_probe` wires; unpacks as ``(target, curriculum, settings, store,
-    validator, judge)``. ``curriculum`` is ``None`` when it was not asked for (replay)."""
+    validator, judge)``. ``curriculum`` is ``None`` when it was not asked for (replay).
+    """
 
     target: Target
     curriculum: Curriculum | None
@@ -60,7 +60,8 @@ def resolve_options(config: Any, section: str, options: Mapping[str, Any]) -> di
     nested mappings such as HTTP headers are resolved by their adapter).
 
     ``config`` is any loaded config with ``error(key, message, hint)`` (the probe's or the
-    trainer's), so an unset variable is reported by key and where it was set."""
+    trainer's), so an unset variable is reported by key and where it was set.
+    """
     out: dict[str, Any] = {}
     for name, value in options.items():
         if isinstance(value, str):
@@ -103,7 +104,8 @@ def build_settings(config: ProbeConfig) -> ProbeSettings:
     """The engine's :class:`~frontier_qa.probing.settings.ProbeSettings` from ``probing`` and ``shard``.
 
     Keys named as in the settings pass through by name; the rest have a layout of their own
-    (a band preset, ``sequential`` + ``confidence``, ``concurrency``, the shard and regression)."""
+    (a band preset, ``sequential`` + ``confidence``, ``concurrency``, the shard and regression).
+    """
     p = config.probing
     if isinstance(p.band, BandRange):
         band = Band(p.band.low, p.band.high, name="custom")
@@ -123,7 +125,8 @@ def build_settings(config: ProbeConfig) -> ProbeSettings:
 
 # probing keys that are ProbeSettings fields of the same name and meaning (band and sequential differ)
 _SAME_KEYS = tuple(name for name in ProbingConfig.model_fields
-                   if name in ProbeSettings.__pydantic_fields__ and name not in ("band", "sequential"))
+                   if name in ProbeSettings.__pydantic_fields__  # type: ignore[attr-defined]  # a pydantic dataclass
+                   and name not in ("band", "sequential"))
 
 
 def regression_policy(config: ProbeConfig) -> RegressionPolicy:
@@ -134,7 +137,8 @@ def regression_policy(config: ProbeConfig) -> RegressionPolicy:
 
 def gate_thresholds(gate: GateThresholds) -> GateThresholds:
     """The gate section: already the :class:`~frontier_qa.reports.GateThresholds` the reports check
-    (kept so callers written for the 0.1 config keep working)."""
+    (kept so callers written for the 0.1 config keep working).
+    """
     return gate
 
 
@@ -210,7 +214,8 @@ def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleC
         from frontier_qa.curricula.card import PlainPromptCurriculum, apply_card, asks_training_prompts
 
         c, card, _ = apply_card(config, model.spec)
-        if asks_training_prompts(config, card):  # a plain prompt: the prompted curriculum has no such style
+        # a plain prompt: the prompted curriculum has no such style
+        if card is not None and asks_training_prompts(config, card):
             return PlainPromptCurriculum(_open(config, "curriculum.model", model, tracker, cache), card,
                                          sampling=c.sampling)
     if c.domain == "tools" and not c.tools:

@@ -36,7 +36,8 @@ def fields_of(section: type[Any]) -> dict[str, FieldInfo]:
     """The keys of a section, a pydantic model or a frozen value alike."""
     if issubclass(section, BaseModel):
         return section.model_fields
-    return section.__pydantic_fields__  # type: ignore[attr-defined,no-any-return]
+    fields: dict[str, Any] = section.__pydantic_fields__
+    return fields
 
 
 def _literals_in(annotation: Any) -> list[str]:
@@ -47,7 +48,8 @@ def _literals_in(annotation: Any) -> list[str]:
 
 def _clean(loc: tuple[Any, ...], data: Any) -> tuple[Path_, list[type[Any]], Any]:
     """Pydantic's error location as a key path (union tags dropped), the models at its
-    parent, and the field annotation at its end."""
+    parent, and the field annotation at its end.
+    """
     models: list[type[Any]] = [ProbeConfig]
     parents = models
     node: Any = data

@@ -1,7 +1,8 @@
 """The probe config file's schema: one pydantic section per key of the YAML (version 1).
 
-A concept the runtime also uses (``Sampling``, ``Limits``, ``Backoff``, ``Budget``, ``GateThresholds`` ...) is one frozen class, defined in the layer
-that uses it and imported here as the section's type: no parallel config class, no mapping.
+A concept the runtime also uses (``Sampling``, ``Limits``, ``Backoff``, ``Budget``,
+``GateThresholds`` ...) is one frozen class, defined in the layer that uses it and imported here
+as the section's type: no parallel config class, no mapping.
 Every section forbids unknown keys, so a misspelt key is an error that names it
 (:mod:`~frontier_qa.config.diagnostics`). Model sections (``target``, ``curriculum.model``,
 ``validation.critic``, ``probing.judge``) may be written as a bare spec string.
@@ -10,7 +11,7 @@ Every section forbids unknown keys, so a misspelt key is an error that names it
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
@@ -23,10 +24,10 @@ from frontier_qa.runtime.limits import Backoff, Budget, Limits  # noqa: F401 (Ba
 from frontier_qa.store.case_store import Shard, StoreError
 from frontier_qa.target import Sampling
 
-CONFIG_VERSION = 1
+CONFIG_VERSION: Final = 1
 ENV_PREFIX = "FRONTIER_QA_"
 MODEL_SECTIONS = (("target",), ("curriculum", "model"), ("validation", "critic"), ("probing", "judge"))
-Path_ = tuple[Union[str, int], ...]
+Path_ = tuple[str | int, ...]
 
 
 class _Section(BaseModel):
@@ -56,12 +57,12 @@ class ModelConfig(_Section):
 class TargetConfig(_Section):
     """The target under test."""
 
-    spec: Optional[str] = Field(None, min_length=1, description="target spec; --target / FRONTIER_QA_TARGET")
+    spec: str | None = Field(None, min_length=1, description="target spec; --target / FRONTIER_QA_TARGET")
     options: dict[str, Any] = Field(default_factory=dict, description="adapter options (api_base, api_key: ${VAR})")
     tool_options: dict[str, Any] = Field(default_factory=dict, description="tools+ specs: executor options")
     limits: Limits = Field(default_factory=Limits)
-    cache: Union[bool, str] = Field(True, description="true: <store>/cache; false: off (--no-cache); or a directory")
-    version: Optional[str] = Field(
+    cache: bool | str = Field(True, description="true: <store>/cache; false: off (--no-cache); or a directory")
+    version: str | None = Field(
         None, min_length=1,
         description="the target's version (model revision, deployment tag): in every cache key and record; "
                     "python: agents add a hash of their source to it")
@@ -78,15 +79,15 @@ class CurriculumConfig(_Section):
     type: Literal["prompted", "file", "trained"] = Field(
         "prompted", description="prompted: a model writes tasks; file: cases from path; trained: an hf: checkpoint"
     )
-    model: Optional[ModelConfig] = Field(None, description="prompted/trained: the model that writes tasks")
+    model: ModelConfig | None = Field(None, description="prompted/trained: the model that writes tasks")
     domain: Literal["math", "general", "tools", "open_ended", "workflow"] = "math"
     topics: list[str] = Field(default_factory=list, description="topics to rotate through (empty: the model picks)")
-    tools: Optional[str] = Field(None, description="JSON/YAML file of OpenAI tool schemas (domain tools/workflow)")
-    agent_description: Optional[str] = Field(None, description="what the agent under test does (domain workflow)")
-    answer_format: Optional[Literal["text", "final_answer"]] = Field(None, description="domain workflow only")
-    path: Optional[str] = Field(None, description="file: JSONL/YAML cases or an exported suite")
+    tools: str | None = Field(None, description="JSON/YAML file of OpenAI tool schemas (domain tools/workflow)")
+    agent_description: str | None = Field(None, description="what the agent under test does (domain workflow)")
+    answer_format: Literal["text", "final_answer"] | None = Field(None, description="domain workflow only")
+    path: str | None = Field(None, description="file: JSONL/YAML cases or an exported suite")
     shuffle: bool = False
-    limit: Optional[int] = Field(None, ge=0, description="file: propose at most this many cases")
+    limit: int | None = Field(None, ge=0, description="file: propose at most this many cases")
     sampling: Sampling = Field(
         default_factory=lambda: Sampling(temperature=1.0, top_p=0.99, max_tokens=1024)  # Agent0 A.1
     )
@@ -96,7 +97,7 @@ class CurriculumConfig(_Section):
     style: Literal["instruct", "few_shot"] = Field(
         "instruct", description="instruct: tagged templates; few_shot: worked examples, for small models (math/general)"
     )
-    examples: Optional[str] = Field(None, description="few_shot: JSONL/YAML worked examples {problem, answer, program}")
+    examples: str | None = Field(None, description="few_shot: JSONL/YAML worked examples {problem, answer, program}")
 
 
 class CriticConfig(ModelConfig):
@@ -109,14 +110,14 @@ class CriticConfig(ModelConfig):
 class ValidationConfig(_Section):
     """Checks on proposals before any target call."""
 
-    critic: Optional[CriticConfig] = None
-    dedupe_threshold: Optional[float] = Field(
+    critic: CriticConfig | None = None
+    dedupe_threshold: float | None = Field(
         0.5, ge=0, le=1, description="BLEU distance τ below which a generated proposal repeats an earlier one "
                                      "(cases from a file are removed only when identical); null or 0: off")
 
     @field_validator("dedupe_threshold")
     @classmethod
-    def _zero_is_off(cls, value: Optional[float]) -> Optional[float]:
+    def _zero_is_off(cls, value: float | None) -> float | None:
         return None if value == 0 else value  # no distance is below 0: the same as off
 
 
@@ -142,24 +143,24 @@ class ProbingConfig(_Section):
     k: int = field_of(ProbeSettings, "k")
     sequential: bool = Field(True, description="stop sampling a case once its band is clear")
     confidence: float = Field(0.9, gt=0.5, lt=1, description="sequential: posterior confidence to stop")
-    band: Union[Literal["agent0", "tool-r0"], BandRange] = Field(
+    band: Literal["agent0", "tool-r0"] | BandRange = Field(
         "agent0", description="agent0 (0.3 ≤ p̂ ≤ 0.8), tool-r0 (0.25–0.75) or {low, high}"
     )
     sampling: Sampling = Field(default_factory=Sampling)
     batch_size: int = field_of(ProbeSettings, "batch_size")
-    max_candidates: Optional[int] = field_of(ProbeSettings, "max_candidates")
+    max_candidates: int | None = field_of(ProbeSettings, "max_candidates")
     saturation_window: int = field_of(ProbeSettings, "saturation_window")
     saturation_min_new: int = field_of(ProbeSettings, "saturation_min_new")
     concurrency: int = field_of(ProbeSettings, "max_concurrent_cases")
     predict_difficulty: bool = field_of(ProbeSettings, "predict_difficulty")
     explore_rate: float = field_of(ProbeSettings, "explore_rate")
-    judge: Optional[ModelConfig] = Field(None, description="a stronger model asked whether stable answers are right")
+    judge: ModelConfig | None = Field(None, description="a stronger model asked whether stable answers are right")
     verify_references: bool = field_of(ProbeSettings, "verify_references")
     seed: int = field_of(ProbeSettings, "seed")
     replay_first: bool = field_of(ProbeSettings, "replay_first")
     replay_scope: Literal["target", "all"] = field_of(ProbeSettings, "replay_scope")
-    max_replay: Optional[int] = field_of(ProbeSettings, "max_replay")
-    embedder: Optional[str] = Field(None, description="open-ended answers: embedding model (null: bundled MiniLM)")
+    max_replay: int | None = field_of(ProbeSettings, "max_replay")
+    embedder: str | None = Field(None, description="open-ended answers: embedding model (null: bundled MiniLM)")
 
 
 class RegressionConfig(_Section):
@@ -186,13 +187,13 @@ class RegressionConfig(_Section):
 class ReplayGateConfig(GateThresholds):
     """The replay gate: regressions fail it; known failures in a suite do not (by default)."""
 
-    max_failures: Annotated[Optional[int], Field(ge=0)] = None
+    max_failures: Annotated[int | None, Field(ge=0)] = None
 
 
 class ReplayConfig(_Section):
     """``frontier-qa replay``: what is replayed and its gate."""
 
-    suite: Optional[str] = Field(None, description="a committed suite (frontier-qa export); null: the store")
+    suite: str | None = Field(None, description="a committed suite (frontier-qa export); null: the store")
     gate: ReplayGateConfig = Field(default_factory=ReplayGateConfig)
     guards: int = Field(10, ge=0, description="pass cases, sampled across topics, that export and the pytest "
                                               "plugin keep as guards next to the findings")
@@ -222,7 +223,7 @@ class ProbeConfig(_Section):
     gate: GateThresholds = Field(default_factory=GateThresholds)
     regression: RegressionConfig = Field(default_factory=RegressionConfig)
     replay: ReplayConfig = Field(default_factory=ReplayConfig)
-    shard: Optional[str] = Field(None, description="CI shard i/n, e.g. 2/4")
+    shard: str | None = Field(None, description="CI shard i/n, e.g. 2/4")
 
     _sources: Any = PrivateAttr(default=None)  # Sources, set by load_config
 
@@ -243,13 +244,15 @@ class ProbeConfig(_Section):
 
     def error(self, path: str, message: str, hint: str) -> ConfigError:
         """A :class:`ConfigError` about key ``path`` (dotted), naming where it was set; its ``key``
-        and ``source`` say the same as data."""
+        and ``source`` say the same as data.
+        """
         return located_error(self.where(path), path, message, hint)
 
 
 def located_error(where: str, path: str, message: str, hint: str | None) -> ConfigError:
     """A :class:`ConfigError` about config key ``path`` (dotted) set at ``where``: the message
-    names both, and ``key``/``source`` carry them for callers (no message text to match)."""
+    names both, and ``key``/``source`` carry them for callers (no message text to match).
+    """
     return ConfigError(f"{where}: {path}: {message}", hint=hint, key=tuple(path.split(".")), source=where)
 
 

@@ -139,9 +139,7 @@ def proposal_from_row(row: Mapping[str, Any], where: str = "row", *, source: str
 
 
 def _from_suite(row: Mapping[str, Any], where: str, source: str) -> Proposal:
-    from pydantic import ValidationError
-
-    from pydantic import TypeAdapter
+    from pydantic import TypeAdapter, ValidationError
 
     from frontier_qa.store.records import StoredCase
 

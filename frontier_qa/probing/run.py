@@ -34,18 +34,18 @@ from typing import Any
 from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
 from frontier_qa.errors import BudgetExceededError, ConfigError, RunInterruptedError, TargetUnavailableError
 from frontier_qa.probing.case import STOP_BUDGET, STOP_INTERRUPTED, STOP_UNAVAILABLE, CaseProber
+from frontier_qa.probing.regression import ReplayJudge
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import ValidationResult, Validator
 from frontier_qa.probing.verify import SOLUTION_KEY, Verification, trusted, verify_references
 from frontier_qa.runtime.aio import gather_or_cancel
 from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.scoring.difficulty import DifficultyPredictor, should_skip
-from frontier_qa.probing.regression import ReplayJudge
 from frontier_qa.store import baselines
 from frontier_qa.store.case_ids import case_id_for, legacy_case_id
 from frontier_qa.store.case_store import CaseStore, Shard, StoreError, latest_by, new_run_id
-from frontier_qa.store.leases import RunBusyError, describe_holder
 from frontier_qa.store.comparison import Comparison, comparison, from_record, to_record
+from frontier_qa.store.leases import RunBusyError, describe_holder
 from frontier_qa.store.records import (
     CLASS_ORDER,
     Baseline,
@@ -57,7 +57,6 @@ from frontier_qa.store.records import (
 )
 from frontier_qa.store.stop_reason import StopReason
 from frontier_qa.target import Case, Target
-
 
 STOP_SATURATED = StopReason.SATURATED
 STOP_EXHAUSTED = StopReason.EXHAUSTED
@@ -216,7 +215,8 @@ class ProbeRun:
         """Take the run's lease (one writer per run shard), then start it or load it to resume.
 
         With ``wait`` the lease is polled without blocking the event loop, so a Ctrl-C while
-        waiting (the run's budget interrupted) ends the wait with ``KeyboardInterrupt``."""
+        waiting (the run's budget interrupted) ends the wait with ``KeyboardInterrupt``.
+        """
         self.run_id = run_id or new_run_id()
         deadline = None if wait is True or wait is False else time.monotonic() + float(wait)
         told = False
@@ -500,9 +500,9 @@ class ProbeRun:
                 self.emit("skipped", case_id=case.id, p_hat=prediction, message="predicted too easy or too hard")
                 continue
             jobs.append((i, self.probe_one(case, verified=check.verified, prediction=prediction)))
-        for i, record in zip([i for i, _ in jobs], await gather_or_cancel([job for _, job in jobs]), strict=True):
-            if record is not None:
-                done[i] = record
+        for i, probed in zip([i for i, _ in jobs], await gather_or_cancel([job for _, job in jobs]), strict=True):
+            if probed is not None:
+                done[i] = probed
         outcomes = []
         for i in sorted(done):
             record = done[i]

@@ -121,7 +121,8 @@ class MajorityPrior:
     def table(self) -> np.ndarray:
         """Weights as an array of shape (len(shares), len(thetas)), summing to 1."""
         w = np.asarray(self.weights, dtype=float).reshape(len(self.shares), len(self.thetas))
-        return w / w.sum()
+        table: np.ndarray = w / w.sum()
+        return table
 
 
 DEFAULT_PRIOR = MajorityPrior.jeffreys()

@@ -33,7 +33,8 @@ class ProbeSettings:
         k: samples per case with fixed k; the most samples (k_max) with sequential sampling.
         sequential: the sequential policy (its band and k_max are replaced by ``band`` and
             ``k``); ``None`` samples every case exactly ``k`` times.
-        sampling: target sampling; its ``seed`` defaults to ``seed`` (sample i of a case uses ``Sampling.seed_for(case, i)``).
+        sampling: target sampling; its ``seed`` defaults to ``seed`` (sample i of a case uses
+            ``Sampling.seed_for(case, i)``).
         batch_size: proposals asked of the curriculum per round.
         max_candidates: proposals considered in total, all shards' included (``None``: no cap).
         saturation_window: candidates (of this shard) over which saturation is measured.

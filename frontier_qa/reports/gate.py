@@ -21,7 +21,6 @@ from frontier_qa.reports.summary import Summary, summarize
 from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
 from frontier_qa.store.records import CaseClass, CaseRecord
 
-
 Count = Annotated["int | None", Field(ge=0)]
 Share = Annotated["float | None", Field(ge=0, le=1)]
 

@@ -205,7 +205,8 @@ class SampleCache:
                     if row is not None and _live_claim(row, now):
                         theirs.append(key)
                         continue
-                    conn.execute("INSERT OR REPLACE INTO claims (key, owner, host, pid, expires) VALUES (?, ?, ?, ?, ?)",
+                    conn.execute("INSERT OR REPLACE INTO claims (key, owner, host, pid, expires) "
+                                 "VALUES (?, ?, ?, ?, ?)",
                                  (key, self.owner, _HOST, os.getpid(), now + ttl_s))
                     mine.append(key)
             self._claimed.update(mine)
@@ -254,7 +255,8 @@ class SampleCache:
                 if self._conn is None or not self._claimed:
                     continue
                 try:
-                    self._conn.execute("UPDATE claims SET expires = ? WHERE owner = ?", (time.time() + ttl_s, self.owner))
+                    self._conn.execute("UPDATE claims SET expires = ? WHERE owner = ?",
+                                       (time.time() + ttl_s, self.owner))
                 except sqlite3.Error:
                     continue  # busy: the next beat renews them
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from frontier_qa._schema import frozen_value, from_mapping
+from frontier_qa._schema import from_mapping, frozen_value
 
 Seconds = Annotated[float, Field(ge=0)]
 # a positive finite number, or None for no limit

@@ -113,7 +113,7 @@ def from_record(
         k=record.k,
         successes=min(successes, record.k),
         anchor=anchor,
-        anchor_kind=kind,  # type: ignore[arg-type]
+        anchor_kind=kind,
         p_hat=record.p_hat,
         interval=record.interval,
         majority=record.majority,
@@ -152,7 +152,7 @@ def from_observed(entry: SuiteCase) -> Baseline | None:
         k=o.k,
         successes=min(successes, o.k),
         anchor=anchor,
-        anchor_kind=kind,  # type: ignore[arg-type]
+        anchor_kind=kind,
         p_hat=o.p_hat,
         interval=o.interval,
         majority=o.majority,

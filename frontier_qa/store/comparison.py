@@ -310,7 +310,8 @@ def from_record(record: CaseRecord, baseline: Baseline | None = None) -> Compari
     old = None if v.baseline_k is None or v.baseline_successes is None else Evidence(v.baseline_successes, v.baseline_k)
     new = None if v.n is None or v.successes is None else Evidence(v.successes, v.n)
     return Comparison(case_id=record.id, verdict=RegressionVerdict(v.verdict), reason=v.reason,
-                      old_class=v.baseline_class, new_class=record.case_class, old_p_hat=v.baseline_p_hat, new_p_hat=record.p_hat,
+                      old_class=v.baseline_class, new_class=record.case_class,
+                      old_p_hat=v.baseline_p_hat, new_p_hat=record.p_hat,
                       baseline=baseline, old=old, new=new, p_value=v.p_value, level=v.level, samples=record.k)
 
 

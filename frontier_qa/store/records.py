@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from dataclasses import replace
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
@@ -35,7 +35,7 @@ from frontier_qa.target import Case, Trajectory, case_seed
 if TYPE_CHECKING:  # consistency pulls in answer extraction; records only read its fields
     from frontier_qa.scoring.consistency import Consistency
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION: Final = 2
 """Version of every on-disk record this frontier-qa writes (case, run, baseline, suite entry, report)."""
 
 READ_VERSIONS = (1, 2)
@@ -512,7 +512,8 @@ def sample_record(
     """Record one trajectory with its extracted answer (``None`` when none was extracted).
 
     ``seed`` is the case's base seed (:func:`~frontier_qa.target.case_seed`); the sample's own
-    seed is that plus its index, as the adapters draw it."""
+    seed is that plus its index, as the adapters draw it.
+    """
     text = trajectory.text
     return SampleRecord(
         sample_index=trajectory.sample_index,

@@ -35,7 +35,6 @@ from frontier_qa.scoring.bands import check_p_hat
 from frontier_qa.scoring.equivalence import MODES, comparator
 from frontier_qa.scoring.rewards import completion_text
 
-
 # a finite number written as one (strict: "0.2" and true are refused, 1 is fine)
 Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 
@@ -153,7 +152,7 @@ class PseudoLabelReward:
             raise ConfigError(f"unknown equivalence mode {mode!r}", hint="use one of: " + ", ".join(MODES))
         self.label_column = label_column
         self.mode = mode
-        self._same = comparator(mode, timeout_s=timeout_s)  # type: ignore[arg-type]
+        self._same = comparator(mode, timeout_s=timeout_s)
         self.__name__ = "pseudo_label"  # TRL names the reward's metrics after it
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Final, Literal
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
 from frontier_qa._compat import renamed
-from frontier_qa.config.schema import located_error
 from frontier_qa.config import Override, Sampling, Sources, read_overrides, read_yaml, resolve_layers
+from frontier_qa.config.schema import located_error
 from frontier_qa.errors import ConfigError
 from frontier_qa.train.adpo import ADPOSchedule
 from frontier_qa.train.config import (
@@ -40,7 +40,7 @@ from frontier_qa.train.config import (
     reward_config,
 )
 
-COEVOLVE_CONFIG_VERSION = 1
+COEVOLVE_CONFIG_VERSION: Final = 1
 DEFAULT_OUTPUT_DIR = TrainingSection.model_fields["output_dir"].default
 RUN_DIR_HINT = "remove it: every iteration writes under run_dir (iter-N/curriculum, iter-N/executor)"
 
@@ -114,7 +114,7 @@ class PoolSection(_Section):
     size: int = Field(64, ge=1, description="tasks asked of the frozen curriculum per iteration")
     k: int = Field(10, ge=1, description="executor samples per task (Agent0: 10)")
     band: tuple[float, float] = Field((0.3, 0.8), description="keep tasks with low <= p̂ <= high (Agent0)")
-    max_tasks: Optional[int] = Field(None, ge=1, description="cap on the filtered set (null: all)")
+    max_tasks: int | None = Field(None, ge=1, description="cap on the filtered set (null: all)")
     sampling: Sampling = Field(default_factory=lambda: Sampling(temperature=1.0, top_p=0.99,
                                                                             max_tokens=256),
                                      description="the curriculum's sampling when writing tasks")
@@ -133,7 +133,7 @@ class EvaluationSection(_Section):
     """What each iteration is measured on."""
 
     heldout: str = Field("builtin:arithmetic", description="JSONL/YAML of {problem, answer}, or builtin:arithmetic")
-    heldout_size: Optional[int] = Field(None, ge=1, description="first N held-out problems (null: all)")
+    heldout_size: int | None = Field(None, ge=1, description="first N held-out problems (null: all)")
     samples: int = Field(1, ge=1, description="executor samples per held-out problem (accuracy = mean)")
     table5_tasks: int = Field(50, ge=0, description="tasks of each pool the iteration-1 executor answers (0: off)")
     table5_samples: int = Field(1, ge=1, description="its samples per task")
@@ -195,8 +195,8 @@ def check(config: CoevolveConfig) -> None:
                                "with the curriculum's training on it too",
                                "lower one of them (they sum to at most 0.9), or use executor.sampler: vllm-server "
                                "on its own GPU")
-    for name, section in (("curriculum", c), ("executor", e)):
-        if section.model.lora is not None and not section.save.merged:
+    for name, trained in (("curriculum", c), ("executor", e)):
+        if trained.model.lora is not None and not trained.save.merged:
             raise config.error(f"{name}.save.merged", "must be true with LoRA: the next iteration starts from the "
                                "merged model", f"set {name}.save.merged: true")
     if c.curriculum.domain not in ("math", "general"):

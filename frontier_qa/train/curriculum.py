@@ -187,7 +187,7 @@ def open_reward_target(config: TrainConfig) -> Target:
     options = resolve_options(config, "target", t.options)
     cache: Any = False if t.cache is False else (Path(config.training.output_dir) / "cache" if t.cache is True
                                                   else Path(str(t.cache)))
-    extra = {"tool_options": t.tool_options} if t.tool_options else {}
+    extra: dict[str, Any] = {"tool_options": t.tool_options} if t.tool_options else {}
     try:
         return open_target(t.spec, limits=t.limits,
                            budget=config.budget, cache=cache, **extra, **options)
@@ -196,6 +196,7 @@ def open_reward_target(config: TrainConfig) -> Target:
 
 
 def target_sampling(config: TrainConfig) -> Sampling:
+    """How the executor is sampled for the reward: ``reward.sampling``, seeded by ``training.seed`` if unseeded."""
     s = config.reward.sampling
     return s if s.seed is not None else replace(s, seed=config.training.seed)
 
@@ -239,10 +240,14 @@ def grpo_section_kwargs(model: ModelSection, training: TrainingSection, generati
     ``training.output_dir`` (the executor trainer writes elsewhere).
 
     Args:
-        model, training, generation: the sections.
+        model: the model section (path, dtype, LoRA).
+        training: the training section (steps, learning rate, batch, ``extra`` keys).
+        generation: the generation section (backend, lengths, vLLM settings).
         plan: how one optimizer step is split (per-device batch, accumulation, generation reuse).
         output_dir: the run folder (checkpoints, logs).
-        cuda: a GPU is used; bf16_ok: it supports bfloat16; vllm: TRL generates with vLLM.
+        cuda: a GPU is used.
+        vllm: TRL generates with vLLM.
+        bf16_ok: the GPU supports bfloat16.
         error: builds the ConfigError for a bad ``training.extra`` key.
     """
     t, g = training, generation
@@ -467,6 +472,11 @@ def save_final_model(trainer: Any, model: ModelSection, save: SaveSection, outpu
     """:func:`save_final` from sections: ``<output_dir>/final`` and, for LoRA, ``final-adapter``.
 
     Args:
+        trainer: the TRL trainer whose model is saved.
+        model: the model section (LoRA or not, dtype of the merged model).
+        save: the save section (keep the merged model, the adapter, or both).
+        output_dir: the run folder the two sub-folders go into.
+        base: the base model folder a LoRA adapter is merged into.
         role: what the model is, for the folder's marker record (``curriculum``, ``executor``).
 
     Returns:

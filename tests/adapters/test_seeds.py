@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import random
 
-from frontier_qa.target import Case, Sampling, case_seed
 from frontier_qa.adapters.workflow import PythonAgentAdapter
+from frontier_qa.target import Case, Sampling, case_seed
 
-CASES = [Case(f"c{i}", f"Which is first: {a} or {b}?") for i, (a, b) in enumerate(zip("abcdefgh", "stuvwxyz"))]
+CASES = [Case(f"c{i}", f"Which is first: {a} or {b}?") for i, (a, b) in enumerate(zip("abcdefgh", "stuvwxyz", strict=True))]
 
 
 def test_seed_for_is_stable_per_case_consecutive_within_and_distinct_across_cases() -> None:
@@ -41,7 +41,8 @@ def _pinned() -> int:
 
 def test_a_seeded_agent_answers_independently_across_cases() -> None:
     """An agent that draws its answer from its seed (like examples/agents/moody_agent.py) gives
-    every case the same answer pattern under ``seed + i``; with per-case seeds the patterns differ."""
+    every case the same answer pattern under ``seed + i``; with per-case seeds the patterns differ.
+    """
 
     def agent(task: str, seed: int) -> str:
         return "right" if random.Random(seed).random() < 0.5 else "wrong"

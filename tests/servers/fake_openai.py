@@ -128,7 +128,8 @@ class RecordedRequest:
 
 def served(options: Sequence[Any], case: Any, sampling: Any, n: int, start: int = 0) -> list[Any]:
     """The items the server answers for samples ``start .. start + n - 1`` of ``case``
-    (frontier-qa seeds sample ``i`` with ``sampling.seed_for(case, i)``)."""
+    (frontier-qa seeds sample ``i`` with ``sampling.seed_for(case, i)``).
+    """
     return [options[sampling.seed_for(case, i) % len(options)] for i in range(start, start + n)]
 
 
