@@ -22,7 +22,20 @@ class FrontierQAError(Exception):
 
 
 class ConfigError(FrontierQAError, ValueError):
-    """A configuration value, target spec or argument is invalid."""
+    """A configuration value, target spec or argument is invalid.
+
+    ``key`` is the path of the bad key when one is known (pydantic's ``loc``, e.g.
+    ``("probing", "k")``, or a constructor argument's name), so callers decide where an error
+    belongs without reading its text. ``source`` is where a config key was set
+    (``probe.yaml:12``, ``--set probing.k=0``, an environment variable, ``defaults``) once the
+    configuration has located it; ``None`` until then.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None, key: tuple[str | int, ...] | None = None,
+                 source: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.key = key
+        self.source = source
 
 
 class MissingExtraError(FrontierQAError, ImportError):

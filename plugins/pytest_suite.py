@@ -254,8 +254,8 @@ class Suite:
             raise FrontierUsageError(f"{self.where()}: suite {path}: case {blind[0]!r} has no observed result\n"
                                      "  fix: write the suite with `frontier-qa export` or --frontier-mode=generate")
         # tag them, so their replays belong to this suite in the store
-        return [e.model_copy(update={"case": e.case.model_copy(
-            update={"metadata": {**e.case.metadata, SUITE_KEY: self.spec.name}})}) for e in entries]
+        return [e.model_copy(update={"case": replace(
+            e.case, metadata={**e.case.metadata, SUITE_KEY: self.spec.name})}) for e in entries]
 
     def _tagged(self, records: list[CaseRecord]) -> list[CaseRecord]:
         return [r for r in records if r.case.metadata.get(SUITE_KEY) == self.spec.name]

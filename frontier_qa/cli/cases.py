@@ -184,7 +184,8 @@ def show_command(
     last = view.latest
     if as_json:
         _emit({"kind": "cases.show", "version": JSON_VERSION, "store": str(source.root),
-               "case": last.case.model_dump(mode="json"), "latest": {**case_row(last), "reason": last.reason},
+               "case": last.model_dump(mode="json", include={"case"})["case"],
+               "latest": {**case_row(last), "reason": last.reason},
                "answers": [{"answer": a, "votes": n} for a, n in answer_distribution(last)],
                "history": [{**case_row(r), "verdict": None if r.verdict is None else r.verdict.model_dump(mode="json")}
                            for r in view.history],

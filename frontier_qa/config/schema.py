@@ -1,5 +1,8 @@
 """The probe config file's schema: one pydantic section per key of the YAML (version 1).
 
+A concept the runtime also uses (``Sampling``, ``Limits``, ``Backoff``, ``Budget``,
+``GateThresholds`` ...) is one frozen class, defined in the layer that uses it and imported here
+as the section's type: no parallel config class, no mapping.
 Every section forbids unknown keys, so a misspelt key is an error that names it
 (:mod:`~frontier_qa.config.diagnostics`). Model sections (``target``, ``curriculum.model``,
 ``validation.critic``, ``probing.judge``) may be written as a bare spec string.
@@ -8,12 +11,18 @@ Every section forbids unknown keys, so a misspelt key is an error that names it
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from frontier_qa._compat import renamed
+from frontier_qa._schema import field_of, frozen_value
 from frontier_qa.errors import ConfigError
+from frontier_qa.probing.settings import ProbeSettings
+from frontier_qa.reports.gate import GateThresholds
+from frontier_qa.runtime.limits import Backoff, Budget, Limits  # noqa: F401 (Backoff: the old BackoffConfig name)
 from frontier_qa.store.case_store import Shard, StoreError
+from frontier_qa.target import Sampling
 
 CONFIG_VERSION: Final = 1
 ENV_PREFIX = "FRONTIER_QA_"
@@ -32,37 +41,12 @@ def _spec_shorthand(value: Any) -> Any:
 # --- sections ----------------------------------------------------------------------------
 
 
-class BackoffConfig(_Section):
-    """Waits between retries of one call, in seconds (see :class:`frontier_qa.runtime.Backoff`)."""
-
-    initial_s: float = Field(1.0, ge=0)
-    max_s: float = Field(60.0, ge=0)
-    jitter_s: float = Field(1.0, ge=0)
-    max_retry_after_s: float = Field(300.0, ge=0)
-
-
-class LimitsConfig(_Section):
-    """How one model may be called (see :class:`frontier_qa.runtime.Limits`)."""
-
-    rpm: float | None = Field(None, gt=0, description="requests per minute; null: no limit")
-    tpm: float | None = Field(None, gt=0, description="tokens per minute; null: no limit")
-    max_concurrency: int = Field(16, ge=1, description="backend calls in flight at once")
-    timeout_s: float | None = Field(120.0, gt=0, description="seconds per call to a server before a retry")
-    local_timeout_s: float | None = Field(
-        None, gt=0, description="the same for in-process models and Python agents; null: no limit")
-    slow_call_s: float | None = Field(60.0, gt=0, description="report a call still running after this long")
-    max_retries: int = Field(5, ge=0)
-    backoff: BackoffConfig = Field(default_factory=BackoffConfig)
-    max_consecutive_failures: int | None = Field(25, ge=1)
-    rpm_burst: int = Field(1, ge=1)
-
-
 class ModelConfig(_Section):
     """A model used by the run (curriculum, critic, judge): a target spec and its options."""
 
     spec: str = Field(min_length=1, description="target spec, e.g. litellm:openai/gpt-4o-mini or hf:/path")
     options: dict[str, Any] = Field(default_factory=dict, description="adapter options (api_base, api_key: ${VAR})")
-    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    limits: Limits = Field(default_factory=Limits)
 
     @model_validator(mode="before")
     @classmethod
@@ -76,7 +60,7 @@ class TargetConfig(_Section):
     spec: str | None = Field(None, min_length=1, description="target spec; --target / FRONTIER_QA_TARGET")
     options: dict[str, Any] = Field(default_factory=dict, description="adapter options (api_base, api_key: ${VAR})")
     tool_options: dict[str, Any] = Field(default_factory=dict, description="tools+ specs: executor options")
-    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    limits: Limits = Field(default_factory=Limits)
     cache: bool | str = Field(True, description="true: <store>/cache; false: off (--no-cache); or a directory")
     version: str | None = Field(
         None, min_length=1,
@@ -87,25 +71,6 @@ class TargetConfig(_Section):
     @classmethod
     def _shorthand(cls, value: Any) -> Any:
         return _spec_shorthand(value)
-
-
-class BudgetConfig(_Section):
-    """What the whole run may spend: target, curriculum model, critic and judge together."""
-
-    max_calls: int | None = Field(None, ge=0, description="backend calls (each retry counts)")
-    max_tokens: int | None = Field(None, ge=0, description="prompt + completion tokens")
-    max_cost_usd: float | None = Field(None, ge=0, description="US dollars")
-    max_wall_s: float | None = Field(None, ge=0, description="seconds since the first call")
-
-
-class SamplingConfig(_Section):
-    """Sampling of a model (see :class:`frontier_qa.target.Sampling`)."""
-
-    temperature: float = Field(1.0, ge=0)
-    top_p: float = Field(1.0, gt=0, le=1)
-    max_tokens: int = Field(512, ge=1)
-    stop: list[str] = Field(default_factory=list)
-    seed: int | None = Field(None, description="null: probing.seed")
 
 
 class CurriculumConfig(_Section):
@@ -123,8 +88,8 @@ class CurriculumConfig(_Section):
     path: str | None = Field(None, description="file: JSONL/YAML cases or an exported suite")
     shuffle: bool = False
     limit: int | None = Field(None, ge=0, description="file: propose at most this many cases")
-    sampling: SamplingConfig = Field(
-        default_factory=lambda: SamplingConfig(temperature=1.0, top_p=0.99, max_tokens=1024)  # Agent0 A.1
+    sampling: Sampling = Field(
+        default_factory=lambda: Sampling(temperature=1.0, top_p=0.99, max_tokens=1024)  # Agent0 A.1
     )
     history_examples: int = Field(3, ge=0)
     ask_solution: bool = True
@@ -172,40 +137,30 @@ class BandRange(_Section):
 class ProbingConfig(_Section):
     """How cases are sampled, classified and when the run stops."""
 
-    k: int = Field(10, ge=1, description="samples per case (k_max with sequential sampling)")
+    # A key that ProbeSettings has under the same name takes its bounds, default and description
+    # from there (field_of); build_settings passes those keys through by name.
+
+    k: int = field_of(ProbeSettings, "k")
     sequential: bool = Field(True, description="stop sampling a case once its band is clear")
     confidence: float = Field(0.9, gt=0.5, lt=1, description="sequential: posterior confidence to stop")
     band: Literal["agent0", "tool-r0"] | BandRange = Field(
         "agent0", description="agent0 (0.3 ≤ p̂ ≤ 0.8), tool-r0 (0.25–0.75) or {low, high}"
     )
-    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
-    batch_size: int = Field(8, ge=1, description="proposals asked per round")
-    max_candidates: int | None = Field(200, ge=0, description="proposals considered in total; null: no cap")
-    saturation_window: int = Field(100, ge=1)
-    saturation_min_new: int = Field(1, ge=0)
-    concurrency: int = Field(8, ge=1, description="cases sampled at once")
-    predict_difficulty: bool = False
-    explore_rate: float = Field(0.1, ge=0, le=1)
+    sampling: Sampling = Field(default_factory=Sampling)
+    batch_size: int = field_of(ProbeSettings, "batch_size")
+    max_candidates: int | None = field_of(ProbeSettings, "max_candidates")
+    saturation_window: int = field_of(ProbeSettings, "saturation_window")
+    saturation_min_new: int = field_of(ProbeSettings, "saturation_min_new")
+    concurrency: int = field_of(ProbeSettings, "max_concurrent_cases")
+    predict_difficulty: bool = field_of(ProbeSettings, "predict_difficulty")
+    explore_rate: float = field_of(ProbeSettings, "explore_rate")
     judge: ModelConfig | None = Field(None, description="a stronger model asked whether stable answers are right")
-    verify_references: bool = True
-    seed: int = 0
-    replay_first: bool = Field(True, description="replay stored cases before generating new ones")
-    replay_scope: Literal["target", "all"] = "target"
-    max_replay: int | None = Field(None, ge=0)
+    verify_references: bool = field_of(ProbeSettings, "verify_references")
+    seed: int = field_of(ProbeSettings, "seed")
+    replay_first: bool = field_of(ProbeSettings, "replay_first")
+    replay_scope: Literal["target", "all"] = field_of(ProbeSettings, "replay_scope")
+    max_replay: int | None = field_of(ProbeSettings, "max_replay")
     embedder: str | None = Field(None, description="open-ended answers: embedding model (null: bundled MiniLM)")
-
-
-class GateConfig(_Section):
-    """CI gate limits; null turns a check off (see :class:`frontier_qa.reports.GateThresholds`)."""
-
-    max_failures: int | None = Field(0, ge=0)
-    max_suspects: int | None = Field(None, ge=0)
-    max_frontier_share: float | None = Field(None, ge=0, le=1)
-    max_unresolved_share: float | None = Field(
-        0.2, ge=0, le=1, description="above it the run could not judge the agent: exit 3, not a finding")
-    max_regressions: int | None = Field(0, ge=0)
-    max_flaky: int | None = Field(None, ge=0)
-    max_inconclusive: int | None = Field(None, ge=0, description="replay verdicts left undecided at the cap")
 
 
 class RegressionConfig(_Section):
@@ -228,10 +183,11 @@ class RegressionConfig(_Section):
         return value
 
 
-class ReplayGateConfig(GateConfig):
+@frozen_value
+class ReplayGateConfig(GateThresholds):
     """The replay gate: regressions fail it; known failures in a suite do not (by default)."""
 
-    max_failures: int | None = Field(None, ge=0)
+    max_failures: Annotated[int | None, Field(ge=0)] = None
 
 
 class ReplayConfig(_Section):
@@ -258,13 +214,13 @@ class ProbeConfig(_Section):
 
     version: Literal[1] = CONFIG_VERSION
     target: TargetConfig = Field(default_factory=TargetConfig)
-    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    budget: Budget = Field(default_factory=Budget)
     curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
     probing: ProbingConfig = Field(default_factory=ProbingConfig)
     store: str = Field(".frontier-qa", description="case store directory")
     output: OutputConfig = Field(default_factory=OutputConfig)
-    gate: GateConfig = Field(default_factory=GateConfig)
+    gate: GateThresholds = Field(default_factory=GateThresholds)
     regression: RegressionConfig = Field(default_factory=RegressionConfig)
     replay: ReplayConfig = Field(default_factory=ReplayConfig)
     shard: str | None = Field(None, description="CI shard i/n, e.g. 2/4")
@@ -287,8 +243,17 @@ class ProbeConfig(_Section):
         return self._sources.where(keys) if self._sources is not None else "defaults"
 
     def error(self, path: str, message: str, hint: str) -> ConfigError:
-        """A :class:`ConfigError` about key ``path`` (dotted), naming where it was set."""
-        return ConfigError(f"{self.where(path)}: {path}: {message}", hint=hint)
+        """A :class:`ConfigError` about key ``path`` (dotted), naming where it was set; its ``key``
+        and ``source`` say the same as data.
+        """
+        return located_error(self.where(path), path, message, hint)
+
+
+def located_error(where: str, path: str, message: str, hint: str | None) -> ConfigError:
+    """A :class:`ConfigError` about config key ``path`` (dotted) set at ``where``: the message
+    names both, and ``key``/``source`` carry them for callers (no message text to match).
+    """
+    return ConfigError(f"{where}: {path}: {message}", hint=hint, key=tuple(path.split(".")), source=where)
 
 
 def json_schema() -> dict[str, Any]:
@@ -304,6 +269,13 @@ def json_schema() -> dict[str, Any]:
         return [shorthand(v) for v in node] if isinstance(node, list) else node
 
     schema = shorthand(schema)
+    for section in schema.get("$defs", {}).values():  # a frozen value's docstring: its first paragraph
+        if "\n\nAttributes:" in section.get("description", ""):
+            section["description"] = " ".join(section["description"].split("\n\n")[0].split())
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "frontier-qa probe configuration"
     return schema
+
+
+__getattr__ = renamed(__name__, {"SamplingConfig": "Sampling", "BackoffConfig": "Backoff", "LimitsConfig": "Limits",
+                                 "BudgetConfig": "Budget", "GateConfig": "GateThresholds"}, globals())

@@ -147,7 +147,7 @@ def apply_card(config: Any, spec: str) -> tuple[Any, CurriculumCard | None, list
     sampling = {name: getattr(card.sampling, name) for name in ("temperature", "top_p", "max_tokens")
                 if not _user_set(config, f"curriculum.sampling.{name}")}
     if sampling:
-        update["sampling"] = c.sampling.model_copy(update=sampling)
+        update["sampling"] = replace(c.sampling, **sampling)
     taken = sorted([f"curriculum.{k}" for k in update if k != "sampling"]
                    + [f"curriculum.sampling.{k}" for k in sampling])
     return c.model_copy(update=update), card, taken

@@ -150,17 +150,21 @@ class PromptedCurriculum:
         dedupe_threshold: float | None = 0.5,
     ) -> None:
         if domain not in DOMAINS:
-            raise ConfigError(f"unknown curriculum domain {domain!r}", hint=f"use one of: {', '.join(DOMAINS)}")
+            raise ConfigError(f"unknown curriculum domain {domain!r}", hint=f"use one of: {', '.join(DOMAINS)}",
+                              key=("domain",))
         if style not in STYLES:
-            raise ConfigError(f"unknown curriculum style {style!r}", hint=f"use one of: {', '.join(STYLES)}")
+            raise ConfigError(f"unknown curriculum style {style!r}", hint=f"use one of: {', '.join(STYLES)}",
+                              key=("style",))
         if style == "few_shot" and domain not in ("math", "general"):
             raise ConfigError(f"style 'few_shot' is not available for domain {domain!r}",
-                              hint="use domain 'math' or 'general', or style 'instruct'")
+                              hint="use domain 'math' or 'general', or style 'instruct'", key=("style",))
         if examples is not None and style != "few_shot":
-            raise ConfigError("examples are used by style 'few_shot' only", hint="set style: few_shot or drop examples")
+            raise ConfigError("examples are used by style 'few_shot' only", hint="set style: few_shot or drop examples",
+                              key=("examples",))
         if style == "few_shot" and examples is None and domain != "math":
             raise ConfigError("style 'few_shot' for domain 'general' needs worked examples",
-                              hint="pass examples=[{problem, answer, program}, ...] (built-in ones are math)")
+                              hint="pass examples=[{problem, answer, program}, ...] (built-in ones are math)",
+                              key=("style",))
         self.tools = tuple(dict(t) for t in tools)
         names = [tpl.tool_name(t) for t in self.tools]
         if any(not n for n in names):

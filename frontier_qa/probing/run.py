@@ -51,7 +51,6 @@ from frontier_qa.store.records import (
     Baseline,
     CaseClass,
     CaseRecord,
-    CaseSpec,
     RunRecord,
     SuiteCase,
     run_totals,
@@ -132,7 +131,7 @@ class ProgressEvent:
 class ReplayItem:
     """One case to replay: the case, the baseline it is held to, its first fresh sample index."""
 
-    case: CaseSpec
+    case: Case
     baseline: Baseline | None
     start: int = 0
 

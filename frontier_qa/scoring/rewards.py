@@ -280,12 +280,14 @@ class RewardConfig:
                      "tool_text_weight", "lambda_rep"):
             value = getattr(self, name)
             if not (isinstance(value, numbers.Real) and math.isfinite(value) and float(value) >= 0):
-                raise ConfigError(f"RewardConfig.{name} must be a finite number >= 0; got {value!r}")
+                raise ConfigError(f"RewardConfig.{name} must be a finite number >= 0; got {value!r}", key=(name,))
         if isinstance(self.tool_cap, bool) or not isinstance(self.tool_cap, int) or self.tool_cap < 0:
-            raise ConfigError(f"RewardConfig.tool_cap must be an integer >= 0; got {self.tool_cap!r}")
+            raise ConfigError(f"RewardConfig.tool_cap must be an integer >= 0; got {self.tool_cap!r}",
+                              key=("tool_cap",))
         threshold = self.rep_threshold
         if not (isinstance(threshold, numbers.Real) and math.isfinite(threshold) and threshold > 0):
-            raise ConfigError(f"RewardConfig.rep_threshold must be > 0; got {self.rep_threshold!r}")
+            raise ConfigError(f"RewardConfig.rep_threshold must be > 0; got {self.rep_threshold!r}",
+                              key=("rep_threshold",))
 
     @property
     def needs_tool_calls(self) -> bool:

@@ -23,7 +23,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -150,8 +150,8 @@ def _save_state(config: CoevolveConfig, state: RunState) -> None:
 # --- targets ----------------------------------------------------------------------------------------
 
 
-def _sampling(s: Any, seed: int) -> Sampling:
-    return Sampling(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, stop=tuple(s.stop), seed=seed)
+def _sampling(s: Sampling, seed: int) -> Sampling:
+    return replace(s, seed=seed)
 
 
 # --- the phases ------------------------------------------------------------------------------------
@@ -166,7 +166,7 @@ def curriculum_config(config: CoevolveConfig, t: int, executor: Path, curriculum
         "model": c.model.model_copy(update={"path": curriculum}),
         "target": executor_target_config(config, executor, executor_cache(config)),
         "training": c.training.model_copy(update={"output_dir": str(out), "seed": c.training.seed + t - 1}),
-        "reward": c.reward.model_copy(update={"sampling": s.model_copy()}),
+        "reward": c.reward.model_copy(update={"sampling": s}),  # frozen: shared as is
         "curriculum": c.curriculum.model_copy(update={"case_system": config.executor.system}),
     })
     updated._sources = c._sources
@@ -254,7 +254,7 @@ def _phase_executor(config: CoevolveConfig, t: int, it: IterationState, executor
         training=e.training.model_copy(update={"seed": e.training.seed + t - 1}), generation=e.generation,
         save=e.save, tools=ToolSettings(max_tool_turns=e.tools.max_tool_turns,
                                         output_max_chars=e.tools.output_max_chars, sandbox=e.tools.sandbox()),
-        adpo=e.adpo.schedule(), output_dir=out, resume=resume,
+        adpo=e.adpo, output_dir=out, resume=resume,
         progress=lambda line: say(f"[iter {t}] executor {line}"))
     model = result.final_model or result.adapter
     if model is None:

@@ -22,9 +22,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
-from frontier_qa.config import Override, SamplingConfig, Sources, read_overrides, read_yaml, resolve_layers
+from frontier_qa._compat import renamed
+from frontier_qa.config import Override, Sampling, Sources, read_overrides, read_yaml, resolve_layers
+from frontier_qa.config.schema import located_error
 from frontier_qa.errors import ConfigError
 from frontier_qa.train.adpo import ADPOSchedule
 from frontier_qa.train.config import (
@@ -72,31 +74,6 @@ class ToolsSection(_Section):
                 "sandbox": self.sandbox()}
 
 
-class ADPOSection(_Section):
-    """ADPO's s(p̂) and ε_high(p̂) (docs/method.md §5; the reference constants by default)."""
-
-    scale_base: float = 0.6
-    scale_gain: float = 0.4
-    scale_from: float = 0.3
-    scale_span: float = 0.5
-    epsilon_low: float = 0.2
-    epsilon_high_base: float = 0.2
-    epsilon_high_gain: float = 0.1
-    clip_until: float = 0.8
-    clip_span: float = 0.5
-
-    def schedule(self) -> ADPOSchedule:
-        return ADPOSchedule(**self.model_dump())
-
-    @model_validator(mode="after")
-    def _in_range(self) -> ADPOSection:
-        try:
-            self.schedule()
-        except ConfigError as err:  # located at executor.adpo by pydantic
-            raise ValueError(f"{err.message} ({err.hint})") from None
-        return self
-
-
 class ExecutorTrainingSection(TrainingSection):
     """The executor's ADPO training per iteration (Agent0 A.1: 40 steps of 128 tasks × 16 rollouts)."""
 
@@ -120,7 +97,7 @@ class ExecutorSection(_Section):
     target_options: dict[str, Any] = Field(default_factory=dict,
                                            description="options of the sampler's adapter (hf: device, max_batch_rows; "
                                                        "vllm: gpu_memory_utilization, max_model_len...)")
-    sampling: SamplingConfig = Field(default_factory=lambda: SamplingConfig(temperature=0.7, top_p=0.9,
+    sampling: Sampling = Field(default_factory=lambda: Sampling(temperature=0.7, top_p=0.9,
                                                                             max_tokens=2048),
                                      description="pool, reward and evaluation sampling, per model turn (the "
                                                  "reference's reward server: 0.7, 0.9, 2048)")
@@ -128,7 +105,7 @@ class ExecutorSection(_Section):
     training: ExecutorTrainingSection = Field(default_factory=ExecutorTrainingSection)
     generation: GenerationSection = Field(default_factory=GenerationSection)
     save: SaveSection = Field(default_factory=SaveSection)
-    adpo: ADPOSection = Field(default_factory=ADPOSection)
+    adpo: ADPOSchedule = Field(default_factory=ADPOSchedule, description="ADPO's s(p̂) and ε_high(p̂)")
 
 
 class PoolSection(_Section):
@@ -138,7 +115,7 @@ class PoolSection(_Section):
     k: int = Field(10, ge=1, description="executor samples per task (Agent0: 10)")
     band: tuple[float, float] = Field((0.3, 0.8), description="keep tasks with low <= p̂ <= high (Agent0)")
     max_tasks: int | None = Field(None, ge=1, description="cap on the filtered set (null: all)")
-    sampling: SamplingConfig = Field(default_factory=lambda: SamplingConfig(temperature=1.0, top_p=0.99,
+    sampling: Sampling = Field(default_factory=lambda: Sampling(temperature=1.0, top_p=0.99,
                                                                             max_tokens=256),
                                      description="the curriculum's sampling when writing tasks")
     max_concurrent_tasks: int = Field(8, ge=1, description="tasks sampled at once")
@@ -181,7 +158,7 @@ class CoevolveConfig(_Section):
         return "defaults" if self._sources is None else self._sources.where(tuple(key.split(".")))
 
     def error(self, key: str, message: str, hint: str) -> ConfigError:
-        return ConfigError(f"{self.where(key)}: {key}: {message}", hint=hint)
+        return located_error(self.where(key), key, message, hint)
 
     @property
     def run_path(self) -> Path:
@@ -204,7 +181,7 @@ def check(config: CoevolveConfig) -> None:
     if c.curriculum.case_system is not None:
         raise config.error("curriculum.curriculum.case_system", "is set by the run: tasks carry the executor's "
                            "system prompt", "set executor.system instead")
-    if c.reward.sampling != SamplingConfig():
+    if c.reward.sampling != Sampling():
         raise config.error("curriculum.reward.sampling", "is set by the run: the curriculum's reward samples the "
                            "executor exactly as the pool does", "set executor.sampling instead")
     if e.sampler == "vllm" and c.generation.backend == "vllm" and c.generation.vllm_mode == "colocate":
@@ -258,5 +235,8 @@ def load_coevolve_config(path: str | Path | None = None, overrides: Iterable[Ove
     return config
 
 
-__all__ = ["ADPOSection", "COEVOLVE_CONFIG_VERSION", "CoevolveConfig", "EvaluationSection", "ExecutorSection",
+__all__ = ["COEVOLVE_CONFIG_VERSION", "CoevolveConfig", "EvaluationSection", "ExecutorSection",
            "ExecutorTrainingSection", "PoolSection", "ToolsSection", "check", "load_coevolve_config"]
+
+
+__getattr__ = renamed(__name__, {"ADPOSection": "ADPOSchedule"}, globals())

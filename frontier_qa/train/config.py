@@ -29,10 +29,11 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from frontier_qa._compat import renamed
 from frontier_qa.config import (
-    BudgetConfig,
+    Budget,
     Override,
-    SamplingConfig,
+    Sampling,
     Sources,
     TargetConfig,
     parse_set,
@@ -40,6 +41,8 @@ from frontier_qa.config import (
     read_yaml,
     resolve_layers,
 )
+from frontier_qa.config.diagnostics import _models_in, fields_of
+from frontier_qa.config.schema import located_error
 from frontier_qa.errors import BudgetExceededError, ConfigError, closest_name
 from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER, RewardConfig
 
@@ -139,7 +142,7 @@ class RewardSection(_Section):
     lambda_rep: float | None = Field(None, ge=0)
     rep_threshold: float | None = Field(None, gt=0)
     require_reference: bool | None = None
-    sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="target sampling (Agent0: T=1)")
+    sampling: Sampling = Field(default_factory=Sampling, description="target sampling (Agent0: T=1)")
     embedder: str | None = Field(None, description="open-ended answers: embedding model (null: MiniLM)")
     max_concurrent_tasks: int = Field(16, ge=1, description="tasks whose k samples are drawn at once")
     preflight: bool = Field(True, description="ask the target one easy task before loading the model")
@@ -202,7 +205,7 @@ class TrainConfig(_Section):
     version: Literal[1] = TRAIN_CONFIG_VERSION
     model: ModelSection
     target: TargetConfig = Field(default_factory=TargetConfig)
-    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    budget: Budget = Field(default_factory=Budget)
     curriculum: CurriculumSection = Field(default_factory=CurriculumSection)
     reward: RewardSection = Field(default_factory=RewardSection)
     training: TrainingSection = Field(default_factory=TrainingSection)
@@ -219,7 +222,7 @@ class TrainConfig(_Section):
 
     def error(self, key: str, message: str, hint: str) -> ConfigError:
         """A :class:`ConfigError` about ``key``, naming where it was set."""
-        return ConfigError(f"{self.where(key)}: {key}: {message}", hint=hint)
+        return located_error(self.where(key), key, message, hint)
 
 
 # --- loading -----------------------------------------------------------------------------------
@@ -235,15 +238,13 @@ def _key_path(loc: Iterable[Any]) -> tuple[str | int, ...]:
 def _known_keys(path: tuple[str | int, ...], root: Any = None) -> list[str]:
     model: Any = TrainConfig if root is None else root
     for part in path[:-1]:
-        field = getattr(model, "model_fields", {}).get(part)
+        field = fields_of(model).get(str(part))
         if field is None:
             return []
-        annotation = field.annotation
-        candidates = [a for a in (annotation, *getattr(annotation, "__args__", ())) if isinstance(a, type)]
-        model = next((a for a in candidates if issubclass(a, BaseModel)), None)
+        model = next(iter(_models_in(field.annotation)), None)
         if model is None:
             return []
-    return sorted(getattr(model, "model_fields", {}))
+    return sorted(fields_of(model))
 
 
 def _report(err: ValidationError, sources: Sources, *, root: Any = None,
@@ -255,7 +256,7 @@ def _report(err: ValidationError, sources: Sources, *, root: Any = None,
             continue  # a union fails once per member: the first message is enough
         key = ".".join(map(str, path)) or "(top level)"
         where = sources.where(path) if path else "config"
-        if error["type"] == "extra_forbidden":
+        if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
             known = _known_keys(path, root)
             close = closest_name(str(path[-1]), known)
             fix = f"did you mean '{close}'?" if close else f"known keys here: {', '.join(known)}"
@@ -266,6 +267,8 @@ def _report(err: ValidationError, sources: Sources, *, root: Any = None,
             given = error.get("input")
             shown = "" if isinstance(given, (dict, list)) or given is None else f" (got {given!r})"
             message = str(error["msg"]).removeprefix("Value error, ")
+            if error["type"] == "dataclass_type":  # a frozen value's section (budget, sampling) given as a scalar
+                message = "Input should be a valid dictionary"
             lines[path] = f"{where}: {key}: {message}{shown}"
     body = "\n".join(f"  {line}" for line in lines.values())
     return ConfigError("the training configuration is invalid:\n" + body, hint=f"{doc} documents every key")
@@ -308,8 +311,8 @@ def reward_config(config: TrainConfig) -> RewardConfig:
     try:
         return replace(base, **changes)
     except ConfigError as err:
-        name = err.message.split("RewardConfig.", 1)[-1].split(" ", 1)[0]
-        raise config.error(f"reward.{name}", err.message, err.hint or "see configs/train/curriculum-agent0.yaml") \
+        key = ".".join(map(str, err.key)) if err.key else "preset"
+        raise config.error(f"reward.{key}", err.message, err.hint or "see configs/train/curriculum-agent0.yaml") \
             from None
 
 
@@ -405,7 +408,7 @@ __all__ = [
     "DOMAINS",
     "STYLES",
     "TRAIN_CONFIG_VERSION",
-    "BudgetConfig",
+    "Budget",
     "CurriculumSection",
     "GenerationSection",
     "LoraSection",
@@ -422,3 +425,6 @@ __all__ = [
     "plan_step",
     "reward_config",
 ]
+
+
+__getattr__ = renamed(__name__, {"BudgetConfig": "Budget"}, globals())

@@ -21,7 +21,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from frontier_qa._optional import require
 from frontier_qa.config import load_examples, load_tools, resolve_options
 from frontier_qa.curricula import templates as tpl
 from frontier_qa.errors import ConfigError, FrontierQAError, TargetUnavailableError
-from frontier_qa.runtime import Budget, BudgetSnapshot, Limits, open_target, run_sync
+from frontier_qa.runtime import BudgetSnapshot, open_target, run_sync
 from frontier_qa.runtime.local_models import MARKER, MODEL_ALIASES, resolve_model
 from frontier_qa.target import Case, Sampling, Target
 from frontier_qa.train.config import (
@@ -189,8 +189,8 @@ def open_reward_target(config: TrainConfig) -> Target:
                                                   else Path(str(t.cache)))
     extra: dict[str, Any] = {"tool_options": t.tool_options} if t.tool_options else {}
     try:
-        return open_target(t.spec, limits=Limits.from_dict(t.limits.model_dump()),
-                           budget=Budget(**config.budget.model_dump()), cache=cache, **extra, **options)
+        return open_target(t.spec, limits=t.limits,
+                           budget=config.budget, cache=cache, **extra, **options)
     except ConfigError as err:
         raise config.error("target.spec", err.message, err.hint or "check the spec and its options") from None
 
@@ -198,8 +198,7 @@ def open_reward_target(config: TrainConfig) -> Target:
 def target_sampling(config: TrainConfig) -> Sampling:
     """How the executor is sampled for the reward: ``reward.sampling``, seeded by ``training.seed`` if unseeded."""
     s = config.reward.sampling
-    return Sampling(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, stop=tuple(s.stop),
-                    seed=config.training.seed if s.seed is None else s.seed)
+    return s if s.seed is not None else replace(s, seed=config.training.seed)
 
 
 def preflight(target: Target, sampling: Sampling, case_system: str | None = tpl.MATH_CASE_SYSTEM) -> None:

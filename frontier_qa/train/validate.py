@@ -282,7 +282,7 @@ def validate(config: CoevolveConfig, *, steps: int = 3, executor_steps: int = 3,
             if e.model.lora else e.save,
             tools=ToolSettings(max_tool_turns=e.tools.max_tool_turns, output_max_chars=e.tools.output_max_chars,
                                sandbox=e.tools.sandbox()),
-            adpo=e.adpo.schedule(), output_dir=root / "executor", instrument=clock.attach,
+            adpo=e.adpo, output_dir=root / "executor", instrument=clock.attach,
             progress=lambda line: say(f"      {line}"))
         split = clock.split()
         logged = _rows(done.metrics_file)
