@@ -23,7 +23,7 @@ from frontier_qa.config import (
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.train.adpo import ADPOSchedule
-from tests.config.test_config import AGENT, WRITER, write
+from tests.config.test_config import few_shot_project, write
 
 
 @pytest.mark.parametrize(
@@ -65,10 +65,7 @@ def test_the_same_bound_is_reported_from_the_file_with_its_line(tmp_path: Path) 
 
 
 def test_build_errors_are_located_by_key_not_by_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "agent.py").write_text(AGENT)
-    (tmp_path / "writer.py").write_text(WRITER)
-    (tmp_path / "shots.jsonl").write_text('{"problem": "How much is 7 * 8?", "answer": "56", "program": "print(56)"}\n')
-    monkeypatch.chdir(tmp_path)
+    few_shot_project(tmp_path, monkeypatch)
     path = write(tmp_path, """
         target: python:agent.py:answer
         curriculum:
