@@ -85,13 +85,17 @@ class Case:
         return bool(self.history) and self.history[-1].get("role") == "assistant"
 
 
+def stable_seed(key: str) -> int:
+    """A 31-bit seed derived from ``key`` (SHA-256), the same in every process and version."""
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
 def case_seed(seed: int, case: Case) -> int:
     """A case's base seed: ``seed`` mixed with the case's conversation (31 bits, stable across
     processes and versions; see :attr:`Sampling.seed`).
     """
     conversation = json.dumps(case.messages, sort_keys=True, ensure_ascii=False, default=str)
-    digest = hashlib.sha256(f"frontier-qa/sample/{seed}\0{conversation}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+    return stable_seed(f"frontier-qa/sample/{seed}\0{conversation}")
 
 
 @frozen_value

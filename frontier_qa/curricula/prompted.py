@@ -37,7 +37,7 @@ from frontier_qa.curricula import few_shot, templates as tpl
 from frontier_qa.curricula.base import History, Outcome, Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.store.case_ids import readable_id
-from frontier_qa.target import Case, Sampling, Target, Trajectory
+from frontier_qa.target import Case, Sampling, Target, Trajectory, stable_seed
 
 DOMAINS: tuple[str, ...] = ("math", "general", "tools", "open_ended", "workflow")
 STYLES: tuple[str, ...] = ("instruct", "few_shot")
@@ -52,8 +52,7 @@ _KEEP = object()  # "use the domain's default case system prompt"
 
 def derive_seed(seed: int, round_index: int, index: int) -> int:
     """A stable 31-bit seed for proposal ``index`` of round ``round_index`` (independent streams)."""
-    digest = hashlib.sha256(f"frontier-qa/curriculum/{seed}/{round_index}/{index}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+    return stable_seed(f"frontier-qa/curriculum/{seed}/{round_index}/{index}")
 
 
 def _digest(*parts: str) -> str:
