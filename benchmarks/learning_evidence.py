@@ -20,7 +20,7 @@ moves the others too. A tiny model is planted with exactly that: imprinted on 40
 ordered letter pairs to answer "Which is first: q or k?" with ``\\boxed{q}`` three times in four and
 with the second letter (the shared wrong mode) otherwise (``--plant 3 1``); on new pairs it is right
 less often, and not equally often on every pair. A pool of 100 new pairs is answered k = 8 times
-through the co-evolution pool's own scoring (``tools+hf:``, one task seed each); the tasks with 0.3 <= p̂ <= 0.8 are
+through the co-evolution pool's own scoring (``tools+hf:``); the tasks with 0.3 <= p̂ <= 0.8 are
 labelled with the executor's own majority answer (no true answers are used; the benchmark only
 counts how many labels are right) and the executor is trained by ADPO (``train_executor``: tool
 rollouts, s(p̂), ε_high(p̂)). Then the starting and the trained executor answer 100 held-out pairs
@@ -156,7 +156,6 @@ def answer_tasks(model: Path, pairs: list[tuple[str, str]], k: int, seed: int, o
     Returns the :class:`~frontier_qa.train.pool.ScoredTask` of each pair, in order: p̂, the
     majority answer and the k answers, scored as the probe scores them.
     """
-    from frontier_qa.curricula.prompted import derive_seed
     from frontier_qa.runtime import open_target, run_sync
     from frontier_qa.scoring.bands import AGENT0_BAND
     from frontier_qa.train.pool import PoolTask, score_tasks
@@ -166,14 +165,13 @@ def answer_tasks(model: Path, pairs: list[tuple[str, str]], k: int, seed: int, o
     tasks = [PoolTask(index=i, task_id=f"{x}{y}", question=letter_question(x, y)) for i, (x, y) in enumerate(pairs)]
     band = (AGENT0_BAND.low, AGENT0_BAND.high)
 
-    def sampling(i: int) -> Sampling:  # one seed per task: with one seed for all, sample j of every task
-        # would draw the same random numbers, and a tiny model's tasks would all vote alike
-        return Sampling(temperature=1.0, top_p=1.0, max_tokens=16, seed=derive_seed(seed, 0, i))
+    # one base seed: the adapters mix each task into it (Sampling.seed_for), so tasks draw independently
+    sampling = Sampling(temperature=1.0, top_p=1.0, max_tokens=16, seed=seed)
 
     async def run() -> list[Any]:
         try:
-            scored = await asyncio.gather(*(score_tasks(target, [t], k=k, sampling=sampling(i), out=out, band=band)
-                                            for i, t in enumerate(tasks)))
+            scored = await asyncio.gather(*(score_tasks(target, [t], k=k, sampling=sampling, out=out, band=band)
+                                            for t in tasks))
         finally:
             await target.aclose()
         return [s for one in scored for s in one]
