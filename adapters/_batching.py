@@ -143,7 +143,8 @@ class MicroBatcher(Generic[R, S]):
 
     def close(self, timeout: float | None = None) -> None:
         """Stop the worker: the running batch ends at its next step (its callers get
-        :class:`BatchStoppedError`), queued requests fail, and the worker is joined."""
+        :class:`BatchStoppedError`), queued requests fail, and the worker is joined.
+        """
         self._stopping.set()
         with self._cond:
             self._closed = True

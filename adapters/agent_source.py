@@ -66,7 +66,9 @@ def fingerprint(files: Iterable[Path], agent_kwargs: Mapping[str, Any] | None = 
     return digest.hexdigest()[:HASH_DIGITS]
 
 
-def agent_version(module: ModuleType, declared: str | None, agent_kwargs: Mapping[str, Any] | None = None) -> str | None:
+def agent_version(
+    module: ModuleType, declared: str | None, agent_kwargs: Mapping[str, Any] | None = None
+) -> str | None:
     """The version of an agent loaded from ``module``: ``[declared+]src.<hash>``.
 
     Args:

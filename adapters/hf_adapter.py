@@ -6,7 +6,8 @@ into one left-padded batch, so asking for every case of a round at once runs one
 ``model.generate``; one worker thread owns the model.
 
 Each row of a batch is one sample and draws from its own random stream seeded with
-``seed + sample_index`` (``Sampling.seed`` docs), so sample ``i`` of a case is the same text
+``Sampling.seed_for(case, sample_index)`` (the base seed mixed with the case, plus the index;
+``Sampling.seed`` docs), so sample ``i`` of a case is the same text
 whether it was drawn alone, with ``n=10`` or next to other cases. Transformers' own sampler
 uses one global generator for the whole batch, which would tie a sample to its batch
 neighbours; here a logits processor samples every row itself and leaves the chosen token as
@@ -41,7 +42,7 @@ _PURPOSE = "A local transformers target (hf:...)"
 class _Request(BatchRequest):
     """One ``generate`` call as queued for the worker, with its base seed."""
 
-    seed: int  # the sample with absolute index j draws from seed + j
+    seed: int  # the sample with absolute index j draws from seed + j (seed = Sampling.seed_for(case, 0))
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,9 @@ class HFAdapter(LocalBatchedAdapter[_Request]):
         self.pad_id = int(pad if pad is not None else self.eos_ids[0])
 
     def _request(self, case: Case, n: int, sampling: Sampling, start: int) -> _Request:
-        seed = sampling.seed if sampling.seed is not None else secrets.randbits(62)
+        seed = sampling.seed_for(case, 0)
+        if seed is None:
+            seed = secrets.randbits(62)
         return _Request(case, n, sampling, start, seed)
 
     async def aclose(self) -> None:
@@ -219,7 +222,8 @@ class HFAdapter(LocalBatchedAdapter[_Request]):
             )
         out = []
         for r, row in enumerate(rows):
-            length = stopper.lengths[r] if stopper.lengths[r] is not None else sequences.shape[1] - width
+            stopped_at = stopper.lengths[r]
+            length = stopped_at if stopped_at is not None else sequences.shape[1] - width
             new = sequences[r, width : width + length].tolist()
             text = cut_turn(self.tokenizer.decode(new, skip_special_tokens=True), row.stop)
             out.append((text, len(row.prompt_ids), length))

@@ -32,7 +32,7 @@ _MISSING_KEY_MARKERS = ("missing credentials", "api_key client option must be se
 
 def _litellm() -> Any:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
-    litellm = require("litellm", extra="all", purpose="litellm targets")
+    litellm: Any = require("litellm", extra="all", purpose="litellm targets")
     litellm.suppress_debug_info = True  # its "Give Feedback" banners would flood the CLI
     return litellm
 
@@ -114,7 +114,7 @@ class LiteLLMAdapter(Adapter):
             "drop_params": self.drop_params,
             **self.completion_kwargs,
         }
-        # per-call values win over user completion kwargs (seed + start keeps samples distinct)
+        # per-call values win over user completion kwargs (the seed of the first sample asked keeps samples distinct)
         kwargs.update({key: params[key] for key in ("n", "stop", "seed", "tools") if key in params})
         if self._api_key:
             kwargs["api_key"] = self._api_key

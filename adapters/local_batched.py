@@ -20,6 +20,7 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.runtime.local_models import model_info
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory
 
+
 @dataclass(frozen=True)
 class BatchRequest:
     """One ``generate`` call as queued for the worker (a subclass may add fields)."""
@@ -122,7 +123,8 @@ class LocalBatchedAdapter(Adapter, Generic[R]):
     def _render_all(self, requests: list[R],
                     results: list[list[Trajectory] | BaseException]) -> list[tuple[int, list[int]]]:
         """``(request index, prompt ids)`` of every request that renders; one that cannot
-        fails alone (its result becomes the error)."""
+        fails alone (its result becomes the error).
+        """
         rendered = []
         for r, request in enumerate(requests):
             try:

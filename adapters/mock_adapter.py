@@ -282,7 +282,8 @@ def load_script(source: str | Path) -> dict[str, Any]:
     except yaml.YAMLError as err:
         raise ConfigError(f"mock: {path} is not valid YAML/JSON: {err}", hint="fix the script") from None
     if not isinstance(data, Mapping):
-        raise ConfigError(f"mock: {path} must hold a mapping", hint="write default: and rules: (see frontier_qa.testing)")
+        raise ConfigError(f"mock: {path} must hold a mapping",
+                          hint="write default: and rules: (see frontier_qa.testing)")
     return dict(data)
 
 

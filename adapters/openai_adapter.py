@@ -56,7 +56,8 @@ def split_spec(rest: str) -> tuple[str, str | None]:
 
 def split_usage(prompt_tokens: int, completion_tokens: int, parts: int) -> list[Usage]:
     """Share one response's usage among its ``parts`` samples (remainders to the first ones),
-    so per-sample usages add up exactly to what the server reported."""
+    so per-sample usages add up exactly to what the server reported.
+    """
     parts = max(parts, 1)
 
     def share(total: int) -> list[int]:
@@ -239,8 +240,8 @@ def chat_request(model: str, case: Case, n: int, sampling: Sampling, start: int)
     """The OpenAI chat-completion parameters of one call, shared by the openai and litellm adapters.
 
     ``n`` is sent only when more than one sample is asked for; sample ``i`` of a case uses
-    seed ``sampling.seed + i`` (see :class:`~frontier_qa.target.Sampling`), so a call starting
-    at ``start`` sends ``seed + start``.
+    seed ``sampling.seed_for(case, i)`` (see :class:`~frontier_qa.target.Sampling`), so a call
+    starting at ``start`` sends ``sampling.seed_for(case, start)``.
     """
     kwargs: dict[str, Any] = {
         "model": model,
@@ -254,7 +255,7 @@ def chat_request(model: str, case: Case, n: int, sampling: Sampling, start: int)
     if sampling.stop:
         kwargs["stop"] = list(sampling.stop)
     if sampling.seed is not None:
-        kwargs["seed"] = sampling.seed + start
+        kwargs["seed"] = sampling.seed_for(case, start)
     if case.tools:
         kwargs["tools"] = [dict(t) for t in case.tools]
     return kwargs

@@ -79,7 +79,8 @@ def turn_stops(stops: Sequence[str], after_code: bool) -> tuple[str, ...]:
 
 def cut_turn(text: str, stops: Sequence[str]) -> str:
     """``text`` cut at the earliest stop string (excluded) or, when :data:`STOP_AFTER_CODE` is
-    among ``stops``, right after the first closed python block (included), whichever comes first."""
+    among ``stops``, right after the first closed python block (included), whichever comes first.
+    """
     cut = min((i for i in (text.find(s) for s in stops if s and s != STOP_AFTER_CODE) if i >= 0),
               default=len(text))
     if STOP_AFTER_CODE in stops:

@@ -7,7 +7,8 @@ the KV cache gets ``VLLM_CPU_KVCACHE_SPACE=2`` GiB unless set (docs/environment.
 
 Both keep frontier-qa's seed convention: ``SamplingParams(n=k, seed=s)`` gives child ``i``
 the seed ``s + i`` in vLLM (``v1/engine/parallel_sampling.py``), so passing
-``s = Sampling.seed + start`` makes absolute sample index ``j`` use ``Sampling.seed + j``.
+``s = Sampling.seed_for(case, start)`` makes absolute sample index ``j`` use
+``Sampling.seed_for(case, j)``.
 """
 
 from __future__ import annotations
@@ -133,7 +134,6 @@ class VLLMAdapter(LocalBatchedAdapter[BatchRequest]):
             self.llm = None
 
     def _run_batch(self, requests: list[BatchRequest]) -> list[list[Trajectory] | BaseException]:
-        vllm = self._vllm
         results: list[list[Trajectory] | BaseException] = [[] for _ in requests]
         prompts, params, owners = [], [], []
         for r, ids in self._render_all(requests, results):
@@ -141,7 +141,7 @@ class VLLMAdapter(LocalBatchedAdapter[BatchRequest]):
             s = request.sampling
             prompts.append({"prompt_token_ids": ids})
             params.append(self._params(s, drawn(request.n, s), s.max_tokens,
-                                       None if s.seed is None else s.seed + request.start))
+                                       s.seed_for(request.case, request.start)))
             owners.append(r)
         if prompts:
             self.generate_calls += 1
@@ -152,7 +152,7 @@ class VLLMAdapter(LocalBatchedAdapter[BatchRequest]):
                 turns = [_Turn(request.start + c.index, list(c.token_ids), c.finish_reason, c.stop_reason)
                          for c in completions]
                 if STOP_AFTER_CODE in request.sampling.stop:
-                    self._resume_until_code(prompt["prompt_token_ids"], turns, request.sampling)
+                    self._resume_until_code(prompt["prompt_token_ids"], turns, request.sampling, request.case)
                 samples = []
                 for turn in turns:
                     text = cut_turn(self.tokenizer.decode(turn.token_ids, skip_special_tokens=True),
@@ -175,9 +175,10 @@ class VLLMAdapter(LocalBatchedAdapter[BatchRequest]):
             stop=(stop + [FENCE] if code else stop) or None, include_stop_str_in_output=code, seed=seed,
         )
 
-    def _resume_until_code(self, prompt_ids: list[int], turns: list[_Turn], sampling: Sampling) -> None:
+    def _resume_until_code(self, prompt_ids: list[int], turns: list[_Turn], sampling: Sampling, case: Case) -> None:
         """Continue every sample that stopped at a fence which closed no python block (an opening
-        fence, another language's block) until a block closes, it ends, or ``max_tokens`` is spent."""
+        fence, another language's block) until a block closes, it ends, or ``max_tokens`` is spent.
+        """
         round_ = 0
         while True:
             going = [t for t in turns if t.finish == "stop" and t.stop_reason == FENCE
@@ -188,7 +189,7 @@ class VLLMAdapter(LocalBatchedAdapter[BatchRequest]):
             round_ += 1
             # a seed per sample and round: each continuation draws afresh, reproducibly
             params = [self._params(sampling, 1, sampling.max_tokens - len(t.token_ids),
-                                   None if sampling.seed is None else sampling.seed + t.index + 1_000_003 * round_)
+                                   sampling.seed_for(case, t.index + 1_000_003 * round_))
                       for t in going]
             self.generate_calls += 1
             outputs = self.llm.generate([{"prompt_token_ids": prompt_ids + t.token_ids} for t in going], params,
@@ -244,8 +245,8 @@ class VLLMServerAdapter(Adapter):
         self.supports_prefill = client.supports_prefill
         self.stops_after_code = fence_client is not None and client.supports_prefill
 
-    @property  # type: ignore[override]
-    def max_n(self) -> int:
+    @property
+    def max_n(self) -> int:  # type: ignore[override]  # read-only here: the server client owns it
         return self.client.max_n  # the client may lower it after the server's answers
 
     async def generate(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
@@ -258,7 +259,8 @@ class VLLMServerAdapter(Adapter):
 
     async def _until_code(self, case: Case, n: int, sampling: Sampling, start: int) -> list[Trajectory]:
         """Turns that end after the first closed python block: stop at every fence, continue the
-        assistant text (``continue_final_message``) while the fence closed no python block."""
+        assistant text (``continue_final_message``) while the fence closed no python block.
+        """
         assert self.fence_client is not None
         fence = replace(sampling, stop=tuple(x for x in sampling.stop if x != STOP_AFTER_CODE) + (FENCE,))
         out = []

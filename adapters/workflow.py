@@ -12,7 +12,7 @@ Arguments are chosen by parameter name:
 ``case``            the :class:`~frontier_qa.target.Case`
 ``ctx``/``context``  the :class:`AgentContext` (records tool calls, steps, usage)
 ``sample_index``    the sample's index for its case (0-based)
-``seed``            ``sampling.seed + sample_index`` (``None`` without a seed)
+``seed``            ``sampling.seed_for(case, sample_index)`` (``None`` without a seed)
 ``sampling``        the :class:`~frontier_qa.target.Sampling`
 ``messages``        ``case.messages`` (system prompt, task, history)
 any other           the first other parameter gets the task text (``case.prompt``)
@@ -92,14 +92,15 @@ class AgentContext:
         case: the case being answered.
         sample_index: this sample's index for the case (0-based).
         sampling: the sampling parameters of the request.
-        seed: ``sampling.seed + sample_index``, or ``None`` when no seed was given.
+        seed: ``sampling.seed_for(case, sample_index)`` (the base seed mixed with the case, plus
+            the sample index), or ``None`` when no seed was given.
     """
 
     def __init__(self, case: Case, sample_index: int, sampling: Sampling) -> None:
         self.case = case
         self.sample_index = sample_index
         self.sampling = sampling
-        self.seed = None if sampling.seed is None else sampling.seed + sample_index
+        self.seed = sampling.seed_for(case, sample_index)
         self.tool_calls: list[ToolCall] = []
         self.events: list[dict[str, Any]] = []  # tool calls and steps, in order
         self.usage = Usage()
@@ -440,6 +441,7 @@ async def in_daemon_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -
             future.set_exception(value) if failed else future.set_result(value)
 
     def work() -> None:
+        value: object  # the function's result, or the exception it raised
         try:
             value, failed = context.run(fn, *args, **kwargs), False
         except (SystemExit, KeyboardInterrupt) as exc:
@@ -665,7 +667,7 @@ class HttpAgentAdapter(Adapter):
             "tools": list(case.tools),
             "sample_index": index,
             "n": n,
-            "seed": None if sampling.seed is None else sampling.seed + index,
+            "seed": sampling.seed_for(case, index),
             "sampling": sampling.as_dict(),
             "metadata": dict(case.metadata),
         }

@@ -43,7 +43,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -123,9 +123,14 @@ def print_table(tallies: dict[str, Tally], *, truth: bool) -> None:
             print("| " + " | ".join(row) + " |")
         return
     widths = [30, 6, 20, 13, 20]
-    print(" ".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cols, widths))))
+
+    def line(cells: list[str]) -> str:
+        pairs = enumerate(zip(cells, widths, strict=True))
+        return " ".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in pairs)
+
+    print(line(cols))
     for row in rows:
-        print(" ".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(row, widths))))
+        print(line(row))
 
 
 # --- scripted agents -----------------------------------------------------------------------------
@@ -223,7 +228,8 @@ def smol(args: argparse.Namespace) -> None:
     tallies: dict[str, Tally] = defaultdict(Tally)
     by_id = {r["case"]["id"]: r for r in labelled}
     lines = [json.loads(line) for line in out.read_text().splitlines()]
-    print(f"\nembedded default (configs/default.yaml), store {store}: {len(lines)} labelled cases re-sampled at k = {K_CHECK}")
+    print(f"\nembedded default (configs/default.yaml), store {store}: "
+          f"{len(lines)} labelled cases re-sampled at k = {K_CHECK}")
     for line in lines:
         record = by_id.get(line["id"])
         if record is None:
@@ -278,7 +284,8 @@ def _cluster_of(answer: str, consistency) -> str:  # noqa: ANN001 - a Consistenc
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smol", action="store_true", help="the embedded default (SmolLM2), not the scripted agents")
-    parser.add_argument("--work", default=None, help="working folder (default: a temporary one; --smol: smol-calibration)")
+    parser.add_argument("--work", default=None,
+                        help="working folder (default: a temporary one; --smol: smol-calibration)")
     parser.add_argument("--store", default=None, help="--smol: re-sample this store's latest run instead of probing")
     parser.add_argument("--policy", default=DEFAULT_POLICY)
     parser.add_argument("--mixes", nargs="+", default=list(MIXES), choices=list(MIXES))

@@ -19,8 +19,8 @@ and the errors share a mode across tasks, so that sharpening towards the majorit
 moves the others too. A tiny model is planted with exactly that: imprinted on 400 of the 650
 ordered letter pairs to answer "Which is first: q or k?" with ``\\boxed{q}`` three times in four and
 with the second letter (the shared wrong mode) otherwise (``--plant 3 1``); on new pairs it is right
-less often, and not equally often on every pair. A pool of 100 new pairs is answered k = 8 times through the co-evolution
-pool's own scoring (``tools+hf:``, one task seed each); the tasks with 0.3 <= p̂ <= 0.8 are
+less often, and not equally often on every pair. A pool of 100 new pairs is answered k = 8 times
+through the co-evolution pool's own scoring (``tools+hf:``); the tasks with 0.3 <= p̂ <= 0.8 are
 labelled with the executor's own majority answer (no true answers are used; the benchmark only
 counts how many labels are right) and the executor is trained by ADPO (``train_executor``: tool
 rollouts, s(p̂), ε_high(p̂)). Then the starting and the trained executor answer 100 held-out pairs
@@ -46,7 +46,6 @@ import sys
 import tempfile
 import time
 from dataclasses import replace
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +56,6 @@ for key, value in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZE
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # tests/tiny_models.py builds the small models
 
-from frontier_qa.scoring.answers import extract_answer  # noqa: E402
 from frontier_qa.config import parse_set  # noqa: E402
 from frontier_qa.target import Case, Sampling  # noqa: E402
 
@@ -75,12 +73,12 @@ def unsure_on_zebras(case: Case, index: int) -> str:
 
 def in_band_per_100(model: Path, seed: int) -> tuple[int, int]:
     """(proposals in the band, valid proposals) among 100 from the training prompt."""
-    from frontier_qa.scoring.bands import AGENT0_BAND
     from frontier_qa.curricula.prompted import derive_seed
-    from frontier_qa.scoring.case import score_case
     from frontier_qa.runtime import open_target, run_sync
-    from frontier_qa.train.prompts import TaskFormat
+    from frontier_qa.scoring.bands import AGENT0_BAND
+    from frontier_qa.scoring.case import score_case
     from frontier_qa.testing import ScriptedAdapter, open_scripted
+    from frontier_qa.train.prompts import TaskFormat
 
     fmt = TaskFormat("math", "plain", prompt={"user": PROMPT}, seed=seed)
     writer = open_target(f"hf:{model}", cache=False)
@@ -107,10 +105,10 @@ def in_band_per_100(model: Path, seed: int) -> tuple[int, int]:
 
 
 def curriculum_part(seed: int, steps: int, root: Path) -> dict[str, Any]:
+    from frontier_qa.testing import ScriptedAdapter, open_scripted
     from frontier_qa.train.config import load_train_config
     from frontier_qa.train.curriculum import train_curriculum
     from frontier_qa.train.tasks import read_tasks, summarize
-    from frontier_qa.testing import ScriptedAdapter, open_scripted
     from tests.tiny_models import build_word_model
 
     model = build_word_model(root / f"words-{seed}", seed=seed)
@@ -158,7 +156,6 @@ def answer_tasks(model: Path, pairs: list[tuple[str, str]], k: int, seed: int, o
     Returns the :class:`~frontier_qa.train.pool.ScoredTask` of each pair, in order: p̂, the
     majority answer and the k answers, scored as the probe scores them.
     """
-    from frontier_qa.curricula.prompted import derive_seed
     from frontier_qa.runtime import open_target, run_sync
     from frontier_qa.scoring.bands import AGENT0_BAND
     from frontier_qa.train.pool import PoolTask, score_tasks
@@ -168,14 +165,13 @@ def answer_tasks(model: Path, pairs: list[tuple[str, str]], k: int, seed: int, o
     tasks = [PoolTask(index=i, task_id=f"{x}{y}", question=letter_question(x, y)) for i, (x, y) in enumerate(pairs)]
     band = (AGENT0_BAND.low, AGENT0_BAND.high)
 
-    def sampling(i: int) -> Sampling:  # one seed per task: with one seed for all, sample j of every task
-        # would draw the same random numbers, and a tiny model's tasks would all vote alike
-        return Sampling(temperature=1.0, top_p=1.0, max_tokens=16, seed=derive_seed(seed, 0, i))
+    # one base seed: the adapters mix each task into it (Sampling.seed_for), so tasks draw independently
+    sampling = Sampling(temperature=1.0, top_p=1.0, max_tokens=16, seed=seed)
 
     async def run() -> list[Any]:
         try:
-            scored = await asyncio.gather(*(score_tasks(target, [t], k=k, sampling=sampling(i), out=out, band=band)
-                                            for i, t in enumerate(tasks)))
+            scored = await asyncio.gather(*(score_tasks(target, [t], k=k, sampling=sampling, out=out, band=band)
+                                            for t in tasks))
         finally:
             await target.aclose()
         return [s for one in scored for s in one]
@@ -190,7 +186,8 @@ def right_shares(scored: list[Any], pairs: list[tuple[str, str]]) -> list[float]
 
 def wrong_mode_share(scored: list[Any], pairs: list[tuple[str, str]]) -> float:
     """Share of all answers that are the planted wrong mode (the second letter)."""
-    return sum(sum(a == y for a in s.answers) for s, (_, y) in zip(scored, pairs)) / sum(s.k for s in scored)
+    wrong = sum(sum(a == y for a in s.answers) for s, (_, y) in zip(scored, pairs, strict=True))
+    return wrong / sum(s.k for s in scored)
 
 
 def mean_p_hat(scored: list[Any]) -> float:
@@ -234,7 +231,7 @@ def executor_part(seed: int, steps: int, root: Path, compare_grpo: bool, learnin
     kept = select(scored, None)  # the band filter (0.3 <= p̂ <= 0.8) and a majority answer
     rows = [ExecutorRow(task_id=s.task_id, question=s.question, system=None, pseudo_label=s.majority, p_hat=s.p_hat)
             for s in kept]
-    truth = dict(zip((f"{x}{y}" for x, y in pool), (x for x, _ in pool)))
+    truth = {f"{x}{y}": x for x, y in pool}
     labels_right = sum(r.pseudo_label == truth[r.task_id] for r in rows)
     before_scored = answer_tasks(start, heldout, 8, seed + 1, run / "heldout-start.jsonl")
     before = right_shares(before_scored, heldout)

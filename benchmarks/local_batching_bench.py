@@ -53,7 +53,8 @@ def measure(name: str, adapter: Adapter, args: argparse.Namespace) -> None:
         calls = getattr(adapter, "generate_calls", 0)
         batched.append(asyncio.run(tokens_per_s(adapter, cases, args.n, sampling, together=True)))
         merged.append(getattr(adapter, "generate_calls", 0) - calls)
-    calls_note = f"  backend calls per round: {args.cases} -> {max(merged)}" if hasattr(adapter, "generate_calls") else ""
+    counted = hasattr(adapter, "generate_calls")
+    calls_note = f"  backend calls per round: {args.cases} -> {max(merged)}" if counted else ""
     print(f"{name:12s} one case at a time {max(one_by_one):7.1f} tok/s   whole round {max(batched):7.1f} tok/s   "
           f"ratio {max(batched) / max(one_by_one):5.2f}{calls_note}", flush=True)  # fmt: skip
 

@@ -67,7 +67,8 @@ class SimCase:
 
     def row(self, stream: int) -> dict[str, object]:
         """The case as a line of a cases file, its distribution and stream in the metadata."""
-        return {"id": self.id, "prompt": f"Scripted case {self.id} (stream {stream}): what is the answer?", "topic": self.kind,
+        return {"id": self.id, "prompt": f"Scripted case {self.id} (stream {stream}): what is the answer?",
+                "topic": self.kind,
                 "reference": RIGHT, "metadata": {"answers": [list(a) for a in self.answers], "stream": stream,
                                                  "p_star": self.p_star, "truth": self.truth}}
 
@@ -115,7 +116,7 @@ def make_case(kind: str, rng: np.random.Generator, case_id: str) -> SimCase:
 def make_cases(mix: str, n: int, seed: int) -> list[SimCase]:
     """``n`` cases of ``mix`` (ids ``mix-seed-i``), reproducible from ``seed``."""
     rng = np.random.default_rng([seed, 7])
-    kinds, weights = zip(*MIXES[mix].items())
+    kinds, weights = zip(*MIXES[mix].items(), strict=True)
     chosen = rng.choice(kinds, size=n, p=weights)
     return [make_case(str(kind), rng, f"{mix}-{seed}-{i}") for i, kind in enumerate(chosen)]
 

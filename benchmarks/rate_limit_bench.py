@@ -164,7 +164,8 @@ async def bookkeeping(calls: int) -> dict[str, list[float]]:
 
 def _table(times: dict[str, list[float]], goals: dict[str, float] | None = None) -> None:
     """Per variant: median ms per call, and its overhead over the first variant: the difference of
-    medians, with a 95 % bootstrap interval (2,000 resamples of the calls)."""
+    medians, with a 95 % bootstrap interval (2,000 resamples of the calls).
+    """
     import numpy as np
 
     rng = np.random.default_rng(0)

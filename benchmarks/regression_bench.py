@@ -43,8 +43,8 @@ from frontier_qa.probing.validation import Validator
 from frontier_qa.store.case_store import CaseStore
 from frontier_qa.store.comparison import RegressionVerdict
 from frontier_qa.store.records import CaseClass, CaseRecord
-from frontier_qa.testing import ScriptedAdapter, case, open_scripted, static_curriculum
 from frontier_qa.target import Case
+from frontier_qa.testing import ScriptedAdapter, case, open_scripted, static_curriculum
 
 FIXED_K = 10
 RIGHT = "7"
@@ -96,7 +96,8 @@ PLANTS = {
 
 def old_regression(old: CaseRecord, new: CaseRecord) -> bool:
     """The rule replays used before this benchmark's issue: a worse class, or p̂ outside the old interval
-    in the bad direction (verbatim from frontier-qa 0.1's store.comparison)."""
+    in the bad direction (verbatim from frontier-qa 0.1's store.comparison).
+    """
     severity = {CaseClass.PASS: 0, CaseClass.FRONTIER: 1, CaseClass.SUSPECT: 2, CaseClass.FAILURE: 3}
     if old.case_class not in severity or new.case_class not in severity:
         return False

@@ -97,10 +97,10 @@ def score(rows: list[dict], calls: int, *, fixed: bool) -> Score:
     n_in = sum(truth)
     return Score(
         calls=calls,
-        accuracy=sum(s == t for s, t in zip(said, truth)) / len(rows),
-        recall=sum(f and t for f, t in zip(frontier, truth)) / max(n_in, 1),
-        recall_lean=sum(s and t for s, t in zip(said, truth)) / max(n_in, 1),
-        precision=sum(f and t for f, t in zip(frontier, truth)) / max(sum(frontier), 1),
+        accuracy=sum(s == t for s, t in zip(said, truth, strict=True)) / len(rows),
+        recall=sum(f and t for f, t in zip(frontier, truth, strict=True)) / max(n_in, 1),
+        recall_lean=sum(s and t for s, t in zip(said, truth, strict=True)) / max(n_in, 1),
+        precision=sum(f and t for f, t in zip(frontier, truth, strict=True)) / max(sum(frontier), 1),
         unresolved=sum(row["case_class"] == "unresolved" for row in rows) / len(rows),
         frontier=sum(frontier),
         in_band=n_in,
@@ -129,14 +129,16 @@ def spread(values: list[float], fmt: str) -> str:
 def row(label: str, mix: str, policy: str, runs: list[Score], fixed_runs: list[Score], markdown: bool) -> str:
     """One table row: means over seeds with their ranges; calls as a ratio to fixed k on the same seed."""
     s, fixed = mean(runs), mean(fixed_runs)
-    ratios = [r.calls / f.calls for r, f in zip(runs, fixed_runs)]
-    cells = [label, policy, "1.00" if policy == "fixed" else spread(ratios, ".2f"), spread([r.accuracy for r in runs], ".3f"),
+    ratios = [r.calls / f.calls for r, f in zip(runs, fixed_runs, strict=True)]
+    cells = [label, policy, "1.00" if policy == "fixed" else spread(ratios, ".2f"),
+             spread([r.accuracy for r in runs], ".3f"),
              spread([r.recall for r in runs], ".3f"), f"{s.recall_lean:.3f}", f"{s.precision:.3f}",
              f"{s.unresolved:.0%}", "" if policy == "fixed" else goals(mix, s, fixed)]
     if markdown:
         return "| " + " | ".join(cells) + " |"
     widths = (15, 19, 17, 19, 19, 7, 7, 6, 0)
-    return " ".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    aligned = (f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+    return " ".join(aligned).rstrip()
 
 
 HEADER = ("mix", "policy", "calls", "acc", "recall", "+lean", "prec", "unres", "goals (calls, acc, recall)")
@@ -148,7 +150,8 @@ def run_mix(mix: str, n: int, seeds: list[int], work: Path, policies: tuple[str,
     for i, seed in enumerate(seeds):
         cases = write_cases(make_cases(mix, n, seed), work / f"{mix}-{seed}.jsonl", stream=seed)
         for policy in ("fixed", *policies):
-            scores[policy].append(probe(cases, policy, work / f"{mix}-{seed}-{policy}", work / f"o-{mix}-{seed}-{policy}", n))
+            store, out = work / f"{mix}-{seed}-{policy}", work / f"o-{mix}-{seed}-{policy}"
+            scores[policy].append(probe(cases, policy, store, out, n))
         # warm: the store of the other cases of this mix (the next seed's, cyclically) seeds the prior
         other = seeds[(i + 1) % len(seeds)]
         other_cases = write_cases(make_cases(mix, n, other + 1000), work / f"{mix}-{other}-w.jsonl", stream=other)
@@ -177,7 +180,7 @@ def main() -> None:
             print("|" + "---|" * len(HEADER))
         else:
             print(" ".join(f"{h:<{w}}" if i < 2 else f"{h:>{w}}"
-                           for i, (h, w) in enumerate(zip(HEADER, (15, 19, 17, 19, 19, 7, 7, 6, 0)))))
+                           for i, (h, w) in enumerate(zip(HEADER, (15, 19, 17, 19, 19, 7, 7, 6, 0), strict=True))))
         for mix in args.mixes:
             scores = run_mix(mix, args.cases, args.seeds, work, tuple(args.policies))
             fixed = mean(scores["fixed"])

@@ -7,7 +7,7 @@ sentence-transformers. Public names are imported on first use.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -53,7 +53,7 @@ _EXPORTS: dict[str, str] = {
     "get_embedder": "frontier_qa.scoring.embedders",
     "uncertainty_reward": "frontier_qa.scoring.rewards",
     "tool_reward": "frontier_qa.scoring.rewards",
-    "repetition_penalty": "frontier_qa.scoring.rewards",
+    "repetition_penalty": "frontier_qa.scoring.repetition",
     "format_reward": "frontier_qa.scoring.rewards",
     "composite_reward": "frontier_qa.scoring.rewards",
     "in_band": "frontier_qa.scoring.bands",
@@ -91,7 +91,57 @@ def _lazy_exports(package: str, exports: Mapping[str, str],
     return getattr_, dir_
 
 
-__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
+if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
+    from frontier_qa.errors import (
+        BudgetExceededError as BudgetExceededError,
+        ConfigError as ConfigError,
+        FrontierQAError as FrontierQAError,
+        MissingExtraError as MissingExtraError,
+        TargetError as TargetError,
+    )
+    from frontier_qa.probing.engine import ProbeResult as ProbeResult, probe as probe, replay as replay
+    from frontier_qa.probing.settings import ProbeSettings as ProbeSettings
+    from frontier_qa.probing.validation import Validator as Validator
+    from frontier_qa.runtime import Budget as Budget, Limits as Limits, open_target as open_target
+    from frontier_qa.runtime.sandbox import Sandbox as Sandbox, SandboxResult as SandboxResult
+    from frontier_qa.scoring.answers import (
+        ANSWER_FORMATS as ANSWER_FORMATS,
+        extract_answer as extract_answer,
+        extract_boxed as extract_boxed,
+    )
+    from frontier_qa.scoring.bands import in_band as in_band, soft_band as soft_band
+    from frontier_qa.scoring.consistency import (
+        Consistency as Consistency,
+        consistency_of as consistency_of,
+        self_consistency as self_consistency,
+    )
+    from frontier_qa.scoring.embedders import get_embedder as get_embedder
+    from frontier_qa.scoring.equivalence import (
+        Comparator as Comparator,
+        equivalent as equivalent,
+        normalize as normalize,
+    )
+    from frontier_qa.scoring.repetition import repetition_penalty as repetition_penalty
+    from frontier_qa.scoring.rewards import (
+        composite_reward as composite_reward,
+        format_reward as format_reward,
+        tool_reward as tool_reward,
+        uncertainty_reward as uncertainty_reward,
+    )
+    from frontier_qa.scoring.semantic import (
+        semantic_consistency as semantic_consistency,
+        semantic_consistency_of as semantic_consistency_of,
+    )
+    from frontier_qa.target import (
+        Adapter as Adapter,
+        Case as Case,
+        Sampling as Sampling,
+        Target as Target,
+        ToolCall as ToolCall,
+        Trajectory as Trajectory,
+    )
+else:
+    __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
 
 # The module paths of 0.1 (frontier_qa.answers, frontier_qa.engine ...) import for one more
 # release, each with a DeprecationWarning naming its new home.

@@ -22,7 +22,20 @@ class FrontierQAError(Exception):
 
 
 class ConfigError(FrontierQAError, ValueError):
-    """A configuration value, target spec or argument is invalid."""
+    """A configuration value, target spec or argument is invalid.
+
+    ``key`` is the path of the bad key when one is known (pydantic's ``loc``, e.g.
+    ``("probing", "k")``, or a constructor argument's name), so callers decide where an error
+    belongs without reading its text. ``source`` is where a config key was set
+    (``probe.yaml:12``, ``--set probing.k=0``, an environment variable, ``defaults``) once the
+    configuration has located it; ``None`` until then.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None, key: tuple[str | int, ...] | None = None,
+                 source: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.key = key
+        self.source = source
 
 
 class MissingExtraError(FrontierQAError, ImportError):
@@ -57,7 +70,8 @@ class RunInterruptedError(BudgetExceededError):
     """The run was interrupted (Ctrl-C): no new call starts; calls in flight finish and are kept.
 
     A kind of budget stop, so everything that lets in-flight siblings finish on a budget stop
-    (and caches their samples) does the same here."""
+    (and caches their samples) does the same here.
+    """
 
 
 class SandboxError(FrontierQAError):
@@ -66,7 +80,8 @@ class SandboxError(FrontierQAError):
 
 def read_text(path: str | os.PathLike[str], *, what: str = "file", hint: str = "check the path") -> str:
     """A text file's content as UTF-8, or a :class:`ConfigError` naming the file, line and column
-    of the first byte that is not UTF-8 (a binary file, another encoding), or the OS error."""
+    of the first byte that is not UTF-8 (a binary file, another encoding), or the OS error.
+    """
     file = Path(path)
     try:
         data = file.read_bytes()
@@ -85,14 +100,16 @@ def decode_text(data: bytes, where: str, *, what: str = "file") -> str:
         line = data.count(b"\n", 0, err.start) + 1
         column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
         raise ConfigError(
-            f"{where}:{line}:{column}: the {what} is not UTF-8 text (byte 0x{data[err.start]:02x}); is it a binary file?",
+            f"{where}:{line}:{column}: the {what} is not UTF-8 text (byte 0x{data[err.start]:02x}); "
+            "is it a binary file?",
             hint=f"give a UTF-8 text {what} (re-save it as UTF-8, or point at the right file)",
         ) from None
 
 
 def check_unicode(value: object, where: str) -> None:
     """Raise :class:`ConfigError` when strings in ``value`` (nested lists/dicts) hold a lone
-    surrogate such as ``\\ud800`` from a JSON escape: not Unicode text, so it cannot be stored."""
+    surrogate such as ``\\ud800`` from a JSON escape: not Unicode text, so it cannot be stored.
+    """
     stack = [value]
     while stack:
         item = stack.pop()

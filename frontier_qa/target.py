@@ -15,16 +15,20 @@ import enum
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass, replace
+from typing import Annotated, Any, Protocol, runtime_checkable
+
+from pydantic import Field
+
+from frontier_qa._schema import frozen_value
 
 Message = Mapping[str, Any]
 """A chat message in OpenAI form: ``{"role": "user", "content": "..."}``."""
 
 
-@dataclass(frozen=True)
+@frozen_value
 class Case:
-    """One task put to a target.
+    """One task put to a target; also the ``case`` of every stored record and suite entry.
 
     Attributes:
         id: stable identifier (used in cache keys, reports and test ids).
@@ -35,6 +39,9 @@ class Case:
             ``"final_answer"``, ``"json:<field>"`` or ``"text"`` (open-ended).
         tools: OpenAI-style tool schemas the target may call (tool-calling tasks).
         reference: the curriculum's reference answer, if any (unverified unless said so).
+        reference_verified: whether the reference was checked (by executing the generator's
+            solution or a stronger judge); only a verified reference can make a ``failure``
+            (docs/method.md, QA note 1). Set by the engine on the records it writes.
         metadata: anything else, JSON-serialisable.
         history: messages after the task (earlier assistant turns, tool outputs). When the
             last one is an assistant message, adapters with ``supports_prefill`` continue it.
@@ -47,8 +54,20 @@ class Case:
     answer_format: str = "boxed"
     tools: tuple[Mapping[str, Any], ...] = ()
     reference: str | None = None
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+    reference_verified: bool = False
+    metadata: Mapping[str, Any] = Field(default_factory=dict)
     history: tuple[Message, ...] = ()
+
+    @classmethod
+    def from_case(cls, case: Case, *, reference_verified: bool = False) -> Case:
+        """``case`` as recorded, with ``reference_verified`` (the 0.1 ``CaseSpec.from_case``)."""
+        return replace(case, reference_verified=reference_verified)
+
+    def to_case(self) -> Case:
+        """The case to probe again (replay): the same task, its reference not yet re-verified
+        (the 0.1 ``CaseSpec.to_case``).
+        """
+        return replace(self, reference_verified=False) if self.reference_verified else self
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -66,23 +85,51 @@ class Case:
         return bool(self.history) and self.history[-1].get("role") == "assistant"
 
 
-@dataclass(frozen=True)
+def stable_seed(key: str) -> int:
+    """A 31-bit seed derived from ``key`` (SHA-256), the same in every process and version."""
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
+def case_seed(seed: int, case: Case) -> int:
+    """A case's base seed: ``seed`` mixed with the case's conversation (31 bits, stable across
+    processes and versions; see :attr:`Sampling.seed`).
+    """
+    conversation = json.dumps(case.messages, sort_keys=True, ensure_ascii=False, default=str)
+    return stable_seed(f"frontier-qa/sample/{seed}\0{conversation}")
+
+
+@frozen_value
 class Sampling:
-    """Sampling parameters for one request.
+    """Sampling of a model: the API value and the config sections ``probing.sampling``,
+    ``curriculum.sampling`` (and the trainers' ``sampling`` keys).
 
     Attributes:
         temperature: softmax temperature (Agent0 samples the executor at 1.0).
         top_p: nucleus mass in (0, 1].
         max_tokens: cap on generated tokens per sample.
         stop: stop strings.
-        seed: base seed; sample ``i`` of a case uses ``seed + i`` where a backend takes seeds.
+        seed: base seed. Where a backend takes seeds, sample ``i`` of a case uses
+            :meth:`seed_for` ``(case, i)``: the base seed mixed with the case's conversation, plus
+            ``i``. Mixing in the case keeps different cases on independent random streams (with
+            ``seed + i`` for every case, sample ``i`` of every case drew the same random numbers,
+            so a local model's answers moved together across cases).
     """
 
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 512
+    temperature: Annotated[float, Field(ge=0)] = 1.0
+    top_p: Annotated[float, Field(gt=0, le=1)] = 1.0
+    max_tokens: Annotated[int, Field(ge=1)] = 512
     stop: tuple[str, ...] = ()
-    seed: int | None = None
+    seed: Annotated[int | None, Field(description="null: probing.seed")] = None
+
+    def seed_for(self, case: Case, index: int) -> int | None:
+        """The seed of sample ``index`` of ``case`` (``None`` without a base seed).
+
+        ``case_seed(seed, case) + index``: reproducible for a case and a seed, independent across
+        cases, and consecutive within a case, so a backend that numbers the ``n`` samples of one
+        request ``s, s + 1, …`` (vLLM, OpenAI-compatible servers) gets sample ``i`` the same seed
+        whether it was asked alone or in a batch.
+        """
+        return None if self.seed is None else case_seed(self.seed, case) + index
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -88,7 +88,8 @@ def absolute_target(spec: str, base: Path) -> str:
 
 def target_label(spec: str, root: Path) -> str:
     """How a ``python:`` file spec is named in records and reports: its file relative to the
-    rootdir (``python:agent.py:run``), the same on every machine and from every directory."""
+    rootdir (``python:agent.py:run``), the same on every machine and from every directory.
+    """
     kind, _, rest = spec.partition(":")
     module_ref, colon, attr = rest.rpartition(":")
     if kind != "python" or not colon or not Path(module_ref).is_absolute():

@@ -60,7 +60,8 @@ class FrontierUnjudged(Exception):
     """
 
 
-class FrontierUsageError(pytest.UsageError, pytest.Collector.CollectError):
+# pytest marks UsageError final, but only a UsageError ends the session with its message and no traceback
+class FrontierUsageError(pytest.UsageError, pytest.Collector.CollectError):  # type: ignore[misc]
     """A bad ``@pytest.mark.frontier`` argument or ``--frontier-*`` option.
 
     Also a ``CollectError``, so that raised during collection pytest shows the message (what
@@ -180,6 +181,7 @@ CASE_KEY = pytest.StashKey[Any]()  # the item's FrontierCase
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register the ``--frontier-*`` options and their ini keys."""
     group = parser.getgroup("frontier-qa", "frontier-qa: an agent's frontier cases as test items")
     for option in _OPTIONS:
         group.addoption(option.flag, dest=f"frontier_{option.dest}", default=None, metavar=option.dest.upper(),
@@ -191,6 +193,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Declare the marker, read the options once, and register the frontier reporter."""
     config.addinivalue_line(
         "markers",
         f"{MARKER}(target=SPEC, curriculum=FILE|'prompted:MODEL'|object, k=, band=, budget_calls=, ...): "
@@ -211,6 +214,7 @@ def session_of(config: pytest.Config) -> Any:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize a marked test with one item per frontier case of its agent."""
     marker = metafunc.definition.get_closest_marker(MARKER)
     if marker is None:
         if FIXTURE in metafunc.fixturenames:
@@ -238,10 +242,11 @@ def frontier_case(request: pytest.FixtureRequest) -> Any:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Turn a pass of a flaky case into an xfail (or a failure with ``--frontier-flaky fail``)."""
     report = yield
     case = item.stash.get(CASE_KEY, None)
     reason = getattr(case, "flaky_reason", None) if getattr(case, "accepted", None) is None else None
-    if reason and report.when == "call" and report.passed:
+    if reason and case is not None and report.when == "call" and report.passed:
         # never a silent pass (Hypothesis' Flaky): xfail by default, a failure on request
         if item.config.stash[OPTIONS_KEY].flaky == "fail":
             report.outcome = "failed"
@@ -253,6 +258,7 @@ def pytest_runtest_makereport(
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Finish the session's frontier-qa run (records, reports) if one started."""
     state = session.config.stash.get(SESSION_KEY, None)
     if state is not None:
         state.finish()
@@ -416,7 +422,8 @@ def summary_lines(config: pytest.Config, results: dict[str, dict[str, Any]]) -> 
 
 def _removed_lines(encoded: str | None) -> list[str]:
     """The cases validation removed while generating, each with its reason (as the console names
-    them): a person's case never vanishes with only a count."""
+    them): a person's case never vanishes with only a count.
+    """
     if not encoded:
         return []
     import json
@@ -426,7 +433,8 @@ def _removed_lines(encoded: str | None) -> list[str]:
     lines += [f'    {case_id} "{prompt}": {reason}' for case_id, prompt, reason in removed["cases"]]
     rest = removed["count"] - len(removed["cases"])
     if rest > 0:
-        lines.append(f"    … {rest} more: frontier-qa cases list --class invalid --store {shlex.quote(removed['store'])}")
+        store = shlex.quote(removed["store"])
+        lines.append(f"    … {rest} more: frontier-qa cases list --class invalid --store {store}")
     return lines
 
 

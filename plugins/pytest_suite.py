@@ -58,7 +58,7 @@ from frontier_qa.plugins.pytest_plugin import (
     case_test_id,
     replay_command,
 )
-from frontier_qa.probing.run import STOP_BUDGET, STOP_UNAVAILABLE, ProbeRun
+from frontier_qa.probing.run import STOP_BUDGET, STOP_UNAVAILABLE, ProbeRun, ReplayItem
 from frontier_qa.runtime import run_sync
 from frontier_qa.store import baselines
 from frontier_qa.store.case_ids import case_id_for, legacy_case_id
@@ -167,7 +167,7 @@ class Suite:
         self.store = CaseStore(self.config.store)
         self._parts: ProbeParts | None = None
         self._run: ProbeRun | None = None
-        self._plan: dict[str, tuple[CaseRecord | SuiteCase, int]] | None = None
+        self._plan: dict[str, ReplayItem] | None = None
         self._before: list[CaseRecord] | None = None  # the suite's records from earlier sessions
         self.items: list[tuple[str, str]] | None = None  # (case id, topic), in test order
         self.view: _View | None = None
@@ -187,7 +187,7 @@ class Suite:
         options = self.session.options
         # later layers win: ini keys < the marker < --frontier-* flags
         layers = [*self.session.option_layers["ini"], *self.spec.overrides, *self.session.option_layers["cli"]]
-        path = self.spec.config_path
+        path: str | Path | None = self.spec.config_path
         if options.sources.get("config") == "cli" or (path is None and "config" in options.values):
             path = self.session.path(options.values["config"], options.sources["config"])
         try:
@@ -199,7 +199,7 @@ class Suite:
         # config's, FRONTIER_QA_STORE) lives at pytest's rootdir, wherever pytest is started;
         # absolute, so that a test changing directory does not move it
         update: dict[str, Any] = {"store": str(store if store.is_absolute() else self.session.root / store)}
-        label = target_label(config.target.spec, self.session.root)
+        label = config.target.spec and target_label(config.target.spec, self.session.root)
         if label != config.target.spec and "id" not in config.target.options:
             # the agent file is found by its absolute path, but named as the user wrote it
             update["target"] = config.target.model_copy(update={"options": {**config.target.options, "id": label}})
@@ -254,8 +254,8 @@ class Suite:
             raise FrontierUsageError(f"{self.where()}: suite {path}: case {blind[0]!r} has no observed result\n"
                                      "  fix: write the suite with `frontier-qa export` or --frontier-mode=generate")
         # tag them, so their replays belong to this suite in the store
-        return [e.model_copy(update={"case": e.case.model_copy(
-            update={"metadata": {**e.case.metadata, SUITE_KEY: self.spec.name}})}) for e in entries]
+        return [e.model_copy(update={"case": replace(
+            e.case, metadata={**e.case.metadata, SUITE_KEY: self.spec.name})}) for e in entries]
 
     def _tagged(self, records: list[CaseRecord]) -> list[CaseRecord]:
         return [r for r in records if r.case.metadata.get(SUITE_KEY) == self.spec.name]
@@ -280,7 +280,7 @@ class Suite:
             own = baselines.of_entry(entry)
             if own is not None and (cid not in accepted or accepted[cid].accepted_at < own.accepted_at):
                 held[cid] = own
-        found: dict[str, CaseRecord] = latest_by(now, lambda r: r.id)  # type: ignore[assignment]
+        found: dict[str, CaseRecord] = latest_by(now, lambda r: r.id)
         return _View(frozenset(ids), stored={i: stored[i] for i in ids if i in stored},
                      baselines={i: held[i] for i in ids if i in held}, found={i: found[i] for i in ids if i in found},
                      guards=frozenset(guards), known=len(stored))
@@ -365,7 +365,8 @@ class Suite:
     def _removed_property(self) -> str:
         """The cases validation removed in this session's generation run, as the terminal summary
         names them (``{"count": N, "store": DIR, "cases": [[id, prompt, reason], ...]}``, at most
-        :data:`SHOWN_REMOVED` cases); empty when none was removed."""
+        :data:`SHOWN_REMOVED` cases); empty when none was removed.
+        """
         import json
 
         from frontier_qa.reports.explain import removal
@@ -513,7 +514,8 @@ class Session:
     def base(self, source: str) -> Path:
         """The folder an option's relative paths start from: the invocation directory for a
         ``--frontier-*`` flag (as any command line), pytest's rootdir for an ini key (as the ini
-        file's other paths), so the same ini works wherever pytest is started."""
+        file's other paths), so the same ini works wherever pytest is started.
+        """
         return Path(self.config.invocation_params.dir) if source == "cli" else self.root
 
     def path(self, value: str, source: str) -> Path:
@@ -551,7 +553,8 @@ class Session:
 
     def _properties(self, suite: Suite, target: str | None = None) -> list[tuple[str, Any]]:
         limit = suite.config.gate.max_unresolved_share
-        props = [("frontier_suite", suite.spec.name), ("frontier_target", target or str(suite.config.target.options.get("id") or suite.config.target.spec)),
+        shown = target or str(suite.config.target.options.get("id") or suite.config.target.spec)
+        props = [("frontier_suite", suite.spec.name), ("frontier_target", shown),
                  ("frontier_mode", self.options.mode), ("frontier_unresolved_limit", "" if limit is None else limit)]
         if suite.generation:
             props.append(("frontier_generation", suite.generation))

@@ -25,7 +25,8 @@ T = TypeVar("T")
 
 def first_closed_folder(path: Path, uid: int) -> Path | None:
     """The first folder on the way to ``path`` that ``uid`` (not the owner, in no group of it)
-    cannot enter, ``None`` when every one is open to others (o+x)."""
+    cannot enter, ``None`` when every one is open to others (o+x).
+    """
     for folder in [*reversed(path.resolve().parents), path.resolve()]:
         info = folder.stat()
         if info.st_uid != uid and not info.st_mode & 0o001:
@@ -84,6 +85,7 @@ def weekday_cases(n: int, *, topic: str = "weekdays", start: int = 0) -> list[Pr
 
 def scripted_agent(case: Case, sample_index: int) -> str:
     """A Python-agent form for spec-driven tests (``python:tests/factories.py:scripted_agent``):
-    a coin flip between the truth and a wrong answer on topic ``weekdays``, right elsewhere."""
+    a coin flip between the truth and a wrong answer on topic ``weekdays``, right elsewhere.
+    """
     answer = moody("weekdays")(case, sample_index)
     return "I am not sure." if answer is None else f"\\boxed{{{answer}}}"

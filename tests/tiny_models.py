@@ -283,7 +283,7 @@ def _imprint(folder: Path, examples: list[tuple[list[int], list[int]]], *, seed:
     pad = tokenizer.pad_token_id
     input_ids = torch.tensor([t + [pad] * (width - len(t)) for t, _ in examples])  # (N, W), right padded
     attention = torch.tensor([[1] * len(t) + [0] * (width - len(t)) for t, _ in examples])
-    labels = torch.tensor([[tok if m else -100 for tok, m in zip(t, mask)] + [-100] * (width - len(t))
+    labels = torch.tensor([[tok if m else -100 for tok, m in zip(t, mask, strict=True)] + [-100] * (width - len(t))
                            for t, mask in examples])
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one thread: the same float sums, so the same weights, everywhere

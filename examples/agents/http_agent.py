@@ -140,6 +140,7 @@ class AgentServer:
 
 
 def main() -> None:
+    """Serve the example agent on ``--port`` until Ctrl-C."""
     parser = argparse.ArgumentParser(description="Serve the example arithmetic agent over HTTP.")
     parser.add_argument("--port", type=int, default=9000)
     args = parser.parse_args()

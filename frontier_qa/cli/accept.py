@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -21,7 +21,6 @@ from frontier_qa.config import build_probe, build_settings, load_config
 from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_OK
 from frontier_qa.store.case_store import CaseStore
-
 
 
 async def _accept(cfg: Any, case_ids: list[str] | None, sample: bool, run_id: str) -> list[Any]:
@@ -40,11 +39,11 @@ async def _accept(cfg: Any, case_ids: list[str] | None, sample: bool, run_id: st
 def accept_command(
     cases: list[str] = typer.Argument(None, help="Case ids to accept (as report.md and junit.xml name them)."),
     all_cases: bool = typer.Option(False, "--all", help="Accept every case of the target (every case without one)."),
-    config: Optional[Path] = _CONFIG,
-    target: Optional[str] = _TARGET,
-    store: Optional[Path] = _STORE,
-    suite: Optional[Path] = typer.Option(None, "--suite", help="Also write the new baselines into this committed suite."),
-    samples: Optional[int] = typer.Option(
+    config: Path | None = _CONFIG,
+    target: str | None = _TARGET,
+    store: Path | None = _STORE,
+    suite: Path | None = typer.Option(None, "--suite", help="Also write the new baselines into this committed suite."),
+    samples: int | None = typer.Option(
         None, "--samples", help="Samples a baseline holds (default regression.baseline_samples: 40)."),
     no_sample: bool = typer.Option(False, "--no-sample", help="Only pool what was observed; draw no new samples."),
     no_cache: bool = _NO_CACHE,

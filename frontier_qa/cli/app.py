@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Optional
 
 import typer
 
 from frontier_qa import __version__
 from frontier_qa.errors import FrontierQAError
-from frontier_qa.exit_codes import EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_NO_JUDGEMENT, EXIT_OK, EXIT_USAGE
+from frontier_qa.exit_codes import EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
 EXIT_GATE_FAILED = EXIT_FINDINGS  # the name before 0.2
 
@@ -31,14 +30,15 @@ def _version(value: bool) -> None:
         raise typer.Exit(EXIT_OK)
 
 
-class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+class _Stderr(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is at the time (a test's capture, a redirected stream),
-    each message redacted once more (secrets never reach the console, whatever a module logs)."""
+    each message redacted once more (secrets never reach the console, whatever a module logs).
+    """
 
     def __init__(self) -> None:
         super().__init__()
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> object:
         return sys.stderr
 
@@ -78,7 +78,7 @@ def reset_logging() -> None:
 
 
 def _root(
-    version: Optional[bool] = typer.Option(  # noqa: UP007 - typer needs Optional on 3.10
+    version: bool | None = typer.Option(  # noqa: UP007 - typer needs Optional on 3.10
         None, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
     verbose: int = typer.Option(

@@ -36,7 +36,7 @@ import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -119,12 +119,12 @@ def _classes(values: Sequence[str]) -> list[CaseClass]:
 def list_command(
     classes: list[str] = typer.Option([], "--class", help="Only cases of this class (repeatable)."),
     topics: list[str] = typer.Option([], "--topic", help="Only cases of this topic (repeatable)."),
-    run: Optional[str] = typer.Option(None, "--run", help="Only this run's cases (an id or a unique prefix)."),
-    target: Optional[str] = typer.Option(None, "--target", help="Only cases recorded for this target id."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Show at most this many rows (counts cover all)."),
+    run: str | None = typer.Option(None, "--run", help="Only this run's cases (an id or a unique prefix)."),
+    target: str | None = typer.Option(None, "--target", help="Only cases recorded for this target id."),
+    limit: int | None = typer.Option(None, "--limit", help="Show at most this many rows (counts cover all)."),
     as_json: bool = _JSON,
-    config: Optional[Path] = _CONFIG,
-    store: Optional[Path] = _STORE,
+    config: Path | None = _CONFIG,
+    store: Path | None = _STORE,
 ) -> None:
     """List stored cases (latest observation of each), failures first, with counts at the end."""
     source, _ = _store(config, store)
@@ -175,8 +175,8 @@ def _agent(r: CaseRecord | Any) -> str:
 def show_command(
     case: str = typer.Argument(..., help="Case id, topic/id (as pytest and report.md name it) or a unique prefix."),
     as_json: bool = _JSON,
-    config: Optional[Path] = _CONFIG,
-    store: Optional[Path] = _STORE,
+    config: Path | None = _CONFIG,
+    store: Path | None = _STORE,
 ) -> None:
     """Show one case: prompt, reference, answers with votes, every observation and its baselines."""
     source, _ = _store(config, store)
@@ -184,7 +184,8 @@ def show_command(
     last = view.latest
     if as_json:
         _emit({"kind": "cases.show", "version": JSON_VERSION, "store": str(source.root),
-               "case": last.case.model_dump(mode="json"), "latest": {**case_row(last), "reason": last.reason},
+               "case": last.model_dump(mode="json", include={"case"})["case"],
+               "latest": {**case_row(last), "reason": last.reason},
                "answers": [{"answer": a, "votes": n} for a, n in answer_distribution(last)],
                "history": [{**case_row(r), "verdict": None if r.verdict is None else r.verdict.model_dump(mode="json")}
                            for r in view.history],
@@ -251,8 +252,9 @@ def _run_json(run_id: str, run: RunRecord | None, cases: int) -> dict[str, Any]:
 
 
 def _changes(diff: views.RunDiff) -> list[dict[str, Any]]:
-    rows = [{"id": c.case_id, "topic": diff.b_cases[c.case_id].topic, "class_a": diff.a_cases[c.case_id].case_class.value,
-             "class_b": c.new_class.value, "p_hat_a": c.old_p_hat, "p_hat_b": c.new_p_hat,
+    rows = [{"id": c.case_id, "topic": diff.b_cases[c.case_id].topic,
+             "class_a": diff.a_cases[c.case_id].case_class.value, "class_b": c.new_class.value,
+             "p_hat_a": c.old_p_hat, "p_hat_b": c.new_p_hat,
              "k_a": diff.a_cases[c.case_id].k, "k_b": c.samples, "verdict": c.verdict.value, "reason": c.reason,
              "p_value": c.p_value, "level": c.level} for c in diff.changed]
     rows += [{"id": b.id, "topic": b.topic, "class_a": a.case_class.value, "class_b": b.case_class.value,
@@ -264,12 +266,12 @@ def _changes(diff: views.RunDiff) -> list[dict[str, Any]]:
 
 
 def diff_command(
-    run_a: Optional[str] = typer.Argument(None, help="The earlier run (default: the second-to-last run)."),
-    run_b: Optional[str] = typer.Argument(None, help="The later run (default: the last run)."),
+    run_a: str | None = typer.Argument(None, help="The earlier run (default: the second-to-last run)."),
+    run_b: str | None = typer.Argument(None, help="The later run (default: the last run)."),
     exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when a case changed, appeared or vanished."),
     as_json: bool = _JSON,
-    config: Optional[Path] = _CONFIG,
-    store: Optional[Path] = _STORE,
+    config: Path | None = _CONFIG,
+    store: Path | None = _STORE,
 ) -> None:
     """Compare two runs (the last two by default): class changes, p̂ changes beyond noise, new and vanished cases."""
     source, cfg = _store(config, store)

@@ -16,11 +16,18 @@ for the example target (a test keeps them equal).
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
+
 import typer
 
-from frontier_qa.cli.init_files import GITIGNORE_LINES, INSTALL_PLACEHOLDER, Layout, config_text, is_file_spec
-from frontier_qa.cli.init_files import test_text as pytest_text
-from frontier_qa.cli.init_files import workflow_text
+from frontier_qa.cli.init_files import (
+    GITIGNORE_LINES,
+    INSTALL_PLACEHOLDER,
+    Layout,
+    config_text,
+    is_file_spec,
+    test_text as pytest_text,
+    workflow_text,
+)
 from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_OK, EXIT_USAGE
 

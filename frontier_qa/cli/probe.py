@@ -31,7 +31,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -62,7 +62,8 @@ _STORE = typer.Option(None, "--store", help="Case store directory (default .fron
 _OUT = typer.Option(None, "--out", help="Report folder (default frontier-qa-report).")
 _SET = typer.Option([], "--set", help="Any config key: --set probing.k=6 (repeatable).")
 _FORMAT = typer.Option([], "--format", help="Report format: json, junit, md, html (repeatable; default all).")
-_PROGRESS = typer.Option("auto", "--progress", help="auto | rich | plain | off (auto: a bar on a terminal, lines in CI).")
+_PROGRESS = typer.Option("auto", "--progress",
+                         help="auto | rich | plain | off (auto: a bar on a terminal, lines in CI).")
 _SHOW = typer.Option(False, "--show-config", help="Print the resolved configuration and exit.")
 _WAIT = typer.Option(False, "--wait", help="If another process is writing this run, wait for it instead of exit 2.")
 _NO_CACHE = typer.Option(False, "--no-cache", help="Sample afresh: neither read nor write the sample cache.")
@@ -82,7 +83,8 @@ def _curriculum(text: str) -> list[Override]:
         text = rest
     elif Path(text).suffix.lower() not in (".jsonl", ".json", ".ndjson", ".yaml", ".yml"):
         raise ConfigError(f"--curriculum {text!r} is not understood",
-                          hint="pass a cases file (*.jsonl, *.yaml), file:PATH, prompted:MODEL_SPEC or trained:CHECKPOINT")
+                          hint="pass a cases file (*.jsonl, *.yaml), file:PATH, prompted:MODEL_SPEC "
+                               "or trained:CHECKPOINT")
     return [Override("curriculum.type", "file", flag), Override("curriculum.path", text, flag)]
 
 
@@ -195,7 +197,8 @@ def _check_progress(mode: str) -> None:
 
 def _resume_id(parts: ProbeParts, wanted: str | None) -> str:
     """The run to resume: the one named, or this shard's latest interrupted run for the target
-    that no live process is still writing."""
+    that no live process is still writing.
+    """
     if wanted:
         return wanted
     shard = parts.settings.shard
@@ -408,36 +411,37 @@ def _budget_line(parts: ProbeParts) -> str | None:
 
 
 def probe_command(
-    resume_run: Optional[str] = typer.Argument(None, help="With --resume: the run to continue."),
-    config: Optional[Path] = _CONFIG,
-    target: Optional[str] = _TARGET,
-    curriculum: Optional[str] = typer.Option(
-        None, "--curriculum", help="Cases FILE (*.jsonl/*.yaml), file:PATH, prompted:MODEL_SPEC or trained:CHECKPOINT."),
-    domain: Optional[str] = typer.Option(None, "--domain", help="Prompted: math, general, tools, open_ended, workflow."),
+    resume_run: str | None = typer.Argument(None, help="With --resume: the run to continue."),
+    config: Path | None = _CONFIG,
+    target: str | None = _TARGET,
+    curriculum: str | None = typer.Option(
+        None, "--curriculum",
+        help="Cases FILE (*.jsonl/*.yaml), file:PATH, prompted:MODEL_SPEC or trained:CHECKPOINT."),
+    domain: str | None = typer.Option(None, "--domain", help="Prompted: math, general, tools, open_ended, workflow."),
     topic: list[str] = typer.Option([], "--topic", help="Prompted: a topic to cover (repeatable)."),
-    tools: Optional[str] = typer.Option(None, "--tools", help="Prompted: JSON/YAML file of OpenAI tool schemas."),
-    budget_calls: Optional[int] = typer.Option(None, "--budget-calls", help="Most model calls of the run."),
-    budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens", help="Most tokens of the run."),
-    max_cost_usd: Optional[float] = typer.Option(None, "--max-cost-usd", help="Most US dollars of the run."),
-    k: Optional[int] = typer.Option(None, "--k", help="Samples per case (the most, with sequential sampling)."),
-    policy: Optional[str] = typer.Option(None, "--policy", help=_POLICY_HELP),
-    band: Optional[str] = typer.Option(None, "--band", help="agent0 | tool-r0 | LOW:HIGH."),
-    max_candidates: Optional[int] = typer.Option(None, "--max-candidates", help="Proposals considered in total."),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Cases sampled at once."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="The run's seed."),
-    judge: Optional[str] = typer.Option(None, "--judge", help="Judge model spec for stable answers."),
-    critic: Optional[str] = typer.Option(None, "--critic", help="SAGE critic model spec for proposals."),
-    out: Optional[Path] = _OUT,
-    store: Optional[Path] = _STORE,
-    run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the run (shards of one CI job share it)."),
+    tools: str | None = typer.Option(None, "--tools", help="Prompted: JSON/YAML file of OpenAI tool schemas."),
+    budget_calls: int | None = typer.Option(None, "--budget-calls", help="Most model calls of the run."),
+    budget_tokens: int | None = typer.Option(None, "--budget-tokens", help="Most tokens of the run."),
+    max_cost_usd: float | None = typer.Option(None, "--max-cost-usd", help="Most US dollars of the run."),
+    k: int | None = typer.Option(None, "--k", help="Samples per case (the most, with sequential sampling)."),
+    policy: str | None = typer.Option(None, "--policy", help=_POLICY_HELP),
+    band: str | None = typer.Option(None, "--band", help="agent0 | tool-r0 | LOW:HIGH."),
+    max_candidates: int | None = typer.Option(None, "--max-candidates", help="Proposals considered in total."),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="Cases sampled at once."),
+    seed: int | None = typer.Option(None, "--seed", help="The run's seed."),
+    judge: str | None = typer.Option(None, "--judge", help="Judge model spec for stable answers."),
+    critic: str | None = typer.Option(None, "--critic", help="SAGE critic model spec for proposals."),
+    out: Path | None = _OUT,
+    store: Path | None = _STORE,
+    run_id: str | None = typer.Option(None, "--run-id", help="Name of the run (shards of one CI job share it)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run: [RUN_ID] or the latest."),
     wait: bool = _WAIT,
-    shard: Optional[str] = typer.Option(None, "--shard", help="Probe shard i of n: --shard 2/4."),
+    shard: str | None = typer.Option(None, "--shard", help="Probe shard i of n: --shard 2/4."),
     no_replay: bool = typer.Option(False, "--no-replay", help="Do not replay stored cases first."),
     frontier_as_failure: bool = typer.Option(False, "--frontier-as-failure", help="junit.xml: frontier cases fail."),
-    max_failures: Optional[int] = typer.Option(None, "--max-failures", help="Gate: most failures."),
-    max_frontier_share: Optional[float] = typer.Option(None, "--max-frontier-share", help="Gate: most frontier share."),
-    max_regressions: Optional[int] = typer.Option(None, "--max-regressions", help="Gate: most replay regressions."),
+    max_failures: int | None = typer.Option(None, "--max-failures", help="Gate: most failures."),
+    max_frontier_share: float | None = typer.Option(None, "--max-frontier-share", help="Gate: most frontier share."),
+    max_regressions: int | None = typer.Option(None, "--max-regressions", help="Gate: most replay regressions."),
     no_cache: bool = _NO_CACHE,
     formats: list[str] = _FORMAT,
     sets: list[str] = _SET,
@@ -453,7 +457,8 @@ def probe_command(
              "max_frontier_share": max_frontier_share, "max_regressions": max_regressions, "formats": formats,
              "no_cache": no_cache}
     if resume_run and not resume:
-        raise ConfigError(f"unexpected argument {resume_run!r}", hint=f"to continue that run, write --resume {resume_run}")
+        raise ConfigError(f"unexpected argument {resume_run!r}",
+                          hint=f"to continue that run, write --resume {resume_run}")
     if resume_run and run_id and resume_run != run_id:
         raise ConfigError(f"--resume {resume_run} and --run-id {run_id} name different runs", hint="give one of them")
     _check_progress(progress)
@@ -475,11 +480,11 @@ def probe_command(
                                 lambda bar: _probe(parts, rid, resume, bar, wait))
     from frontier_qa.reports import RunFacts
 
-    band = (parts.settings.band.low, parts.settings.band.high)
+    band_range = (parts.settings.band.low, parts.settings.band.high)
     facts = RunFacts(mode="probe", stop_reason=result.stop_reason, stop_detail=result.stop_detail,
                      stop_source=result.stop_source, candidates=result.candidates, target=parts.target.id)
     written, gate = write_outputs(cfg, result.records, result.run, comparisons=result.comparisons, gate=cfg.gate,
-                                  band=band, facts=facts, store=parts.store)
+                                  band=band_range, facts=facts, store=parts.store)
     title = f"frontier-qa probe: run {result.run_id}, target {_shown(parts)}, stopped: {result.stop_reason}"
     code = _summary(title, result.records, result.comparisons, written, gate, _budget_line(parts),
                     replay=_replay_hint(config, target, None, store))
@@ -489,27 +494,27 @@ def probe_command(
 
 
 def replay_command(
-    config: Optional[Path] = _CONFIG,
-    target: Optional[str] = _TARGET,
-    suite: Optional[Path] = typer.Option(None, "--suite", help="Replay this committed suite instead of the store."),
-    scope: Optional[str] = typer.Option(None, "--scope", help="Store cases of this target only, or of all targets."),
-    max_replay: Optional[int] = typer.Option(None, "--max-replay", help="Replay at most this many cases."),
-    budget_calls: Optional[int] = typer.Option(None, "--budget-calls", help="Most model calls."),
-    max_cost_usd: Optional[float] = typer.Option(None, "--max-cost-usd", help="Most US dollars."),
-    k: Optional[int] = typer.Option(None, "--k", help="Samples per case."),
-    policy: Optional[str] = typer.Option(None, "--policy", help=_POLICY_HELP),
-    seed: Optional[int] = typer.Option(None, "--seed", help="The run's seed."),
-    judge: Optional[str] = typer.Option(None, "--judge", help="Judge model spec."),
-    out: Optional[Path] = _OUT,
-    store: Optional[Path] = _STORE,
-    run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the replay run."),
+    config: Path | None = _CONFIG,
+    target: str | None = _TARGET,
+    suite: Path | None = typer.Option(None, "--suite", help="Replay this committed suite instead of the store."),
+    scope: str | None = typer.Option(None, "--scope", help="Store cases of this target only, or of all targets."),
+    max_replay: int | None = typer.Option(None, "--max-replay", help="Replay at most this many cases."),
+    budget_calls: int | None = typer.Option(None, "--budget-calls", help="Most model calls."),
+    max_cost_usd: float | None = typer.Option(None, "--max-cost-usd", help="Most US dollars."),
+    k: int | None = typer.Option(None, "--k", help="Samples per case."),
+    policy: str | None = typer.Option(None, "--policy", help=_POLICY_HELP),
+    seed: int | None = typer.Option(None, "--seed", help="The run's seed."),
+    judge: str | None = typer.Option(None, "--judge", help="Judge model spec."),
+    out: Path | None = _OUT,
+    store: Path | None = _STORE,
+    run_id: str | None = typer.Option(None, "--run-id", help="Name of the replay run."),
     wait: bool = _WAIT,
-    shard: Optional[str] = typer.Option(None, "--shard", help="Replay shard i of n."),
+    shard: str | None = typer.Option(None, "--shard", help="Replay shard i of n."),
     frontier_as_failure: bool = typer.Option(False, "--frontier-as-failure", help="junit.xml: frontier cases fail."),
-    max_failures: Optional[int] = typer.Option(None, "--max-failures", help="Gate: most failures (default: off)."),
-    max_regressions: Optional[int] = typer.Option(None, "--max-regressions", help="Gate: most regressions."),
-    max_flaky: Optional[int] = typer.Option(None, "--max-flaky", help="Gate: most flaky failures."),
-    max_inconclusive: Optional[int] = typer.Option(
+    max_failures: int | None = typer.Option(None, "--max-failures", help="Gate: most failures (default: off)."),
+    max_regressions: int | None = typer.Option(None, "--max-regressions", help="Gate: most regressions."),
+    max_flaky: int | None = typer.Option(None, "--max-flaky", help="Gate: most flaky failures."),
+    max_inconclusive: int | None = typer.Option(
         None, "--max-inconclusive", help="Gate: most cases left undecided at the sample cap (default: off)."),
     case: list[str] = typer.Option([], "--case", help="Replay only this case id (repeatable)."),
     no_cache: bool = _NO_CACHE,
@@ -520,7 +525,8 @@ def replay_command(
 ) -> None:
     """Hold stored cases (or a committed suite) to their baselines; report regressions. Never changes a baseline."""
     flags = {"target": target, "suite": suite, "scope": scope, "max_replay": max_replay, "budget_calls": budget_calls,
-             "max_cost_usd": max_cost_usd, "k": k, "policy": policy, "seed": seed, "judge": judge, "out": out, "store": store,
+             "max_cost_usd": max_cost_usd, "k": k, "policy": policy, "seed": seed, "judge": judge, "out": out,
+             "store": store,
              "shard": shard, "frontier_as_failure": frontier_as_failure, "max_failures": max_failures,
              "max_regressions": max_regressions, "max_flaky": max_flaky, "max_inconclusive": max_inconclusive,
              "formats": formats, "no_cache": no_cache}
@@ -556,7 +562,8 @@ def replay_command(
 
 def _run_with_progress(parts: ProbeParts, rid: str, mode: str, bar: Any, run: Callable[[Any], Any]) -> Any:
     """``run(bar)``'s result, run to its end under the progress display; Ctrl-C (the second, or
-    the first once the calls in flight finished) becomes the "interrupted" usage error."""
+    the first once the calls in flight finished) becomes the "interrupted" usage error.
+    """
     try:
         with bar:
             result = asyncio.run(run(bar))
@@ -621,14 +628,15 @@ def _new_run_id() -> str:
 
 
 def export_command(
-    suite: Path = typer.Option(..., "--suite", help="Suite file to write (*.yaml or *.jsonl), e.g. tests/frontier_suite.yaml."),
-    config: Optional[Path] = _CONFIG,
-    store: Optional[Path] = _STORE,
-    run: Optional[str] = typer.Option(None, "--run", help="Only this run's cases (default: every run)."),
-    target_id: Optional[str] = typer.Option(None, "--target-id", help="Only cases recorded for this target id."),
+    suite: Path = typer.Option(
+        ..., "--suite", help="Suite file to write (*.yaml or *.jsonl), e.g. tests/frontier_suite.yaml."),
+    config: Path | None = _CONFIG,
+    store: Path | None = _STORE,
+    run: str | None = typer.Option(None, "--run", help="Only this run's cases (default: every run)."),
+    target_id: str | None = typer.Option(None, "--target-id", help="Only cases recorded for this target id."),
     classes: list[str] = typer.Option(
         [], "--class", help="Classes to export as findings (repeatable; default frontier, failure, suspect)."),
-    guards: Optional[int] = typer.Option(
+    guards: int | None = typer.Option(
         None, "--guards", help="Pass cases kept as guards, spread over topics (default replay.guards: 10)."),
     append: bool = typer.Option(False, "--append", help="Keep the suite's other cases; update those exported again."),
     volatile: bool = typer.Option(False, "--volatile", help="Also write run ids, times and costs (noisy diffs)."),
@@ -670,12 +678,12 @@ def export_command(
 
 def merge_command(
     stores: list[Path] = typer.Argument(..., help="Stores to merge (e.g. the shards' .frontier-qa folders)."),
-    into: Optional[Path] = typer.Option(None, "--into", help="Store to merge into (default: the configured store)."),
-    config: Optional[Path] = _CONFIG,
-    out: Optional[Path] = typer.Option(None, "--out", help="Also write reports of the merged runs here, and gate them."),
+    into: Path | None = typer.Option(None, "--into", help="Store to merge into (default: the configured store)."),
+    config: Path | None = _CONFIG,
+    out: Path | None = typer.Option(None, "--out", help="Also write reports of the merged runs here, and gate them."),
     frontier_as_failure: bool = typer.Option(False, "--frontier-as-failure", help="junit.xml: frontier cases fail."),
-    max_failures: Optional[int] = typer.Option(None, "--max-failures", help="Gate: most failures."),
-    max_frontier_share: Optional[float] = typer.Option(None, "--max-frontier-share", help="Gate: most frontier share."),
+    max_failures: int | None = typer.Option(None, "--max-failures", help="Gate: most failures."),
+    max_frontier_share: float | None = typer.Option(None, "--max-frontier-share", help="Gate: most frontier share."),
     formats: list[str] = _FORMAT,
     sets: list[str] = _SET,
 ) -> None:
@@ -702,7 +710,7 @@ def _merged_run(store: CaseStore, run_ids: Sequence[str]) -> RunRecord | None:
 
 
 def schema_command(
-    out: Optional[Path] = typer.Option(None, "--out", help="Write the schema to this file instead of stdout."),
+    out: Path | None = typer.Option(None, "--out", help="Write the schema to this file instead of stdout."),
 ) -> None:
     """Print the JSON Schema of the probe config file (configs/probe.schema.json)."""
     text = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -34,10 +34,10 @@ class ScoreRow(BaseModel):
 
     id: str
     task: str
-    answers: list[Optional[str]] = Field(min_length=1)
+    answers: list[str | None] = Field(min_length=1)
     answer_format: str = "auto"
-    failed: Optional[list[bool]] = None
-    tool_calls: Optional[list[int]] = None
+    failed: list[bool] | None = None
+    tool_calls: list[int] | None = None
     topic: str = "general"
 
     @model_validator(mode="after")
@@ -111,7 +111,7 @@ def score_rows(
     for row in rows:
         fmt = check_answer_format(row.answer_format)
         failed = row.failed or [a is None for a in row.answers]
-        extracted = [None if f else extract_answer(a, fmt) for a, f in zip(row.answers, failed)]
+        extracted = [None if f else extract_answer(a, fmt) for a, f in zip(row.answers, failed, strict=True)]
         if fmt == "text":
             from frontier_qa.scoring.semantic import DEFAULT_THRESHOLD, semantic_consistency
 
@@ -147,7 +147,7 @@ def score_rows(
         [row.tool_calls if row.tool_calls is not None else [0] * len(row.answers) for row in rows],
         config=replace(config),
     )
-    for result, score in zip(results, scores):
+    for result, score in zip(results, scores, strict=True):
         result.update(
             r_unc=score.uncertainty, r_tool=score.tool, r_rep=score.repetition, reward=score.reward
         )
@@ -192,16 +192,17 @@ def score_command(
     path: str = typer.Argument(..., help="JSONL of recorded runs (one task and its k answers per line), or -"),
     preset: str = typer.Option("paper", help="Reward constants: paper | agent0-compat."),
     band: str = typer.Option("agent0", help="Frontier band: agent0 (0.3 ≤ p̂ ≤ 0.8) | tool-r0 (soft)."),
-    embedder: Optional[str] = typer.Option(
+    embedder: str | None = typer.Option(
         None, help="Embedding model for open-ended answers: a sentence-transformers name/path or litellm:<model>."
     ),
-    threshold: Optional[float] = typer.Option(None, help="Cosine-distance threshold for open-ended clustering."),
+    threshold: float | None = typer.Option(None, help="Cosine-distance threshold for open-ended clustering."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object per task instead of a table."),
-    out: Optional[Path] = typer.Option(None, help="Also write the results as JSONL to this file."),
+    out: Path | None = typer.Option(None, help="Also write the results as JSONL to this file."),
 ) -> None:
     """Score recorded executor runs: p̂ per task, band membership, and Agent0 reward terms."""
     if out is not None and out.is_dir():  # checked before scoring, which may take long
-        raise ConfigError(f"--out {out} is a folder", hint="give a file name for the JSONL results, e.g. --out scores.jsonl")
+        raise ConfigError(f"--out {out} is a folder",
+                          hint="give a file name for the JSONL results, e.g. --out scores.jsonl")
     rows = [row for _, row in read_rows(path)]
     if not rows:
         raise ConfigError(f"{path} holds no tasks", hint="add one JSON object per line")

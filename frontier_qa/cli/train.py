@@ -21,7 +21,7 @@ Exit codes: 0 done (also when the target budget ended training early, with a che
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -47,17 +47,17 @@ def overrides(flags: dict[str, Any], sets: list[str]) -> list[Override]:
 
 
 def curriculum(
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="Training config (configs/train/*.yaml)."),
-    model: Optional[str] = typer.Option(None, "--model", help="Curriculum model: folder, alias or cached name."),
-    target: Optional[str] = typer.Option(None, "--target", help="The agent under test (any target spec)."),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Optimizer steps."),
-    output_dir: Optional[Path] = typer.Option(None, "--output-dir", help="Run folder (checkpoints, tasks, final)."),
-    k: Optional[int] = typer.Option(None, "--k", help="Target samples per generated task."),
-    budget_calls: Optional[int] = typer.Option(None, "--budget-calls", help="Most target calls for the run."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Training seed."),
+    config: Path | None = typer.Option(None, "--config", "-c", help="Training config (configs/train/*.yaml)."),
+    model: str | None = typer.Option(None, "--model", help="Curriculum model: folder, alias or cached name."),
+    target: str | None = typer.Option(None, "--target", help="The agent under test (any target spec)."),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Optimizer steps."),
+    output_dir: Path | None = typer.Option(None, "--output-dir", help="Run folder (checkpoints, tasks, final)."),
+    k: int | None = typer.Option(None, "--k", help="Target samples per generated task."),
+    budget_calls: int | None = typer.Option(None, "--budget-calls", help="Most target calls for the run."),
+    seed: int | None = typer.Option(None, "--seed", help="Training seed."),
     sets: list[str] = typer.Option([], "--set", help="Any config key: --set training.learning_rate=1e-5."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the latest checkpoint in the run folder."),
-    resume_from: Optional[Path] = typer.Option(None, "--resume-from", help="Continue from this checkpoint folder."),
+    resume_from: Path | None = typer.Option(None, "--resume-from", help="Continue from this checkpoint folder."),
     show_config: bool = typer.Option(False, "--show-config", help="Print the resolved configuration and exit."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-step lines."),
 ) -> None:
@@ -103,9 +103,9 @@ def curriculum(
 
 
 def coevolve(
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="Co-evolution config (configs/coevolve/*.yaml)."),
-    iterations: Optional[int] = typer.Option(None, "--iterations", help="T, the number of iterations."),
-    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Run folder (iterations, state, report)."),
+    config: Path | None = typer.Option(None, "--config", "-c", help="Co-evolution config (configs/coevolve/*.yaml)."),
+    iterations: int | None = typer.Option(None, "--iterations", help="T, the number of iterations."),
+    run_dir: Path | None = typer.Option(None, "--run-dir", help="Run folder (iterations, state, report)."),
     sets: list[str] = typer.Option([], "--set", help="Any config key: --set pool.k=8."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in run_dir where it stopped."),
     show_config: bool = typer.Option(False, "--show-config", help="Print the resolved configuration and exit."),
@@ -147,7 +147,7 @@ def coevolve(
 def merge(
     adapter: Path = typer.Argument(..., help="A LoRA checkpoint (checkpoint-N or final-adapter)."),
     out: Path = typer.Option(..., "--out", help="Where the merged model folder goes."),
-    base: Optional[Path] = typer.Option(None, "--base", help="Base model folder (default: the adapter's own)."),
+    base: Path | None = typer.Option(None, "--base", help="Base model folder (default: the adapter's own)."),
     dtype: str = typer.Option("auto", "--dtype", help="auto | float32 | bfloat16 | float16"),
 ) -> None:
     """Merge a LoRA checkpoint into a plain model folder (usable as hf:DIR and trained:DIR)."""
@@ -164,9 +164,8 @@ def summary(
     run: Path = typer.Argument(..., help="A run folder (or its tasks.jsonl)."),
 ) -> None:
     """Per-step means of every reward term, from the run's tasks.jsonl."""
-    from frontier_qa.train.tasks import TASKS_FILE, read_tasks, summarize
-
     from frontier_qa.train.learning import reward_curve
+    from frontier_qa.train.tasks import TASKS_FILE, read_tasks, summarize
 
     path = run / TASKS_FILE if run.is_dir() else run
     typer.echo(reward_curve(summarize(read_tasks(path))))

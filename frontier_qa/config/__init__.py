@@ -47,6 +47,7 @@ only the CLI, the pytest plugin and the trainers import it. Every public name is
 
 from __future__ import annotations
 
+from frontier_qa._compat import renamed
 from frontier_qa.config.build import (
     ProbeParts,
     budget_tracker,
@@ -72,13 +73,9 @@ from frontier_qa.config.layers import (
 )
 from frontier_qa.config.schema import (
     CONFIG_VERSION,
-    BackoffConfig,
     BandRange,
-    BudgetConfig,
     CriticConfig,
     CurriculumConfig,
-    GateConfig,
-    LimitsConfig,
     ModelConfig,
     OutputConfig,
     ProbeConfig,
@@ -86,21 +83,23 @@ from frontier_qa.config.schema import (
     RegressionConfig,
     ReplayConfig,
     ReplayGateConfig,
-    SamplingConfig,
     TargetConfig,
     ValidationConfig,
     json_schema,
 )
+from frontier_qa.reports.gate import GateThresholds
+from frontier_qa.runtime.limits import Backoff, Budget, Limits
+from frontier_qa.target import Sampling
 
 __all__ = [
     "CONFIG_VERSION",
-    "BackoffConfig",
+    "Backoff",
+    "Budget",
+    "Limits",
     "BandRange",
-    "BudgetConfig",
     "CriticConfig",
     "CurriculumConfig",
-    "GateConfig",
-    "LimitsConfig",
+    "GateThresholds",
     "ModelConfig",
     "OutputConfig",
     "Override",
@@ -110,7 +109,7 @@ __all__ = [
     "RegressionConfig",
     "ReplayConfig",
     "ReplayGateConfig",
-    "SamplingConfig",
+    "Sampling",
     "Sources",
     "TargetConfig",
     "ValidationConfig",
@@ -132,3 +131,6 @@ __all__ = [
     "resolve_options",
     "sample_cache",
 ]
+
+__getattr__ = renamed(__name__, {"SamplingConfig": "Sampling", "BackoffConfig": "Backoff", "LimitsConfig": "Limits",
+                                 "BudgetConfig": "Budget", "GateConfig": "GateThresholds"}, globals())

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from frontier_qa.config.schema import BandRange, GateConfig, ModelConfig, ProbeConfig, TargetConfig
+from frontier_qa.config.schema import BandRange, CurriculumConfig, ModelConfig, ProbeConfig, ProbingConfig, TargetConfig
 from frontier_qa.curricula.base import Curriculum
 from frontier_qa.errors import ConfigError, read_text
 from frontier_qa.probing.sequential import MajorityPrior, policy
@@ -25,21 +25,20 @@ from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import Validator
 from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.runtime.budget import BudgetTracker
-from frontier_qa.runtime.env import UnsetVariableError, expand_env
 from frontier_qa.runtime.cache import SampleCache
-from frontier_qa.runtime.limits import Budget, Limits
+from frontier_qa.runtime.env import UnsetVariableError, expand_env
 from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND, Band
 from frontier_qa.store.case_store import CaseStore, Shard
 from frontier_qa.store.comparison import RegressionPolicy
-from frontier_qa.target import Sampling, Target
-
+from frontier_qa.target import Target
 
 # --- wiring: config → the engine's parts --------------------------------------------------------
 
 
 class ProbeParts(NamedTuple):
     """What :func:`build_probe` wires; unpacks as ``(target, curriculum, settings, store,
-    validator, judge)``. ``curriculum`` is ``None`` when it was not asked for (replay)."""
+    validator, judge)``. ``curriculum`` is ``None`` when it was not asked for (replay).
+    """
 
     target: Target
     curriculum: Curriculum | None
@@ -62,7 +61,8 @@ def resolve_options(config: Any, section: str, options: Mapping[str, Any]) -> di
     nested mappings such as HTTP headers are resolved by their adapter).
 
     ``config`` is any loaded config with ``error(key, message, hint)`` (the probe's or the
-    trainer's), so an unset variable is reported by key and where it was set."""
+    trainer's), so an unset variable is reported by key and where it was set.
+    """
     out: dict[str, Any] = {}
     for name, value in options.items():
         if isinstance(value, str):
@@ -76,7 +76,7 @@ def resolve_options(config: Any, section: str, options: Mapping[str, Any]) -> di
 
 def budget_tracker(config: ProbeConfig) -> BudgetTracker:
     """One tracker for the whole run: every model of it spends from the same budget."""
-    return BudgetTracker(Budget(**config.budget.model_dump()))
+    return BudgetTracker(config.budget)
 
 
 def sample_cache(config: ProbeConfig) -> SampleCache | bool:
@@ -92,55 +92,53 @@ def _open(config: ProbeConfig, section: str, model: ModelConfig | TargetConfig, 
     from frontier_qa.runtime import open_target
 
     assert model.spec is not None
+    options = resolve_options(config, section, model.options)  # raises located at its own key
     try:
-        return open_target(model.spec, limits=Limits.from_dict(model.limits.model_dump()), budget=tracker,
-                           cache=cache, **extra, **resolve_options(config, section, model.options))
+        return open_target(model.spec, limits=model.limits, budget=tracker, cache=cache, **extra, **options)
     except ConfigError as err:
-        if err.message.startswith(config.where(f"{section}.spec")):
+        if err.source is not None:  # already located by the configuration
             raise
         raise config.error(f"{section}.spec", err.message, err.hint or "check the spec and its options") from None
 
 
 def build_settings(config: ProbeConfig) -> ProbeSettings:
-    """The engine's :class:`~frontier_qa.probing.settings.ProbeSettings` from ``probing`` and ``shard``."""
-    from frontier_qa.probing.engine import ProbeSettings
+    """The engine's :class:`~frontier_qa.probing.settings.ProbeSettings` from ``probing`` and ``shard``.
 
+    Keys named as in the settings pass through by name; the rest have a layout of their own
+    (a band preset, the named ``policy`` with ``k``/``confidence`` overrides, a ``prior`` file,
+    ``concurrency``, the shard and regression).
+    """
     p = config.probing
     if isinstance(p.band, BandRange):
         band = Band(p.band.low, p.band.high, name="custom")
     else:
         band = TOOL_R0_BAND if p.band == "tool-r0" else AGENT0_BAND
-    s = p.sampling
     chosen = policy("fixed" if p.sequential is False else p.policy)
     sequential = chosen.sequential
     if sequential is not None:
-        overrides = {"confidence": p.confidence, "confidence_out": p.confidence_out}
-        sequential = replace(sequential, **{key: value for key, value in overrides.items() if value is not None})
+        if p.confidence is not None:
+            sequential = replace(sequential, confidence=p.confidence)
+        if p.confidence_out is not None:
+            sequential = replace(sequential, confidence_out=p.confidence_out)
+    same = {name: getattr(p, name) for name in _SAME_KEYS}
     return ProbeSettings(
+        **same,
         band=band,
         k=p.k if p.k is not None else chosen.k,
         sequential=sequential,
         prior=_prior(config) if p.prior else None,
-        prior_from_store=p.prior_from_store,
-        sampling=Sampling(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,
-                          stop=tuple(s.stop), seed=s.seed),
-        batch_size=p.batch_size,
-        max_candidates=p.max_candidates,
-        saturation_window=p.saturation_window,
-        saturation_min_new=p.saturation_min_new,
         max_concurrent_cases=p.concurrency,
-        explore_rate=p.explore_rate,
-        predict_difficulty=p.predict_difficulty,
-        seed=p.seed,
         shard=Shard.parse(config.shard) if config.shard else None,
-        replay_first=p.replay_first,
-        verify_references=p.verify_references,
-        replay_scope=p.replay_scope,
-        max_replay=p.max_replay,
-        embedder=p.embedder,
         regression=regression_policy(config),
         baseline_samples=config.regression.baseline_samples,
     )
+
+
+# probing keys that are ProbeSettings fields of the same name and meaning (band, k, sequential and prior differ:
+# presets, the policy's defaults, a file)
+_SAME_KEYS = tuple(name for name in ProbingConfig.model_fields
+                   if name in ProbeSettings.__pydantic_fields__  # type: ignore[attr-defined]  # a pydantic dataclass
+                   and name not in ("band", "k", "sequential", "prior"))
 
 
 def regression_policy(config: ProbeConfig) -> RegressionPolicy:
@@ -158,16 +156,19 @@ def _prior(config: ProbeConfig) -> MajorityPrior:
     except OSError as err:
         raise config.error("probing.prior", f"cannot read {path}: {err.strerror}", "check the path") from None
     except json.JSONDecodeError as err:
-        raise config.error("probing.prior", f"{path} is not JSON: {err}", "write it with MajorityPrior.to_json()") from None
+        raise config.error("probing.prior", f"{path} is not JSON: {err}",
+                           "write it with MajorityPrior.to_json()") from None
     try:
         return MajorityPrior.from_json(data)
     except ConfigError as err:
         raise config.error("probing.prior", f"{path}: {err.message}", err.hint or "") from None
 
 
-def gate_thresholds(gate: GateConfig) -> GateThresholds:
-    """The gate section as :class:`~frontier_qa.reports.GateThresholds`."""
-    return GateThresholds(**gate.model_dump())
+def gate_thresholds(gate: GateThresholds) -> GateThresholds:
+    """The gate section: already the :class:`~frontier_qa.reports.GateThresholds` the reports check
+    (kept so callers written for the 0.1 config keep working).
+    """
+    return gate
 
 
 def load_tools(config: ProbeConfig) -> list[dict[str, Any]]:
@@ -242,11 +243,10 @@ def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleC
         from frontier_qa.curricula.card import PlainPromptCurriculum, apply_card, asks_training_prompts
 
         c, card, _ = apply_card(config, model.spec)
-        if asks_training_prompts(config, card):  # a plain prompt: the prompted curriculum has no such style
-            s = c.sampling
+        # a plain prompt: the prompted curriculum has no such style
+        if card is not None and asks_training_prompts(config, card):
             return PlainPromptCurriculum(_open(config, "curriculum.model", model, tracker, cache), card,
-                                         sampling=Sampling(temperature=s.temperature, top_p=s.top_p,
-                                                           max_tokens=s.max_tokens, stop=tuple(s.stop), seed=s.seed))
+                                         sampling=c.sampling)
     if c.domain == "tools" and not c.tools:
         raise config.error("curriculum.domain", "the tools domain writes tasks for your tools, but none are given",
                            "set curriculum.tools to a JSON/YAML file of OpenAI tool schemas (or pass --tools FILE)")
@@ -260,7 +260,6 @@ def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleC
     if examples is None and card is not None and c.style == "few_shot":
         examples = card.examples
     opened = _open(config, "curriculum.model", model, tracker, cache)
-    s = c.sampling
     try:
         return PromptedCurriculum(
             opened,
@@ -268,8 +267,7 @@ def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleC
             tools=tools,
             agent_description=c.agent_description,
             topics=c.topics or None,
-            sampling=Sampling(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,
-                              stop=tuple(s.stop), seed=s.seed),
+            sampling=c.sampling,
             seed=config.probing.seed,
             history_examples=c.history_examples,
             ask_solution=c.ask_solution,
@@ -282,8 +280,9 @@ def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleC
         )
     except ConfigError as err:
         _close_now([opened])
-        key = ("curriculum.examples" if err.message.startswith("examples are used")
-               else "curriculum.style" if "style" in err.message else "curriculum.domain")
+        # the constructor names its argument; each argument is the curriculum key of the same name
+        key = f"curriculum.{err.key[0]}" if err.key and err.key[0] in CurriculumConfig.model_fields \
+            else "curriculum.domain"
         raise config.error(key, err.message, err.hint or "see configs/example.yaml") from None
 
 

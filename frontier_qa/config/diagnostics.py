@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
+from pydantic.dataclasses import is_pydantic_dataclass
+from pydantic.fields import FieldInfo
 
 from frontier_qa.config.schema import Path_, ProbeConfig
 from frontier_qa.errors import ConfigError, closest_name
@@ -23,10 +25,19 @@ if TYPE_CHECKING:
 # --- errors ----------------------------------------------------------------------------------
 
 
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+def _models_in(annotation: Any) -> list[type[Any]]:
+    """The sections an annotation may hold: models and the frozen values (pydantic dataclasses)."""
+    if isinstance(annotation, type) and (issubclass(annotation, BaseModel) or is_pydantic_dataclass(annotation)):
         return [annotation]
     return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def fields_of(section: type[Any]) -> dict[str, FieldInfo]:
+    """The keys of a section, a pydantic model or a frozen value alike."""
+    if issubclass(section, BaseModel):
+        return section.model_fields
+    fields: dict[str, Any] = section.__pydantic_fields__
+    return fields
 
 
 def _literals_in(annotation: Any) -> list[str]:
@@ -35,16 +46,17 @@ def _literals_in(annotation: Any) -> list[str]:
     return [v for arg in get_args(annotation) for v in _literals_in(arg)]
 
 
-def _clean(loc: tuple[Any, ...], data: Any) -> tuple[Path_, list[type[BaseModel]], Any]:
+def _clean(loc: tuple[Any, ...], data: Any) -> tuple[Path_, list[type[Any]], Any]:
     """Pydantic's error location as a key path (union tags dropped), the models at its
-    parent, and the field annotation at its end."""
-    models: list[type[BaseModel]] = [ProbeConfig]
+    parent, and the field annotation at its end.
+    """
+    models: list[type[Any]] = [ProbeConfig]
     parents = models
     node: Any = data
     path: list[str | int] = []
     annotation: Any = ProbeConfig
     for part in loc:
-        fields = {name: m.model_fields[name] for m in models for name in m.model_fields}
+        fields = {name: field for m in models for name, field in fields_of(m).items()}
         if isinstance(node, list) and isinstance(part, int):
             path.append(part)
             node = node[part] if 0 <= part < len(node) else None
@@ -82,9 +94,9 @@ def _describe(error: Mapping[str, Any], data: dict[str, Any], sources: Sources) 
     where = sources.where(path) if path else sources.where(("version",))
     kind = error["type"]
     given = error.get("input")
-    if kind == "extra_forbidden":
+    if kind in ("extra_forbidden", "unexpected_keyword_argument"):  # a model's / a frozen value's unknown key
         name = str(path[-1])
-        known = sorted({f for m in parents for f in m.model_fields})
+        known = sorted({f for m in parents for f in fields_of(m)})
         close = closest_name(name, known)
         fix = f"did you mean '{close}'?" if close else f"known keys here: {', '.join(known)}"
         return path, f"{where}: {key}: unknown key\n  fix: {fix}"
@@ -99,6 +111,8 @@ def _describe(error: Mapping[str, Any], data: dict[str, Any], sources: Sources) 
         return path, f"{where}: {key}: {given!r} is not allowed\n  fix: {fix}"
     shown = "" if isinstance(given, (dict, list)) or given is None else f" (got {given!r})"
     message = str(error["msg"]).removeprefix("Value error, ")
+    if kind == "dataclass_type":  # a frozen value's section given as a scalar: worded as a model's
+        message, kind = "Input should be a valid dictionary", "model_type"
     ctx = error.get("ctx") or {}
     bound = {"greater_than": "> {gt}", "greater_than_equal": ">= {ge}", "less_than": "< {lt}",
              "less_than_equal": "<= {le}"}.get(kind)

@@ -23,7 +23,6 @@ from frontier_qa.config.schema import CONFIG_VERSION, ENV_PREFIX, MODEL_SECTIONS
 from frontier_qa.errors import ConfigError, closest_name, read_text
 from frontier_qa.runtime.redact import is_secret_name
 
-
 # --- where values came from ---------------------------------------------------------------
 
 
@@ -132,7 +131,7 @@ def _scalar(text: str) -> Any:
 
 
 def _set(data: dict[str, Any], path: Path_, value: Any) -> None:
-    node = data
+    node: dict[Any, Any] = data  # nested YAML mappings: keys are names or list indices
     for key in path[:-1]:
         child = node.get(key)
         if not isinstance(child, dict):
@@ -187,6 +186,7 @@ def parse_set(text: str) -> Override:
 
 
 def read_overrides(overrides: Iterable[Override]) -> _Layer:
+    """The ``--set KEY=VALUE`` layer: nested data, and where each key came from (for error messages)."""
     data: dict[str, Any] = {}
     where: dict[Path_, str] = {}
     for o in overrides:
@@ -238,7 +238,8 @@ def resolve_layers(layers: list[_Layer], *, version: int, hint: str) -> tuple[di
 
 def _python_file(spec: Any) -> tuple[Path, str] | None:
     """The agent file and attribute of a ``python:path/to/agent.py:attr`` spec with a relative
-    file; ``None`` for any other spec (``python:package.module:attr`` is found on ``sys.path``)."""
+    file; ``None`` for any other spec (``python:package.module:attr`` is found on ``sys.path``).
+    """
     if not isinstance(spec, str):
         return None
     kind, sep, rest = spec.partition(":")
@@ -254,7 +255,8 @@ def anchor_python_specs(data: dict[str, Any], layers: list[_Layer], folder: Path
     current directory: ``cd elsewhere && frontier-qa probe --config proj/cfg.yaml`` probes
     ``proj/agent.py``. The spec becomes absolute; the target keeps the id written in the file
     (``python:agent.py:run``), so its records and cache are the same from every directory.
-    Specs given by a flag or the environment stay relative to the current directory."""
+    Specs given by a flag or the environment stay relative to the current directory.
+    """
     for section in MODEL_SECTIONS:
         spec_path = (*section, "spec")
         setter = next((layer for layer in layers if layer.has(spec_path)), None)
@@ -294,7 +296,8 @@ def load_config(
         layers.append(read_yaml(path))
     layers.append(read_env(os.environ if env is None else env))
     data, sources = resolve_layers(layers, version=CONFIG_VERSION,
-                                   hint="upgrade frontier-qa: reinstall it from its repository (git pull, then pip install -e . in the checkout)")
+                                   hint="upgrade frontier-qa: reinstall it from its repository "
+                                        "(git pull, then pip install -e . in the checkout)")
     if path is not None:
         anchor_python_specs(data, layers, Path(path).parent)
     try:

@@ -1,5 +1,8 @@
 """The probe config file's schema: one pydantic section per key of the YAML (version 1).
 
+A concept the runtime also uses (``Sampling``, ``Limits``, ``Backoff``, ``Budget``,
+``GateThresholds`` ...) is one frozen class, defined in the layer that uses it and imported here
+as the section's type: no parallel config class, no mapping.
 Every section forbids unknown keys, so a misspelt key is an error that names it
 (:mod:`~frontier_qa.config.diagnostics`). Model sections (``target``, ``curriculum.model``,
 ``validation.critic``, ``probing.judge``) may be written as a bare spec string.
@@ -8,17 +11,23 @@ Every section forbids unknown keys, so a misspelt key is an error that names it
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from frontier_qa._compat import renamed
+from frontier_qa._schema import field_of, frozen_value
 from frontier_qa.errors import ConfigError
+from frontier_qa.probing.settings import ProbeSettings
+from frontier_qa.reports.gate import GateThresholds
+from frontier_qa.runtime.limits import Backoff, Budget, Limits  # noqa: F401 (Backoff: the old BackoffConfig name)
 from frontier_qa.store.case_store import Shard, StoreError
+from frontier_qa.target import Sampling
 
-CONFIG_VERSION = 1
+CONFIG_VERSION: Final = 1
 ENV_PREFIX = "FRONTIER_QA_"
 MODEL_SECTIONS = (("target",), ("curriculum", "model"), ("validation", "critic"), ("probing", "judge"))
-Path_ = tuple[Union[str, int], ...]
+Path_ = tuple[str | int, ...]
 
 
 class _Section(BaseModel):
@@ -32,37 +41,12 @@ def _spec_shorthand(value: Any) -> Any:
 # --- sections ----------------------------------------------------------------------------
 
 
-class BackoffConfig(_Section):
-    """Waits between retries of one call, in seconds (see :class:`frontier_qa.runtime.Backoff`)."""
-
-    initial_s: float = Field(1.0, ge=0)
-    max_s: float = Field(60.0, ge=0)
-    jitter_s: float = Field(1.0, ge=0)
-    max_retry_after_s: float = Field(300.0, ge=0)
-
-
-class LimitsConfig(_Section):
-    """How one model may be called (see :class:`frontier_qa.runtime.Limits`)."""
-
-    rpm: Optional[float] = Field(None, gt=0, description="requests per minute; null: no limit")
-    tpm: Optional[float] = Field(None, gt=0, description="tokens per minute; null: no limit")
-    max_concurrency: int = Field(16, ge=1, description="backend calls in flight at once")
-    timeout_s: Optional[float] = Field(120.0, gt=0, description="seconds per call to a server before a retry")
-    local_timeout_s: Optional[float] = Field(
-        None, gt=0, description="the same for in-process models and Python agents; null: no limit")
-    slow_call_s: Optional[float] = Field(60.0, gt=0, description="report a call still running after this long")
-    max_retries: int = Field(5, ge=0)
-    backoff: BackoffConfig = Field(default_factory=BackoffConfig)
-    max_consecutive_failures: Optional[int] = Field(25, ge=1)
-    rpm_burst: int = Field(1, ge=1)
-
-
 class ModelConfig(_Section):
     """A model used by the run (curriculum, critic, judge): a target spec and its options."""
 
     spec: str = Field(min_length=1, description="target spec, e.g. litellm:openai/gpt-4o-mini or hf:/path")
     options: dict[str, Any] = Field(default_factory=dict, description="adapter options (api_base, api_key: ${VAR})")
-    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    limits: Limits = Field(default_factory=Limits)
 
     @model_validator(mode="before")
     @classmethod
@@ -73,12 +57,12 @@ class ModelConfig(_Section):
 class TargetConfig(_Section):
     """The target under test."""
 
-    spec: Optional[str] = Field(None, min_length=1, description="target spec; --target / FRONTIER_QA_TARGET")
+    spec: str | None = Field(None, min_length=1, description="target spec; --target / FRONTIER_QA_TARGET")
     options: dict[str, Any] = Field(default_factory=dict, description="adapter options (api_base, api_key: ${VAR})")
     tool_options: dict[str, Any] = Field(default_factory=dict, description="tools+ specs: executor options")
-    limits: LimitsConfig = Field(default_factory=LimitsConfig)
-    cache: Union[bool, str] = Field(True, description="true: <store>/cache; false: off (--no-cache); or a directory")
-    version: Optional[str] = Field(
+    limits: Limits = Field(default_factory=Limits)
+    cache: bool | str = Field(True, description="true: <store>/cache; false: off (--no-cache); or a directory")
+    version: str | None = Field(
         None, min_length=1,
         description="the target's version (model revision, deployment tag): in every cache key and record; "
                     "python: agents add a hash of their source to it")
@@ -89,42 +73,23 @@ class TargetConfig(_Section):
         return _spec_shorthand(value)
 
 
-class BudgetConfig(_Section):
-    """What the whole run may spend: target, curriculum model, critic and judge together."""
-
-    max_calls: Optional[int] = Field(None, ge=0, description="backend calls (each retry counts)")
-    max_tokens: Optional[int] = Field(None, ge=0, description="prompt + completion tokens")
-    max_cost_usd: Optional[float] = Field(None, ge=0, description="US dollars")
-    max_wall_s: Optional[float] = Field(None, ge=0, description="seconds since the first call")
-
-
-class SamplingConfig(_Section):
-    """Sampling of a model (see :class:`frontier_qa.target.Sampling`)."""
-
-    temperature: float = Field(1.0, ge=0)
-    top_p: float = Field(1.0, gt=0, le=1)
-    max_tokens: int = Field(512, ge=1)
-    stop: list[str] = Field(default_factory=list)
-    seed: Optional[int] = Field(None, description="null: probing.seed")
-
-
 class CurriculumConfig(_Section):
     """Where cases come from."""
 
     type: Literal["prompted", "file", "trained"] = Field(
         "prompted", description="prompted: a model writes tasks; file: cases from path; trained: an hf: checkpoint"
     )
-    model: Optional[ModelConfig] = Field(None, description="prompted/trained: the model that writes tasks")
+    model: ModelConfig | None = Field(None, description="prompted/trained: the model that writes tasks")
     domain: Literal["math", "general", "tools", "open_ended", "workflow"] = "math"
     topics: list[str] = Field(default_factory=list, description="topics to rotate through (empty: the model picks)")
-    tools: Optional[str] = Field(None, description="JSON/YAML file of OpenAI tool schemas (domain tools/workflow)")
-    agent_description: Optional[str] = Field(None, description="what the agent under test does (domain workflow)")
-    answer_format: Optional[Literal["text", "final_answer"]] = Field(None, description="domain workflow only")
-    path: Optional[str] = Field(None, description="file: JSONL/YAML cases or an exported suite")
+    tools: str | None = Field(None, description="JSON/YAML file of OpenAI tool schemas (domain tools/workflow)")
+    agent_description: str | None = Field(None, description="what the agent under test does (domain workflow)")
+    answer_format: Literal["text", "final_answer"] | None = Field(None, description="domain workflow only")
+    path: str | None = Field(None, description="file: JSONL/YAML cases or an exported suite")
     shuffle: bool = False
-    limit: Optional[int] = Field(None, ge=0, description="file: propose at most this many cases")
-    sampling: SamplingConfig = Field(
-        default_factory=lambda: SamplingConfig(temperature=1.0, top_p=0.99, max_tokens=1024)  # Agent0 A.1
+    limit: int | None = Field(None, ge=0, description="file: propose at most this many cases")
+    sampling: Sampling = Field(
+        default_factory=lambda: Sampling(temperature=1.0, top_p=0.99, max_tokens=1024)  # Agent0 A.1
     )
     history_examples: int = Field(3, ge=0)
     ask_solution: bool = True
@@ -132,7 +97,7 @@ class CurriculumConfig(_Section):
     style: Literal["instruct", "few_shot"] = Field(
         "instruct", description="instruct: tagged templates; few_shot: worked examples, for small models (math/general)"
     )
-    examples: Optional[str] = Field(None, description="few_shot: JSONL/YAML worked examples {problem, answer, program}")
+    examples: str | None = Field(None, description="few_shot: JSONL/YAML worked examples {problem, answer, program}")
 
 
 class CriticConfig(ModelConfig):
@@ -145,14 +110,14 @@ class CriticConfig(ModelConfig):
 class ValidationConfig(_Section):
     """Checks on proposals before any target call."""
 
-    critic: Optional[CriticConfig] = None
-    dedupe_threshold: Optional[float] = Field(
+    critic: CriticConfig | None = None
+    dedupe_threshold: float | None = Field(
         0.5, ge=0, le=1, description="BLEU distance τ below which a generated proposal repeats an earlier one "
                                      "(cases from a file are removed only when identical); null or 0: off")
 
     @field_validator("dedupe_threshold")
     @classmethod
-    def _zero_is_off(cls, value: Optional[float]) -> Optional[float]:
+    def _zero_is_off(cls, value: float | None) -> float | None:
         return None if value == 0 else value  # no distance is below 0: the same as off
 
 
@@ -172,46 +137,39 @@ class BandRange(_Section):
 class ProbingConfig(_Section):
     """How cases are sampled, classified and when the run stops."""
 
+    # A key that ProbeSettings has under the same name takes its bounds, default and description
+    # from there (field_of); build_settings passes those keys through by name. k, sequential,
+    # confidence(_out) and prior default to the chosen policy's, so they are keys of their own.
+
     policy: Literal["calibrated", "economy", "thorough", "fixed"] = Field(
         "calibrated", description="how cases are sampled: calibrated (default), economy, thorough or fixed (Agent0)")
-    k: Optional[int] = Field(None, ge=1, description="samples per case (fixed) or the most (sequential); null: the policy's")
-    sequential: Optional[bool] = Field(None, description="false: the fixed policy (kept for old configs)")
-    confidence: Optional[float] = Field(None, gt=0.5, lt=1, description="posterior confidence a frontier needs; null: the policy's")
-    confidence_out: Optional[float] = Field(
+    k: int | None = Field(
+        None, ge=1, description="samples per case (fixed) or the most (sequential); null: the policy's")
+    sequential: bool | None = Field(None, description="false: the fixed policy (kept for old configs)")
+    confidence: float | None = Field(
+        None, gt=0.5, lt=1, description="posterior confidence a frontier needs; null: the policy's")
+    confidence_out: float | None = Field(
         None, gt=0.5, lt=1, description="posterior confidence of the other classes; null: the policy's")
-    prior: Optional[str] = Field(None, description="a population prior to start from (JSON, MajorityPrior.to_json)")
-    prior_from_store: bool = Field(True, description="start the prior from the store's earlier cases of this target")
-    band: Union[Literal["agent0", "tool-r0"], BandRange] = Field(
+    prior: str | None = Field(None, description="a population prior to start from (JSON, MajorityPrior.to_json)")
+    prior_from_store: bool = field_of(ProbeSettings, "prior_from_store")
+    band: Literal["agent0", "tool-r0"] | BandRange = Field(
         "agent0", description="agent0 (0.3 ≤ p̂ ≤ 0.8), tool-r0 (0.25–0.75) or {low, high}"
     )
-    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
-    batch_size: int = Field(8, ge=1, description="proposals asked per round")
-    max_candidates: Optional[int] = Field(200, ge=0, description="proposals considered in total; null: no cap")
-    saturation_window: int = Field(100, ge=1)
-    saturation_min_new: int = Field(1, ge=0)
-    concurrency: int = Field(8, ge=1, description="cases sampled at once")
-    predict_difficulty: bool = False
-    explore_rate: float = Field(0.1, ge=0, le=1)
-    judge: Optional[ModelConfig] = Field(None, description="a stronger model asked whether stable answers are right")
-    verify_references: bool = True
-    seed: int = 0
-    replay_first: bool = Field(True, description="replay stored cases before generating new ones")
-    replay_scope: Literal["target", "all"] = "target"
-    max_replay: Optional[int] = Field(None, ge=0)
-    embedder: Optional[str] = Field(None, description="open-ended answers: embedding model (null: bundled MiniLM)")
-
-
-class GateConfig(_Section):
-    """CI gate limits; null turns a check off (see :class:`frontier_qa.reports.GateThresholds`)."""
-
-    max_failures: Optional[int] = Field(0, ge=0)
-    max_suspects: Optional[int] = Field(None, ge=0)
-    max_frontier_share: Optional[float] = Field(None, ge=0, le=1)
-    max_unresolved_share: Optional[float] = Field(
-        0.2, ge=0, le=1, description="above it the run could not judge the agent: exit 3, not a finding")
-    max_regressions: Optional[int] = Field(0, ge=0)
-    max_flaky: Optional[int] = Field(None, ge=0)
-    max_inconclusive: Optional[int] = Field(None, ge=0, description="replay verdicts left undecided at the cap")
+    sampling: Sampling = Field(default_factory=Sampling)
+    batch_size: int = field_of(ProbeSettings, "batch_size")
+    max_candidates: int | None = field_of(ProbeSettings, "max_candidates")
+    saturation_window: int = field_of(ProbeSettings, "saturation_window")
+    saturation_min_new: int = field_of(ProbeSettings, "saturation_min_new")
+    concurrency: int = field_of(ProbeSettings, "max_concurrent_cases")
+    predict_difficulty: bool = field_of(ProbeSettings, "predict_difficulty")
+    explore_rate: float = field_of(ProbeSettings, "explore_rate")
+    judge: ModelConfig | None = Field(None, description="a stronger model asked whether stable answers are right")
+    verify_references: bool = field_of(ProbeSettings, "verify_references")
+    seed: int = field_of(ProbeSettings, "seed")
+    replay_first: bool = field_of(ProbeSettings, "replay_first")
+    replay_scope: Literal["target", "all"] = field_of(ProbeSettings, "replay_scope")
+    max_replay: int | None = field_of(ProbeSettings, "max_replay")
+    embedder: str | None = Field(None, description="open-ended answers: embedding model (null: bundled MiniLM)")
 
 
 class RegressionConfig(_Section):
@@ -234,16 +192,17 @@ class RegressionConfig(_Section):
         return value
 
 
-class ReplayGateConfig(GateConfig):
+@frozen_value
+class ReplayGateConfig(GateThresholds):
     """The replay gate: regressions fail it; known failures in a suite do not (by default)."""
 
-    max_failures: Optional[int] = Field(None, ge=0)
+    max_failures: Annotated[int | None, Field(ge=0)] = None
 
 
 class ReplayConfig(_Section):
     """``frontier-qa replay``: what is replayed and its gate."""
 
-    suite: Optional[str] = Field(None, description="a committed suite (frontier-qa export); null: the store")
+    suite: str | None = Field(None, description="a committed suite (frontier-qa export); null: the store")
     gate: ReplayGateConfig = Field(default_factory=ReplayGateConfig)
     guards: int = Field(10, ge=0, description="pass cases, sampled across topics, that export and the pytest "
                                               "plugin keep as guards next to the findings")
@@ -264,16 +223,16 @@ class ProbeConfig(_Section):
 
     version: Literal[1] = CONFIG_VERSION
     target: TargetConfig = Field(default_factory=TargetConfig)
-    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    budget: Budget = Field(default_factory=Budget)
     curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
     probing: ProbingConfig = Field(default_factory=ProbingConfig)
     store: str = Field(".frontier-qa", description="case store directory")
     output: OutputConfig = Field(default_factory=OutputConfig)
-    gate: GateConfig = Field(default_factory=GateConfig)
+    gate: GateThresholds = Field(default_factory=GateThresholds)
     regression: RegressionConfig = Field(default_factory=RegressionConfig)
     replay: ReplayConfig = Field(default_factory=ReplayConfig)
-    shard: Optional[str] = Field(None, description="CI shard i/n, e.g. 2/4")
+    shard: str | None = Field(None, description="CI shard i/n, e.g. 2/4")
 
     _sources: Any = PrivateAttr(default=None)  # Sources, set by load_config
 
@@ -293,8 +252,17 @@ class ProbeConfig(_Section):
         return self._sources.where(keys) if self._sources is not None else "defaults"
 
     def error(self, path: str, message: str, hint: str) -> ConfigError:
-        """A :class:`ConfigError` about key ``path`` (dotted), naming where it was set."""
-        return ConfigError(f"{self.where(path)}: {path}: {message}", hint=hint)
+        """A :class:`ConfigError` about key ``path`` (dotted), naming where it was set; its ``key``
+        and ``source`` say the same as data.
+        """
+        return located_error(self.where(path), path, message, hint)
+
+
+def located_error(where: str, path: str, message: str, hint: str | None) -> ConfigError:
+    """A :class:`ConfigError` about config key ``path`` (dotted) set at ``where``: the message
+    names both, and ``key``/``source`` carry them for callers (no message text to match).
+    """
+    return ConfigError(f"{where}: {path}: {message}", hint=hint, key=tuple(path.split(".")), source=where)
 
 
 def json_schema() -> dict[str, Any]:
@@ -310,6 +278,13 @@ def json_schema() -> dict[str, Any]:
         return [shorthand(v) for v in node] if isinstance(node, list) else node
 
     schema = shorthand(schema)
+    for section in schema.get("$defs", {}).values():  # a frozen value's docstring: its first paragraph
+        if "\n\nAttributes:" in section.get("description", ""):
+            section["description"] = " ".join(section["description"].split("\n\n")[0].split())
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "frontier-qa probe configuration"
     return schema
+
+
+__getattr__ = renamed(__name__, {"SamplingConfig": "Sampling", "BackoffConfig": "Backoff", "LimitsConfig": "Limits",
+                                 "BudgetConfig": "Budget", "GateConfig": "GateThresholds"}, globals())

@@ -18,6 +18,8 @@ Names are imported on first use (PEP 562), so ``import frontier_qa.curricula`` s
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from frontier_qa import _lazy_exports
 
 _EXPORTS: dict[str, str] = {
@@ -35,7 +37,24 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
+if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
+    from frontier_qa.curricula.base import (
+        Curriculum as Curriculum,
+        History as History,
+        Outcome as Outcome,
+        Proposal as Proposal,
+    )
+    from frontier_qa.curricula.critic import SageCritic as SageCritic
+    from frontier_qa.curricula.file import (
+        FileCurriculum as FileCurriculum,
+        StaticCurriculum as StaticCurriculum,
+        proposal_from_row as proposal_from_row,
+        read_proposals as read_proposals,
+    )
+    from frontier_qa.curricula.prompted import PromptedCurriculum as PromptedCurriculum
+    from frontier_qa.probing.validation import CriticVerdict as CriticVerdict
+else:
+    __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
 
 
 __all__ = list(_EXPORTS)

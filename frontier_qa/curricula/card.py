@@ -25,7 +25,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -34,7 +34,7 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.target import Case, Sampling, Target
 
 CARD_FILE = "frontier-qa-curriculum.json"
-CARD_VERSION = 1
+CARD_VERSION: Final = 1
 _ANSWER_FORMATS = {"math": "boxed", "general": "boxed", "open_ended": "text", "workflow": "text"}
 
 
@@ -59,21 +59,21 @@ class CurriculumCard(BaseModel):
     topics: list[str] = Field(default_factory=list)
     ask_solution: bool = False
     ask_difficulty: bool = False
-    agent_description: Optional[str] = None
-    answer_format: Optional[str] = None
+    agent_description: str | None = None
+    answer_format: str | None = None
     tools: list[dict[str, Any]] = Field(default_factory=list, description="the tool schemas shown (workflow)")
-    examples: Optional[list[dict[str, Any]]] = Field(None, description="few_shot: the worked examples (null: built-in)")
-    prompt: Optional[dict[str, Any]] = Field(None, description="plain: {system, user, prefill}")
-    case_system: Optional[str] = Field(None, description="the tasks' system prompt (null: the domain's default)")
+    examples: list[dict[str, Any]] | None = Field(None, description="few_shot: the worked examples (null: built-in)")
+    prompt: dict[str, Any] | None = Field(None, description="plain: {system, user, prefill}")
+    case_system: str | None = Field(None, description="the tasks' system prompt (null: the domain's default)")
     case_system_set: bool = Field(False, description="case_system was given (null then means: none)")
-    dedupe_threshold: Optional[float] = Field(0.5, ge=0, le=1, description="few_shot: copies of examples fail; "
+    dedupe_threshold: float | None = Field(0.5, ge=0, le=1, description="few_shot: copies of examples fail; "
                                                                            "null or 0: off")
     seed: int = 0
     sampling: CardSampling
 
     @field_validator("dedupe_threshold")
     @classmethod
-    def _zero_is_off(cls, value: Optional[float]) -> Optional[float]:
+    def _zero_is_off(cls, value: float | None) -> float | None:
         return None if value == 0 else value  # as the probe config reads it: no distance is below 0
 
 
@@ -147,7 +147,7 @@ def apply_card(config: Any, spec: str) -> tuple[Any, CurriculumCard | None, list
     sampling = {name: getattr(card.sampling, name) for name in ("temperature", "top_p", "max_tokens")
                 if not _user_set(config, f"curriculum.sampling.{name}")}
     if sampling:
-        update["sampling"] = c.sampling.model_copy(update=sampling)
+        update["sampling"] = replace(c.sampling, **sampling)
     taken = sorted([f"curriculum.{k}" for k in update if k != "sampling"]
                    + [f"curriculum.sampling.{k}" for k in sampling])
     return c.model_copy(update=update), card, taken
@@ -155,7 +155,8 @@ def apply_card(config: Any, spec: str) -> tuple[Any, CurriculumCard | None, list
 
 def asks_training_prompts(config: Any, card: CurriculumCard | None) -> bool:
     """Whether the probe asks the checkpoint through :class:`PlainPromptCurriculum`: it was trained
-    with the ``plain`` style, and the probe configuration does not choose a style of its own."""
+    with the ``plain`` style, and the probe configuration does not choose a style of its own.
+    """
     return card is not None and card.style == "plain" and not _user_set(config, "curriculum.style")
 
 
@@ -206,7 +207,7 @@ class PlainPromptCurriculum:
         results = await asyncio.gather(*(
             self.model.sample(self.request(i), 1, replace(self.sampling, seed=derive_seed(self.card.seed, 0, i)))
             for i in indices))
-        return [self._proposal(i, got[0] if got else None) for i, got in zip(indices, results)]
+        return [self._proposal(i, got[0] if got else None) for i, got in zip(indices, results, strict=True)]
 
     def _proposal(self, index: int, got: Any) -> Proposal:
         text = got.text if got is not None and got.ok else None

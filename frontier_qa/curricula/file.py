@@ -139,16 +139,16 @@ def proposal_from_row(row: Mapping[str, Any], where: str = "row", *, source: str
 
 
 def _from_suite(row: Mapping[str, Any], where: str, source: str) -> Proposal:
-    from pydantic import ValidationError
+    from pydantic import TypeAdapter, ValidationError
 
-    from frontier_qa.store.records import CaseSpec
+    from frontier_qa.store.records import StoredCase
 
     unknown = sorted(set(row) - SUITE_FIELDS)
     if unknown:
         raise _fail(where, f"unknown suite field(s) {', '.join(map(repr, unknown))}",
                     "a suite entry holds 'case' and 'observed' (see frontier_qa.store.export_suite)")
     try:
-        spec = CaseSpec.model_validate(row["case"])
+        spec = TypeAdapter(StoredCase).validate_python(row["case"])
     except ValidationError as err:
         first = err.errors()[0]
         loc = ".".join(str(p) for p in first.get("loc", ()))

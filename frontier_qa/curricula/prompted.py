@@ -33,12 +33,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from frontier_qa.curricula import few_shot
-from frontier_qa.curricula import templates as tpl
+from frontier_qa.curricula import few_shot, templates as tpl
 from frontier_qa.curricula.base import History, Outcome, Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.store.case_ids import readable_id
-from frontier_qa.target import Case, Sampling, Target, Trajectory
+from frontier_qa.target import Case, Sampling, Target, Trajectory, stable_seed
 
 DOMAINS: tuple[str, ...] = ("math", "general", "tools", "open_ended", "workflow")
 STYLES: tuple[str, ...] = ("instruct", "few_shot")
@@ -53,8 +52,7 @@ _KEEP = object()  # "use the domain's default case system prompt"
 
 def derive_seed(seed: int, round_index: int, index: int) -> int:
     """A stable 31-bit seed for proposal ``index`` of round ``round_index`` (independent streams)."""
-    digest = hashlib.sha256(f"frontier-qa/curriculum/{seed}/{round_index}/{index}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+    return stable_seed(f"frontier-qa/curriculum/{seed}/{round_index}/{index}")
 
 
 def _digest(*parts: str) -> str:
@@ -151,17 +149,21 @@ class PromptedCurriculum:
         dedupe_threshold: float | None = 0.5,
     ) -> None:
         if domain not in DOMAINS:
-            raise ConfigError(f"unknown curriculum domain {domain!r}", hint=f"use one of: {', '.join(DOMAINS)}")
+            raise ConfigError(f"unknown curriculum domain {domain!r}", hint=f"use one of: {', '.join(DOMAINS)}",
+                              key=("domain",))
         if style not in STYLES:
-            raise ConfigError(f"unknown curriculum style {style!r}", hint=f"use one of: {', '.join(STYLES)}")
+            raise ConfigError(f"unknown curriculum style {style!r}", hint=f"use one of: {', '.join(STYLES)}",
+                              key=("style",))
         if style == "few_shot" and domain not in ("math", "general"):
             raise ConfigError(f"style 'few_shot' is not available for domain {domain!r}",
-                              hint="use domain 'math' or 'general', or style 'instruct'")
+                              hint="use domain 'math' or 'general', or style 'instruct'", key=("style",))
         if examples is not None and style != "few_shot":
-            raise ConfigError("examples are used by style 'few_shot' only", hint="set style: few_shot or drop examples")
+            raise ConfigError("examples are used by style 'few_shot' only", hint="set style: few_shot or drop examples",
+                              key=("examples",))
         if style == "few_shot" and examples is None and domain != "math":
             raise ConfigError("style 'few_shot' for domain 'general' needs worked examples",
-                              hint="pass examples=[{problem, answer, program}, ...] (built-in ones are math)")
+                              hint="pass examples=[{problem, answer, program}, ...] (built-in ones are math)",
+                              key=("style",))
         self.tools = tuple(dict(t) for t in tools)
         names = [tpl.tool_name(t) for t in self.tools]
         if any(not n for n in names):

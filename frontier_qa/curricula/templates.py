@@ -208,6 +208,7 @@ def tool_prompt(
         n_calls: number of gold calls asked for (Tool-R0's n).
         context: ``"single-turn"`` or ``"multi-turn"`` (Tool-R0's c).
         topic: the task domain (Tool-R0's d); ``None`` lets the generator pick one the tools fit.
+        ask_difficulty: ask for an optional ``<difficulty_prediction>``.
     """
     system = TOOL_SYSTEM.format(
         topic=topic or "any topic these tools serve",

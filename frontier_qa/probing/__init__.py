@@ -19,6 +19,8 @@ trainers sit above it. The package is named ``probing`` because ``frontier_qa.pr
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from frontier_qa import _lazy_exports
 
 _BY_MODULE: dict[str, tuple[str, ...]] = {
@@ -33,7 +35,21 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
 _EXPORTS: dict[str, str] = {name: module for module, names in _BY_MODULE.items() for name in names}
 
 
-__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
+if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
+    from frontier_qa.probing.case import classify_case as classify_case
+    from frontier_qa.probing.engine import (
+        ProbeResult as ProbeResult,
+        ReplayResult as ReplayResult,
+        probe as probe,
+        replay as replay,
+    )
+    from frontier_qa.probing.progress import ProbeProgress as ProbeProgress
+    from frontier_qa.probing.run import ProgressEvent as ProgressEvent, case_id_for as case_id_for
+    from frontier_qa.probing.sequential import SequentialConfig as SequentialConfig
+    from frontier_qa.probing.settings import ProbeSettings as ProbeSettings
+    from frontier_qa.probing.validation import ValidationResult as ValidationResult, Validator as Validator
+else:
+    __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
 
 
 __all__ = list(_EXPORTS)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from frontier_qa.probing.case import CaseProber, answers_of
 from frontier_qa.probing.settings import ProbeSettings
+from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.store import baselines
 from frontier_qa.store.case_store import CaseStore, StoreError, latest_by
 from frontier_qa.store.records import (
@@ -31,7 +32,6 @@ from frontier_qa.store.records import (
     case_record,
     utc_now,
 )
-from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.target import Case, Target, Trajectory
 
 
@@ -169,7 +169,7 @@ async def accept_case(
     low, high = wilson_interval(top, k, 0.9)
     baseline = Baseline(
         case_id=case_id, case_class=case_class, k=k, successes=successes, anchor=anchor,
-        anchor_kind=kind,  # type: ignore[arg-type]
+        anchor_kind=kind,
         p_hat=consistency.p_hat if k else None,
         interval=Interval(low=low, high=high, method="wilson", confidence=0.9) if k else None,
         majority=consistency.majority, majority_correct=majority_correct,
@@ -222,8 +222,9 @@ async def accept(
                               target is None or baselines.base_target_id(r.target_id, r.target_version) == target.id))
         if not case_ids:
             whose = f" of target {target.id!r}" if target is not None else ""
-            raise StoreError(f"no case{whose} to accept in {store.root}", hint="probe or replay first, or name the cases")
-    prober = CaseProber(target if target is not None else _NoTarget(), settings)  # type: ignore[arg-type]
+            raise StoreError(f"no case{whose} to accept in {store.root}",
+                             hint="probe or replay first, or name the cases")
+    prober = CaseProber(target if target is not None else _NoTarget(), settings)
     top_up = target if sample else None
     done = [await accept_case(store, cid, prober, settings, target=top_up, run_id=run_id, records=records)
             for cid in case_ids]

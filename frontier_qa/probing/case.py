@@ -35,7 +35,6 @@ from frontier_qa.probing.sequential import (
     Verdict,
     band_posterior,
     checkpoint_after,
-    decide,
     decide_consistency,
     fit_prior,
     wilson_interval,
@@ -126,7 +125,8 @@ def classify_case(
         return CaseClass.SUSPECT, f"no sample gave an answer in the case's format ({n_unparseable} unparseable)"
     if forced:
         need = "" if confidence is None else f" (needed {confidence:.2f})"
-        leaning = {Verdict.IN_BAND: "in band", Verdict.BELOW: "below the band", Verdict.ABOVE: "above the band"}[verdict]
+        leaning = {Verdict.IN_BAND: "in band", Verdict.BELOW: "below the band",
+                   Verdict.ABOVE: "above the band"}[verdict]
         return CaseClass.UNRESOLVED, f"undecided at the sample limit{need}, leaning {leaning}: {evidence}"
     which = "verified" if reference_verified else "unverified"
     if verdict is Verdict.IN_BAND:
@@ -419,7 +419,8 @@ class CaseProber:
             majority_correct = await self.matches(majority, reference, case.answer_format)
         judged = None
         confident = decision is not None and not decision.forced
-        if verdict is Verdict.ABOVE and confident and not verified and self.judge is not None and majority is not None:
+        if (verdict is Verdict.ABOVE and confident and not verified and self.judge is not None
+                and majority is not None):
             judged, text = await self._ask_judge(case, majority)
             meta = dict(case.metadata)
             meta["judge"] = {"target": self.judge.id, "verdict": judged, "text": text[-500:]}
@@ -450,7 +451,8 @@ class CaseProber:
         )
         if posterior is not None:
             post = posterior
-            leaning = {"in band": Verdict.IN_BAND, "below": Verdict.BELOW, "above": Verdict.ABOVE}[post.leaning]
+            leaning = {"in band": Verdict.IN_BAND, "below": Verdict.BELOW,
+                       "above": Verdict.ABOVE}[post.leaning]
             meta = dict(case.metadata)
             meta["band_posterior"] = {
                 "below": round(post.below, 4), "inside": round(post.inside, 4), "above": round(post.above, 4),

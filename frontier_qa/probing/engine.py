@@ -58,11 +58,10 @@ from frontier_qa.probing.validation import Validator
 from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.scoring.difficulty import CalibrationReport, calibration_report
 from frontier_qa.store.case_store import CaseStore
-from frontier_qa.store.stop_reason import StopReason
 from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase
-from frontier_qa.target import Sampling, Target
-
+from frontier_qa.store.stop_reason import StopReason
+from frontier_qa.target import Target
 
 # --- results ----------------------------------------------------------------------------
 
@@ -261,7 +260,8 @@ async def replay(
 @contextlib.contextmanager
 def _held(run: ProbeRun) -> Iterator[None]:
     """The started run's lease until the block ends: cancelled, it says "stopped: interrupted";
-    failed, a run that recorded nothing is discarded; either way the lease is released."""
+    failed, a run that recorded nothing is discarded; either way the lease is released.
+    """
     try:
         yield
     except asyncio.CancelledError:

@@ -127,7 +127,8 @@ class MajorityPrior:
     def table(self) -> np.ndarray:
         """Weights as an array of shape (len(shares), columns), summing to 1."""
         w = np.asarray(self.weights, dtype=float).reshape(len(self.shares), self.columns)
-        return w / w.sum()
+        table: np.ndarray = w / w.sum()
+        return table
 
     def to_json(self) -> dict[str, object]:
         """A plain mapping (JSON-ready) that :meth:`from_json` reads back."""
@@ -144,7 +145,8 @@ class MajorityPrior:
                        tuple((float(a), int(m)) for a, m in data.get("scatter", ())))  # type: ignore[attr-defined]
         except (KeyError, TypeError, ValueError) as err:
             raise ConfigError(f"not a MajorityPrior: {err!r}",
-                              hint="write it with MajorityPrior.to_json() (keys shares, thetas, scatter, weights, unparseable)") from None
+                              hint="write it with MajorityPrior.to_json() "
+                                   "(keys shares, thetas, scatter, weights, unparseable)") from None
 
 
 DEFAULT_PRIOR = MajorityPrior.jeffreys()
@@ -188,7 +190,7 @@ class BandPosterior:
 
 
 def _rest_terms(rest: Sequence[int], prior: MajorityPrior) -> np.ndarray:
-    """log P(the others' answer sequence | rest model), one per column, up to ∏ Γ(n_j)."""
+    """Log P(the others' answer sequence | rest model), one per column, up to ∏ Γ(n_j)."""
     k, n = len(rest), sum(rest)
     th = np.asarray(prior.thetas)
     dp = k * np.log(th) + np.array([math.lgamma(t) - math.lgamma(t + n) for t in th])
@@ -375,7 +377,7 @@ def band_posterior(
         seed: Monte-Carlo seed; the result is a pure function of all arguments.
     """
     votes = canonical_counts(counts, n_unparseable)
-    return _posterior_cached(votes, int(n_unparseable), tuple(band), prior, draws, level, seed)  # type: ignore[arg-type]
+    return _posterior_cached(votes, int(n_unparseable), tuple(band), prior, draws, level, seed)
 
 
 # --- empirical Bayes ---------------------------------------------------------------------------

@@ -97,8 +97,14 @@ class ProbeProgress:
         if self.mode == "rich":
             from rich.console import Console, Group
             from rich.live import Live
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
-            from rich.progress import TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
             from rich.text import Text
 
             console = Console(file=self.stream)
@@ -117,7 +123,7 @@ class ProbeProgress:
 
     def __exit__(self, *exc: object) -> None:
         if self._live is not None:
-            self._live.__exit__(*exc)  # type: ignore[arg-type]
+            self._live.__exit__(*exc)
             self._live = None
 
     # -- events ----------------------------------------------------------------------------------
@@ -166,7 +172,8 @@ class ProbeProgress:
         budget = f" | {self.budget}" if self.budget else ""
         if event.kind == "classified" and event.case_class in _FINDINGS:
             why = f" — {_short(event.message)}" if event.case_class is not CaseClass.FRONTIER else ""
-            self._write(f"{stamp} {event.case_class.value:<9} {event.case_id} {_p(event.p_hat)} k={event.k}{why}{budget}")
+            self._write(f"{stamp} {event.case_class.value:<9} {event.case_id} {_p(event.p_hat)} k={event.k}"
+                        f"{why}{budget}")
         elif event.kind == "replayed" and verdict in _LOUD_VERDICTS:
             self._write(f"{stamp} {verdict:<9} {event.case_id} {_short(event.message)}{budget}")
         elif event.kind == "stopped":

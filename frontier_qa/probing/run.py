@@ -35,31 +35,29 @@ from typing import Any
 from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
 from frontier_qa.errors import BudgetExceededError, ConfigError, RunInterruptedError, TargetUnavailableError
 from frontier_qa.probing.case import STOP_BUDGET, STOP_INTERRUPTED, STOP_UNAVAILABLE, CaseProber
+from frontier_qa.probing.regression import ReplayJudge
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import ValidationResult, Validator
 from frontier_qa.probing.verify import SOLUTION_KEY, Verification, trusted, verify_references
 from frontier_qa.runtime.aio import gather_or_cancel
 from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.scoring.difficulty import DifficultyPredictor, should_skip
-from frontier_qa.probing.regression import ReplayJudge
 from frontier_qa.store import baselines
 from frontier_qa.store.case_ids import case_id_for, legacy_case_id
 from frontier_qa.store.case_store import CaseStore, Shard, StoreError, latest_by, new_run_id
-from frontier_qa.store.leases import RunBusyError, describe_holder
 from frontier_qa.store.comparison import Comparison, comparison, from_record, to_record
+from frontier_qa.store.leases import RunBusyError, describe_holder
 from frontier_qa.store.records import (
     CLASS_ORDER,
     Baseline,
     CaseClass,
     CaseRecord,
-    CaseSpec,
     RunRecord,
     SuiteCase,
     run_totals,
 )
 from frontier_qa.store.stop_reason import StopReason
 from frontier_qa.target import Case, Target
-
 
 STOP_SATURATED = StopReason.SATURATED
 STOP_EXHAUSTED = StopReason.EXHAUSTED
@@ -135,7 +133,7 @@ class ProgressEvent:
 class ReplayItem:
     """One case to replay: the case, the baseline it is held to, its first fresh sample index."""
 
-    case: CaseSpec
+    case: Case
     baseline: Baseline | None
     start: int = 0
 
@@ -226,7 +224,8 @@ class ProbeRun:
         """Take the run's lease (one writer per run shard), then start it or load it to resume.
 
         With ``wait`` the lease is polled without blocking the event loop, so a Ctrl-C while
-        waiting (the run's budget interrupted) ends the wait with ``KeyboardInterrupt``."""
+        waiting (the run's budget interrupted) ends the wait with ``KeyboardInterrupt``.
+        """
         self.run_id = run_id or new_run_id()
         deadline = None if wait is True or wait is False else time.monotonic() + float(wait)
         told = False
@@ -524,9 +523,9 @@ class ProbeRun:
                 continue
             hint = prediction if prediction is not None else result.proposal.predicted_pass_rate
             jobs.append((i, self.probe_one(case, verified=check.verified, prediction=prediction, hint=hint)))
-        for i, record in zip([i for i, _ in jobs], await gather_or_cancel([job for _, job in jobs]), strict=True):
-            if record is not None:
-                done[i] = record
+        for i, probed in zip([i for i, _ in jobs], await gather_or_cancel([job for _, job in jobs]), strict=True):
+            if probed is not None:
+                done[i] = probed
         outcomes = []
         for i in sorted(done):
             record = done[i]

@@ -115,7 +115,7 @@ class SequentialConfig:
         base = POLICIES["economy"].sequential
         assert base is not None
         return cls(**{**{f: getattr(base, f) for f in ("confidence", "confidence_out", "k_min", "k_max", "rounds")},
-                      **overrides})  # type: ignore[arg-type]
+                      **overrides})
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,12 @@ Its own module, below the run loop (:mod:`~frontier_qa.probing.run`), the per-ca
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
+from typing import Annotated, Any, Literal
 
-from frontier_qa.errors import ConfigError
+from pydantic import Field, InstanceOf
+
+from frontier_qa._schema import frozen_value
 from frontier_qa.probing.sequential import MajorityPrior, SequentialConfig
 from frontier_qa.scoring.bands import AGENT0_BAND, Band
 from frontier_qa.store.case_store import Shard
@@ -18,16 +20,21 @@ from frontier_qa.store.comparison import RegressionPolicy
 from frontier_qa.target import Sampling
 
 
-@dataclass(frozen=True)
+@frozen_value
 class ProbeSettings:
     """How a probe run samples, classifies and stops.
+
+    The keys it shares with the config's ``probing`` section (``k``, ``sampling``,
+    ``batch_size`` ...) are defined here once: :class:`~frontier_qa.config.ProbingConfig` takes
+    their bounds, defaults and descriptions from these fields (:func:`~frontier_qa._schema.field_of`).
 
     Attributes:
         band: the frontier band on p̂ (Agent0: 0.3 ≤ p̂ ≤ 0.8, inclusive).
         k: samples per case with fixed k; the most samples (k_max) with sequential sampling.
         sequential: the sequential policy (its band and k_max are replaced by ``band`` and
             ``k``); ``None`` samples every case exactly ``k`` times.
-        sampling: target sampling; its ``seed`` defaults to ``seed`` (sample i uses seed + i).
+        sampling: target sampling; its ``seed`` defaults to ``seed`` (sample i of a case uses
+            ``Sampling.seed_for(case, i)``).
         batch_size: proposals asked of the curriculum per round.
         max_candidates: proposals considered in total, all shards' included (``None``: no cap).
         saturation_window: candidates (of this shard) over which saturation is measured.
@@ -62,54 +69,38 @@ class ProbeSettings:
             more when the observations it pools have fewer).
     """
 
-    band: Band = AGENT0_BAND
-    k: int = 30
-    sequential: SequentialConfig | None = field(default_factory=SequentialConfig)
+    band: InstanceOf[Band] = AGENT0_BAND
+    k: Annotated[int, Field(ge=1, description="samples per case (k_max with sequential sampling)")] = 30
+    sequential: InstanceOf[SequentialConfig] | None = Field(default_factory=SequentialConfig)
     sampling: Sampling = Sampling(temperature=1.0, max_tokens=512)
-    batch_size: int = 8
-    max_candidates: int | None = 200
-    saturation_window: int = 100
-    saturation_min_new: int = 1
-    max_concurrent_cases: int = 8
-    explore_rate: float = 0.1
+    batch_size: Annotated[int, Field(ge=1, description="proposals asked per round")] = 8
+    max_candidates: Annotated[int | None, Field(
+        ge=0, description="proposals considered in total; null: no cap")] = 200
+    saturation_window: Annotated[int, Field(ge=1)] = 100
+    saturation_min_new: Annotated[int, Field(ge=0)] = 1
+    max_concurrent_cases: Annotated[int, Field(ge=1, description="cases sampled at once")] = 8
+    explore_rate: Annotated[float, Field(ge=0, le=1)] = 0.1
     predict_difficulty: bool = False
     seed: int = 0
-    shard: Shard | None = None
-    replay_first: bool = True
+    shard: InstanceOf[Shard] | None = None
+    replay_first: Annotated[bool, Field(description="replay stored cases before generating new ones")] = True
     verify_references: bool = True
-    prior_refit_every: int = 10
-    prior_smoothing: float = 10.0
-    prior: MajorityPrior | None = None
-    prior_from_store: bool = True
-    replay_scope: str = "target"
-    max_replay: int | None = None
+    prior_refit_every: Annotated[int, Field(ge=0, description="0: never refit")] = 10
+    prior_smoothing: Annotated[float, Field(
+        gt=0, description="pseudo-cases of the starting prior in each refit")] = 10.0
+    prior: InstanceOf[MajorityPrior] | None = None
+    prior_from_store: Annotated[bool, Field(
+        description="start the prior from the store's earlier cases of this target")] = True
+    replay_scope: Literal["target", "all"] = "target"
+    max_replay: Annotated[int | None, Field(ge=0)] = None
     judge_sampling: Sampling = Sampling(temperature=0.0, max_tokens=512)
-    embedder: Any = None
-    seen_window: int = 200
+    embedder: Annotated[Any, Field(
+        description="open-ended answers: embedding model (null: bundled MiniLM)")] = None
+    seen_window: Annotated[int, Field(ge=0)] = 200
     max_text_chars: int = 4000
-    regression: RegressionPolicy = RegressionPolicy()
-    baseline_samples: int = 40
-
-    def __post_init__(self) -> None:
-        def need(ok: bool, what: str, rule: str) -> None:
-            if not ok:
-                value = getattr(self, what)
-                raise ConfigError(f"ProbeSettings.{what} = {value!r} is invalid", hint=f"it must be {rule}")
-
-        need(isinstance(self.band, Band), "band", "a frontier_qa.scoring.bands.Band, e.g. Band(0.3, 0.8)")
-        need(self.k >= 1, "k", "an integer >= 1")
-        need(self.batch_size >= 1, "batch_size", "an integer >= 1")
-        need(self.max_candidates is None or self.max_candidates >= 0, "max_candidates", ">= 0 or None")
-        need(self.saturation_window >= 1, "saturation_window", "an integer >= 1")
-        need(self.saturation_min_new >= 0, "saturation_min_new", "an integer >= 0")
-        need(self.max_concurrent_cases >= 1, "max_concurrent_cases", "an integer >= 1")
-        need(0.0 <= self.explore_rate <= 1.0, "explore_rate", "in [0, 1]")
-        need(self.prior_refit_every >= 0, "prior_refit_every", "an integer >= 0 (0: never refit)")
-        need(self.prior_smoothing > 0, "prior_smoothing", "a number of pseudo-cases > 0")
-        need(self.replay_scope in ("target", "all"), "replay_scope", "'target' or 'all'")
-        need(self.max_replay is None or self.max_replay >= 0, "max_replay", ">= 0 or None")
-        need(self.seen_window >= 0, "seen_window", "an integer >= 0")
-        need(self.baseline_samples >= 1, "baseline_samples", "an integer >= 1")
+    regression: InstanceOf[RegressionPolicy] = RegressionPolicy()
+    baseline_samples: Annotated[int, Field(ge=1, description="samples an accepted baseline holds "
+                                                               "(accept samples more)")] = 40
 
     def policy(self) -> SequentialConfig | None:
         """The sequential policy with this run's band and k (``None`` for fixed k)."""

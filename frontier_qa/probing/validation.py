@@ -134,7 +134,8 @@ def tool_menu(tools: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]
     """
     menu: dict[str, Mapping[str, Any]] = {}
     for i, tool in enumerate(tools):
-        spec = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+        function = tool.get("function")
+        spec: Mapping[str, Any] = function if isinstance(function, Mapping) else tool
         name = spec.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"tool {i} has no name", hint='write each tool as {"name": ..., "parameters": {...}}')
@@ -149,18 +150,20 @@ def normalize_call(call: Mapping[str, Any] | str) -> tuple[str | None, dict[str,
     Accepts ``{"name", "arguments"}`` (arguments as an object or a JSON string), the OpenAI
     wrapper ``{"function": {...}}``, and Tool-R0's fallback of a flat argument map beside ``name``.
     """
-    if isinstance(call, str):
+    data: object = call
+    if isinstance(data, str):
         try:
-            call = json.loads(call)
+            data = json.loads(data)
         except ValueError:
             return None, None
-    if not isinstance(call, Mapping):
+    if not isinstance(data, Mapping):
         return None, None
-    if isinstance(call.get("function"), Mapping):
-        call = call["function"]
-    name = call.get("name")
-    if "arguments" in call or "parameters" in call:
-        args = call.get("arguments", call.get("parameters"))
+    function = data.get("function")
+    if isinstance(function, Mapping):
+        data = function
+    name = data.get("name")
+    if "arguments" in data or "parameters" in data:
+        args = data.get("arguments", data.get("parameters"))
         if isinstance(args, str):
             try:
                 args = json.loads(args) if args.strip() else {}
@@ -169,7 +172,7 @@ def normalize_call(call: Mapping[str, Any] | str) -> tuple[str | None, dict[str,
         if args is None:
             args = {}
     else:
-        args = {k: v for k, v in call.items() if k != "name"}
+        args = {k: v for k, v in data.items() if k != "name"}
     return (name if isinstance(name, str) else None), (dict(args) if isinstance(args, Mapping) else None)
 
 
@@ -247,7 +250,8 @@ def check_tool_calls(proposal: Proposal) -> str | None:
         if args is None:
             return f"{where} ({name}): arguments are not a JSON object"
         schema = menu[name]
-        props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+        declared = schema.get("properties")
+        props: Mapping[str, Any] = declared if isinstance(declared, Mapping) else {}
         required = [r for r in schema.get("required") or () if isinstance(r, str)]
         missing = [r for r in required if r not in args]
         if missing:
@@ -271,7 +275,8 @@ DEFAULT_CHECKS: tuple[Check, ...] = (check_format, check_tool_calls)
 
 def bleu_distance(text: str, other: str) -> float:
     """1 − BLEU(hypothesis ``text``, reference [``other``]), whitespace tokens, uniform 4-gram
-    weights, NLTK smoothing method 1 (the Agent0 reference's settings), in [0, 1]."""
+    weights, NLTK smoothing method 1 (the Agent0 reference's settings), in [0, 1].
+    """
     from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
     a, b = text.split(), other.split()

@@ -10,18 +10,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
-from frontier_qa.errors import ConfigError
+from pydantic import Field
+
+from frontier_qa._schema import frozen_value
 from frontier_qa.exit_codes import EXIT_FINDINGS, EXIT_NO_JUDGEMENT, EXIT_OK
 from frontier_qa.reports.health import HealthProblem, RunFacts, assess
 from frontier_qa.reports.summary import Summary, summarize
 from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
 from frontier_qa.store.records import CaseClass, CaseRecord
 
+Count = Annotated["int | None", Field(ge=0)]
+Share = Annotated["float | None", Field(ge=0, le=1)]
 
-@dataclass(frozen=True)
+
+@frozen_value
 class GateThresholds:
-    """Limits the gate checks; ``None`` turns a check off.
+    """Limits the gate checks; ``None`` turns a check off (config: the ``gate`` section).
 
     Attributes:
         max_failures: most ``failure`` cases allowed (wrong against a verified reference).
@@ -35,23 +41,14 @@ class GateThresholds:
             "could not tell yet" is not a finding).
     """
 
-    max_failures: int | None = 0
-    max_suspects: int | None = None
-    max_frontier_share: float | None = None
-    max_unresolved_share: float | None = 0.2
-    max_regressions: int | None = 0
-    max_flaky: int | None = None
-    max_inconclusive: int | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("max_failures", "max_suspects", "max_regressions", "max_flaky", "max_inconclusive"):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ConfigError(f"gate.{name} is {value}", hint="use a count >= 0, or leave it unset")
-        for name in ("max_frontier_share", "max_unresolved_share"):
-            value = getattr(self, name)
-            if value is not None and not 0.0 <= value <= 1.0:
-                raise ConfigError(f"gate.{name} is {value}", hint="use a share between 0 and 1, e.g. 0.2")
+    max_failures: Count = 0
+    max_suspects: Count = None
+    max_frontier_share: Share = None
+    max_unresolved_share: Annotated[Share, Field(
+        description="above it the run could not judge the agent: exit 3, not a finding")] = 0.2
+    max_regressions: Count = 0
+    max_flaky: Count = None
+    max_inconclusive: Annotated[Count, Field(description="replay verdicts left undecided at the cap")] = None
 
 
 @dataclass(frozen=True)

@@ -277,7 +277,7 @@ def html_report(
         table = "".join(f'<tr><td>{v.value}</td><td class="n">{findings[v]}</td><td class="n">{guards[v]}</td></tr>'
                         for v in RegressionVerdict)
         changed = [x for x in comparisons if x.verdict is not RegressionVerdict.SAME]
-        rows = "".join(
+        changed_rows = "".join(
             f"<tr><td>{esc(x.case_id)}</td><td>{x.role}</td><td>{x.verdict.value}</td>"
             f"<td>{'—' if x.old_class is None else x.old_class.value} {fmt_p(x.old_p_hat)} → "
             f"{x.new_class.value} {fmt_p(x.new_p_hat)}</td><td>{esc(x.reason)}</td></tr>"
@@ -287,7 +287,7 @@ def html_report(
             "<h2>Replay</h2><p>Each case held to its baseline; guards are stable, correct cases kept to catch "
             f"breakage.</p><table><tr><th>verdict</th><th>findings</th><th>guards</th></tr>{table}</table>"
             + (f"<h3>Changed</h3><table><tr><th>case</th><th>role</th><th>verdict</th><th>baseline → now</th>"
-               f"<th>why</th></tr>{rows}</table>" if rows else "")
+               f"<th>why</th></tr>{changed_rows}</table>" if changed_rows else "")
         )
     rank = {cls: i for i, cls in enumerate(CLASS_ORDER)}
     listed = sorted(s.records, key=lambda r: (rank[r.case_class], r.id))[:max_cases]

@@ -52,6 +52,8 @@ class PHatHistogram(_Model):
 
 
 class AnswerCount(_Model):
+    """How many of a case's samples gave one extracted answer."""
+
     answer: str
     count: int
 
@@ -89,6 +91,8 @@ class CaseSummary(_Model):
 
 
 class GateCheckReport(_Model):
+    """One check of the CI gate: the measured value, its limit, and whether it passed."""
+
     name: str
     value: float
     limit: float

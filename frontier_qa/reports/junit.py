@@ -16,6 +16,7 @@ import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from frontier_qa.reports._text import clean, fmt_p, shorten, write_text
 from frontier_qa.reports.explain import explain
@@ -108,8 +109,8 @@ def junit_xml(
         "skipped": str(n_skip),
         "time": f"{sum(seconds):.3f}",
     }
-    root = ET.Element("testsuites", name=clean(suite_name), **counts)
-    suite = ET.SubElement(root, "testsuite", name=clean(suite_name), **counts)
+    root = ET.Element("testsuites", {"name": clean(suite_name), **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": clean(suite_name), **counts})
     if run is not None:
         suite.set("timestamp", run.started_at.strftime("%Y-%m-%dT%H:%M:%S"))
         _props(
@@ -127,7 +128,8 @@ def junit_xml(
         errored = ET.SubElement(suite, "testcase", classname="frontier-qa", name="run health", time="0.000")
         error = ET.SubElement(errored, "error", message=clean(shorten(health[0].message, 500)),
                               type="could-not-judge")
-        error.text = clean("the run could not judge the agent (exit 3):\n" + "\n".join(f"- {p.message}" for p in health))
+        problems = "\n".join(f"- {p.message}" for p in health)
+        error.text = clean("the run could not judge the agent (exit 3):\n" + problems)
     for r, secs in zip(s.records, seconds, strict=True):
         case = ET.SubElement(
             suite, "testcase", classname=clean(r.topic), name=clean(r.id), time=f"{secs:.3f}"
@@ -166,7 +168,7 @@ def write_junit(
     path: str | os.PathLike[str],
     records: Iterable[CaseRecord] | Summary,
     run: RunRecord | None = None,
-    **options: bool | str,
+    **options: Any,
 ) -> Path:
     """Write :func:`junit_xml` to ``path`` (UTF-8) and return the path; ``options`` as there."""
-    return write_text(path, junit_xml(records, run, **options))  # type: ignore[arg-type]
+    return write_text(path, junit_xml(records, run, **options))

@@ -4,8 +4,8 @@ Sections: header (target, run), why the run could not judge the agent (when it c
 the gate, the regressions (first, when there are any: baseline against now, the answers, the
 test, the trend), counts by class, cost, the frontier map by topic, the top frontier and
 failure cases with their answer distributions, the cases validation removed with the reason,
-and the other replay verdicts, findings and guards apart. Long lists end with "N more". All user and model text is escaped
-(:func:`~frontier_qa.reports._text.md`), so an answer cannot break a table or inject HTML.
+and the other replay verdicts, findings and guards apart. Long lists end with "N more". All user
+and model text is escaped (:func:`~frontier_qa.reports._text.md`), so an answer cannot break a table or inject HTML.
 """
 
 from __future__ import annotations
@@ -158,19 +158,19 @@ def markdown_report(
         f"Frontier share of valid cases: {_share(s.frontier_share)} "
         f"({s.by_class[CaseClass.FRONTIER]}/{valid})",
     ]
-    c = s.cost
+    cost = s.cost
     out += [
         "",
-        f"Cost: {c.calls} target calls ({c.cached} cached), {c.tokens:,} tokens "
-        f"({c.prompt_tokens:,} prompt + {c.completion_tokens:,} completion), {fmt_usd(c.usd)}",
+        f"Cost: {cost.calls} target calls ({cost.cached} cached), {cost.tokens:,} tokens "
+        f"({cost.prompt_tokens:,} prompt + {cost.completion_tokens:,} completion), {fmt_usd(cost.usd)}",
         "",
     ]
     out += ["## Frontier map by topic", ""]
-    rows = [
+    topic_rows = [
         [md(t.topic, 60)] + [t.counts[c] for c in CLASS_ORDER] + [t.total, _share(t.frontier_share)]
         for t in s.by_topic
     ]
-    out += _table(["topic", *(c.value for c in CLASS_ORDER), "total", "frontier share"], rows) + [""]
+    out += _table(["topic", *(c.value for c in CLASS_ORDER), "total", "frontier share"], topic_rows) + [""]
     for cls, title in (
         (CaseClass.FRONTIER, "Top frontier cases"),
         (CaseClass.FAILURE, "Top failures"),
@@ -201,7 +201,8 @@ def _removed_section(records: Sequence[CaseRecord], top: int) -> list[str]:
 def _replay_section(comparisons: Sequence[Comparison], by_id: Mapping[str, CaseRecord], top: int) -> list[str]:
     findings = count_verdicts(c for c in comparisons if c.role == "finding")
     guards = count_verdicts(c for c in comparisons if c.role == "guard")
-    out = ["## Replay", "", "Held to each case's baseline; guards are stable, correct cases kept to catch breakage.", ""]
+    out = ["## Replay", "",
+           "Held to each case's baseline; guards are stable, correct cases kept to catch breakage.", ""]
     rows = [(v.value, findings[v], guards[v]) for v in RegressionVerdict]
     out += _table(["verdict", "findings", "guards"], rows) + [""]
     changed = [x for x in comparisons if x.verdict not in (RegressionVerdict.SAME, RegressionVerdict.REGRESSION)]

@@ -84,7 +84,7 @@ def summarize(records: Iterable[CaseRecord], *, bins: int = 10) -> Summary:
         bins: number of equal-width p̂ histogram bins over [0, 1].
     """
     latest = latest_by(records, lambda r: r.id)
-    recs = tuple(sorted(latest.values(), key=lambda r: r.id))  # type: ignore[arg-type, return-value]
+    recs = tuple(sorted(latest.values(), key=lambda r: r.id))
     by_class = {c: 0 for c in CLASS_ORDER}
     topics: dict[str, dict[CaseClass, int]] = {}
     hist = {c: [0] * bins for c in CLASS_ORDER}

@@ -117,7 +117,7 @@ def histogram_svg(
     _y_axis(body, ticks, left, left + pw, y0, scale, label="cases")
     bw = pw / bins
     for i in range(bins):
-        y = y0
+        y: float = y0
         for cls in STACK_ORDER:
             n = by_class.get(cls, [0] * bins)[i]
             if not n:

@@ -12,6 +12,8 @@ library and no more of the runtime than that module needs.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from frontier_qa import _lazy_exports
 
 # Bound now, not lazily: ``redact`` is also the name of its module, which the import system
@@ -38,7 +40,25 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
+if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
+    from frontier_qa.runtime.aio import run_sync as run_sync
+    from frontier_qa.runtime.budget import BudgetSnapshot as BudgetSnapshot, BudgetTracker as BudgetTracker
+    from frontier_qa.runtime.cache import SampleCache as SampleCache
+    from frontier_qa.runtime.limits import Backoff as Backoff, Budget as Budget, Limits as Limits
+    from frontier_qa.runtime.managed import ManagedTarget as ManagedTarget, RuntimeStats as RuntimeStats
+    from frontier_qa.runtime.open import open_target as open_target
+    from frontier_qa.runtime.rate_limit import (
+        Pacer as Pacer,
+        RateLimiter as RateLimiter,
+        estimate_tokens as estimate_tokens,
+    )
+    from frontier_qa.runtime.retry import (
+        BackoffWait as BackoffWait,
+        classify_status as classify_status,
+        parse_retry_after as parse_retry_after,
+    )
+else:
+    __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
 
 
 __all__ = [*_EXPORTS, "redact", "redact_options", "secret_values"]

@@ -170,7 +170,8 @@ class BudgetTracker:
         """Record a finished call (failed ones too, with 0 tokens): once per reservation.
 
         ``estimated``: ``tokens`` is an estimate (a call abandoned before the server said
-        what it used); counted like reported tokens, and shown apart."""
+        what it used); counted like reported tokens, and shown apart.
+        """
         with self._lock:
             if reservation.id not in self._open:
                 raise RuntimeError(f"reservation {reservation.id} settled twice or never granted")

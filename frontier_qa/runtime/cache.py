@@ -259,7 +259,8 @@ class SampleCache:
 
     def _flush_siblings(self) -> None:
         """Commit what other caches of this process queued for the same file, so that a second
-        target opened on it (a re-run, a resumed curriculum) reads every sample the first one paid."""
+        target opened on it (a re-run, a resumed curriculum) reads every sample the first one paid.
+        """
         for other in list(_LIVE):
             if other is not self and other._pending and other.path == self.path:
                 other.flush()
@@ -293,7 +294,8 @@ class SampleCache:
                     if row is not None and _live_claim(row, now):
                         theirs.append(key)
                         continue
-                    conn.execute("INSERT OR REPLACE INTO claims (key, owner, host, pid, expires) VALUES (?, ?, ?, ?, ?)",
+                    conn.execute("INSERT OR REPLACE INTO claims (key, owner, host, pid, expires) "
+                                 "VALUES (?, ?, ?, ?, ?)",
                                  (key, self.owner, _HOST, os.getpid(), now + ttl_s))
                     mine.append(key)
             self._claimed.update(mine)
@@ -342,7 +344,8 @@ class SampleCache:
                 if self._conn is None or not self._claimed:
                     continue
                 try:
-                    self._conn.execute("UPDATE claims SET expires = ? WHERE owner = ?", (time.time() + ttl_s, self.owner))
+                    self._conn.execute("UPDATE claims SET expires = ? WHERE owner = ?",
+                                       (time.time() + ttl_s, self.owner))
                 except sqlite3.Error:
                     continue  # busy: the next beat renews them
 
@@ -374,7 +377,8 @@ class SampleCache:
 
     def close(self) -> None:
         """Commit what is queued, drop this cache's claims, stop its writer and heartbeat, and close
-        the connection (it reopens on next use)."""
+        the connection (it reopens on next use).
+        """
         self.flush()
         with self._wake:
             self._closing = True

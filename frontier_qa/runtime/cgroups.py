@@ -79,7 +79,8 @@ class RunGroup:
 
 def create(limit_bytes: int) -> RunGroup | None:
     """A fresh memory cgroup limited to ``limit_bytes`` (swap included where it can be), or
-    ``None`` when this machine does not let this process make one (said once, on the log)."""
+    ``None`` when this machine does not let this process make one (said once, on the log).
+    """
     global _warned
     found = memory_root()
     if found is not None:

@@ -1,34 +1,28 @@
 """The knobs of the target runtime: rate limits, retries and budgets, as frozen values.
 
 ``Limits`` says how fast and how persistently one target is called; ``Budget`` says how
-much a run may spend in total. Both are plain values so a config file, the CLI and the
-Python API build them the same way (``Limits.from_dict``, ``Budget.from_dict``).
+much a run may spend in total. Each is one frozen pydantic value (:func:`~frontier_qa._schema.frozen_value`):
+the Python API builds it, and the config file uses the same class as its ``limits`` and
+``budget`` sections, so a bound is written once, here.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from dataclasses import fields, replace
+from typing import Annotated, Any
 
-from frontier_qa.errors import ConfigError
+from pydantic import Field, ValidationInfo, field_validator
 
+from frontier_qa._schema import from_mapping, frozen_value
 
-def _check(condition: bool, what: str, value: Any, rule: str) -> None:
-    if not condition:
-        raise ConfigError(f"{what} = {value!r} is invalid", hint=f"{what} must be {rule}")
-
-
-def _positive_or_none(value: float | None, what: str) -> None:
-    if value is not None:
-        _check(isinstance(value, (int, float)) and math.isfinite(value) and value > 0, what, value,
-               "a positive number, or None for no limit")
+Seconds = Annotated[float, Field(ge=0)]
+# a positive finite number, or None for no limit
+PositiveOrNone = Annotated["float | None", Field(gt=0, allow_inf_nan=False)]
 
 
-@dataclass(frozen=True)
+@frozen_value
 class Backoff:
-    """Exponential backoff between retries of one call.
+    """Exponential backoff between retries of one call (config: ``limits.backoff``).
 
     The wait before retry ``r`` (1-based) is ``min(initial_s * 2**(r-1), max_s)`` plus a
     uniform jitter in ``[0, jitter_s]`` (spreads retries of concurrent calls apart).
@@ -41,22 +35,23 @@ class Backoff:
             one is clipped to this (a server asking for an hour would stall the run).
     """
 
-    initial_s: float = 1.0
-    max_s: float = 60.0
-    jitter_s: float = 1.0
-    max_retry_after_s: float = 300.0
+    initial_s: Seconds = 1.0
+    max_s: Seconds = 60.0
+    jitter_s: Seconds = 1.0
+    max_retry_after_s: Seconds = 300.0
 
-    def __post_init__(self) -> None:
-        for name in ("initial_s", "max_s", "jitter_s", "max_retry_after_s"):
-            value = getattr(self, name)
-            _check(isinstance(value, (int, float)) and value >= 0, f"Backoff.{name}", value,
-                   "a number of seconds >= 0")
-        _check(self.max_s >= self.initial_s, "Backoff.max_s", self.max_s, ">= Backoff.initial_s")
+    @field_validator("max_s")
+    @classmethod
+    def _not_below_initial(cls, value: float, info: ValidationInfo) -> float:
+        initial = info.data.get("initial_s")
+        if initial is not None and value < initial:
+            raise ValueError(f"should be >= initial_s ({initial})")
+        return value
 
 
-@dataclass(frozen=True)
+@frozen_value
 class Limits:
-    """How one target may be called.
+    """How one target may be called (config: ``target.limits`` and every model's ``limits``).
 
     Attributes:
         rpm: requests per minute, paced smoothly (GCRA); ``None`` for no limit.
@@ -77,53 +72,33 @@ class Limits:
         rpm_burst: requests that may start back to back before pacing applies (1 = evenly spaced).
     """
 
-    rpm: float | None = None
-    tpm: float | None = None
-    max_concurrency: int = 16
-    timeout_s: float | None = 120.0
-    local_timeout_s: float | None = None
-    slow_call_s: float | None = 60.0
-    max_retries: int = 5
-    backoff: Backoff = field(default_factory=Backoff)
-    max_consecutive_failures: int | None = 25
-    rpm_burst: int = 1
-
-    def __post_init__(self) -> None:
-        _positive_or_none(self.rpm, "Limits.rpm")
-        _positive_or_none(self.tpm, "Limits.tpm")
-        _positive_or_none(self.timeout_s, "Limits.timeout_s")
-        _positive_or_none(self.local_timeout_s, "Limits.local_timeout_s")
-        _positive_or_none(self.slow_call_s, "Limits.slow_call_s")
-        _check(isinstance(self.max_concurrency, int) and self.max_concurrency >= 1,
-               "Limits.max_concurrency", self.max_concurrency, "an integer >= 1")
-        _check(isinstance(self.max_retries, int) and self.max_retries >= 0,
-               "Limits.max_retries", self.max_retries, "an integer >= 0")
-        _check(self.max_consecutive_failures is None
-               or (isinstance(self.max_consecutive_failures, int) and self.max_consecutive_failures >= 1),
-               "Limits.max_consecutive_failures", self.max_consecutive_failures, "an integer >= 1 or None")
-        _check(isinstance(self.rpm_burst, int) and self.rpm_burst >= 1,
-               "Limits.rpm_burst", self.rpm_burst, "an integer >= 1")
-        if isinstance(self.backoff, Mapping):  # from_dict-style nesting in a plain constructor
-            object.__setattr__(self, "backoff", Backoff(**self.backoff))
+    rpm: Annotated[PositiveOrNone, Field(description="requests per minute; null: no limit")] = None
+    tpm: Annotated[PositiveOrNone, Field(description="tokens per minute; null: no limit")] = None
+    max_concurrency: Annotated[int, Field(ge=1, description="backend calls in flight at once")] = 16
+    timeout_s: Annotated[PositiveOrNone, Field(description="seconds per call to a server before a retry")] = 120.0
+    local_timeout_s: Annotated[PositiveOrNone, Field(
+        description="the same for in-process models and Python agents; null: no limit")] = None
+    slow_call_s: Annotated[PositiveOrNone, Field(
+        description="report a call still running after this long")] = 60.0
+    max_retries: Annotated[int, Field(ge=0)] = 5
+    backoff: Backoff = Field(default_factory=Backoff)
+    max_consecutive_failures: Annotated[int | None, Field(ge=1)] = 25
+    rpm_burst: Annotated[int, Field(ge=1)] = 1
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> Limits:
+    def from_dict(cls, data: Any) -> Limits:
         """Build from a config mapping; ``backoff`` may be a nested mapping. Unknown keys raise."""
-        data = dict(data or {})
-        _reject_unknown(cls, data, "limits")
-        if isinstance(data.get("backoff"), Mapping):
-            _reject_unknown(Backoff, data["backoff"], "limits.backoff")
-            data["backoff"] = Backoff(**data["backoff"])
-        return cls(**data)
+        return from_mapping(cls, data, "limits")
 
     def with_(self, **changes: Any) -> Limits:
         """A copy with some fields changed."""
         return replace(self, **changes)
 
 
-@dataclass(frozen=True)
+@frozen_value
 class Budget:
-    """What a whole run may spend; every field ``None`` means unlimited.
+    """What a whole run may spend; every field ``None`` means unlimited (config: ``budget``,
+    shared by the target, curriculum model, critic and judge).
 
     A budget stops *new* backend calls; calls already in flight finish, so a run
     overshoots by at most what those calls use. Cached samples cost nothing.
@@ -135,39 +110,19 @@ class Budget:
         max_wall_s: seconds since the first call of the run.
     """
 
-    max_calls: int | None = None
-    max_tokens: int | None = None
-    max_cost_usd: float | None = None
-    max_wall_s: float | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("max_calls", "max_tokens"):
-            value = getattr(self, name)
-            _check(value is None or (isinstance(value, int) and value >= 0), f"Budget.{name}", value,
-                   "an integer >= 0, or None for no limit")
-        for name in ("max_cost_usd", "max_wall_s"):
-            value = getattr(self, name)
-            _check(value is None or (isinstance(value, (int, float)) and value >= 0), f"Budget.{name}",
-                   value, "a number >= 0, or None for no limit")
+    max_calls: Annotated[int | None, Field(ge=0, description="backend calls (each retry counts)")] = None
+    max_tokens: Annotated[int | None, Field(ge=0, description="prompt + completion tokens")] = None
+    max_cost_usd: Annotated[float | None, Field(ge=0, description="US dollars")] = None
+    max_wall_s: Annotated[float | None, Field(ge=0, description="seconds since the first call")] = None
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> Budget:
-        """Build from a config mapping. Unknown keys raise :class:`ConfigError`."""
-        data = dict(data or {})
-        _reject_unknown(cls, data, "budget")
-        return cls(**data)
+    def from_dict(cls, data: Any) -> Budget:
+        """Build from a config mapping. Unknown keys raise :class:`~frontier_qa.errors.ConfigError`."""
+        return from_mapping(cls, data, "budget")
 
     @property
     def unlimited(self) -> bool:
         return all(getattr(self, f.name) is None for f in fields(self))
-
-
-def _reject_unknown(cls: type, data: Mapping[str, Any], where: str) -> None:
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ConfigError(f"unknown key(s) {', '.join(map(repr, unknown))} in {where}",
-                          hint=f"allowed keys: {', '.join(sorted(known))}")
 
 
 __all__ = ["Backoff", "Budget", "Limits"]

@@ -241,7 +241,8 @@ class ManagedTarget:
     async def _gather(self, coros: list[Coroutine[Any, Any, T]]) -> list[T]:
         """Run chunks together. A budget stop lets the siblings finish (their calls are paid
         for and their samples get cached), and a fatal error found meanwhile outranks it; a
-        target error cancels them."""
+        target error cancels them.
+        """
         if len(coros) == 1:
             return [await coros[0]]
         return await gather_or_cancel(coros, let_finish=lambda err: isinstance(err, BudgetExceededError))
@@ -250,7 +251,8 @@ class ManagedTarget:
         self, case: Case, sampling: Sampling, missing: list[int], keys: dict[int, str]
     ) -> dict[int, Trajectory]:
         """Samples not in the cache: claimed and fetched here, or waited for when another
-        process (or task) sharing the cache is fetching them (single flight)."""
+        process (or task) sharing the cache is fetching them (single flight).
+        """
         out: dict[int, Trajectory] = {}
         todo = list(missing)
         while todo:
@@ -267,7 +269,8 @@ class ManagedTarget:
                 # a stored record this version cannot read is fetched again, claim or not
                 mine = sorted([index[k] for k in own] + [index[k] for k in stored if k not in hits])
                 theirs = [index[k] for k in other]
-            coros = [self._fill(case, sampling, first, count, keys) for first, count in _chunks(mine, max(1, self.adapter.max_n))]
+            chunks = _chunks(mine, max(1, self.adapter.max_n))
+            coros = [self._fill(case, sampling, first, count, keys) for first, count in chunks]
             if theirs:
                 coros.append(self._await_others(theirs, keys))
             for part in await self._gather(coros):
@@ -369,7 +372,7 @@ class ManagedTarget:
             ]
 
     def _log_retry(self, state: RetryCallState) -> None:
-        """tenacity's before_sleep: one INFO line per retry (the verdict's message is redacted)."""
+        """Tenacity's before_sleep: one INFO line per retry (the verdict's message is redacted)."""
         failure = state.outcome.exception() if state.outcome is not None else None
         verdict = getattr(failure, "verdict", None)
         why = f"{verdict.kind.value}: {verdict.message}" if isinstance(verdict, ErrorClass) else "failed"
@@ -453,7 +456,8 @@ class ManagedTarget:
     def _settle_abandoned(self, reservation: Any, estimated: int, case: Case, n: int, sampling: Sampling) -> None:
         """A call given up before its reply (timeout, cancellation) was still run, and billed,
         by a server: it counts as a call with estimated tokens (prompt + n · max_tokens).
-        An in-process model stops the abandoned work, so nothing is estimated for it."""
+        An in-process model stops the abandoned work, so nothing is estimated for it.
+        """
         if getattr(self.adapter, "in_process", False):
             self.budget.settle(reservation)
             self._limiter.refund(estimated)
@@ -538,7 +542,8 @@ class _CallTimeout(Exception):
 async def _within(coro: Coroutine[Any, Any, T], timeout_s: float | None) -> T:
     """Await ``coro`` for at most ``timeout_s`` seconds, then cancel it and raise
     :class:`_CallTimeout` (unlike ``asyncio.wait_for``, distinguishable from a
-    ``TimeoutError`` the adapter raised itself)."""
+    ``TimeoutError`` the adapter raised itself).
+    """
     if timeout_s is None:
         return await coro
     if hasattr(asyncio, "timeout"):  # Python 3.11+: no extra task per call

@@ -1,5 +1,6 @@
 """Whether a process still runs: how leases, cache claims, sandbox folders and memory cgroups
-left by a caller killed with -9 are recognised as stale on this host."""
+left by a caller killed with -9 are recognised as stale on this host.
+"""
 
 from __future__ import annotations
 

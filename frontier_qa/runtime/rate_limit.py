@@ -107,7 +107,8 @@ def estimate_tokens(
     messages: Sequence[Mapping[str, Any]], n: int, max_tokens: int, tools: Sequence[Any] = ()
 ) -> int:
     """A conservative token estimate for a call: prompt at ~4 characters per token, plus
-    ``n · max_tokens`` completion tokens (how OpenAI itself charges a request against TPM)."""
+    ``n · max_tokens`` completion tokens (how OpenAI itself charges a request against TPM).
+    """
     chars = sum(len(json.dumps(m.get("content", ""), ensure_ascii=False)) for m in messages)
     if tools:
         chars += len(json.dumps(list(tools), default=str))

@@ -93,7 +93,8 @@ def parse_retry_after(headers: Mapping[str, Any] | None, *, now: float | None = 
 
 def classify_status(status: int | None) -> ErrorKind | None:
     """The usual verdict for an HTTP status: 429 rate limited; 408, 409, 425 and 5xx
-    transient (what OpenAI's own client retries); other 4xx fatal; ``None`` if unknown."""
+    transient (what OpenAI's own client retries); other 4xx fatal; ``None`` if unknown.
+    """
     if status is None:
         return None
     if status == 429:

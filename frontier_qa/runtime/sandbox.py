@@ -166,7 +166,8 @@ _CACHE_ENVS = ("FRONTIER_QA_CACHE", "HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME",
 # Never covered, whatever a home or cache variable says (system accounts have homes like /bin or
 # /dev): the code would lose the system's own files.
 _SYSTEM = ("/usr", "/etc", "/dev", "/proc", "/sys", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
-RUN_DIR_INSIDE = "/tmp/run"  # where the run's directory appears to the code when /tmp is private  # replaced by private mounts ("tmp")
+# where the run's directory appears to the code when /tmp is private (replaced by private mounts, "tmp")
+RUN_DIR_INSIDE = "/tmp/run"
 
 
 def _within(path: str, folder: str) -> bool:
@@ -224,7 +225,8 @@ def _launch(cfg: dict[str, Any]) -> None:  # pragma: no cover - runs in the laun
         process with CAP_SETUID in the *parent* namespace may map ids other than its own).
         Root maps to itself so set-up can still reach root-owned files; the code then runs as
         cfg["uid"] with a process count (RLIMIT_NPROC) of its own namespace, so one run's
-        fork bomb cannot starve the runs beside it."""
+        fork bomb cannot starve the runs beside it.
+        """
         ready_r, ready_w = os.pipe()
         go_r, go_w = os.pipe()
         child = os.fork()
@@ -321,8 +323,8 @@ def _launch(cfg: dict[str, Any]) -> None:  # pragma: no cover - runs in the laun
             # in /tmp) is capped in total, not per file, and vanishes with the namespace.
             os.makedirs(cfg["inside"], mode=0o755)
             mount("tmpfs", cfg["inside"], "tmpfs", nosuid | nodev, f"mode=1777,size={cfg['run_bytes']}")
-            with open(os.path.join(cfg["inside"], "main.py"), "wb") as fh:
-                fh.write(main)
+            with open(os.path.join(cfg["inside"], "main.py"), "wb") as main_file:
+                main_file.write(main)
             os.close(run_fd)
             for path, fd in kept.items():  # bound back, read-only
                 os.makedirs(path, mode=0o755, exist_ok=True)
@@ -417,7 +419,8 @@ _swept = False
 
 def _sweep_stale_workdirs() -> None:
     """Once per process: remove ``fqa-sandbox-<pid>-*`` folders whose process is gone (a caller
-    killed with -9 never ran its cleanup), and unnamed old-style ones older than a day."""
+    killed with -9 never ran its cleanup), and unnamed old-style ones older than a day.
+    """
     global _swept
     if _swept:
         return
@@ -631,7 +634,8 @@ class Sandbox:
 
     def _kept(self, covers: list[str]) -> list[str]:
         """Interpreter directories under the covered folders (a CI venv in ``mktemp -d``, a venv
-        or pyenv in the home directory): the launcher binds them back, read-only."""
+        or pyenv in the home directory): the launcher binds them back, read-only.
+        """
         dirs = {os.path.realpath(d) for d in self._interpreter_dirs()}
         under = sorted(d for d in dirs if any(_within(d, c) for c in covers))
         return [d for d in under if not any(d != o and _within(d, o) for o in under)]
@@ -640,7 +644,8 @@ class Sandbox:
         """Folders the code sees empty: the caller's home directory ($HOME and its passwd entry),
         the cache folders of :data:`_CACHE_ENVS` that exist outside it, and (as root, for the
         dropped uid) folders it cannot enter on the way to the interpreter. Folders under
-        /tmp & co. are private already; system folders are never covered."""
+        /tmp & co. are private already; system folders are never covered.
+        """
         found = {os.path.expanduser("~")} | {os.environ.get(name, "") for name in _CACHE_ENVS}
         with contextlib.suppress(KeyError, ImportError):
             import pwd
@@ -658,7 +663,8 @@ class Sandbox:
 
     def _closed_folders(self) -> set[str]:
         """The first folder the dropped uid cannot enter (no o+x) on the way to each interpreter
-        directory, e.g. /root (mode 700) holding a pyenv."""
+        directory, e.g. /root (mode 700) holding a pyenv.
+        """
         closed: set[str] = set()
         for path in self._interpreter_dirs():
             parts = path.strip("/").split("/")
@@ -773,8 +779,9 @@ class Sandbox:
             report = _read_report(read_fd)
             if "exit" in report and result.killed_reason not in ("timeout", "output_limit"):
                 # the PID namespace's init saw how the code ended (the launcher only saw init)
-                code = report["exit"]
-                result = dataclasses.replace(result, exit_code=code, killed_reason=_limit_reason(code, result.stderr))
+                exit_code = report["exit"]
+                result = dataclasses.replace(result, exit_code=exit_code,
+                                             killed_reason=_limit_reason(exit_code, result.stderr))
             if result.exit_code == _REFUSED and "error" in report:
                 return result, (report.get("feature", "start"), report["error"])
             if "ok" not in report and not result.timed_out:

@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Any, Literal
 
 from frontier_qa.errors import AnswerError
 
@@ -98,7 +98,7 @@ class _Worker:
     def alive(self) -> bool:
         return self._proc.poll() is None
 
-    def ask(self, request: dict, timeout_s: float) -> Outcome:
+    def ask(self, request: dict[str, Any], timeout_s: float) -> Outcome:
         """Send one request; ``"undecided"`` (and a dead worker) when no answer comes in time."""
         assert self._proc.stdin is not None
         deadline = time.monotonic() + timeout_s
@@ -159,7 +159,7 @@ class SymbolicPool:
         """Compare two LaTeX/plain-math answers symbolically within ``timeout_s`` seconds."""
         return self._ask({"a": a, "b": b, "soft_s": timeout_s * _SOFT_SHARE}, timeout_s)
 
-    def _ask(self, request: dict, timeout_s: float) -> Outcome:
+    def _ask(self, request: dict[str, Any], timeout_s: float) -> Outcome:
         with self._slots:
             worker = self._take()
             outcome = worker.ask(request, timeout_s)
@@ -272,7 +272,7 @@ def serve() -> None:  # pragma: no cover - runs in the child process; exercised 
     expr_config = [ExprExtractionConfig()]
 
     @lru_cache(maxsize=4096)
-    def parsed(answer: str) -> tuple:
+    def parsed(answer: str) -> tuple[Any, ...]:
         found = parse(f"${answer}$", latex_config, parsing_timeout=None)
         if not found:
             found = parse(answer, expr_config, parsing_timeout=None)

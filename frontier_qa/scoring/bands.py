@@ -41,7 +41,7 @@ def check_p_hat(p_hat: Any, *, where: str = "p_hat") -> float:
     Raises:
         ConfigError: a bool, not a real number, NaN, or outside [0, 1].
     """
-    if isinstance(p_hat, bool) or not isinstance(p_hat, numbers.Real) or not 0.0 <= p_hat <= 1.0:
+    if isinstance(p_hat, bool) or not isinstance(p_hat, numbers.Real) or not 0.0 <= float(p_hat) <= 1.0:
         raise ConfigError(
             f"{where} must be a number in [0, 1] (the majority's share of k samples); got {p_hat!r}",
             hint="pass Consistency.p_hat, i.e. majority count / k",

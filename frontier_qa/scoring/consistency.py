@@ -79,7 +79,8 @@ class Consistency:
     @property
     def majority_mask(self) -> tuple[bool, ...]:
         """For each of the k samples, whether it voted with the majority (Agent0's pseudo-label
-        reward R_i = 1 if o_i ≡ ỹ); all ``False`` when no sample answered."""
+        reward R_i = 1 if o_i ≡ ỹ); all ``False`` when no sample answered.
+        """
         members = set(self.clusters[0].members) if self.clusters else set()
         return tuple(i in members for i in range(self.k))
 
@@ -205,7 +206,7 @@ def votes_of(answers: Sequence[str | None], failed: Sequence[bool] | None,
             hint="pass one failed flag per answer (True where the target call failed)",
         )
     votes: list[str | None] = []
-    for i, (answer, fail) in enumerate(zip(answers, failed)):
+    for i, (answer, fail) in enumerate(zip(answers, failed, strict=True)):
         if answer is not None and not isinstance(answer, str):
             raise AnswerError(
                 f"answer {i} is a {type(answer).__name__}, not a string",

@@ -233,7 +233,7 @@ def brier_score(pred: Sequence[float], observed: Sequence[float]) -> float:
     With p̂ from k samples it includes the sampling variance p(1 − p)/k no predictor removes.
     """
     p, o = _pairs(pred, observed)
-    return sum((a - b) ** 2 for a, b in zip(p, o)) / len(p)
+    return sum((a - b) ** 2 for a, b in zip(p, o, strict=True)) / len(p)
 
 
 def calibration_bins(pred: Sequence[float], observed: Sequence[float], bins: int = 10) -> tuple[CalibrationBin, ...]:

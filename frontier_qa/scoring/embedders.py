@@ -63,7 +63,8 @@ def normalize_rows(vectors: Any) -> np.ndarray:
             "an embedder returned NaN or infinite values", hint="check the embedding model"
         )
     norms = np.linalg.norm(array, axis=1, keepdims=True)
-    return np.divide(array, norms, out=np.zeros_like(array), where=norms > 0)
+    unit: np.ndarray = np.divide(array, norms, out=np.zeros_like(array), where=norms > 0)
+    return unit
 
 
 # In-process cache: (model name or path, device) -> loaded SentenceTransformer. Loading is
@@ -85,18 +86,19 @@ def _resolve_model_path(model: str) -> str:
 
 def _load_quietly(st: Any, path: str, device: str) -> Any:
     """``SentenceTransformer(path, device=device)`` without transformers' per-load
-    "Loading weights" progress bar, which would interleave with probe/CLI output."""
+    "Loading weights" progress bar, which would interleave with probe/CLI output.
+    """
     try:
         from transformers.utils import logging as hf_logging
     except ImportError:  # pragma: no cover - sentence-transformers always brings transformers
         return st.SentenceTransformer(path, device=device)
     was_enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
     try:
         return st.SentenceTransformer(path, device=device)
     finally:
         if was_enabled:
-            hf_logging.enable_progress_bar()
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
 
 
 def load_sentence_transformer(model: str = DEFAULT_MODEL, device: str = "cpu") -> Any:

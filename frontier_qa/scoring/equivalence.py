@@ -224,7 +224,8 @@ def _is_prose(normalized: str) -> bool:
 
 def _latex_ready(answer: str) -> str:
     """The raw answer for math-verify: no ``$``, Python ``**`` as ``^``, ASCII minus, and
-    ``%`` as ``/100`` (math-verify alone would make ``50\\%`` equal to both ``50`` and ``0.5``)."""
+    ``%`` as ``/100`` (math-verify alone would make ``50\\%`` equal to both ``50`` and ``0.5``).
+    """
     s = answer.strip().replace("\\$", "").replace("$", "").replace("**", "^").replace("\u2212", "-")
     return s.replace("\\%", "/100").replace("%", "/100")
 
@@ -354,7 +355,8 @@ def equivalent(
     """Whether two answers are equivalent. ``None`` is equivalent to nothing.
 
     Args:
-        a, b: extracted answers (LaTeX or plain text), or ``None`` for "no answer".
+        a: an extracted answer (LaTeX or plain text), or ``None`` for "no answer".
+        b: the other answer, likewise.
         mode: ``"math"``, ``"numeric"`` or ``"string"`` (see :class:`Comparator`).
         timeout_s: wall-clock limit of the symbolic stage, seconds; a comparison that runs
             out of time is not equivalent. Safe to call from any thread.

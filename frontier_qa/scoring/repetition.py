@@ -88,7 +88,7 @@ def cosine_distance_matrix(embeddings: Any) -> np.ndarray:
     array = _as_matrix(embeddings)
     norms = np.linalg.norm(array, axis=1)
     unit = np.divide(array, norms[:, None], out=np.zeros_like(array), where=norms[:, None] > 0)
-    dist = np.clip(1.0 - unit @ unit.T, 0.0, 2.0)
+    dist: np.ndarray = np.clip(1.0 - unit @ unit.T, 0.0, 2.0)
     zero = norms == 0
     dist[zero, :] = 2.0
     dist[:, zero] = 2.0
@@ -206,7 +206,7 @@ def repetition_penalty(
                             dist[a, b] = dist[b, a] = 0.0
         else:
             dist = cosine_distance_matrix(vectors[mergeable])
-        for index, label in zip(mergeable, cluster_labels(dist, threshold)):
+        for index, label in zip(mergeable, cluster_labels(dist, threshold), strict=True):
             labels[index] = n + label  # offset: never collides with a singleton's own index
     return [weight * share for share in cluster_shares(labels)]
 

@@ -24,7 +24,7 @@ import numbers
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from frontier_qa.errors import ConfigError
 from frontier_qa.scoring.bands import check_p_hat
@@ -124,7 +124,7 @@ def mean_capped_tool_calls(tool_calls: ToolCounts, cap: int) -> float:
     """
     if isinstance(tool_calls, numbers.Real) and not isinstance(tool_calls, bool):
         return min(_check_count(tool_calls), float(cap))
-    counts = [_trajectory_calls(item) for item in tool_calls]
+    counts = [_trajectory_calls(item) for item in cast("Sequence[Any]", tool_calls)]  # one number was handled above
     if not counts:
         raise ConfigError(
             "tool reward needs at least one executor trajectory; got none",
@@ -279,13 +279,15 @@ class RewardConfig:
         for name in ("lambda_unc", "lambda_tool", "tool_gamma", "tool_executor_weight",
                      "tool_text_weight", "lambda_rep"):
             value = getattr(self, name)
-            if not (isinstance(value, numbers.Real) and math.isfinite(value) and value >= 0):
-                raise ConfigError(f"RewardConfig.{name} must be a finite number >= 0; got {value!r}")
+            if not (isinstance(value, numbers.Real) and math.isfinite(value) and float(value) >= 0):
+                raise ConfigError(f"RewardConfig.{name} must be a finite number >= 0; got {value!r}", key=(name,))
         if isinstance(self.tool_cap, bool) or not isinstance(self.tool_cap, int) or self.tool_cap < 0:
-            raise ConfigError(f"RewardConfig.tool_cap must be an integer >= 0; got {self.tool_cap!r}")
+            raise ConfigError(f"RewardConfig.tool_cap must be an integer >= 0; got {self.tool_cap!r}",
+                              key=("tool_cap",))
         threshold = self.rep_threshold
         if not (isinstance(threshold, numbers.Real) and math.isfinite(threshold) and threshold > 0):
-            raise ConfigError(f"RewardConfig.rep_threshold must be > 0; got {self.rep_threshold!r}")
+            raise ConfigError(f"RewardConfig.rep_threshold must be > 0; got {self.rep_threshold!r}",
+                              key=("rep_threshold",))
 
     @property
     def needs_tool_calls(self) -> bool:
@@ -328,7 +330,7 @@ reference answer, and tool calls come from executor trajectories, not ```` ```ou
 
 
 def _check_count(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0 or math.isinf(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value) >= 0 or math.isinf(value):
         raise ConfigError(
             f"a tool-call count must be a finite number >= 0; got {value!r}",
             hint="count executed calls per trajectory (Trajectory.n_tool_calls)",
@@ -411,7 +413,7 @@ def score_curriculum_batch(
         canonical_order=config.canonical_order,
     )
     scores = []
-    for (question, reference), p_hat, calls, rep in zip(parsed, p_hats, tool_calls, penalties):
+    for (question, reference), p_hat, calls, rep in zip(parsed, p_hats, tool_calls, penalties, strict=True):
         ok = question is not None and (reference is not None or not config.require_reference)
         unc = None if p_hat is None else config.uncertainty(p_hat)
         # Without the executor's tool calls R_tool is unknown, unless it carries no weight.

@@ -98,7 +98,7 @@ def _plan(answers: Sequence[str | None], failed: Sequence[bool] | None, threshol
     order = tuple(
         sorted((i for i, vote in enumerate(votes) if vote is not None), key=lambda i: (votes[i], i))
     )
-    texts = tuple(votes[i] for i in order)
+    texts = tuple(vote for i in order if (vote := votes[i]) is not None)  # all of them: `order` holds answered ones
     return _Plan(
         votes=tuple(votes),
         n_failed=n_failed,
@@ -131,7 +131,7 @@ def _cosine_distances(
         unique_distances[conflict] = 2.0
     row_of = {text: row for row, text in enumerate(plan.unique)}
     rows = [row_of[text] for text in plan.texts]
-    distances = unique_distances[np.ix_(rows, rows)]
+    distances: np.ndarray = unique_distances[np.ix_(rows, rows)]
     distances = np.clip(
         (distances + distances.T) / 2.0, 0.0, 2.0
     )  # float noise: exact symmetry, no negatives
@@ -161,7 +161,8 @@ def cluster_labels(distances: np.ndarray, threshold: float) -> np.ndarray:
     model = AgglomerativeClustering(
         n_clusters=None, metric="precomputed", linkage="average", distance_threshold=threshold
     )
-    return model.fit(distances).labels_
+    labels: np.ndarray = model.fit(distances).labels_
+    return labels
 
 
 def _assemble(plan: _Plan, distances: np.ndarray, threshold: float) -> Consistency:
@@ -180,7 +181,8 @@ def _assemble(plan: _Plan, distances: np.ndarray, threshold: float) -> Consisten
         )
     # Largest first; equal sizes ordered by text so the majority never depends on arrival order.
     clusters.sort(
-        key=lambda c: (-c.size, c.representative, sorted(plan.votes[i] for i in c.members))
+        key=lambda c: (-c.size, c.representative,
+                       sorted(vote for i in c.members if (vote := plan.votes[i]) is not None))
     )
     sizes = [c.size for c in clusters]
     return Consistency(

@@ -129,7 +129,8 @@ _TOOL_CALL_TAG = re.compile(r"<tool_call>(.*?)</tool_call>", re.S | re.I)
 
 def calls_in_text(text: str) -> list[dict[str, Any]]:
     """Tool calls a model wrote as text: ``<tool_call_answer>`` (Tool-R0's solver), Hermes-style
-    ``<tool_call>{...}</tool_call>`` blocks, or a JSON call list (fenced or bare); ``[]`` if none."""
+    ``<tool_call>{...}</tool_call>`` blocks, or a JSON call list (fenced or bare); ``[]`` if none.
+    """
     found = _ANSWER_TAG.findall(text)
     answer = found[-1].strip() if found else None
     candidates: list[Any] = []

@@ -16,6 +16,8 @@ the case store's names are exported here, imported on first use.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from frontier_qa import _lazy_exports
 
 _EXPORTS: dict[str, str] = {
@@ -41,7 +43,27 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
+if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
+    from frontier_qa.store.case_store import (
+        DEFAULT_DIR as DEFAULT_DIR,
+        STORE_FORMAT as STORE_FORMAT,
+        CaseStore as CaseStore,
+        MergeResult as MergeResult,
+        ResumeState as ResumeState,
+        Shard as Shard,
+        StoreError as StoreError,
+        TornLineWarning as TornLineWarning,
+        encode_line as encode_line,
+        export_suite as export_suite,
+        import_suite as import_suite,
+        latest_by as latest_by,
+        new_run_id as new_run_id,
+        parse_lines as parse_lines,
+        shard_of as shard_of,
+        suite_entries as suite_entries,
+    )
+else:
+    __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
 
 
 __all__ = list(_EXPORTS)

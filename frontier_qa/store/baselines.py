@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
 from frontier_qa.store.case_store import CaseStore, latest_by
-from frontier_qa.store.records import Baseline, BaselineSource, CaseClass, CaseRecord, CaseSpec, ClusterCount, SuiteCase
+from frontier_qa.store.records import Baseline, BaselineSource, CaseClass, CaseRecord, ClusterCount, SuiteCase
+from frontier_qa.target import Case
 
 MIN_ANCHOR_SHARE = 0.3
 """Least majority share (Agent0's band low edge) for the majority to be a baseline's anchor."""
@@ -61,7 +62,7 @@ def same_answer(answer: str, anchor: str, answer_format: str) -> bool:
     return comparator("math")(answer, anchor)
 
 
-def anchor_of(case: CaseSpec, majority: str | None, top_share: float | None) -> tuple[str | None, str | None]:
+def anchor_of(case: Case, majority: str | None, top_share: float | None) -> tuple[str | None, str | None]:
     """The answer a baseline holds the agent to, and its kind (module docstring).
 
     Args:
@@ -112,7 +113,7 @@ def from_record(
         k=record.k,
         successes=min(successes, record.k),
         anchor=anchor,
-        anchor_kind=kind,  # type: ignore[arg-type]
+        anchor_kind=kind,
         p_hat=record.p_hat,
         interval=record.interval,
         majority=record.majority,
@@ -151,7 +152,7 @@ def from_observed(entry: SuiteCase) -> Baseline | None:
         k=o.k,
         successes=min(successes, o.k),
         anchor=anchor,
-        anchor_kind=kind,  # type: ignore[arg-type]
+        anchor_kind=kind,
         p_hat=o.p_hat,
         interval=o.interval,
         majority=o.majority,

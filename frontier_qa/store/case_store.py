@@ -183,7 +183,8 @@ def parse_lines(data: bytes, source: str, adapter: TypeAdapter[Any] = _LINE) -> 
             raise StoreError(
                 f"{source}:{number}: record schema_version {version} is newer than this "
                 f"frontier-qa reads ({SCHEMA_VERSION})",
-                hint="upgrade frontier-qa: reinstall it from its repository (git pull, then pip install -e . in the checkout)",
+                hint="upgrade frontier-qa: reinstall it from its repository "
+                     "(git pull, then pip install -e . in the checkout)",
             )
         try:
             yield adapter.validate_python(obj)
@@ -373,7 +374,7 @@ class CaseStore:
 
     def accepted(self) -> dict[str, Baseline]:
         """The latest accepted baseline of each case id."""
-        return latest_by(self.baseline_lines(), lambda b: b.case_id)  # type: ignore[return-value]
+        return latest_by(self.baseline_lines(), lambda b: b.case_id)
 
     # -- runs and resume ---------------------------------------------------------------
 
@@ -382,7 +383,7 @@ class CaseStore:
         latest = latest_by(
             (r for r in self.lines() if isinstance(r, RunRecord)), lambda r: (r.run_id, r.shard_index)
         )
-        return sorted(latest.values(), key=lambda r: (r.started_at, r.run_id, r.shard_index))  # type: ignore[union-attr]
+        return sorted(latest.values(), key=lambda r: (r.started_at, r.run_id, r.shard_index))
 
     def run(self, run_id: str, shard_index: int | None = None) -> RunRecord:
         """The latest record of a run (of one shard of it when the file holds several)."""
@@ -396,7 +397,7 @@ class CaseStore:
                 f"no run {run_id!r} in {self.root}",
                 hint=f"known runs: {', '.join(self.run_ids()) or 'none'}",
             )
-        return max(found, key=_order_key)  # type: ignore[return-value]
+        return max(found, key=_order_key)
 
     def start_run(self, run: RunRecord) -> None:
         """Record that a run (shard) started; same as :meth:`append`."""
@@ -444,7 +445,8 @@ class CaseStore:
     def discard_run(self, run_id: str, shard_index: int = 1) -> bool:
         """Remove a run shard that recorded no case (it failed before its first): nothing is
         left open to resume. Only a file holding nothing but this shard's run records goes;
-        call it while holding the run's lease. Returns whether the file was removed."""
+        call it while holding the run's lease. Returns whether the file was removed.
+        """
         path = self.run_path(run_id)
         with self._locked(exclusive=True):
             records = self._read_file(path, lock=False)
@@ -496,7 +498,7 @@ class CaseStore:
 
     def latest(self, *, run_id: str | None = None, target_id: str | None = None) -> dict[str, CaseRecord]:
         """The index: the latest record of each case id, optionally within one run or target."""
-        return latest_by(self.case_records(run_id=run_id, target_id=target_id), lambda r: r.id)  # type: ignore[return-value]
+        return latest_by(self.case_records(run_id=run_id, target_id=target_id), lambda r: r.id)
 
     def replay(self, target_id: str | None = None, *, include_invalid: bool = False) -> list[CaseRecord]:
         """Stored cases to probe first, latest record per case: failures first, then by id.

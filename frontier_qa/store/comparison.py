@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from frontier_qa._compat import renamed
 from frontier_qa.scoring.two_sample import drop_probability, fisher_greater, fisher_less, spend
 from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, Observed, ReplayVerdict, SuiteCase
+from frontier_qa.target import Case
 
 DEFAULT_LOOKS = (5, 10, 20, 40, 80)
 """New samples at each look of a replayed case; the last is the cap."""
@@ -309,7 +310,8 @@ def from_record(record: CaseRecord, baseline: Baseline | None = None) -> Compari
     old = None if v.baseline_k is None or v.baseline_successes is None else Evidence(v.baseline_successes, v.baseline_k)
     new = None if v.n is None or v.successes is None else Evidence(v.successes, v.n)
     return Comparison(case_id=record.id, verdict=RegressionVerdict(v.verdict), reason=v.reason,
-                      old_class=v.baseline_class, new_class=record.case_class, old_p_hat=v.baseline_p_hat, new_p_hat=record.p_hat,
+                      old_class=v.baseline_class, new_class=record.case_class,
+                      old_p_hat=v.baseline_p_hat, new_p_hat=record.p_hat,
                       baseline=baseline, old=old, new=new, p_value=v.p_value, level=v.level, samples=record.k)
 
 
@@ -325,9 +327,8 @@ def _baseline(old: CaseRecord | SuiteCase | Observed | Baseline, case_id: str) -
         return baselines.from_record(old)
     if isinstance(old, SuiteCase):
         return baselines.of_entry(old)
-    from frontier_qa.store.records import CaseSpec
 
-    entry = SuiteCase(case=CaseSpec(id=case_id or "case", prompt=""), observed=old)
+    entry = SuiteCase(case=Case(id=case_id or "case", prompt=""), observed=old)
     return baselines.from_observed(entry)
 
 

@@ -51,6 +51,7 @@ class RunBusyError(FrontierQAError):
 
 
 def lease_path(runs_dir: Path, run_id: str, shard_index: int) -> Path:
+    """The lease file of one shard of a run, hidden beside the run's records."""
     return runs_dir / f".{run_id}.{shard_index}.lease"
 
 
@@ -64,6 +65,7 @@ def holder(path: Path) -> dict[str, Any] | None:
 
 
 def describe_holder(path: Path) -> str:
+    """Who holds the lease at ``path``, for an error message ("pid 12 on host h (since ...)")."""
     info = holder(path) or {}
     if not info:
         return "another process"
@@ -121,6 +123,8 @@ def acquire(path: Path, run_name: str, *, wait: bool | float = False,
     """Take the lease at ``path``, or raise :class:`RunBusyError`.
 
     Args:
+        path: the lease file (:func:`lease_path`).
+        run_name: how the run is named in the error when another process holds it.
         wait: ``False``: refuse at once (after a short re-try); ``True``: wait as long as it
             takes; a number: wait that many seconds at most.
         on_wait: told once, with the holder's description, when this call starts waiting.

@@ -22,18 +22,20 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from frontier_qa import __version__
-from frontier_qa.target import Case, Trajectory
+from frontier_qa._compat import renamed
+from frontier_qa.target import Case, Trajectory, case_seed
 
 if TYPE_CHECKING:  # consistency pulls in answer extraction; records only read its fields
     from frontier_qa.scoring.consistency import Consistency
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION: Final = 2
 """Version of every on-disk record this frontier-qa writes (case, run, baseline, suite entry, report)."""
 
 READ_VERSIONS = (1, 2)
@@ -117,54 +119,15 @@ class Interval(_Record):
         return self.low <= value <= self.high
 
 
-class CaseSpec(_Record):
-    """The case as the curriculum proposed it (mirror of :class:`~frontier_qa.target.Case`).
+def _stored_id(case: Case) -> Case:
+    if not case.id:
+        raise ValueError("a stored case needs a non-empty id")
+    return case
 
-    ``reference_verified`` says whether the reference was checked (by executing the
-    generator's solution or a stronger judge); only a verified reference can make a
-    ``failure`` (docs/method.md, QA note 1).
-    """
 
-    id: str = Field(min_length=1)
-    prompt: str
-    system: str | None = None
-    topic: str = "general"
-    answer_format: str = "boxed"
-    tools: list[dict[str, Any]] = Field(default_factory=list)
-    reference: str | None = None
-    reference_verified: bool = False
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    history: list[dict[str, Any]] = Field(default_factory=list)
-
-    @classmethod
-    def from_case(cls, case: Case, *, reference_verified: bool = False) -> CaseSpec:
-        """Record an in-memory case."""
-        return cls(
-            id=case.id,
-            prompt=case.prompt,
-            system=case.system,
-            topic=case.topic,
-            answer_format=case.answer_format,
-            tools=[dict(t) for t in case.tools],
-            reference=case.reference,
-            reference_verified=reference_verified,
-            metadata=dict(case.metadata),
-            history=[dict(m) for m in case.history],
-        )
-
-    def to_case(self) -> Case:
-        """The in-memory case to probe again (replay)."""
-        return Case(
-            id=self.id,
-            prompt=self.prompt,
-            system=self.system,
-            topic=self.topic,
-            answer_format=self.answer_format,
-            tools=tuple(self.tools),
-            reference=self.reference,
-            metadata=dict(self.metadata),
-            history=tuple(self.history),
-        )
+# The case of a record or suite entry is the engine's Case itself (one definition: same fields,
+# same JSON shape and order as the 0.1 CaseSpec); stored, its id must not be empty.
+StoredCase = Annotated[Case, AfterValidator(_stored_id)]
 
 
 class SampleRecord(_Record):
@@ -305,7 +268,7 @@ class CaseRecord(_Record):
         case: the case as proposed.
         run_id: the run that probed it.
         target_id: the target's stable id; ``target_version`` its version when known.
-        seed: the base sampling seed of the run (sample ``i`` used ``seed + i``).
+        seed: the base sampling seed of the run (sample ``i`` of a case used ``Sampling.seed_for(case, i)``).
         samples: the k samples, in sample-index order.
         rounds: p̂ after each round of sequential sampling.
         p_hat: final p̂ in [0, 1] (majority share of all k samples, Agent0 Eq. 6);
@@ -327,7 +290,7 @@ class CaseRecord(_Record):
 
     schema_version: Literal[1, 2] = SCHEMA_VERSION
     kind: Literal["case"] = "case"
-    case: CaseSpec
+    case: StoredCase
     run_id: str = Field(min_length=1)
     target_id: str
     target_version: str | None = None
@@ -517,7 +480,7 @@ class SuiteCase(_Record):
     """
 
     schema_version: Literal[1, 2] = SCHEMA_VERSION
-    case: CaseSpec
+    case: StoredCase
     baseline: Baseline | None = None
     observed: Observed | None = None
     role: Literal["finding", "guard"] | None = None
@@ -546,7 +509,11 @@ def sample_record(
     seed: int | None = None,
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
 ) -> SampleRecord:
-    """Record one trajectory with its extracted answer (``None`` when none was extracted)."""
+    """Record one trajectory with its extracted answer (``None`` when none was extracted).
+
+    ``seed`` is the case's base seed (:func:`~frontier_qa.target.case_seed`); the sample's own
+    seed is that plus its index, as the adapters draw it.
+    """
     text = trajectory.text
     return SampleRecord(
         sample_index=trajectory.sample_index,
@@ -625,9 +592,10 @@ def case_record(
     if len(trajectories) != len(answers):
         raise ValueError(f"{len(trajectories)} trajectories but {len(answers)} answers: pass one answer each")
     pairs = sorted(zip(trajectories, answers, strict=True), key=lambda pair: pair[0].sample_index)
-    samples = [sample_record(t, a, seed=seed, max_text_chars=max_text_chars) for t, a in pairs]
+    base = None if seed is None else case_seed(seed, case)  # what the adapters seeded this case's samples from
+    samples = [sample_record(t, a, seed=base, max_text_chars=max_text_chars) for t, a in pairs]
     return CaseRecord(
-        case=CaseSpec.from_case(case, reference_verified=reference_verified),
+        case=replace(case, reference_verified=reference_verified),
         run_id=run_id,
         target_id=target_id,
         target_version=target_version,
@@ -667,3 +635,6 @@ def json_schemas() -> dict[str, dict[str, Any]]:
         "baseline": Baseline.model_json_schema(),
         "suite_case": SuiteCase.model_json_schema(),
     }
+
+
+__getattr__ = renamed(__name__, {"CaseSpec": "Case"}, globals())

@@ -70,7 +70,7 @@ def list_cases(
     latest = latest_by(records, lambda r: r.id).values()
     kept = [r for r in latest if (not wanted_classes or r.case_class in wanted_classes)
             and (not wanted_topics or r.topic in wanted_topics)]
-    return sorted(kept, key=_rank)  # type: ignore[arg-type]
+    return sorted(kept, key=_rank)
 
 
 def count_classes(records: Iterable[CaseRecord]) -> dict[CaseClass, int]:
@@ -98,7 +98,8 @@ def find_case(store: CaseStore, name: str) -> str:
     full = {f"{r.topic}/{cid}": cid for cid, r in latest.items()}
     if name in full:
         return full[name]
-    hits = sorted({cid for cid in latest if cid.startswith(name)} | {cid for k, cid in full.items() if k.startswith(name)})
+    hits = sorted({cid for cid in latest if cid.startswith(name)}
+                  | {cid for k, cid in full.items() if k.startswith(name)})
     if len(hits) == 1:
         return hits[0]
     where = f"--store {store.root}"

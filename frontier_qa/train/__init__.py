@@ -20,6 +20,8 @@ Importing this package loads no torch or TRL (names load on first use).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from frontier_qa import _lazy_exports
 
 _EXPORTS: dict[str, str] = {
@@ -65,7 +67,57 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
+if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
+    from frontier_qa.train.adpo import (
+        ADPOSchedule as ADPOSchedule,
+        PseudoLabelReward as PseudoLabelReward,
+        advantage_scale as advantage_scale,
+        clip_high as clip_high,
+    )
+    from frontier_qa.train.adpo_trainer import ADPOTrainer as ADPOTrainer
+    from frontier_qa.train.coevolve import CoevolveResult as CoevolveResult, run_coevolution as run_coevolution
+    from frontier_qa.train.coevolve_config import (
+        CoevolveConfig as CoevolveConfig,
+        load_coevolve_config as load_coevolve_config,
+    )
+    from frontier_qa.train.config import (
+        StepPlan as StepPlan,
+        TrainConfig as TrainConfig,
+        check_budget as check_budget,
+        load_train_config as load_train_config,
+        plan_step as plan_step,
+        reward_config as reward_config,
+    )
+    from frontier_qa.train.curriculum import (
+        TrainResult as TrainResult,
+        merge_adapter as merge_adapter,
+        preflight as preflight,
+        train_curriculum as train_curriculum,
+    )
+    from frontier_qa.train.executor import (
+        ExecutorResult as ExecutorResult,
+        ExecutorRow as ExecutorRow,
+        RolloutRecord as RolloutRecord,
+        read_rollouts as read_rollouts,
+        train_executor as train_executor,
+    )
+    from frontier_qa.train.prompts import Task as Task, TaskFormat as TaskFormat, render_text as render_text
+    from frontier_qa.train.reward import TargetReward as TargetReward, score_tasks as score_tasks
+    from frontier_qa.train.rollout import mask_observations as mask_observations, pad_rollouts as pad_rollouts
+    from frontier_qa.train.tasks import (
+        StepSummary as StepSummary,
+        TaskLog as TaskLog,
+        TaskRecord as TaskRecord,
+        read_tasks as read_tasks,
+        summarize as summarize,
+    )
+    from frontier_qa.train.tool_rollout import (
+        ToolRollout as ToolRollout,
+        ToolSettings as ToolSettings,
+        ToolTrace as ToolTrace,
+    )
+else:
+    __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
 
 
 __all__ = list(_EXPORTS)

@@ -23,25 +23,30 @@ Nothing here imports torch.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
+
+from frontier_qa._schema import frozen_value
 from frontier_qa.errors import ConfigError
 from frontier_qa.scoring.answers import extract_boxed
 from frontier_qa.scoring.bands import check_p_hat
 from frontier_qa.scoring.equivalence import MODES, comparator
 from frontier_qa.scoring.rewards import completion_text
 
+# a finite number written as one (strict: "0.2" and true are refused, 1 is fine)
+Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+
 
 def _clamp01(x: float) -> float:
     return min(1.0, max(0.0, x))
 
 
-@dataclass(frozen=True)
+@frozen_value
 class ADPOSchedule:
     """The constants of s(p̂) and ε_high(p̂); defaults are the reference's (docs/method.md §5).
+    Also the co-evolution config's ``executor.adpo`` section.
 
     s(p̂) = ``scale_base`` + ``scale_gain`` · clamp((p̂ − ``scale_from``) / ``scale_span``, 0, 1)
 
@@ -60,36 +65,15 @@ class ADPOSchedule:
         clip_span: width of the fall, in p̂ units (> 0).
     """
 
-    scale_base: float = 0.6
-    scale_gain: float = 0.4
-    scale_from: float = 0.3
-    scale_span: float = 0.5
-    epsilon_low: float = 0.2
-    epsilon_high_base: float = 0.2
-    epsilon_high_gain: float = 0.1
-    clip_until: float = 0.8
-    clip_span: float = 0.5
-
-    def __post_init__(self) -> None:
-        for name in self.__dataclass_fields__:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ConfigError(f"ADPO schedule: {name}={value!r} is not a finite number", hint="use a float")
-        checks = [
-            ("scale_base", self.scale_base > 0, "> 0 (a zero scale erases every advantage)"),
-            ("scale_gain", self.scale_gain >= 0, ">= 0"),
-            ("scale_span", self.scale_span > 0, "> 0 (it divides)"),
-            ("clip_span", self.clip_span > 0, "> 0 (it divides)"),
-            ("epsilon_low", 0 <= self.epsilon_low < 1, "in [0, 1) (1 − ε_low must stay positive)"),
-            ("epsilon_high_base", self.epsilon_high_base >= 0, ">= 0"),
-            ("epsilon_high_gain", self.epsilon_high_gain >= 0, ">= 0"),
-            ("scale_from", 0 <= self.scale_from <= 1, "in [0, 1] (a share of votes)"),
-            ("clip_until", 0 <= self.clip_until <= 1, "in [0, 1] (a share of votes)"),
-        ]
-        for name, ok, rule in checks:
-            if not ok:
-                raise ConfigError(f"ADPO schedule: {name}={getattr(self, name)!r} is out of range",
-                                  hint=f"{name} must be {rule}")
+    scale_base: Annotated[Number, Field(gt=0, description="> 0: a zero scale erases every advantage")] = 0.6
+    scale_gain: Annotated[Number, Field(ge=0)] = 0.4
+    scale_from: Annotated[Number, Field(ge=0, le=1, description="a share of votes")] = 0.3
+    scale_span: Annotated[Number, Field(gt=0, description="> 0: it divides")] = 0.5
+    epsilon_low: Annotated[Number, Field(ge=0, lt=1, description="1 - epsilon_low must stay positive")] = 0.2
+    epsilon_high_base: Annotated[Number, Field(ge=0)] = 0.2
+    epsilon_high_gain: Annotated[Number, Field(ge=0)] = 0.1
+    clip_until: Annotated[Number, Field(ge=0, le=1, description="a share of votes")] = 0.8
+    clip_span: Annotated[Number, Field(gt=0, description="> 0: it divides")] = 0.5
 
 
 REFERENCE = ADPOSchedule()
@@ -168,7 +152,7 @@ class PseudoLabelReward:
             raise ConfigError(f"unknown equivalence mode {mode!r}", hint="use one of: " + ", ".join(MODES))
         self.label_column = label_column
         self.mode = mode
-        self._same = comparator(mode, timeout_s=timeout_s)  # type: ignore[arg-type]
+        self._same = comparator(mode, timeout_s=timeout_s)
         self.__name__ = "pseudo_label"  # TRL names the reward's metrics after it
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:

@@ -13,7 +13,8 @@ from frontier_qa.curricula.card import CardSampling, CurriculumCard, write_card
 
 def card_from_config(config: Any, task_format: Any) -> CurriculumCard:
     """The card of a curriculum training run (``config``: a ``TrainConfig``; ``task_format``: its
-    :class:`~frontier_qa.train.prompts.TaskFormat`, which holds the tools and examples it read)."""
+    :class:`~frontier_qa.train.prompts.TaskFormat`, which holds the tools and examples it read).
+    """
     c, t = config.curriculum, config.training
     return CurriculumCard(
         domain=c.domain, style=c.style, topics=list(c.topics), ask_solution=c.ask_solution,

@@ -23,9 +23,10 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -35,9 +36,7 @@ from frontier_qa.runtime.local_models import resolve_model
 from frontier_qa.target import Sampling
 from frontier_qa.train import pool as pools
 from frontier_qa.train.coevolve_config import CoevolveConfig, check
-from frontier_qa.train.coevolve_report import REPORT_JSON, REPORT_MD, write_report
-from frontier_qa.train.coevolve_report import fmt as _fmt
-from frontier_qa.train.coevolve_report import pct as _pct
+from frontier_qa.train.coevolve_report import REPORT_JSON, REPORT_MD, fmt as _fmt, pct as _pct, write_report
 from frontier_qa.train.evaluate import PassRate, Question, pass_rate
 from frontier_qa.train.executor_target import (
     CACHE_DIR,
@@ -59,8 +58,8 @@ class IterationState(BaseModel):
     """What one iteration has done (``state.json``)."""
 
     done: list[str] = Field(default_factory=list)
-    curriculum_model: Optional[str] = None
-    executor_model: Optional[str] = None
+    curriculum_model: str | None = None
+    executor_model: str | None = None
     record: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -68,8 +67,8 @@ class RunState(BaseModel):
     """The whole run's progress: the base executor's held-out score and each iteration's state."""
 
     version: int = 1
-    base_executor: Optional[str] = None
-    baseline: Optional[dict[str, Any]] = None
+    base_executor: str | None = None
+    baseline: dict[str, Any] | None = None
     iterations: dict[str, IterationState] = Field(default_factory=dict)
 
     def iteration(self, t: int) -> IterationState:
@@ -151,8 +150,8 @@ def _save_state(config: CoevolveConfig, state: RunState) -> None:
 # --- targets ----------------------------------------------------------------------------------------
 
 
-def _sampling(s: Any, seed: int) -> Sampling:
-    return Sampling(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, stop=tuple(s.stop), seed=seed)
+def _sampling(s: Sampling, seed: int) -> Sampling:
+    return replace(s, seed=seed)
 
 
 # --- the phases ------------------------------------------------------------------------------------
@@ -167,7 +166,7 @@ def curriculum_config(config: CoevolveConfig, t: int, executor: Path, curriculum
         "model": c.model.model_copy(update={"path": curriculum}),
         "target": executor_target_config(config, executor, executor_cache(config)),
         "training": c.training.model_copy(update={"output_dir": str(out), "seed": c.training.seed + t - 1}),
-        "reward": c.reward.model_copy(update={"sampling": s.model_copy()}),
+        "reward": c.reward.model_copy(update={"sampling": s}),  # frozen: shared as is
         "curriculum": c.curriculum.model_copy(update={"case_system": config.executor.system}),
     })
     updated._sources = c._sources
@@ -255,7 +254,7 @@ def _phase_executor(config: CoevolveConfig, t: int, it: IterationState, executor
         training=e.training.model_copy(update={"seed": e.training.seed + t - 1}), generation=e.generation,
         save=e.save, tools=ToolSettings(max_tool_turns=e.tools.max_tool_turns,
                                         output_max_chars=e.tools.output_max_chars, sandbox=e.tools.sandbox()),
-        adpo=e.adpo.schedule(), output_dir=out, resume=resume,
+        adpo=e.adpo, output_dir=out, resume=resume,
         progress=lambda line: say(f"[iter {t}] executor {line}"))
     model = result.final_model or result.adapter
     if model is None:
@@ -373,11 +372,12 @@ def run_coevolution(config: CoevolveConfig, *, resume: bool = False, progress: S
         _save_state(config, state)
         for t in range(1, config.iterations + 1):
             it = state.iteration(t)
+            # partial, not lambda: each phase is bound to this iteration's models when it is listed
             phases: dict[str, Callable[[], None]] = {
-                "curriculum": lambda: _phase_curriculum(config, t, it, executors, executor, curriculum, say),
-                "pool": lambda: _phase_pool(config, t, it, executors, executor, say),
-                "executor": lambda: _phase_executor(config, t, it, executors, executor, say),
-                "evaluate": lambda: _phase_evaluate(config, t, it, state, executors, say),
+                "curriculum": partial(_phase_curriculum, config, t, it, executors, executor, curriculum, say),
+                "pool": partial(_phase_pool, config, t, it, executors, executor, say),
+                "executor": partial(_phase_executor, config, t, it, executors, executor, say),
+                "evaluate": partial(_phase_evaluate, config, t, it, state, executors, say),
             }
             for name, phase in phases.items():  # in PHASES order; a resumed run skips what is done
                 if name not in it.done:
@@ -393,5 +393,5 @@ def run_coevolution(config: CoevolveConfig, *, resume: bool = False, progress: S
     return CoevolveResult(config.run_path, config.iterations, Path(curriculum), executor, report, records)
 
 
-__all__ = ["REPORT_JSON", "REPORT_MD", "CoevolveResult", "RunState", "check_launcher", "curriculum_config", "executor_target_config", "run_coevolution",
-           "write_report"]
+__all__ = ["REPORT_JSON", "REPORT_MD", "CoevolveResult", "RunState", "check_launcher", "curriculum_config",
+           "executor_target_config", "run_coevolution", "write_report"]

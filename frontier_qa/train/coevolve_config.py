@@ -20,11 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Final, Literal
 
-from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
-from frontier_qa.config import Override, SamplingConfig, Sources, read_overrides, read_yaml, resolve_layers
+from frontier_qa._compat import renamed
+from frontier_qa.config import Override, Sampling, Sources, read_overrides, read_yaml, resolve_layers
+from frontier_qa.config.schema import located_error
 from frontier_qa.errors import ConfigError
 from frontier_qa.train.adpo import ADPOSchedule
 from frontier_qa.train.config import (
@@ -38,7 +40,7 @@ from frontier_qa.train.config import (
     reward_config,
 )
 
-COEVOLVE_CONFIG_VERSION = 1
+COEVOLVE_CONFIG_VERSION: Final = 1
 DEFAULT_OUTPUT_DIR = TrainingSection.model_fields["output_dir"].default
 RUN_DIR_HINT = "remove it: every iteration writes under run_dir (iter-N/curriculum, iter-N/executor)"
 
@@ -72,31 +74,6 @@ class ToolsSection(_Section):
                 "sandbox": self.sandbox()}
 
 
-class ADPOSection(_Section):
-    """ADPO's s(p̂) and ε_high(p̂) (docs/method.md §5; the reference constants by default)."""
-
-    scale_base: float = 0.6
-    scale_gain: float = 0.4
-    scale_from: float = 0.3
-    scale_span: float = 0.5
-    epsilon_low: float = 0.2
-    epsilon_high_base: float = 0.2
-    epsilon_high_gain: float = 0.1
-    clip_until: float = 0.8
-    clip_span: float = 0.5
-
-    def schedule(self) -> ADPOSchedule:
-        return ADPOSchedule(**self.model_dump())
-
-    @model_validator(mode="after")
-    def _in_range(self) -> ADPOSection:
-        try:
-            self.schedule()
-        except ConfigError as err:  # located at executor.adpo by pydantic
-            raise ValueError(f"{err.message} ({err.hint})") from None
-        return self
-
-
 class ExecutorTrainingSection(TrainingSection):
     """The executor's ADPO training per iteration (Agent0 A.1: 40 steps of 128 tasks × 16 rollouts)."""
 
@@ -120,7 +97,7 @@ class ExecutorSection(_Section):
     target_options: dict[str, Any] = Field(default_factory=dict,
                                            description="options of the sampler's adapter (hf: device, max_batch_rows; "
                                                        "vllm: gpu_memory_utilization, max_model_len...)")
-    sampling: SamplingConfig = Field(default_factory=lambda: SamplingConfig(temperature=0.7, top_p=0.9,
+    sampling: Sampling = Field(default_factory=lambda: Sampling(temperature=0.7, top_p=0.9,
                                                                             max_tokens=2048),
                                      description="pool, reward and evaluation sampling, per model turn (the "
                                                  "reference's reward server: 0.7, 0.9, 2048)")
@@ -128,7 +105,7 @@ class ExecutorSection(_Section):
     training: ExecutorTrainingSection = Field(default_factory=ExecutorTrainingSection)
     generation: GenerationSection = Field(default_factory=GenerationSection)
     save: SaveSection = Field(default_factory=SaveSection)
-    adpo: ADPOSection = Field(default_factory=ADPOSection)
+    adpo: ADPOSchedule = Field(default_factory=ADPOSchedule, description="ADPO's s(p̂) and ε_high(p̂)")
 
 
 class PoolSection(_Section):
@@ -137,8 +114,8 @@ class PoolSection(_Section):
     size: int = Field(64, ge=1, description="tasks asked of the frozen curriculum per iteration")
     k: int = Field(10, ge=1, description="executor samples per task (Agent0: 10)")
     band: tuple[float, float] = Field((0.3, 0.8), description="keep tasks with low <= p̂ <= high (Agent0)")
-    max_tasks: Optional[int] = Field(None, ge=1, description="cap on the filtered set (null: all)")
-    sampling: SamplingConfig = Field(default_factory=lambda: SamplingConfig(temperature=1.0, top_p=0.99,
+    max_tasks: int | None = Field(None, ge=1, description="cap on the filtered set (null: all)")
+    sampling: Sampling = Field(default_factory=lambda: Sampling(temperature=1.0, top_p=0.99,
                                                                             max_tokens=256),
                                      description="the curriculum's sampling when writing tasks")
     max_concurrent_tasks: int = Field(8, ge=1, description="tasks sampled at once")
@@ -156,7 +133,7 @@ class EvaluationSection(_Section):
     """What each iteration is measured on."""
 
     heldout: str = Field("builtin:arithmetic", description="JSONL/YAML of {problem, answer}, or builtin:arithmetic")
-    heldout_size: Optional[int] = Field(None, ge=1, description="first N held-out problems (null: all)")
+    heldout_size: int | None = Field(None, ge=1, description="first N held-out problems (null: all)")
     samples: int = Field(1, ge=1, description="executor samples per held-out problem (accuracy = mean)")
     table5_tasks: int = Field(50, ge=0, description="tasks of each pool the iteration-1 executor answers (0: off)")
     table5_samples: int = Field(1, ge=1, description="its samples per task")
@@ -181,7 +158,7 @@ class CoevolveConfig(_Section):
         return "defaults" if self._sources is None else self._sources.where(tuple(key.split(".")))
 
     def error(self, key: str, message: str, hint: str) -> ConfigError:
-        return ConfigError(f"{self.where(key)}: {key}: {message}", hint=hint)
+        return located_error(self.where(key), key, message, hint)
 
     @property
     def run_path(self) -> Path:
@@ -204,7 +181,7 @@ def check(config: CoevolveConfig) -> None:
     if c.curriculum.case_system is not None:
         raise config.error("curriculum.curriculum.case_system", "is set by the run: tasks carry the executor's "
                            "system prompt", "set executor.system instead")
-    if c.reward.sampling != SamplingConfig():
+    if c.reward.sampling != Sampling():
         raise config.error("curriculum.reward.sampling", "is set by the run: the curriculum's reward samples the "
                            "executor exactly as the pool does", "set executor.sampling instead")
     if e.sampler == "vllm" and c.generation.backend == "vllm" and c.generation.vllm_mode == "colocate":
@@ -218,8 +195,8 @@ def check(config: CoevolveConfig) -> None:
                                "with the curriculum's training on it too",
                                "lower one of them (they sum to at most 0.9), or use executor.sampler: vllm-server "
                                "on its own GPU")
-    for name, section in (("curriculum", c), ("executor", e)):
-        if section.model.lora is not None and not section.save.merged:
+    for name, trained in (("curriculum", c), ("executor", e)):
+        if trained.model.lora is not None and not trained.save.merged:
             raise config.error(f"{name}.save.merged", "must be true with LoRA: the next iteration starts from the "
                                "merged model", f"set {name}.save.merged: true")
     if c.curriculum.domain not in ("math", "general"):
@@ -258,5 +235,8 @@ def load_coevolve_config(path: str | Path | None = None, overrides: Iterable[Ove
     return config
 
 
-__all__ = ["ADPOSection", "COEVOLVE_CONFIG_VERSION", "CoevolveConfig", "EvaluationSection", "ExecutorSection",
+__all__ = ["COEVOLVE_CONFIG_VERSION", "CoevolveConfig", "EvaluationSection", "ExecutorSection",
            "ExecutorTrainingSection", "PoolSection", "ToolsSection", "check", "load_coevolve_config"]
+
+
+__getattr__ = renamed(__name__, {"ADPOSection": "ADPOSchedule"}, globals())

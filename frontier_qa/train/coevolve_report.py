@@ -14,10 +14,12 @@ REPORT_JSON, REPORT_MD = "report.json", "report.md"
 
 
 def pct(x: float | None) -> str:
+    """A share in [0, 1] as a percentage with one decimal, ``-`` when unknown."""
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
 def fmt(x: float | None) -> str:
+    """A number with two decimals, ``-`` when unknown."""
     return "-" if x is None else f"{x:.2f}"
 
 

@@ -25,14 +25,15 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from frontier_qa._compat import renamed
 from frontier_qa.config import (
-    BudgetConfig,
+    Budget,
     Override,
-    SamplingConfig,
+    Sampling,
     Sources,
     TargetConfig,
     parse_set,
@@ -40,10 +41,12 @@ from frontier_qa.config import (
     read_yaml,
     resolve_layers,
 )
+from frontier_qa.config.diagnostics import _models_in, fields_of
+from frontier_qa.config.schema import located_error
 from frontier_qa.errors import BudgetExceededError, ConfigError, closest_name
 from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER, RewardConfig
 
-TRAIN_CONFIG_VERSION = 1
+TRAIN_CONFIG_VERSION: Final = 1
 DOMAINS = ("math", "general", "open_ended", "workflow")
 STYLES = ("instruct", "few_shot", "plain")
 
@@ -58,7 +61,7 @@ class LoraSection(_Section):
     r: int = Field(16, ge=1, description="rank")
     alpha: int = Field(32, ge=1, description="lora_alpha (scale = alpha / r)")
     dropout: float = Field(0.05, ge=0, lt=1)
-    target_modules: Union[str, list[str]] = Field("all-linear", description="modules to adapt")
+    target_modules: str | list[str] = Field("all-linear", description="modules to adapt")
 
 
 class ModelSection(_Section):
@@ -67,14 +70,14 @@ class ModelSection(_Section):
     path: str = Field(min_length=1, description="local folder, alias (smollm2) or a cached hub name")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     trust_remote_code: bool = False
-    chat_template: Optional[str] = Field(None, description="a Jinja chat template overriding the tokenizer's")
-    lora: Optional[LoraSection] = None
+    chat_template: str | None = Field(None, description="a Jinja chat template overriding the tokenizer's")
+    lora: LoraSection | None = None
 
 
 class PromptSection(_Section):
     """Your own curriculum prompt (``curriculum.style: plain``): the completion is the task."""
 
-    system: Optional[str] = None
+    system: str | None = None
     user: str = Field(min_length=1)
     prefill: str = Field("", description="text the assistant turn starts with (continued by the model)")
 
@@ -87,19 +90,19 @@ class CurriculumSection(_Section):
     topics: list[str] = Field(default_factory=list, description="rotated through the prompts; [] = any")
     ask_solution: bool = Field(False, description="instruct: ask for a program (off: Agent0 Table 7 exactly)")
     ask_difficulty: bool = Field(False, description="instruct: ask for a difficulty prediction")
-    agent_description: Optional[str] = Field(None, description="workflow: what the agent under test does")
-    tools: Optional[str] = Field(None, description="workflow: JSON/YAML file of the agent's tool schemas")
-    answer_format: Optional[str] = Field(None, description="workflow: text | final_answer; plain: any format")
-    examples: Optional[str] = Field(None, description="few_shot: JSONL/YAML worked examples")
-    prompt: Optional[PromptSection] = Field(None, description="plain: your own prompt")
-    case_system: Optional[str] = Field(None, description="system prompt of the tasks; null: per domain, '': none")
-    dedupe_threshold: Optional[float] = Field(0.5, ge=0, le=1,
+    agent_description: str | None = Field(None, description="workflow: what the agent under test does")
+    tools: str | None = Field(None, description="workflow: JSON/YAML file of the agent's tool schemas")
+    answer_format: str | None = Field(None, description="workflow: text | final_answer; plain: any format")
+    examples: str | None = Field(None, description="few_shot: JSONL/YAML worked examples")
+    prompt: PromptSection | None = Field(None, description="plain: your own prompt")
+    case_system: str | None = Field(None, description="system prompt of the tasks; null: per domain, '': none")
+    dedupe_threshold: float | None = Field(0.5, ge=0, le=1,
                                               description="few_shot: copies of examples fail; null or 0: off")
-    rows: Optional[int] = Field(None, ge=1, description="prompt rows in the dataset (null: one per task)")
+    rows: int | None = Field(None, ge=1, description="prompt rows in the dataset (null: one per task)")
 
     @field_validator("dedupe_threshold")
     @classmethod
-    def _zero_is_off(cls, value: Optional[float]) -> Optional[float]:
+    def _zero_is_off(cls, value: float | None) -> float | None:
         return None if value == 0 else value  # as the probe config reads it: no distance is below 0
 
     @model_validator(mode="after")
@@ -130,24 +133,25 @@ class RewardSection(_Section):
     preset: Literal["paper", "agent0-compat"] = Field("paper", description="paper: Eq. 2-5; agent0-compat: "
                                                       "the reference code's constants, without its defects")
     k: int = Field(10, ge=1, description="target samples per task (Agent0: 10)")
-    lambda_unc: Optional[float] = Field(None, ge=0)
-    lambda_tool: Optional[float] = Field(None, ge=0)
-    tool_gamma: Optional[float] = Field(None, ge=0)
-    tool_cap: Optional[int] = Field(None, ge=0)
-    tool_executor_weight: Optional[float] = Field(None, ge=0, description="tool calls seen in trajectories")
-    tool_text_weight: Optional[float] = Field(None, ge=0, description="tool demand read from the task text")
-    lambda_rep: Optional[float] = Field(None, ge=0)
-    rep_threshold: Optional[float] = Field(None, gt=0)
-    require_reference: Optional[bool] = None
-    sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="target sampling (Agent0: T=1)")
-    embedder: Optional[str] = Field(None, description="open-ended answers: embedding model (null: MiniLM)")
+    lambda_unc: float | None = Field(None, ge=0)
+    lambda_tool: float | None = Field(None, ge=0)
+    tool_gamma: float | None = Field(None, ge=0)
+    tool_cap: int | None = Field(None, ge=0)
+    tool_executor_weight: float | None = Field(None, ge=0, description="tool calls seen in trajectories")
+    tool_text_weight: float | None = Field(None, ge=0, description="tool demand read from the task text")
+    lambda_rep: float | None = Field(None, ge=0)
+    rep_threshold: float | None = Field(None, gt=0)
+    require_reference: bool | None = None
+    sampling: Sampling = Field(default_factory=Sampling, description="target sampling (Agent0: T=1)")
+    embedder: str | None = Field(None, description="open-ended answers: embedding model (null: MiniLM)")
     max_concurrent_tasks: int = Field(16, ge=1, description="tasks whose k samples are drawn at once")
     preflight: bool = Field(True, description="ask the target one easy task before loading the model")
 
 
 class TrainingSection(_Section):
     """GRPO (TRL ``GRPOTrainer``); defaults are Agent0 A.1 (curriculum agent) with one update per round of
-    generation; ``configs/train/curriculum-agent0.yaml`` adds the reference's 4 updates per round (20 steps)."""
+    generation; ``configs/train/curriculum-agent0.yaml`` adds the reference's 4 updates per round (20 steps).
+    """
 
     output_dir: str = "frontier-qa-curriculum"
     max_steps: int = Field(5, ge=1, description="optimizer steps (Agent0: 5 per iteration)")
@@ -165,14 +169,14 @@ class TrainingSection(_Section):
     max_grad_norm: float = Field(1.0, gt=0)
     lr_scheduler_type: str = "constant"
     warmup_steps: int = Field(0, ge=0)
-    loss_type: Optional[str] = Field(None, description="TRL loss (null: TRL's default)")
+    loss_type: str | None = Field(None, description="TRL loss (null: TRL's default)")
     save_steps: int = Field(1, ge=1)
-    save_total_limit: Optional[int] = Field(None, ge=1)
+    save_total_limit: int | None = Field(None, ge=1)
     logging_steps: int = Field(1, ge=1)
     seed: int = 0
-    bf16: Union[Literal["auto"], bool] = "auto"
-    use_cpu: Union[Literal["auto"], bool] = "auto"
-    gradient_checkpointing: Union[Literal["auto"], bool] = "auto"
+    bf16: Literal["auto"] | bool = "auto"
+    use_cpu: Literal["auto"] | bool = "auto"
+    gradient_checkpointing: Literal["auto"] | bool = "auto"
     report_to: list[str] = Field(default_factory=lambda: ["none"], description="wandb, tensorboard, trackio…")
     extra: dict[str, Any] = Field(default_factory=dict, description="any other GRPOConfig field")
 
@@ -183,7 +187,7 @@ class GenerationSection(_Section):
     backend: Literal["auto", "transformers", "vllm"] = Field(
         "auto", description="auto: vLLM when it is installed and a GPU is present, else transformers")
     vllm_mode: Literal["colocate", "server"] = "colocate"
-    vllm_server_base_url: Optional[str] = Field(None, description="server mode: e.g. http://10.0.0.2:8000")
+    vllm_server_base_url: str | None = Field(None, description="server mode: e.g. http://10.0.0.2:8000")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="colocate mode")
     vllm_tensor_parallel_size: int = Field(1, ge=1, description="colocate mode")
 
@@ -201,7 +205,7 @@ class TrainConfig(_Section):
     version: Literal[1] = TRAIN_CONFIG_VERSION
     model: ModelSection
     target: TargetConfig = Field(default_factory=TargetConfig)
-    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    budget: Budget = Field(default_factory=Budget)
     curriculum: CurriculumSection = Field(default_factory=CurriculumSection)
     reward: RewardSection = Field(default_factory=RewardSection)
     training: TrainingSection = Field(default_factory=TrainingSection)
@@ -218,7 +222,7 @@ class TrainConfig(_Section):
 
     def error(self, key: str, message: str, hint: str) -> ConfigError:
         """A :class:`ConfigError` about ``key``, naming where it was set."""
-        return ConfigError(f"{self.where(key)}: {key}: {message}", hint=hint)
+        return located_error(self.where(key), key, message, hint)
 
 
 # --- loading -----------------------------------------------------------------------------------
@@ -234,15 +238,13 @@ def _key_path(loc: Iterable[Any]) -> tuple[str | int, ...]:
 def _known_keys(path: tuple[str | int, ...], root: Any = None) -> list[str]:
     model: Any = TrainConfig if root is None else root
     for part in path[:-1]:
-        field = getattr(model, "model_fields", {}).get(part)
+        field = fields_of(model).get(str(part))
         if field is None:
             return []
-        annotation = field.annotation
-        candidates = [a for a in (annotation, *getattr(annotation, "__args__", ())) if isinstance(a, type)]
-        model = next((a for a in candidates if issubclass(a, BaseModel)), None)
+        model = next(iter(_models_in(field.annotation)), None)
         if model is None:
             return []
-    return sorted(getattr(model, "model_fields", {}))
+    return sorted(fields_of(model))
 
 
 def _report(err: ValidationError, sources: Sources, *, root: Any = None,
@@ -254,7 +256,7 @@ def _report(err: ValidationError, sources: Sources, *, root: Any = None,
             continue  # a union fails once per member: the first message is enough
         key = ".".join(map(str, path)) or "(top level)"
         where = sources.where(path) if path else "config"
-        if error["type"] == "extra_forbidden":
+        if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
             known = _known_keys(path, root)
             close = closest_name(str(path[-1]), known)
             fix = f"did you mean '{close}'?" if close else f"known keys here: {', '.join(known)}"
@@ -265,6 +267,8 @@ def _report(err: ValidationError, sources: Sources, *, root: Any = None,
             given = error.get("input")
             shown = "" if isinstance(given, (dict, list)) or given is None else f" (got {given!r})"
             message = str(error["msg"]).removeprefix("Value error, ")
+            if error["type"] == "dataclass_type":  # a frozen value's section (budget, sampling) given as a scalar
+                message = "Input should be a valid dictionary"
             lines[path] = f"{where}: {key}: {message}{shown}"
     body = "\n".join(f"  {line}" for line in lines.values())
     return ConfigError("the training configuration is invalid:\n" + body, hint=f"{doc} documents every key")
@@ -307,8 +311,8 @@ def reward_config(config: TrainConfig) -> RewardConfig:
     try:
         return replace(base, **changes)
     except ConfigError as err:
-        name = err.message.split("RewardConfig.", 1)[-1].split(" ", 1)[0]
-        raise config.error(f"reward.{name}", err.message, err.hint or "see configs/train/curriculum-agent0.yaml") \
+        key = ".".join(map(str, err.key)) if err.key else "preset"
+        raise config.error(f"reward.{key}", err.message, err.hint or "see configs/train/curriculum-agent0.yaml") \
             from None
 
 
@@ -404,7 +408,7 @@ __all__ = [
     "DOMAINS",
     "STYLES",
     "TRAIN_CONFIG_VERSION",
-    "BudgetConfig",
+    "Budget",
     "CurriculumSection",
     "GenerationSection",
     "LoraSection",
@@ -421,3 +425,6 @@ __all__ = [
     "plan_step",
     "reward_config",
 ]
+
+
+__getattr__ = renamed(__name__, {"BudgetConfig": "Budget"}, globals())

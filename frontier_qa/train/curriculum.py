@@ -21,7 +21,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from frontier_qa._optional import require
 from frontier_qa.config import load_examples, load_tools, resolve_options
 from frontier_qa.curricula import templates as tpl
 from frontier_qa.errors import ConfigError, FrontierQAError, TargetUnavailableError
-from frontier_qa.runtime import Budget, BudgetSnapshot, Limits, open_target, run_sync
+from frontier_qa.runtime import BudgetSnapshot, open_target, run_sync
 from frontier_qa.runtime.local_models import MARKER, MODEL_ALIASES, resolve_model
 from frontier_qa.target import Case, Sampling, Target
 from frontier_qa.train.config import (
@@ -187,18 +187,18 @@ def open_reward_target(config: TrainConfig) -> Target:
     options = resolve_options(config, "target", t.options)
     cache: Any = False if t.cache is False else (Path(config.training.output_dir) / "cache" if t.cache is True
                                                   else Path(str(t.cache)))
-    extra = {"tool_options": t.tool_options} if t.tool_options else {}
+    extra: dict[str, Any] = {"tool_options": t.tool_options} if t.tool_options else {}
     try:
-        return open_target(t.spec, limits=Limits.from_dict(t.limits.model_dump()),
-                           budget=Budget(**config.budget.model_dump()), cache=cache, **extra, **options)
+        return open_target(t.spec, limits=t.limits,
+                           budget=config.budget, cache=cache, **extra, **options)
     except ConfigError as err:
         raise config.error("target.spec", err.message, err.hint or "check the spec and its options") from None
 
 
 def target_sampling(config: TrainConfig) -> Sampling:
+    """How the executor is sampled for the reward: ``reward.sampling``, seeded by ``training.seed`` if unseeded."""
     s = config.reward.sampling
-    return Sampling(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, stop=tuple(s.stop),
-                    seed=config.training.seed if s.seed is None else s.seed)
+    return s if s.seed is not None else replace(s, seed=config.training.seed)
 
 
 def preflight(target: Target, sampling: Sampling, case_system: str | None = tpl.MATH_CASE_SYSTEM) -> None:
@@ -240,10 +240,14 @@ def grpo_section_kwargs(model: ModelSection, training: TrainingSection, generati
     ``training.output_dir`` (the executor trainer writes elsewhere).
 
     Args:
-        model, training, generation: the sections.
+        model: the model section (path, dtype, LoRA).
+        training: the training section (steps, learning rate, batch, ``extra`` keys).
+        generation: the generation section (backend, lengths, vLLM settings).
         plan: how one optimizer step is split (per-device batch, accumulation, generation reuse).
         output_dir: the run folder (checkpoints, logs).
-        cuda: a GPU is used; bf16_ok: it supports bfloat16; vllm: TRL generates with vLLM.
+        cuda: a GPU is used.
+        vllm: TRL generates with vLLM.
+        bf16_ok: the GPU supports bfloat16.
         error: builds the ConfigError for a bad ``training.extra`` key.
     """
     t, g = training, generation
@@ -468,6 +472,11 @@ def save_final_model(trainer: Any, model: ModelSection, save: SaveSection, outpu
     """:func:`save_final` from sections: ``<output_dir>/final`` and, for LoRA, ``final-adapter``.
 
     Args:
+        trainer: the TRL trainer whose model is saved.
+        model: the model section (LoRA or not, dtype of the merged model).
+        save: the save section (keep the merged model, the adapter, or both).
+        output_dir: the run folder the two sub-folders go into.
+        base: the base model folder a LoRA adapter is merged into.
         role: what the model is, for the folder's marker record (``curriculum``, ``executor``).
 
     Returns:

@@ -66,7 +66,7 @@ class PassRate:
 async def pass_rate(executor: Target, questions: Sequence[Question], *, samples: int, sampling: Sampling,
                     max_concurrent: int = 8, mode: str = "math") -> PassRate:
     """Sample ``executor`` ``samples`` times per question and grade each boxed answer against its label."""
-    same = comparator(mode)  # type: ignore[arg-type]
+    same = comparator(mode)
     semaphore = asyncio.Semaphore(max_concurrent)
 
     async def one(q: Question) -> tuple[int, int, int, int]:

@@ -14,8 +14,9 @@
     save      <output_dir>/final: a plain transformers folder (LoRA merged)
 
 Tool rollouts generate with transformers or, with ``generation.backend: vllm``, on TRL's own vLLM
-engine (colocate or server mode, :mod:`frontier_qa.train.vllm_rollout`). TRL warns that ``rollout_func`` is experimental; that warning is silenced while the trainer is
-built (``TRL_EXPERIMENTAL_SILENCE=1``) because the TRL internals used are pinned and checked
+engine (colocate or server mode, :mod:`frontier_qa.train.vllm_rollout`). TRL warns that
+``rollout_func`` is experimental; that warning is silenced while the trainer is built
+(``TRL_EXPERIMENTAL_SILENCE=1``) because the TRL internals used are pinned and checked
 (:func:`~frontier_qa.train.tool_rollout.check_trl_rollout`, ``tests/train/test_tool_rollout.py``).
 """
 
@@ -290,11 +291,11 @@ def train_executor(rows: Sequence[ExecutorRow], *, model: ModelSection, training
     from frontier_qa.train.adpo_trainer import ADPOTrainer
     from frontier_qa.train.curriculum import (
         grpo_section_kwargs,
-        use_generation_vllm,
         load_tokenizer,
         lora_config,
         resolve_model_path,
         save_final_model,
+        use_generation_vllm,
     )
 
     cuda = torch.cuda.is_available() and training.use_cpu is not True

@@ -151,5 +151,5 @@ class ExecutorTargets:
         self.release()
 
 
-__all__ = ["CACHE_DIR", "OWN_MODEL_LIMITS", "SAMPLER_PREFIX", "VLLM_GPU_SHARE", "ExecutorTargets", "close_target", "executor_spec",
-           "executor_target_config", "free_memory", "model_options", "open_executor"]
+__all__ = ["CACHE_DIR", "OWN_MODEL_LIMITS", "SAMPLER_PREFIX", "VLLM_GPU_SHARE", "ExecutorTargets", "close_target",
+           "executor_spec", "executor_target_config", "free_memory", "model_options", "open_executor"]

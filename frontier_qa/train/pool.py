@@ -18,7 +18,7 @@ import asyncio
 import math
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Optional, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -37,12 +37,12 @@ class PoolTask(BaseModel):
     """A task the frozen curriculum wrote (one line of ``tasks.jsonl``)."""
 
     index: int
-    task_id: Optional[str] = None
-    question: Optional[str] = None
-    reference: Optional[str] = None
-    topic: Optional[str] = None
-    system: Optional[str] = None
-    error: Optional[str] = None
+    task_id: str | None = None
+    question: str | None = None
+    reference: str | None = None
+    topic: str | None = None
+    system: str | None = None
+    error: str | None = None
     raw: str = ""
 
 
@@ -51,13 +51,13 @@ class ScoredTask(BaseModel):
 
     task_id: str
     question: str
-    system: Optional[str] = None
-    reference: Optional[str] = None
-    topic: Optional[str] = None
+    system: str | None = None
+    reference: str | None = None
+    topic: str | None = None
     k: int
     p_hat: float
-    majority: Optional[str] = None
-    answers: list[Optional[str]] = []
+    majority: str | None = None
+    answers: list[str | None] = []
     tool_calls: list[int] = []
     failed: int = 0
     kept: bool = False
@@ -95,6 +95,7 @@ def append_jsonl(path: Path, rows: Iterable[BaseModel]) -> None:
 
 
 def write_jsonl(path: Path, rows: Iterable[BaseModel]) -> None:
+    """Write ``rows`` as JSONL to ``path`` atomically (a temporary file, then a rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(r.model_dump_json() + "\n" for r in rows), encoding="utf-8")
@@ -163,7 +164,7 @@ async def score_tasks(executor: Target, tasks: Sequence[PoolTask], *, k: int, sa
 
     async def one(t: PoolTask) -> ScoredTask:
         async with semaphore:
-            case = Case(id=t.task_id or "", prompt=t.question or "", system=t.system, topic=t.topic,
+            case = Case(id=t.task_id or "", prompt=t.question or "", system=t.system, topic=t.topic or "general",
                         answer_format="boxed", reference=t.reference)
             trajectories = await executor.sample(case, k, sampling)
             c = await score_case(case, trajectories)

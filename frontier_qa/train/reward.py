@@ -82,7 +82,7 @@ def score_tasks(
     penalties = repetition_penalty([q or "" for q in batch], weight=config.lambda_rep,
                                    threshold=config.rep_threshold, canonical_order=config.canonical_order)
     scores = []
-    for question, p_hat, calls, rep in zip(questions, p_hats, tool_calls, penalties[offset:offset + n]):
+    for question, p_hat, calls, rep in zip(questions, p_hats, tool_calls, penalties[offset:offset + n], strict=True):
         unc = None if p_hat is None else config.uncertainty(p_hat)
         tool = None if calls is None and config.tool_executor_weight > 0 else config.tool(calls, question or "")
         if question is None:
@@ -117,7 +117,7 @@ class TargetReward:
         target: the agent under test (a ``ManagedTarget`` brings limits, retries, cache, budget).
         task_format: how completions become tasks and cases.
         k: samples per task (Agent0: 10).
-        sampling: the target's sampling (sample i of a task uses ``seed + i``, so a task seen in
+        sampling: the target's sampling (sample i of a task uses ``Sampling.seed_for(case, i)``, so a task seen in
             an earlier step comes from the cache).
         config: the reward constants (:data:`~frontier_qa.scoring.rewards.PAPER` by default).
         max_concurrent_tasks: tasks whose samples are drawn at once.
@@ -179,7 +179,7 @@ class TargetReward:
         state = columns.get("trainer_state")
         step = int(getattr(state, "global_step", self.generation)) + 1
         tasks = [self.format.parse(text, topic=topic or None, shown=tuple(seen or ()))
-                 for text, topic, seen in zip(texts, topics, shown)]
+                 for text, topic, seen in zip(texts, topics, shown, strict=True)]
         calls_before = _stat(self.target, "calls")
         sampled = await self._sample_all(tasks, step)
         questions = [t.question for t in tasks]
@@ -204,7 +204,7 @@ class TargetReward:
     # --- sampling ---------------------------------------------------------------------------
 
     async def _sample_all(self, tasks: Sequence[Task], step: int) -> list[_Sampled | None]:
-        """k samples of every distinct valid task, ``max_concurrent_tasks`` at a time."""
+        """K samples of every distinct valid task, ``max_concurrent_tasks`` at a time."""
         unique: dict[str, Case] = {}
         for task in tasks:
             if task.case is not None:
@@ -225,7 +225,7 @@ class TargetReward:
 
         keys = list(unique)
         try:
-            results = dict(zip(keys, await gather_or_cancel([one(unique[key]) for key in keys])))
+            results = dict(zip(keys, await gather_or_cancel([one(unique[key]) for key in keys]), strict=True))
         except TargetError as err:  # bad key, unreachable: say which step, keep the type
             raise type(err)(f"while rewarding the tasks of training step {step}: {err.message}",
                             hint=err.hint) from err
@@ -268,7 +268,8 @@ class TargetReward:
                  sampled: Sequence[_Sampled | None], scores: Sequence[CurriculumScore], step: int) -> list[TaskRecord]:
         assert self.log is not None
         out = []
-        for index, (text, topic, task, got, score) in enumerate(zip(texts, topics, tasks, sampled, scores)):
+        rows = zip(texts, topics, tasks, sampled, scores, strict=True)
+        for index, (text, topic, task, got, score) in enumerate(rows):
             c = got.consistency if got is not None else None
             calls = [t.n_tool_calls for t in got.trajectories] if got is not None and got.trajectories else []
             out.append(TaskRecord(

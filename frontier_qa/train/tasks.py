@@ -16,7 +16,6 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
@@ -65,22 +64,22 @@ class TaskRecord(BaseModel):
     index: int
     topic: str = ""
     completion: str
-    question: Optional[str] = None
-    reference: Optional[str] = None
-    format_error: Optional[str] = None
-    case_id: Optional[str] = None
+    question: str | None = None
+    reference: str | None = None
+    format_error: str | None = None
+    case_id: str | None = None
     k: int = 0
-    p_hat: Optional[float] = None
-    majority: Optional[str] = None
+    p_hat: float | None = None
+    majority: str | None = None
     n_failed: int = 0
     n_unparseable: int = 0
-    tool_calls: Optional[float] = None
+    tool_calls: float | None = None
     format: float
-    uncertainty: Optional[float] = None
-    tool: Optional[float] = None
+    uncertainty: float | None = None
+    tool: float | None = None
     repetition: float
-    reward: Optional[float] = None
-    skipped: Optional[str] = None
+    reward: float | None = None
+    skipped: str | None = None
     created: AwareDatetime = Field(default_factory=utc_now)
 
 
@@ -203,7 +202,8 @@ def summarize(records: Iterable[TaskRecord]) -> list[StepSummary]:
             tool=_mean([r.tool for r in rows if r.tool is not None]),
             repetition=math.fsum(r.repetition for r in rows) / len(rows),
             reward=_mean([r.reward for r in rows if r.reward is not None]),
-            frontier=(sum(AGENT0_BAND.contains(r.p_hat) for r in answered) / len(answered)) if answered else None,
+            frontier=(sum(r.p_hat is not None and AGENT0_BAND.contains(r.p_hat) for r in answered) / len(answered))
+            if answered else None,
         ))
     return out
 

@@ -160,7 +160,7 @@ class Turn:
 
     token_ids: tuple[int, ...]
     reason: str
-    logprobs: tuple[float, ...] | None = None
+    logprobs: tuple[float | None, ...] | None = None
 
 
 class Turns(Protocol):
@@ -199,7 +199,8 @@ class _HFTurns:
                                       stopping_criteria=StoppingCriteriaList([stop]))
         turns = []
         for j in range(len(contexts)):
-            end = stop.ends[j] if stop.ends[j] is not None else out.shape[1] - width
+            stopped_at = stop.ends[j]
+            end = stopped_at if stopped_at is not None else out.shape[1] - width
             turns.append(Turn(tuple(out[j, width:width + end].tolist()), stop.reasons[j] or "length"))
         return turns
 

@@ -49,7 +49,8 @@ class BudgetStop(TrainerCallback):
 
 class CardWriter(TrainerCallback):
     """Writes the curriculum card (:mod:`frontier_qa.train.card`) into every checkpoint, so each
-    ``checkpoint-N`` is a curriculum the probe asks the way it was trained."""
+    ``checkpoint-N`` is a curriculum the probe asks the way it was trained.
+    """
 
     def __init__(self, card: Any) -> None:
         self.card = card
@@ -85,7 +86,9 @@ class CurriculumTrainer(GRPOTrainer):
     def __init__(self, model: Any, reward: TargetReward, args: Any, train_dataset: Any, processing_class: Any,
                  peft_config: Any = None, *, log_tasks: bool = True,
                  on_log: Callable[[dict[str, Any]], None] | None = None, card: Any = None) -> None:
-        super().__init__(model=model, reward_funcs=[reward], args=args, train_dataset=train_dataset,
+        # TRL awaits async reward functions (trl.trainer.utils.is_async_callable); its annotation lists sync ones
+        super().__init__(model=model, reward_funcs=[reward],  # type: ignore[list-item]
+                         args=args, train_dataset=train_dataset,
                          processing_class=processing_class, peft_config=peft_config)
         self.reward = reward
         rank = self.accelerator.process_index

@@ -27,7 +27,7 @@ import math
 import platform
 import resource
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +93,7 @@ class Clock:
 
             trainer._generate_single_turn = timed_generate
 
-    def split(self, sampling: list[tuple[int, float, float]] = ()) -> list[dict[str, Any]]:
+    def split(self, sampling: Sequence[tuple[int, float, float]] = ()) -> list[dict[str, Any]]:
         """Per optimizer step: wall, generation, sampling (reward or tools) and the rest, in seconds."""
         out = []
         for step, begin, end in self.steps:
@@ -144,7 +144,7 @@ def _reset_memory(torch: Any, cuda: bool) -> None:
         torch.cuda.reset_peak_memory_stats()
 
 
-def _length_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+def _length_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
     """Plain GRPO's reward here: free to compute, and it varies, so the update is real."""
     from frontier_qa.scoring.rewards import completion_text
 
@@ -264,7 +264,8 @@ def validate(config: CoevolveConfig, *, steps: int = 3, executor_steps: int = 3,
     seen: dict[str, ExecutorRow] = {}
     for t in tasks:
         if t.question and t.p_hat is not None and keep_task(t.p_hat, t.majority, band)[0] and t.case_id:
-            seen.setdefault(t.case_id, ExecutorRow(task_id=t.case_id, question=t.question, system=config.executor.system,
+            seen.setdefault(t.case_id, ExecutorRow(task_id=t.case_id, question=t.question,
+                                                   system=config.executor.system,
                                                    pseudo_label=t.majority or "", p_hat=t.p_hat))
     e = config.executor
     report["executor"] = {"tasks_in_band": len(seen), "band": list(band)}
@@ -281,7 +282,7 @@ def validate(config: CoevolveConfig, *, steps: int = 3, executor_steps: int = 3,
             if e.model.lora else e.save,
             tools=ToolSettings(max_tool_turns=e.tools.max_tool_turns, output_max_chars=e.tools.output_max_chars,
                                sandbox=e.tools.sandbox()),
-            adpo=e.adpo.schedule(), output_dir=root / "executor", instrument=clock.attach,
+            adpo=e.adpo, output_dir=root / "executor", instrument=clock.attach,
             progress=lambda line: say(f"      {line}"))
         split = clock.split()
         logged = _rows(done.metrics_file)

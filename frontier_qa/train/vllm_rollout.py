@@ -91,7 +91,8 @@ class VLLMTurns:
                     reasons[r] = "length"
                 # else: a fence that closed no python block: the same turn goes on
             going = [r for r in going if reasons[r] is None]
-        return [Turn(tuple(t), reason or "length", tuple(lp)) for t, reason, lp in zip(tokens, reasons, logprobs)]
+        return [Turn(tuple(t), reason or "length", tuple(lp))
+                for t, reason, lp in zip(tokens, reasons, logprobs, strict=True)]
 
 
 def _stop(output: Any, room: int) -> str:
@@ -108,13 +109,15 @@ def _colocate(engine: Any, sampling: dict[str, Any]) -> Any:
     def generate(contexts: list[list[int]], rooms: list[int], fences: list[bool]) -> list[Generated]:
         params = [SamplingParams(n=1, max_tokens=max(1, room), logprobs=0, stop=[FENCE] if fence else None,
                                  include_stop_str_in_output=fence, **sampling)
-                  for room, fence in zip(rooms, fences)]
+                  for room, fence in zip(rooms, fences, strict=True)]
         outputs = engine.llm.generate([{"prompt_token_ids": c} for c in contexts], params, use_tqdm=False)
         out = []
-        for output, room in zip(outputs, rooms):
+        for output, room in zip(outputs, rooms, strict=True):
             o = output.outputs[0]
             steps = list(o.logprobs or []) + [None] * (len(o.token_ids) - len(o.logprobs or []))
-            lps = [step[tok].logprob if step and tok in step else None for tok, step in zip(o.token_ids, steps)]
+            # steps: padded to the tokens, so never shorter
+            lps = [step[tok].logprob if step and tok in step else None
+                   for tok, step in zip(o.token_ids, steps, strict=False)]
             lps = [lp if lp is None or lp == lp else None for lp in lps]  # NaN: unknown
             out.append((list(o.token_ids), lps, _stop(o, room)))
         return out
@@ -129,7 +132,7 @@ def _server(trainer: Any, engine: Any, sampling: dict[str, Any]) -> Any:
     accelerator = trainer.accelerator
 
     def generate(contexts: list[list[int]], rooms: list[int], fences: list[bool]) -> list[Generated]:
-        everyone = gather_object([(c, room, fence) for c, room, fence in zip(contexts, rooms, fences)])
+        everyone = gather_object([(c, room, fence) for c, room, fence in zip(contexts, rooms, fences, strict=True)])
         payload: list[Any] = [None]
         if accelerator.is_main_process:
             results: list[Generated] = [([], [], "length")] * len(everyone)
@@ -141,7 +144,7 @@ def _server(trainer: Any, engine: Any, sampling: dict[str, Any]) -> Any:
                         prompts=[everyone[i][0] for i in same], n=1, max_tokens=max(1, room), logprobs=0,
                         generation_kwargs={"stop": [FENCE], "include_stop_str_in_output": True} if fence else None,
                         **sampling)
-                    for i, ids, lps in zip(same, got["completion_ids"], got["logprobs"]):
+                    for i, ids, lps in zip(same, got["completion_ids"], got["logprobs"], strict=True):
                         flat = [step[0] if step else None for step in lps]
                         text = trainer.processing_class.decode(ids[-4:]) if ids else ""
                         why = "fence" if fence and FENCE in text and len(ids) < room else \

@@ -17,7 +17,7 @@ from frontier_qa.adapters import create_adapter
 from frontier_qa.errors import ConfigError, TargetError
 from frontier_qa.runtime import Backoff, Limits, ManagedTarget, open_target
 from frontier_qa.target import Case, Sampling, Usage
-from tests.servers.fake_openai import FakeOpenAIServer
+from tests.servers.fake_openai import FakeOpenAIServer, served
 
 litellm = pytest.importorskip("litellm")
 
@@ -46,11 +46,12 @@ def test_n_samples_cost_from_the_offline_cost_map() -> None:
     with FakeOpenAIServer(answers=ANSWERS) as server:
         target = target_for(server)
         assert target.id == f"litellm:{MODEL}@{server.base_url}" and target.max_n > 1
-        out = target.sample_sync(Case("add", "2+2?"), 3, SAMPLING)
-        assert [t.text for t in out] == ANSWERS["2+2?"]
+        case = Case("add", "2+2?")
+        out = target.sample_sync(case, 3, SAMPLING)
+        assert [t.text for t in out] == served(ANSWERS["2+2?"], case, SAMPLING, 3)
         assert server.count() == target.stats().calls == 1
         body = server.requests[0].body
-        assert (body["n"], body["seed"], body["max_tokens"]) == (3, 0, 32)
+        assert (body["n"], body["seed"], body["max_tokens"]) == (3, SAMPLING.seed_for(case, 0), 32)
         assert server.requests[0].headers["authorization"] == "Bearer sk-local-placeholder"
         usage = sum((t.usage for t in out), Usage())
         assert usage == Usage(1, 3)  # 1 prompt word; 1 word per answer

@@ -20,11 +20,12 @@ from frontier_qa.adapters.openai_adapter import OpenAIAdapter, split_spec, split
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError, TargetUnavailableError
 from frontier_qa.runtime import Backoff, Budget, Limits, ManagedTarget, open_target, run_sync
 from frontier_qa.target import Case, Sampling, Usage
-from tests.servers.fake_openai import FakeOpenAIServer, fake_openai  # noqa: F401 - fixture
+from tests.servers.fake_openai import FakeOpenAIServer, fake_openai, served  # noqa: F401 - fixture
 
 FAST = Backoff(initial_s=0.01, max_s=0.05, jitter_s=0.01)
 SAMPLING = Sampling(seed=0, max_tokens=32)
 ANSWERS = {"2+2?": ["\\boxed{4}", "\\boxed{4}", "\\boxed{5}", "\\boxed{4}"]}
+ADD = Case("add", "2+2?")
 
 
 def target_for(server: FakeOpenAIServer, tmp_path: Path | None = None, *, limits: Limits | None = None,
@@ -65,16 +66,17 @@ def test_fake_server_serves_models(fake_openai: FakeOpenAIServer) -> None:  # no
 def test_n_samples_in_one_request_with_usage_and_price(tmp_path: Path) -> None:
     with FakeOpenAIServer(answers=ANSWERS) as server:
         target = target_for(server, price={"input": 1.0, "output": 2.0})
-        out = target.sample_sync(Case("add", "2+2?"), 4, SAMPLING)
-        assert [t.text for t in out] == ANSWERS["2+2?"]
+        out = target.sample_sync(ADD, 4, SAMPLING)
+        assert [t.text for t in out] == served(ANSWERS["2+2?"], ADD, SAMPLING, 4)
         assert server.count() == 1 and target.stats().calls == 1
         body = server.requests[0].body
-        assert (body["n"], body["seed"], body["max_tokens"], body["model"]) == (4, 0, 32, "fake-model")
+        assert (body["n"], body["seed"], body["max_tokens"], body["model"]) == (
+            4, SAMPLING.seed_for(ADD, 0), 32, "fake-model")
         # server usage: prompt 1 word, completion 4 words; split 1/0/0/0 and 1 each
         assert sum((t.usage for t in out), Usage()) == Usage(1, 4)
         assert sum(t.cost_usd or 0 for t in out) == pytest.approx((1 * 1.0 + 4 * 2.0) / 1e6)
         assert target.snapshot().tokens == 5
-        assert out[2].messages[-1] == {"role": "assistant", "content": "\\boxed{5}"}
+        assert out[2].messages[-1] == {"role": "assistant", "content": out[2].text}
 
 
 def test_sample_i_is_stable_across_chunking() -> None:
@@ -83,14 +85,16 @@ def test_sample_i_is_stable_across_chunking() -> None:
         whole = target_for(server).sample_sync(Case("add", "2+2?"), 4, SAMPLING)
         pieces = target_for(server, max_n=1).sample_sync(Case("add", "2+2?"), 4, SAMPLING)
         assert [t.text for t in pieces] == [t.text for t in whole]
-        assert sorted(r.body["seed"] for r in server.requests[1:]) == [0, 1, 2, 3]  # in any order
+        # in any order; a case's seeds are consecutive from its own base
+        assert sorted(r.body["seed"] for r in server.requests[1:]) == [SAMPLING.seed_for(ADD, i) for i in range(4)]
 
 
 def test_server_ignoring_n_falls_back_to_single_requests() -> None:
     with FakeOpenAIServer(answers=ANSWERS, supports_n=False) as server:
         target = target_for(server)
         out = target.sample_sync(Case("add", "2+2?"), 4, SAMPLING)
-        assert [t.text for t in out] == ANSWERS["2+2?"] and [t.sample_index for t in out] == [0, 1, 2, 3]
+        assert [t.text for t in out] == served(ANSWERS["2+2?"], ADD, SAMPLING, 4)
+        assert [t.sample_index for t in out] == [0, 1, 2, 3]
         assert target.max_n == 1
         assert server.count() == target.stats().calls == 4  # n=4 (1 back), then 3 single requests
 
@@ -99,7 +103,7 @@ def test_server_rejecting_n_falls_back_to_single_requests() -> None:
     with FakeOpenAIServer(answers=ANSWERS, reject_n=True) as server:
         target = target_for(server)
         out = target.sample_sync(Case("add", "2+2?"), 3, SAMPLING)
-        assert [t.text for t in out] == ANSWERS["2+2?"][:3]
+        assert [t.text for t in out] == served(ANSWERS["2+2?"], ADD, SAMPLING, 3)
         assert server.count() == target.stats().calls == 4  # the 400, then 3 single requests
         assert [r.body.get("n") for r in server.requests] == [3, None, None, None]
 
@@ -204,8 +208,9 @@ def test_random_faults_lose_nothing_and_count_everything() -> None:
         assert server.count() == stats.calls == stats.succeeded + stats.failed
         for i, out in enumerate(results):
             assert [t.sample_index for t in out] == [0, 1, 2, 3]  # type: ignore[attr-defined]
+            expected = served(answers[f"q{i}"], Case(f"c{i}", f"q{i}"), SAMPLING, 4)
             for j, t in enumerate(out):
-                assert t.text == answers[f"q{i}"][j] or (t.error and "gave up" in t.error)  # type: ignore[attr-defined]
+                assert t.text == expected[j] or (t.error and "gave up" in t.error)  # type: ignore[attr-defined]
         assert stats.samples == 48 and stats.failed > 0
 
 

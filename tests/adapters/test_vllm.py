@@ -1,6 +1,7 @@
 """vLLM adapters: the managed-server process handling (real subprocesses, no vLLM needed),
 the missing-package errors, and, marked ``vllm``, a real in-process engine and a real server
-on SmolLM2 (skipped with a reason when vLLM is not installed)."""
+on SmolLM2 (skipped with a reason when vLLM is not installed).
+"""
 
 from __future__ import annotations
 
@@ -172,12 +173,12 @@ def test_inprocess_vllm_batches_a_round_of_cases() -> None:
 
         results = asyncio.run(round_of_cases())
         assert adapter.generate_calls < len(CASES)  # the round went to vLLM in fewer calls
-        for case, samples in zip(CASES, results):
+        for case, samples in zip(CASES, results, strict=True):
             assert [t.sample_index for t in samples] == [0, 1, 2]
             assert all(t.ok and t.text for t in samples)
             assert all(0 < t.usage.completion_tokens <= 24 and t.usage.prompt_tokens > 20 for t in samples)
             assert samples[0].messages[-2]["content"] == case.prompt
-        # sample i uses seed + i: indices 1 and 2 asked alone are the same texts
+        # sample i has its own seed (seed_for(case, i)): indices 1 and 2 asked alone are the same texts
         later = asyncio.run(adapter.generate(CASES[0], 2, sampling, start=1))
         assert [t.text for t in later] == [t.text for t in results[0][1:]]
         greedy = asyncio.run(adapter.generate(CASES[2], 3, Sampling(temperature=0.0, max_tokens=16)))

@@ -1,5 +1,6 @@
 """The ``project`` fixture of the CLI tests: a scratch project (agent, cases) with no
-``FRONTIER_QA_*`` or ``CI`` variable leaking in from the environment."""
+``FRONTIER_QA_*`` or ``CI`` variable leaking in from the environment.
+"""
 
 from __future__ import annotations
 

@@ -30,6 +30,14 @@ WRITER = (
 )
 
 
+def few_shot_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent, a curriculum writer and one few-shot example in ``tmp_path``, the current folder."""
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / "writer.py").write_text(WRITER)
+    (tmp_path / "shots.jsonl").write_text('{"problem": "How much is 7 * 8?", "answer": "56", "program": "print(56)"}\n')
+    monkeypatch.chdir(tmp_path)
+
+
 def write(tmp_path: Path, text: str, name: str = "probe.yaml") -> Path:
     path = tmp_path / name
     path.write_text(textwrap.dedent(text).lstrip("\n"))
@@ -351,10 +359,7 @@ def test_committed_schema_is_current_and_the_example_validates() -> None:
 
 
 def test_build_probe_wires_a_few_shot_curriculum_with_examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "agent.py").write_text(AGENT)
-    (tmp_path / "writer.py").write_text(WRITER)
-    (tmp_path / "shots.jsonl").write_text('{"problem": "How much is 7 * 8?", "answer": "56", "program": "print(56)"}\n')
-    monkeypatch.chdir(tmp_path)
+    few_shot_project(tmp_path, monkeypatch)
     path = write(tmp_path, """
         target: python:agent.py:answer
         curriculum:

@@ -121,7 +121,7 @@ def test_math_proposal_carries_reference_solution_and_difficulty() -> None:
     assert proposal.predicted_pass_rate == pytest.approx(1 - 6 / 8)
     assert proposal.raw == MATH_REPLY
     assert proposal.source == "prompted:math@scripted/agent0-table7"
-    digest = hashlib.sha256("agent0-table7\0Find the product of 6 and 7.".encode()).hexdigest()
+    digest = hashlib.sha256(b"agent0-table7\0Find the product of 6 and 7.").hexdigest()
     assert case.id == f"find-the-product-of-6-and-7-{digest[:6]}"  # readable: slug and hash
     assert proposal.aliases == (f"math-{digest[:16]}",)  # frontier-qa 0.1's id, still found in old stores
     assert case.metadata["seed"] == derive_seed(0, 0, 0)

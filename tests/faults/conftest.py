@@ -88,7 +88,8 @@ class Faults:
 
     def hold(self, pid: int | None = None) -> None:
         """Block a process's samples after its first ``hold_after`` (every process's: no ``pid``)
-        until :meth:`release`, so a run stays live as long as the test needs."""
+        until :meth:`release`, so a run stays live as long as the test needs.
+        """
         (self.root / ("hold" if pid is None else f"hold-{pid}")).touch()
 
     def release(self, pid: int | None = None) -> None:

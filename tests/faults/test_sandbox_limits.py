@@ -98,7 +98,8 @@ def test_the_home_directory_and_caches_are_hidden_but_the_interpreter_in_them_ru
 ) -> None:
     """A venv in the home directory still runs; a token beside it and the model caches outside
     it (FRONTIER_QA_CACHE, HF_HOME) are not there for the code. The files are world-readable, as
-    in a typical home of mode 755, so file permissions alone would not hide them."""
+    in a typical home of mode 755, so file permissions alone would not hide them.
+    """
     home, cache, hf = _private_folder("home"), _private_folder("cache"), _private_folder("hf")
     try:
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(home / "venv")], check=True, timeout=120)
@@ -126,7 +127,8 @@ def test_the_home_directory_and_caches_are_hidden_but_the_interpreter_in_them_ru
 @pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/python3").exists(), reason="needs root to become nobody")
 def test_a_non_root_callers_own_private_files_are_hidden() -> None:
     """As a normal user (uid 65534 here) the code runs as that same user, so only the cover,
-    not file permissions, keeps its home (mode 700) and cache folder from the code."""
+    not file permissions, keeps its home (mode 700) and cache folder from the code.
+    """
     unreadable = first_closed_folder(REPO, 65534)
     if unreadable is not None:
         pytest.skip(f"uid 65534 cannot read the checkout: {unreadable} is closed to it")

@@ -23,7 +23,11 @@ import shlex
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import math_verify  # noqa: F401
+import nltk.translate.bleu_score  # noqa: F401
 import pytest
+import scipy.special  # noqa: F401
+import sklearn.cluster  # noqa: F401
 
 # In-process pytester runs drop every module first imported during the run, and importing
 # numpy / scipy a second time breaks them: load what a probe run uses before any run.
@@ -32,10 +36,6 @@ import frontier_qa.curricula.file  # noqa: F401
 import frontier_qa.plugins.pytest_suite  # noqa: F401
 import frontier_qa.probing.accept  # noqa: F401
 import frontier_qa.reports.explain  # noqa: F401
-import math_verify  # noqa: F401
-import nltk.translate.bleu_score  # noqa: F401
-import scipy.special  # noqa: F401
-import sklearn.cluster  # noqa: F401
 from frontier_qa.store import baselines
 from frontier_qa.store.case_store import CaseStore, import_suite
 from tests.factories import REPO

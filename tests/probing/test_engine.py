@@ -21,8 +21,7 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.probing.case import classify_case, parse_judge_verdict
 from frontier_qa.probing.engine import ProbeSettings, ProgressEvent, case_id_for, config_hash, probe, replay
 from frontier_qa.probing.sequential import DEFAULT_PRIOR, SequentialConfig, Verdict
-from frontier_qa.reports import Verdict as ReplayVerdict
-from frontier_qa.reports import summarize
+from frontier_qa.reports import Verdict as ReplayVerdict, summarize
 from frontier_qa.runtime import Budget
 from frontier_qa.scoring.bands import Band
 from frontier_qa.store.case_store import CaseStore, Shard, StoreError, export_suite, import_suite, shard_of

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -265,7 +266,7 @@ def test_removed_cases_are_named_with_the_reason_in_markdown_json_and_html(tmp_p
     assert reasons["g-moon"] is None and reasons["moon"] is None and reasons["pi"] is None  # the person's cases stay
     def invalid(case_id: str, prompt: str) -> CaseRecord:
         r = rec(case_id, CaseClass.INVALID, None, answers=(), calls=0)
-        return r.model_copy(update={"reason": reasons[case_id], "case": r.case.model_copy(update={"prompt": prompt})})
+        return r.model_copy(update={"reason": reasons[case_id], "case": replace(r.case, prompt=prompt)})
 
     removed = [invalid("g-pi", pi_day), invalid("moon-2", moon)]
     text = markdown_report([*records, *removed], run_record(), top_removed=2)

@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from frontier_qa.adapters import register
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError, TargetUnavailableError
@@ -44,7 +43,8 @@ class Fatal(Exception):
 
 class ScriptedAdapter(Adapter):
     """Per call: the next script entry (an exception to raise, ``("short", k)`` to return only
-    k samples, ``("sleep", s)`` to take s seconds); then plain successes."""
+    k samples, ``("sleep", s)`` to take s seconds); then plain successes.
+    """
 
     def __init__(self, script: Sequence[object] = (), *, max_n: int = 4, tokens: int = 2, cost: float | None = None,
                  delay_s: float = 0.0) -> None:

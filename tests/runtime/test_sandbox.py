@@ -25,7 +25,6 @@ from frontier_qa.runtime.sandbox import Sandbox, SandboxCapabilities, SandboxRes
 from tests.factories import REPO, first_closed_folder
 
 
-
 @pytest.fixture(scope="module")
 def sandbox() -> Sandbox:
     return Sandbox(timeout_s=5, max_output_bytes=64 * 1024)

@@ -106,7 +106,7 @@ def test_predictor_beats_a_constant_on_synthetic_cases():
     report = calibration_report(pred, observed)
     assert report.skill > 0.4 and report.ece < 0.08
     # close to the true p, not only to the noisy p̂
-    assert np.mean([abs(a - p) for a, (_, _, p, _) in zip(pred, test)]) < 0.08
+    assert np.mean([abs(a - p) for a, (_, _, p, _) in zip(pred, test, strict=True)]) < 0.08
 
 
 def test_predictor_is_deterministic_and_handles_one_class():

@@ -8,8 +8,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from frontier_qa.errors import ConfigError
 from frontier_qa.scoring.repetition import (
@@ -228,8 +227,8 @@ def test_penalty_lies_between_one_over_b_and_lambda(texts: list[str], weight: fl
 def test_penalty_does_not_depend_on_batch_order(texts: list[str], rng) -> None:
     shuffled = list(texts)
     rng.shuffle(shuffled)
-    before = sorted(zip(texts, repetition_penalty(texts)))
-    after = sorted(zip(shuffled, repetition_penalty(shuffled)))
+    before = sorted(zip(texts, repetition_penalty(texts), strict=True))
+    after = sorted(zip(shuffled, repetition_penalty(shuffled), strict=True))
     assert before == after
 
 

@@ -1,5 +1,6 @@
 """Open-ended self-consistency: clustering math with explicit vectors, the embedders, and
-agreement with the hand-labeled groups in tests/data/open_ended_groups.jsonl."""
+agreement with the hand-labeled groups in tests/data/open_ended_groups.jsonl.
+"""
 
 from __future__ import annotations
 
@@ -552,7 +553,8 @@ def test_default_threshold_agrees_with_the_labeled_groups(report_measurement) ->
     ARI 0.578, pair-F1 0.731, |Δp̂| 0.115) and what a regression gives (the guard before the
     entity rule, t=0.65: ARI 0.333 / 0.442, pair-F1 0.607, |Δp̂| 0.163; holdout2 ARI 0.117,
     |Δp̂| 0.257; polarity+numbers guard on holdout2: ARI 0.318; exact match: ARI 0.02, |Δp̂|
-    0.40), with >= 0.05 of slack for float drift across CPUs and library versions."""
+    0.40), with >= 0.05 of slack for float drift across CPUs and library versions.
+    """
     groups, holdout = _load(GROUPS), _load(HOLDOUT2)
     assert len(groups) >= 40 and len(holdout) >= 16
     assert all(4 <= len(g["answers"]) <= 10 for g in groups + holdout)

@@ -1,5 +1,6 @@
 """The two-sample statistics under the replay verdicts: exact tests, the drop posterior, alpha spending,
-and the error rate of the whole sequential decision on simulated unchanged and changed agents."""
+and the error rate of the whole sequential decision on simulated unchanged and changed agents.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ import math
 import random
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from frontier_qa.scoring.two_sample import drop_probability, fisher_greater, fisher_less, spend
 from frontier_qa.store.comparison import Evidence, Look, RegressionPolicy, RegressionVerdict, judge

@@ -12,7 +12,8 @@ Endpoints:
 Answers are deterministic. ``answers`` maps the *last user message* to a string or a list
 of strings (or dicts ``{"content": ..., "tool_calls": [{"name": ..., "arguments": ...}]}``).
 Choice ``j`` of a request carrying ``seed`` gets item ``(seed + j) % len(list)`` (frontier-qa
-sends ``seed + start``, so sample *i* of a case always gets item *i*); without a seed a
+sends ``Sampling.seed_for(case, start)``, so sample *i* of a case always gets the same item:
+:func:`served` says which); without a seed a
 per-prompt arrival counter is used. ``answers`` may also be a callable
 ``(request_body, index) -> str | dict``. Unknown prompts get ``default_answer``.
 
@@ -123,6 +124,13 @@ class RecordedRequest:
     body: Any
     fault: Fault
     at: float = field(default=0.0)  # time.monotonic() on arrival
+
+
+def served(options: Sequence[Any], case: Any, sampling: Any, n: int, start: int = 0) -> list[Any]:
+    """The items the server answers for samples ``start .. start + n - 1`` of ``case``
+    (frontier-qa seeds sample ``i`` with ``sampling.seed_for(case, i)``).
+    """
+    return [options[sampling.seed_for(case, i) % len(options)] for i in range(start, start + n)]
 
 
 def _words(text: Any) -> int:

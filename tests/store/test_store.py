@@ -38,7 +38,7 @@ from frontier_qa.store.records import (
     run_totals,
     truncate_text,
 )
-from frontier_qa.target import Case, ToolCall, Trajectory, Usage
+from frontier_qa.target import Case, ToolCall, Trajectory, Usage, case_seed
 
 T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 TARGET = "openai:tiny@http://127.0.0.1:9/v1"
@@ -170,7 +170,8 @@ def test_case_record_from_in_memory_values() -> None:
         interval=(0.3, 0.9),  # the sequential sampler's (low, high) tuple
     )
     assert [s.sample_index for s in rec.samples] == [0, 1, 2]
-    assert [s.seed for s in rec.samples] == [10, 11, 12]
+    base = case_seed(10, case)  # the run's seed mixed with the case, as the adapters drew them
+    assert [s.seed for s in rec.samples] == [base, base + 1, base + 2]
     assert [s.answer for s in rec.samples] == ["7", None, "7"]
     long = rec.samples[0]
     assert long.text_chars == len(long_text) and long.truncated

@@ -16,9 +16,6 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.config import build_curriculum, load_config, parse_set
-from frontier_qa.curricula.prompted import PromptedCurriculum
-from frontier_qa.errors import ConfigError
-from frontier_qa.runtime import BudgetTracker
 from frontier_qa.curricula.card import (
     CARD_FILE,
     CardSampling,
@@ -28,8 +25,11 @@ from frontier_qa.curricula.card import (
     read_card,
     write_card,
 )
-from frontier_qa.train.config import load_train_config
+from frontier_qa.curricula.prompted import PromptedCurriculum
+from frontier_qa.errors import ConfigError
+from frontier_qa.runtime import BudgetTracker
 from frontier_qa.testing import ScriptedAdapter, open_scripted
+from frontier_qa.train.config import load_train_config
 
 TOPICS = ["weekdays", "shopping"]
 

@@ -39,7 +39,7 @@ def test_the_agent0_config_uses_the_reference_adpo_schedule() -> None:
     # every other number of agent0.yaml: tests/train/test_paper_settings.py against frontier_qa/train/paper.py
     from frontier_qa.train.adpo import REFERENCE
 
-    assert load().executor.adpo.schedule() == REFERENCE
+    assert load().executor.adpo == REFERENCE
 
 
 def test_every_shipped_coevolve_config_loads() -> None:

@@ -26,8 +26,8 @@ from frontier_qa.train import executor_target
 from frontier_qa.train.coevolve import check_launcher, run_coevolution
 from frontier_qa.train.executor_target import ExecutorTargets, executor_target_config
 from frontier_qa.train.pool import SCORED_FILE, ScoredTask, read_jsonl
-from tests.train.test_coevolve_e2e import SYSTEM, WRITE, config
 from tests.tiny_models import TOOL_PAIRS, build_question_writer_model, build_tool_user_model, tool_question
+from tests.train.test_coevolve_e2e import SYSTEM, WRITE, config
 
 REPO = Path(__file__).resolve().parents[2]
 HAS_VLLM = find_spec("vllm") is not None

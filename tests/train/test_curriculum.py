@@ -32,7 +32,6 @@ from frontier_qa.train.tasks import read_tasks, summarize
 from tests.factories import REPO
 
 
-
 def split_on(word: str):  # noqa: ANN201 - an answer function for ScriptedAdapter
     """Uncertain on tasks containing ``word`` (answers A, B, A, B: p̂ = 0.5), sure elsewhere (p̂ = 1)."""
 
@@ -163,7 +162,8 @@ def test_target_reward_samples_each_distinct_task_k_times_and_logs_every_term(tm
 
 def test_gaps_in_the_dataset_columns_read_as_missing_whatever_the_table_stores(tmp_path: Path) -> None:
     """A pandas / Arrow table stores a missing topic or shown-examples list as NaN: it is a gap
-    (None), as in the reward functions' columns; read as a value it became topic "nan" or failed."""
+    (None), as in the reward functions' columns; read as a value it became topic "nan" or failed.
+    """
     from frontier_qa.train.tasks import TaskLog
 
     adapter = ScriptedAdapter(split_on("alpha"))
@@ -357,7 +357,7 @@ def test_grpo_steps_run_with_rewards_from_the_target(trained) -> None:  # noqa: 
     logged = [json.loads(line) for line in result.metrics_file.read_text().splitlines()]
     per_step = [row for row in logged if "curriculum/uncertainty" in row]
     assert [row["step"] for row in per_step] == [1, 2]
-    for row, summary in zip(per_step, summarize(rows)):
+    for row, summary in zip(per_step, summarize(rows), strict=True):
         assert row["curriculum/uncertainty"] == pytest.approx(summary.uncertainty)
         assert row["rewards/curriculum_reward/mean"] == pytest.approx(summary.reward)
         assert {"curriculum/format", "curriculum/tool", "curriculum/repetition", "curriculum/p_hat"} <= set(row)

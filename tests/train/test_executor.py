@@ -19,12 +19,12 @@ from frontier_qa.train.tool_rollout import ToolSettings
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
-from tests.tiny_models import TOOL_PAIRS, build_tool_user_model, tool_question
+from tests.tiny_models import TOOL_PAIRS, build_tool_user_model, tool_question  # noqa: E402 - needs trl
 
 
 def _rows(p_hats=(0.5, 0.7)) -> list[ExecutorRow]:
     return [ExecutorRow(task_id=f"add-{a}-{b}", question=tool_question(a, b), system=None, pseudo_label=str(a + b),
-                        p_hat=p) for (a, b), p in zip(TOOL_PAIRS, p_hats)]
+                        p_hat=p) for (a, b), p in zip(TOOL_PAIRS, p_hats, strict=False)]  # the first len(p_hats) pairs
 
 
 def _training(**kwargs) -> TrainingSection:
@@ -95,7 +95,7 @@ def test_vllm_turns_resume_after_a_fence_that_closes_no_python_block() -> None:
     def generate(contexts, rooms, fences):  # noqa: ANN001, ANN202
         calls.append([len(c) for c in contexts])
         out = []
-        for context, room in zip(contexts, rooms):
+        for context, _room in zip(contexts, rooms, strict=True):
             row = int(context[0])
             text, why = pieces[row].pop(0)
             new = ids(text)

@@ -58,7 +58,7 @@ def _value(key: str, configs: dict[str, dict]) -> Any:
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return math.isclose(float(a), float(b), rel_tol=1e-9)
 
 

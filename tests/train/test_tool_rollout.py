@@ -16,7 +16,7 @@ from frontier_qa.train.tool_rollout import ToolRollout, ToolSettings
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
-from tests.tiny_models import (
+from tests.tiny_models import (  # noqa: E402 - needs trl
     TOOL_PAIRS,
     answer_text,
     build_tool_user_model,
@@ -122,8 +122,8 @@ def test_sampled_rollouts_run_the_models_own_code(tool_model) -> None:
     for trace in traces:
         ids, mask = trace.rollout.completion_ids, trace.rollout.tool_mask
         assert len(ids) <= 64
-        model_text = tokenizer.decode([t for t, m in zip(ids, mask) if m])
-        tool_text = tokenizer.decode([t for t, m in zip(ids, mask) if not m])
+        model_text = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m])
+        tool_text = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if not m])
         shown = "".join(output_block(o) for o in trace.observations)
         # the last output block is cut where the rollout reached max_completion_length
         assert tool_text == shown if trace.stop == "eos" else shown.startswith(tool_text)
@@ -203,7 +203,7 @@ def trainer(tool_model, tmp_path_factory):
 
     folder, tokenizer, _ = tool_model
     rows = [{"prompt": render_text(tokenizer, Case(id=f"t{i}", prompt=tool_question(a, b))), "pseudo_label": str(a + b),
-             "p_hat": p, "task_id": f"t{i}"} for i, ((a, b), p) in enumerate(zip(TOOL_PAIRS[:2], [0.8, 0.3]))]
+             "p_hat": p, "task_id": f"t{i}"} for i, ((a, b), p) in enumerate(zip(TOOL_PAIRS[:2], [0.8, 0.3], strict=True))]
     args = GRPOConfig(
         output_dir=str(tmp_path_factory.mktemp("out")), per_device_train_batch_size=4, num_generations=2,
         max_completion_length=48, max_steps=1, use_cpu=True, bf16=False, gradient_checkpointing=False,
@@ -233,7 +233,7 @@ def test_rollouts_become_the_batch_with_tool_output_masked(trainer) -> None:
         assert out["completion_ids"][i, :n].tolist() == list(trace.rollout.completion_ids)
         assert mask[i, :n].tolist() == [1] * n and mask[i, n:].sum() == 0  # tool output stays attended to
         assert tool_mask[i, :n].tolist() == list(trace.rollout.tool_mask)
-        masked = [t for t, m in zip(trace.rollout.completion_ids, trace.rollout.tool_mask) if not m]
+        masked = [t for t, m in zip(trace.rollout.completion_ids, trace.rollout.tool_mask, strict=True) if not m]
         assert tokenizer.decode(masked) == "".join(output_block(o) for o in trace.observations)
     # TRL's loss normaliser counts the model's tokens only
     assert out["num_items_in_batch"].item() == sum(t.rollout.trained_tokens for t in traces)

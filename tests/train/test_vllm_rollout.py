@@ -89,7 +89,7 @@ def rollouts_on_colocated_vllm(tmp_path: Path) -> None:
         ids, mask, lps = trace.rollout.completion_ids, trace.rollout.tool_mask, trace.logprobs
         assert lps is not None and len(lps) == len(ids) == len(mask)
         # sampled tokens carry their vLLM log-prob; the sandbox's tokens carry none
-        assert all((lp is None) == (m == 0) for lp, m in zip(lps, mask))
+        assert all((lp is None) == (m == 0) for lp, m in zip(lps, mask, strict=True))
         assert all(lp <= 0 and math.isfinite(lp) for lp in lps if lp is not None)
     for trace in with_tools:
         text = tokenizer.decode(trace.rollout.completion_ids)
