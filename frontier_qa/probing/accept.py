@@ -74,20 +74,20 @@ async def _classify(prober: CaseProber, case: Case, consistency: Consistency,
                     verified: bool) -> tuple[CaseClass, str, bool | None]:
     """The probe's class of pooled samples: the band decision on all of them, then the rules."""
     from frontier_qa.probing.case import classify_case
-    from frontier_qa.probing.sequential import Verdict, decide_consistency
+    from frontier_qa.probing.sequential import BandVerdict, decide_consistency
 
     if prober.policy is not None:
         verdict = decide_consistency(consistency, prober.policy).verdict
     elif prober.settings.band.contains(consistency.p_hat):
-        verdict = Verdict.IN_BAND
+        verdict = BandVerdict.IN_BAND
     else:
-        verdict = Verdict.BELOW if consistency.p_hat < prober.band[0] else Verdict.ABOVE
+        verdict = BandVerdict.BELOW if consistency.p_hat < prober.band[0] else BandVerdict.ABOVE
     majority, reference = consistency.majority, case.reference
     correct = None
     if majority is not None and reference is not None:
         correct = await prober.matches(majority, reference, case.answer_format)
     case_class, reason = classify_case(
-        None if verdict is Verdict.CONTINUE else verdict, majority=majority, reference=reference,
+        None if verdict is BandVerdict.CONTINUE else verdict, majority=majority, reference=reference,
         reference_verified=verified, majority_correct=correct, n_answered=consistency.n_answered,
         n_unparseable=consistency.n_unparseable, band=prober.band, p_hat=consistency.p_hat)
     return case_class, reason, correct

@@ -30,9 +30,9 @@ from frontier_qa.probing.regression import ReplayJudge, band_of
 from frontier_qa.probing.sequential import (
     DEFAULT_PRIOR,
     BandPosterior,
+    BandVerdict,
     Decision,
     SequentialConfig,
-    Verdict,
     band_posterior,
     checkpoint_after,
     decide_consistency,
@@ -62,7 +62,7 @@ FIXED_K_LEVEL = 0.9  # Wilson interval level with fixed k (the sequential policy
 
 
 def classify_case(
-    verdict: Verdict | None,
+    verdict: BandVerdict | None,
     *,
     majority: str | None,
     reference: str | None,
@@ -125,17 +125,17 @@ def classify_case(
         return CaseClass.SUSPECT, f"no sample gave an answer in the case's format ({n_unparseable} unparseable)"
     if forced:
         need = "" if confidence is None else f" (needed {confidence:.2f})"
-        leaning = {Verdict.IN_BAND: "in band", Verdict.BELOW: "below the band",
-                   Verdict.ABOVE: "above the band"}[verdict]
+        leaning = {BandVerdict.IN_BAND: "in band", BandVerdict.BELOW: "below the band",
+                   BandVerdict.ABOVE: "above the band"}[verdict]
         return CaseClass.UNRESOLVED, f"undecided at the sample limit{need}, leaning {leaning}: {evidence}"
     which = "verified" if reference_verified else "unverified"
-    if verdict is Verdict.IN_BAND:
+    if verdict is BandVerdict.IN_BAND:
         # Agent0 §3.3: the uncertainty signal stands on its own; the reference only annotates it
         extra = ""
         if majority_correct is False:
             extra = f"; the majority {majority!r} also differs from the {which} reference"
         return CaseClass.FRONTIER, f"unsure: {evidence}{extra}"
-    if verdict is Verdict.ABOVE:
+    if verdict is BandVerdict.ABOVE:
         if reference_verified and majority_correct is not None:
             if majority_correct:
                 return CaseClass.PASS, f"stable majority matches the verified reference ({evidence})"
@@ -382,8 +382,8 @@ class CaseProber:
         counts = [c.size for c in consistency.clusters]
         post = band_posterior(counts, consistency.n_unparseable, band=self.band, prior=self.prior)
         p = consistency.p_hat
-        verdict = (Verdict.IN_BAND if self.settings.band.contains(p)
-                   else Verdict.BELOW if p < self.band[0] else Verdict.ABOVE)
+        verdict = (BandVerdict.IN_BAND if self.settings.band.contains(p)
+                   else BandVerdict.BELOW if p < self.band[0] else BandVerdict.ABOVE)
         top = counts[0] if counts else 0
         return Decision(verdict, 0, consistency.k, consistency.n_failed, p,
                         wilson_interval(top, consistency.k, self.level), post, False, "fixed k")
@@ -419,7 +419,7 @@ class CaseProber:
             majority_correct = await self.matches(majority, reference, case.answer_format)
         judged = None
         confident = decision is not None and not decision.forced
-        if (verdict is Verdict.ABOVE and confident and not verified and self.judge is not None
+        if (verdict is BandVerdict.ABOVE and confident and not verified and self.judge is not None
                 and majority is not None):
             judged, text = await self._ask_judge(case, majority)
             meta = dict(case.metadata)
@@ -451,8 +451,8 @@ class CaseProber:
         )
         if posterior is not None:
             post = posterior
-            leaning = {"in band": Verdict.IN_BAND, "below": Verdict.BELOW,
-                       "above": Verdict.ABOVE}[post.leaning]
+            leaning = {"in band": BandVerdict.IN_BAND, "below": BandVerdict.BELOW,
+                       "above": BandVerdict.ABOVE}[post.leaning]
             meta = dict(case.metadata)
             meta["band_posterior"] = {
                 "below": round(post.below, 4), "inside": round(post.inside, 4), "above": round(post.above, 4),
@@ -486,10 +486,10 @@ class CaseProber:
         )
         return record, stop
 
-    def _confidence(self, verdict: Verdict | None) -> float | None:
+    def _confidence(self, verdict: BandVerdict | None) -> float | None:
         if self.policy is None:
             return None
-        return self.policy.confidence if verdict in (Verdict.IN_BAND, None) else self.policy.out_confidence
+        return self.policy.confidence if verdict in (BandVerdict.IN_BAND, None) else self.policy.out_confidence
 
     def invalid(self, proposal: Proposal, reason: str, *, run_id: str) -> CaseRecord:
         """The record of a proposal that failed validation (never sampled)."""

@@ -57,8 +57,10 @@ from functools import lru_cache
 import numpy as np
 
 from frontier_qa.errors import ConfigError
+from frontier_qa.scoring.bands import AGENT0_BAND
 
-AGENT0_BAND = (0.3, 0.8)  # Agent0 §4: δ = 0.25 around 0.5, both ends inclusive
+AGENT0_LIMITS: tuple[float, float] = (AGENT0_BAND.low, AGENT0_BAND.high)
+"""Agent0's band (:data:`frontier_qa.scoring.bands.AGENT0_BAND`) as the (low, high) pair the posterior takes."""
 _STICKS = 48  # stick-breaking pieces drawn for the unseen rest (θ ≤ 30: the largest comes early)
 _BINS = 2000  # resolution of the Monte-Carlo share histograms
 _IMPOSSIBLE = -1e6  # log-likelihood of more seen answers than a scatter model has
@@ -359,7 +361,7 @@ def band_posterior(
     counts: Iterable[int],
     n_unparseable: int = 0,
     *,
-    band: tuple[float, float] = AGENT0_BAND,
+    band: tuple[float, float] = AGENT0_LIMITS,
     prior: MajorityPrior = DEFAULT_PRIOR,
     draws: int = 4096,
     level: float = 0.9,
@@ -443,7 +445,7 @@ def _fit_unparseable(obs: list[tuple[tuple[int, ...], int]]) -> tuple[float, flo
 
 
 __all__ = [
-    "AGENT0_BAND",
+    "AGENT0_LIMITS",
     "DEFAULT_PRIOR",
     "SCATTER_GRID",
     "SHARE_GRID",

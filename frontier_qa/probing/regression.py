@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from frontier_qa.probing.sequential import Decision, Verdict
+from frontier_qa.probing.sequential import BandVerdict, Decision
 from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.store.comparison import Evidence, Look, Outcome, RegressionPolicy, judge, was_frequent
 from frontier_qa.store.records import Baseline
 from frontier_qa.target import Case, Trajectory
 
-_BANDS = {Verdict.IN_BAND: "in_band", Verdict.ABOVE: "above", Verdict.BELOW: "below"}
+_BANDS = {BandVerdict.IN_BAND: "in_band", BandVerdict.ABOVE: "above", BandVerdict.BELOW: "below"}
 
 
 def band_of(decision: Decision | None) -> str | None:

@@ -26,9 +26,10 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from frontier_qa._compat import renamed
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.posterior import (
-    AGENT0_BAND,
+    AGENT0_LIMITS,
     DEFAULT_PRIOR,
     SCATTER_GRID,
     SHARE_GRID,
@@ -39,16 +40,21 @@ from frontier_qa.probing.posterior import (
     canonical_counts,
     fit_prior,
 )
+from frontier_qa.scoring.bands import TOOL_R0_BAND as _TOOL_R0
 from frontier_qa.scoring.consistency import Consistency
 
-TOOL_R0_BAND = (0.25, 0.75)  # Tool-R0 §4: [P_low, P_high]
+TOOL_R0_BAND: tuple[float, float] = (_TOOL_R0.low, _TOOL_R0.high)  # Tool-R0 §4: [P_low, P_high]
 
 FAILED = object()
 """Label for a sample whose target call failed (for :func:`tally` and :func:`run_sequential`)."""
 
 
-class Verdict(enum.Enum):
-    """What to do with a case after a round, or where it stopped."""
+class BandVerdict(enum.Enum):
+    """What to do with a case after a round, or where it stopped relative to the band.
+
+    Named apart from the replay's :class:`~frontier_qa.store.comparison.RegressionVerdict`;
+    ``Verdict``, its name up to 0.1, still reads (with a :class:`DeprecationWarning`).
+    """
 
     CONTINUE = "continue"
     IN_BAND = "in_band"
@@ -76,7 +82,7 @@ class SequentialConfig:
         seed: seed of the Monte-Carlo streams.
     """
 
-    band: tuple[float, float] = AGENT0_BAND
+    band: tuple[float, float] = AGENT0_LIMITS
     confidence: float = 0.9
     confidence_out: float | None = 0.8
     k_min: int = 3
@@ -177,7 +183,7 @@ class Decision:
         reason: one line saying why.
     """
 
-    verdict: Verdict
+    verdict: BandVerdict
     next_n: int
     k: int
     n_failed: int
@@ -189,12 +195,12 @@ class Decision:
 
     @property
     def stopped(self) -> bool:
-        return self.verdict is not Verdict.CONTINUE
+        return self.verdict is not BandVerdict.CONTINUE
 
     @property
     def in_band(self) -> bool:
         """Stopped in band with the configured confidence (a forced leaning does not count)."""
-        return self.verdict is Verdict.IN_BAND and not self.forced
+        return self.verdict is BandVerdict.IN_BAND and not self.forced
 
 
 def wilson_interval(successes: int, n: int, level: float = 0.9) -> tuple[float, float]:
@@ -253,22 +259,22 @@ def decide(
     post = band_posterior(votes, n_unparseable, band=c.band, prior=c.prior, draws=c.draws, level=c.level, seed=c.seed)
     max_failed = c.k_max if c.max_failed is None else c.max_failed
 
-    def made(verdict: Verdict, forced: bool, reason: str) -> Decision:
-        next_n = 0 if verdict is not Verdict.CONTINUE else checkpoint_after(k, c.rounds, c.k_max) - k
+    def made(verdict: BandVerdict, forced: bool, reason: str) -> Decision:
+        next_n = 0 if verdict is not BandVerdict.CONTINUE else checkpoint_after(k, c.rounds, c.k_max) - k
         interval = wilson_interval(top, k, c.level)
         return Decision(verdict, next_n, k, n_failed, top / k if k else 0.0, interval, post, forced, reason)
 
     if k >= c.k_min:
         if post.inside >= c.confidence:
-            return made(Verdict.IN_BAND, False, f"P(in band) = {post.inside:.3f} ≥ {c.confidence}")
-        for verdict, p in ((Verdict.BELOW, post.below), (Verdict.ABOVE, post.above)):
+            return made(BandVerdict.IN_BAND, False, f"P(in band) = {post.inside:.3f} ≥ {c.confidence}")
+        for verdict, p in ((BandVerdict.BELOW, post.below), (BandVerdict.ABOVE, post.above)):
             if p >= c.out_confidence:
                 return made(verdict, False, f"P({verdict.value}) = {p:.3f} ≥ {c.out_confidence}")
     exhausted = "k_max reached" if k >= c.k_max else ("failure budget spent" if n_failed >= max_failed else "")
     if exhausted:
-        leaning = {"in band": Verdict.IN_BAND, "below": Verdict.BELOW, "above": Verdict.ABOVE}[post.leaning]
+        leaning = {"in band": BandVerdict.IN_BAND, "below": BandVerdict.BELOW, "above": BandVerdict.ABOVE}[post.leaning]
         return made(leaning, True, f"{exhausted} undecided, leaning {post.leaning}: P(in band) = {post.inside:.3f}")
-    return made(Verdict.CONTINUE, False, f"P(in band) = {post.inside:.3f}, undecided at k = {k}")
+    return made(BandVerdict.CONTINUE, False, f"P(in band) = {post.inside:.3f}, undecided at k = {k}")
 
 
 def decide_consistency(consistency: Consistency, config: SequentialConfig | None = None) -> Decision:
@@ -324,7 +330,7 @@ def run_sequential(
 
 
 __all__ = [
-    "AGENT0_BAND",
+    "AGENT0_LIMITS",
     "DEFAULT_POLICY",
     "DEFAULT_PRIOR",
     "FAILED",
@@ -337,8 +343,8 @@ __all__ = [
     "Decision",
     "MajorityPrior",
     "Policy",
+    "BandVerdict",
     "SequentialConfig",
-    "Verdict",
     "band_posterior",
     "checkpoint_after",
     "decide",
@@ -349,3 +355,7 @@ __all__ = [
     "tally",
     "wilson_interval",
 ]
+
+# old names, one release of grace: AGENT0_BAND was a second definition of the band (now a pair
+# derived from frontier_qa.scoring.bands.AGENT0_BAND), Verdict shared its name with the replay's
+__getattr__ = renamed(__name__, {"Verdict": "BandVerdict", "AGENT0_BAND": "AGENT0_LIMITS"}, globals())

@@ -96,14 +96,19 @@ def test_the_mapping_points_from_nothing_to_something() -> None:
 
 
 def test_renamed_names_warn_and_are_the_same_object() -> None:
-    """The replay verdict was ``Verdict`` like the band verdict; the old name still works, with a warning."""
+    """The replay verdict was ``Verdict`` like the band verdict; the old names still work, with a warning."""
     import frontier_qa.reports as reports
+    from frontier_qa.probing import sequential
     from frontier_qa.store import comparison
     from frontier_qa.train import pool
 
     for module, old, new in ((comparison, "Verdict", "RegressionVerdict"), (reports, "Verdict", "RegressionVerdict"),
+                             (sequential, "Verdict", "BandVerdict"), (sequential, "AGENT0_BAND", "AGENT0_LIMITS"),
                              (pool, "in_band", "keep_task")):
         with pytest.warns(DeprecationWarning, match=f"{old} is now .*{new}"):
             assert getattr(module, old) is getattr(module, new)
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         comparison.Nope  # noqa: B018
+    from frontier_qa.scoring.bands import AGENT0_BAND
+
+    assert sequential.AGENT0_LIMITS == (AGENT0_BAND.low, AGENT0_BAND.high) == (0.3, 0.8)

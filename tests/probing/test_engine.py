@@ -20,8 +20,8 @@ from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.case import classify_case, parse_judge_verdict
 from frontier_qa.probing.engine import ProbeSettings, ProgressEvent, case_id_for, config_hash, probe, replay
-from frontier_qa.probing.sequential import DEFAULT_PRIOR, SequentialConfig, Verdict
-from frontier_qa.reports import Verdict as ReplayVerdict, summarize
+from frontier_qa.probing.sequential import DEFAULT_PRIOR, BandVerdict, SequentialConfig
+from frontier_qa.reports import RegressionVerdict as ReplayVerdict, summarize
 from frontier_qa.runtime import Budget
 from frontier_qa.scoring.bands import Band
 from frontier_qa.store.case_store import CaseStore, Shard, StoreError, export_suite, import_suite, shard_of
@@ -59,38 +59,38 @@ def store_ids(store: CaseStore, run_id: str) -> list[str]:
 
 
 def test_classification_rules_follow_the_brief() -> None:
-    def cls(verdict: Verdict | None, **kw: object) -> CaseClass:
+    def cls(verdict: BandVerdict | None, **kw: object) -> CaseClass:
         base = {"majority": "41", "reference": "42", "reference_verified": False, "majority_correct": False}
         return classify_case(verdict, **{**base, **kw})[0]  # type: ignore[arg-type]
 
     # in band: frontier whatever the reference says, verified or not
-    assert cls(Verdict.IN_BAND) is CaseClass.FRONTIER
-    assert cls(Verdict.IN_BAND, reference_verified=True) is CaseClass.FRONTIER
+    assert cls(BandVerdict.IN_BAND) is CaseClass.FRONTIER
+    assert cls(BandVerdict.IN_BAND, reference_verified=True) is CaseClass.FRONTIER
     # above band: verified → failure/pass, unverified → suspect/pass, none → pass, judge decides
-    assert cls(Verdict.ABOVE, reference_verified=True) is CaseClass.FAILURE
-    assert cls(Verdict.ABOVE, reference_verified=True, majority_correct=True) is CaseClass.PASS
-    assert cls(Verdict.ABOVE) is CaseClass.SUSPECT
-    assert cls(Verdict.ABOVE, majority_correct=True) is CaseClass.PASS
-    assert cls(Verdict.ABOVE, reference=None, majority_correct=None) is CaseClass.PASS
-    assert cls(Verdict.ABOVE, reference=None, majority_correct=None, judge_verdict=False) is CaseClass.FAILURE
-    assert cls(Verdict.ABOVE, judge_verdict=True, majority_correct=True) is CaseClass.PASS
+    assert cls(BandVerdict.ABOVE, reference_verified=True) is CaseClass.FAILURE
+    assert cls(BandVerdict.ABOVE, reference_verified=True, majority_correct=True) is CaseClass.PASS
+    assert cls(BandVerdict.ABOVE) is CaseClass.SUSPECT
+    assert cls(BandVerdict.ABOVE, majority_correct=True) is CaseClass.PASS
+    assert cls(BandVerdict.ABOVE, reference=None, majority_correct=None) is CaseClass.PASS
+    assert cls(BandVerdict.ABOVE, reference=None, majority_correct=None, judge_verdict=False) is CaseClass.FAILURE
+    assert cls(BandVerdict.ABOVE, judge_verdict=True, majority_correct=True) is CaseClass.PASS
     # below band: a verified reference missed → failure, else suspect
-    assert cls(Verdict.BELOW, reference_verified=True) is CaseClass.FAILURE
-    assert cls(Verdict.BELOW, reference_verified=True, majority=None, majority_correct=None) is CaseClass.FAILURE
-    assert cls(Verdict.BELOW) is CaseClass.SUSPECT
-    assert cls(Verdict.BELOW, reference_verified=True, majority_correct=True) is CaseClass.SUSPECT
-    assert classify_case(Verdict.BELOW, majority=None, reference=None, reference_verified=False,
+    assert cls(BandVerdict.BELOW, reference_verified=True) is CaseClass.FAILURE
+    assert cls(BandVerdict.BELOW, reference_verified=True, majority=None, majority_correct=None) is CaseClass.FAILURE
+    assert cls(BandVerdict.BELOW) is CaseClass.SUSPECT
+    assert cls(BandVerdict.BELOW, reference_verified=True, majority_correct=True) is CaseClass.SUSPECT
+    assert classify_case(BandVerdict.BELOW, majority=None, reference=None, reference_verified=False,
                          majority_correct=None, n_answered=0, n_unparseable=3)[1].startswith("no sample gave")
     # no sample answered: never frontier, even when a forced posterior decision says "in band"
     # (found by the embedded default: six unparseable agent replies came out "p̂ = 0.00 inside the band")
     unanswered = {"majority": None, "majority_correct": None, "n_answered": 0, "n_unparseable": 6, "p_hat": 0.0}
-    assert cls(Verdict.IN_BAND, **unanswered) is CaseClass.SUSPECT
-    assert cls(Verdict.IN_BAND, reference_verified=True, **unanswered) is CaseClass.FAILURE
+    assert cls(BandVerdict.IN_BAND, **unanswered) is CaseClass.SUSPECT
+    assert cls(BandVerdict.IN_BAND, reference_verified=True, **unanswered) is CaseClass.FAILURE
     # no decision, or nothing but failed calls → unresolved
     assert cls(None, stopped_by="budget") is CaseClass.UNRESOLVED
-    assert cls(Verdict.BELOW, n_answered=0, n_unparseable=0) is CaseClass.UNRESOLVED
+    assert cls(BandVerdict.BELOW, n_answered=0, n_unparseable=0) is CaseClass.UNRESOLVED
     # a forced stop (the sample limit reached below the confidence) is unresolved, whatever it leans to
-    for verdict in (Verdict.IN_BAND, Verdict.BELOW, Verdict.ABOVE):
+    for verdict in (BandVerdict.IN_BAND, BandVerdict.BELOW, BandVerdict.ABOVE):
         assert cls(verdict, forced=True) is CaseClass.UNRESOLVED
 
 
@@ -101,17 +101,17 @@ def test_reasons_state_the_posterior_and_never_contradict_the_band() -> None:
     post = band_posterior((2, 2, 1, 1))
     base = {"majority": "4", "reference": None, "reference_verified": False, "majority_correct": None,
             "p_hat": 2 / 6, "k": 6, "posterior": post, "confidence": 0.9}
-    cls, reason = classify_case(Verdict.BELOW, **base)
+    cls, reason = classify_case(BandVerdict.BELOW, **base)
     assert cls is CaseClass.SUSPECT
     assert reason == ("answers scattered: p̂ = 0.33 at k = 6; P(below, in, above the band [0.30, 0.80]) = "
                       f"{post.below:.2f}, {post.inside:.2f}, {post.above:.2f}; p* 90% interval "
                       f"[{post.credible[0]:.2f}, {post.credible[1]:.2f}]")
     assert "below band" not in reason
-    cls, reason = classify_case(Verdict.IN_BAND, forced=True, **base)
+    cls, reason = classify_case(BandVerdict.IN_BAND, forced=True, **base)
     assert cls is CaseClass.UNRESOLVED
     assert reason.startswith("undecided at the sample limit (needed 0.90), leaning in band: p̂ = 0.33 at k = 6; P(")
     # fixed k (Agent0's rule) says so, and still shows the posterior
-    cls, reason = classify_case(Verdict.IN_BAND, fixed=True, **{**base, "confidence": None})
+    cls, reason = classify_case(BandVerdict.IN_BAND, fixed=True, **{**base, "confidence": None})
     assert cls is CaseClass.FRONTIER and "inside the band [0.30, 0.80] (fixed k: Agent0's rule, no confidence)" in reason
 
 
