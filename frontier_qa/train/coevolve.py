@@ -166,7 +166,7 @@ def curriculum_config(config: CoevolveConfig, t: int, executor: Path, curriculum
         "model": c.model.model_copy(update={"path": curriculum}),
         "target": executor_target_config(config, executor, executor_cache(config)),
         "training": c.training.model_copy(update={"output_dir": str(out), "seed": c.training.seed + t - 1}),
-        "reward": c.reward.model_copy(update={"sampling": s}),  # frozen: shared as is
+        "reward": replace(c.reward, sampling=s),  # frozen: shared as is
         "curriculum": c.curriculum.model_copy(update={"case_system": config.executor.system}),
     })
     updated._sources = c._sources

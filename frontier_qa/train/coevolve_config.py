@@ -37,7 +37,6 @@ from frontier_qa.train.config import (
     TrainingSection,
     _report,
     _Section,
-    reward_config,
 )
 
 COEVOLVE_CONFIG_VERSION: Final = 1
@@ -231,7 +230,6 @@ def load_coevolve_config(path: str | Path | None = None, overrides: Iterable[Ove
     config._sources = sources
     check(config)
     config.curriculum._sources = _Prefixed(sources, ("curriculum",))
-    reward_config(config.curriculum)  # the nested reward constants, checked now
     return config
 
 
