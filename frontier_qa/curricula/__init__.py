@@ -38,19 +38,15 @@ _EXPORTS: dict[str, str] = {
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
-    from frontier_qa.curricula.base import (
-        Curriculum as Curriculum,
-        History as History,
-        Outcome as Outcome,
-        Proposal as Proposal,
-    )
+    from frontier_qa.curricula.base import Curriculum as Curriculum
+    from frontier_qa.curricula.base import History as History
+    from frontier_qa.curricula.base import Outcome as Outcome
+    from frontier_qa.curricula.base import Proposal as Proposal
     from frontier_qa.curricula.critic import SageCritic as SageCritic
-    from frontier_qa.curricula.file import (
-        FileCurriculum as FileCurriculum,
-        StaticCurriculum as StaticCurriculum,
-        proposal_from_row as proposal_from_row,
-        read_proposals as read_proposals,
-    )
+    from frontier_qa.curricula.file import FileCurriculum as FileCurriculum
+    from frontier_qa.curricula.file import StaticCurriculum as StaticCurriculum
+    from frontier_qa.curricula.file import proposal_from_row as proposal_from_row
+    from frontier_qa.curricula.file import read_proposals as read_proposals
     from frontier_qa.curricula.prompted import PromptedCurriculum as PromptedCurriculum
     from frontier_qa.probing.validation import CriticVerdict as CriticVerdict
 else:

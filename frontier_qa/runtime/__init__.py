@@ -42,21 +42,21 @@ _EXPORTS: dict[str, str] = {
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
     from frontier_qa.runtime.aio import run_sync as run_sync
-    from frontier_qa.runtime.budget import BudgetSnapshot as BudgetSnapshot, BudgetTracker as BudgetTracker
+    from frontier_qa.runtime.budget import BudgetSnapshot as BudgetSnapshot
+    from frontier_qa.runtime.budget import BudgetTracker as BudgetTracker
     from frontier_qa.runtime.cache import SampleCache as SampleCache
-    from frontier_qa.runtime.limits import Backoff as Backoff, Budget as Budget, Limits as Limits
-    from frontier_qa.runtime.managed import ManagedTarget as ManagedTarget, RuntimeStats as RuntimeStats
+    from frontier_qa.runtime.limits import Backoff as Backoff
+    from frontier_qa.runtime.limits import Budget as Budget
+    from frontier_qa.runtime.limits import Limits as Limits
+    from frontier_qa.runtime.managed import ManagedTarget as ManagedTarget
+    from frontier_qa.runtime.managed import RuntimeStats as RuntimeStats
     from frontier_qa.runtime.open import open_target as open_target
-    from frontier_qa.runtime.rate_limit import (
-        Pacer as Pacer,
-        RateLimiter as RateLimiter,
-        estimate_tokens as estimate_tokens,
-    )
-    from frontier_qa.runtime.retry import (
-        BackoffWait as BackoffWait,
-        classify_status as classify_status,
-        parse_retry_after as parse_retry_after,
-    )
+    from frontier_qa.runtime.rate_limit import Pacer as Pacer
+    from frontier_qa.runtime.rate_limit import RateLimiter as RateLimiter
+    from frontier_qa.runtime.rate_limit import estimate_tokens as estimate_tokens
+    from frontier_qa.runtime.retry import BackoffWait as BackoffWait
+    from frontier_qa.runtime.retry import classify_status as classify_status
+    from frontier_qa.runtime.retry import parse_retry_after as parse_retry_after
 else:
     __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
 

@@ -68,54 +68,45 @@ _EXPORTS: dict[str, str] = {
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
-    from frontier_qa.train.adpo import (
-        ADPOSchedule as ADPOSchedule,
-        PseudoLabelReward as PseudoLabelReward,
-        advantage_scale as advantage_scale,
-        clip_high as clip_high,
-    )
+    from frontier_qa.train.adpo import ADPOSchedule as ADPOSchedule
+    from frontier_qa.train.adpo import PseudoLabelReward as PseudoLabelReward
+    from frontier_qa.train.adpo import advantage_scale as advantage_scale
+    from frontier_qa.train.adpo import clip_high as clip_high
     from frontier_qa.train.adpo_trainer import ADPOTrainer as ADPOTrainer
-    from frontier_qa.train.coevolve import CoevolveResult as CoevolveResult, run_coevolution as run_coevolution
-    from frontier_qa.train.coevolve_config import (
-        CoevolveConfig as CoevolveConfig,
-        load_coevolve_config as load_coevolve_config,
-    )
-    from frontier_qa.train.config import (
-        StepPlan as StepPlan,
-        TrainConfig as TrainConfig,
-        check_budget as check_budget,
-        load_train_config as load_train_config,
-        plan_step as plan_step,
-        reward_config as reward_config,
-    )
-    from frontier_qa.train.curriculum import (
-        TrainResult as TrainResult,
-        merge_adapter as merge_adapter,
-        preflight as preflight,
-        train_curriculum as train_curriculum,
-    )
-    from frontier_qa.train.executor import (
-        ExecutorResult as ExecutorResult,
-        ExecutorRow as ExecutorRow,
-        RolloutRecord as RolloutRecord,
-        read_rollouts as read_rollouts,
-        train_executor as train_executor,
-    )
-    from frontier_qa.train.prompts import Task as Task, TaskFormat as TaskFormat, render_text as render_text
-    from frontier_qa.train.reward import TargetReward as TargetReward, score_tasks as score_tasks
-    from frontier_qa.train.rollout import mask_observations as mask_observations, pad_rollouts as pad_rollouts
-    from frontier_qa.train.tasks import (
-        StepSummary as StepSummary,
-        TaskLog as TaskLog,
-        TaskRecord as TaskRecord,
-        read_tasks as read_tasks,
-        summarize as summarize,
-    )
-    from frontier_qa.train.tool_rollout import (
-        ToolRollout as ToolRollout,
-        ToolSettings as ToolSettings,
-        ToolTrace as ToolTrace,
-    )
+    from frontier_qa.train.coevolve import CoevolveResult as CoevolveResult
+    from frontier_qa.train.coevolve import run_coevolution as run_coevolution
+    from frontier_qa.train.coevolve_config import CoevolveConfig as CoevolveConfig
+    from frontier_qa.train.coevolve_config import load_coevolve_config as load_coevolve_config
+    from frontier_qa.train.config import StepPlan as StepPlan
+    from frontier_qa.train.config import TrainConfig as TrainConfig
+    from frontier_qa.train.config import check_budget as check_budget
+    from frontier_qa.train.config import load_train_config as load_train_config
+    from frontier_qa.train.config import plan_step as plan_step
+    from frontier_qa.train.config import reward_config as reward_config
+    from frontier_qa.train.curriculum import TrainResult as TrainResult
+    from frontier_qa.train.curriculum import merge_adapter as merge_adapter
+    from frontier_qa.train.curriculum import preflight as preflight
+    from frontier_qa.train.curriculum import train_curriculum as train_curriculum
+    from frontier_qa.train.executor import ExecutorResult as ExecutorResult
+    from frontier_qa.train.executor import ExecutorRow as ExecutorRow
+    from frontier_qa.train.executor import RolloutRecord as RolloutRecord
+    from frontier_qa.train.executor import read_rollouts as read_rollouts
+    from frontier_qa.train.executor import train_executor as train_executor
+    from frontier_qa.train.prompts import Task as Task
+    from frontier_qa.train.prompts import TaskFormat as TaskFormat
+    from frontier_qa.train.prompts import render_text as render_text
+    from frontier_qa.train.reward import TargetReward as TargetReward
+    from frontier_qa.train.reward import score_tasks as score_tasks
+    from frontier_qa.train.rollout import mask_observations as mask_observations
+    from frontier_qa.train.rollout import pad_rollouts as pad_rollouts
+    from frontier_qa.train.tasks import StepSummary as StepSummary
+    from frontier_qa.train.tasks import TaskLog as TaskLog
+    from frontier_qa.train.tasks import TaskRecord as TaskRecord
+    from frontier_qa.train.tasks import read_tasks as read_tasks
+    from frontier_qa.train.tasks import summarize as summarize
+    from frontier_qa.train.tool_rollout import ToolRollout as ToolRollout
+    from frontier_qa.train.tool_rollout import ToolSettings as ToolSettings
+    from frontier_qa.train.tool_rollout import ToolTrace as ToolTrace
 else:
     __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
 

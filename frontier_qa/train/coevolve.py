@@ -36,7 +36,9 @@ from frontier_qa.runtime.local_models import resolve_model
 from frontier_qa.target import Sampling
 from frontier_qa.train import pool as pools
 from frontier_qa.train.coevolve_config import CoevolveConfig, check
-from frontier_qa.train.coevolve_report import REPORT_JSON, REPORT_MD, fmt as _fmt, pct as _pct, write_report
+from frontier_qa.train.coevolve_report import REPORT_JSON, REPORT_MD, write_report
+from frontier_qa.train.coevolve_report import fmt as _fmt
+from frontier_qa.train.coevolve_report import pct as _pct
 from frontier_qa.train.evaluate import PassRate, Question, pass_rate
 from frontier_qa.train.executor_target import (
     CACHE_DIR,
