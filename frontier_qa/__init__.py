@@ -11,54 +11,30 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it (loaded lazily, PEP 562)
-_EXPORTS: dict[str, str] = {
+# module -> the public names it defines, loaded lazily (PEP 562); _EXPORTS reads it as name -> module
+_BY_MODULE: dict[str, tuple[str, ...]] = {
     # errors
-    "FrontierQAError": "frontier_qa.errors",
-    "ConfigError": "frontier_qa.errors",
-    "MissingExtraError": "frontier_qa.errors",
-    "TargetError": "frontier_qa.errors",
-    "BudgetExceededError": "frontier_qa.errors",
+    "frontier_qa.errors": ("FrontierQAError", "ConfigError", "MissingExtraError", "TargetError", "BudgetExceededError"),
     # runtime and sandbox
-    "open_target": "frontier_qa.runtime",
-    "Limits": "frontier_qa.runtime",
-    "Budget": "frontier_qa.runtime",
-    "Sandbox": "frontier_qa.runtime.sandbox",
-    "SandboxResult": "frontier_qa.runtime.sandbox",
+    "frontier_qa.runtime": ("open_target", "Limits", "Budget"),
+    "frontier_qa.runtime.sandbox": ("Sandbox", "SandboxResult"),
     # target seam
-    "Case": "frontier_qa.target",
-    "Sampling": "frontier_qa.target",
-    "Trajectory": "frontier_qa.target",
-    "ToolCall": "frontier_qa.target",
-    "Target": "frontier_qa.target",
-    "Adapter": "frontier_qa.target",
+    "frontier_qa.target": ("Case", "Sampling", "Trajectory", "ToolCall", "Target", "Adapter"),
     # probing
-    "probe": "frontier_qa.probing.engine",
-    "replay": "frontier_qa.probing.engine",
-    "ProbeSettings": "frontier_qa.probing.settings",
-    "ProbeResult": "frontier_qa.probing.engine",
-    "Validator": "frontier_qa.probing.validation",
+    "frontier_qa.probing.engine": ("probe", "replay", "ProbeResult"),
+    "frontier_qa.probing.settings": ("ProbeSettings",),
+    "frontier_qa.probing.validation": ("Validator",),
     # scoring core
-    "extract_answer": "frontier_qa.scoring.answers",
-    "extract_boxed": "frontier_qa.scoring.answers",
-    "equivalent": "frontier_qa.scoring.equivalence",
-    "self_consistency": "frontier_qa.scoring.consistency",
-    "consistency_of": "frontier_qa.scoring.consistency",
-    "normalize": "frontier_qa.scoring.equivalence",
-    "Comparator": "frontier_qa.scoring.equivalence",
-    "ANSWER_FORMATS": "frontier_qa.scoring.answers",
-    "Consistency": "frontier_qa.scoring.consistency",
-    "semantic_consistency": "frontier_qa.scoring.semantic",
-    "semantic_consistency_of": "frontier_qa.scoring.semantic",
-    "get_embedder": "frontier_qa.scoring.embedders",
-    "uncertainty_reward": "frontier_qa.scoring.rewards",
-    "tool_reward": "frontier_qa.scoring.rewards",
-    "repetition_penalty": "frontier_qa.scoring.repetition",
-    "format_reward": "frontier_qa.scoring.rewards",
-    "composite_reward": "frontier_qa.scoring.rewards",
-    "in_band": "frontier_qa.scoring.bands",
-    "soft_band": "frontier_qa.scoring.bands",
+    "frontier_qa.scoring.answers": ("extract_answer", "extract_boxed", "ANSWER_FORMATS"),
+    "frontier_qa.scoring.equivalence": ("equivalent", "normalize", "Comparator"),
+    "frontier_qa.scoring.consistency": ("self_consistency", "consistency_of", "Consistency"),
+    "frontier_qa.scoring.semantic": ("semantic_consistency", "semantic_consistency_of"),
+    "frontier_qa.scoring.embedders": ("get_embedder",),
+    "frontier_qa.scoring.rewards": ("uncertainty_reward", "tool_reward", "format_reward", "composite_reward"),
+    "frontier_qa.scoring.repetition": ("repetition_penalty",),
+    "frontier_qa.scoring.bands": ("in_band", "soft_band"),
 }
+_EXPORTS: dict[str, str] = {name: module for module, names in _BY_MODULE.items() for name in names}
 
 
 def _lazy_exports(package: str, exports: Mapping[str, str],

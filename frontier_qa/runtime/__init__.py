@@ -20,24 +20,17 @@ from frontier_qa import _lazy_exports
 # would otherwise leave here once anything imported ``frontier_qa.runtime.redact`` (stdlib only).
 from frontier_qa.runtime.redact import redact, redact_options, secret_values
 
-_EXPORTS: dict[str, str] = {
-    "Backoff": "frontier_qa.runtime.limits",
-    "BackoffWait": "frontier_qa.runtime.retry",
-    "Budget": "frontier_qa.runtime.limits",
-    "BudgetSnapshot": "frontier_qa.runtime.budget",
-    "BudgetTracker": "frontier_qa.runtime.budget",
-    "Limits": "frontier_qa.runtime.limits",
-    "ManagedTarget": "frontier_qa.runtime.managed",
-    "Pacer": "frontier_qa.runtime.rate_limit",
-    "RateLimiter": "frontier_qa.runtime.rate_limit",
-    "RuntimeStats": "frontier_qa.runtime.managed",
-    "SampleCache": "frontier_qa.runtime.cache",
-    "classify_status": "frontier_qa.runtime.retry",
-    "estimate_tokens": "frontier_qa.runtime.rate_limit",
-    "open_target": "frontier_qa.runtime.open",
-    "parse_retry_after": "frontier_qa.runtime.retry",
-    "run_sync": "frontier_qa.runtime.aio",
+_BY_MODULE: dict[str, tuple[str, ...]] = {
+    "frontier_qa.runtime.limits": ("Backoff", "Budget", "Limits"),
+    "frontier_qa.runtime.retry": ("BackoffWait", "classify_status", "parse_retry_after"),
+    "frontier_qa.runtime.budget": ("BudgetSnapshot", "BudgetTracker"),
+    "frontier_qa.runtime.managed": ("ManagedTarget", "RuntimeStats"),
+    "frontier_qa.runtime.rate_limit": ("Pacer", "RateLimiter", "estimate_tokens"),
+    "frontier_qa.runtime.cache": ("SampleCache",),
+    "frontier_qa.runtime.open": ("open_target",),
+    "frontier_qa.runtime.aio": ("run_sync",),
 }
+_EXPORTS: dict[str, str] = {name: module for module, names in _BY_MODULE.items() for name in names}
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use

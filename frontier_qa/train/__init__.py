@@ -24,47 +24,23 @@ from typing import TYPE_CHECKING
 
 from frontier_qa import _lazy_exports
 
-_EXPORTS: dict[str, str] = {
-    "TrainConfig": "frontier_qa.train.config",
-    "load_train_config": "frontier_qa.train.config",
-    "plan_step": "frontier_qa.train.config",
-    "check_budget": "frontier_qa.train.config",
-    "reward_config": "frontier_qa.train.config",
-    "StepPlan": "frontier_qa.train.config",
-    "TaskFormat": "frontier_qa.train.prompts",
-    "Task": "frontier_qa.train.prompts",
-    "render_text": "frontier_qa.train.prompts",
-    "TargetReward": "frontier_qa.train.reward",
-    "score_tasks": "frontier_qa.train.reward",
-    "TaskRecord": "frontier_qa.train.tasks",
-    "TaskLog": "frontier_qa.train.tasks",
-    "read_tasks": "frontier_qa.train.tasks",
-    "summarize": "frontier_qa.train.tasks",
-    "StepSummary": "frontier_qa.train.tasks",
-    "TrainResult": "frontier_qa.train.curriculum",
-    "train_curriculum": "frontier_qa.train.curriculum",
-    "merge_adapter": "frontier_qa.train.curriculum",
-    "preflight": "frontier_qa.train.curriculum",
-    "ADPOSchedule": "frontier_qa.train.adpo",
-    "advantage_scale": "frontier_qa.train.adpo",
-    "clip_high": "frontier_qa.train.adpo",
-    "PseudoLabelReward": "frontier_qa.train.adpo",
-    "ADPOTrainer": "frontier_qa.train.adpo_trainer",
-    "mask_observations": "frontier_qa.train.rollout",
-    "pad_rollouts": "frontier_qa.train.rollout",
-    "ToolRollout": "frontier_qa.train.tool_rollout",
-    "ToolSettings": "frontier_qa.train.tool_rollout",
-    "ToolTrace": "frontier_qa.train.tool_rollout",
-    "ExecutorRow": "frontier_qa.train.executor",
-    "ExecutorResult": "frontier_qa.train.executor",
-    "RolloutRecord": "frontier_qa.train.executor",
-    "read_rollouts": "frontier_qa.train.executor",
-    "train_executor": "frontier_qa.train.executor",
-    "CoevolveConfig": "frontier_qa.train.coevolve_config",
-    "load_coevolve_config": "frontier_qa.train.coevolve_config",
-    "CoevolveResult": "frontier_qa.train.coevolve",
-    "run_coevolution": "frontier_qa.train.coevolve",
+_BY_MODULE: dict[str, tuple[str, ...]] = {
+    "frontier_qa.train.config": (
+        "TrainConfig", "load_train_config", "plan_step", "check_budget", "reward_config", "StepPlan",
+    ),
+    "frontier_qa.train.prompts": ("TaskFormat", "Task", "render_text"),
+    "frontier_qa.train.reward": ("TargetReward", "score_tasks"),
+    "frontier_qa.train.tasks": ("TaskRecord", "TaskLog", "read_tasks", "summarize", "StepSummary"),
+    "frontier_qa.train.curriculum": ("TrainResult", "train_curriculum", "merge_adapter", "preflight"),
+    "frontier_qa.train.adpo": ("ADPOSchedule", "advantage_scale", "clip_high", "PseudoLabelReward"),
+    "frontier_qa.train.adpo_trainer": ("ADPOTrainer",),
+    "frontier_qa.train.rollout": ("mask_observations", "pad_rollouts"),
+    "frontier_qa.train.tool_rollout": ("ToolRollout", "ToolSettings", "ToolTrace"),
+    "frontier_qa.train.executor": ("ExecutorRow", "ExecutorResult", "RolloutRecord", "read_rollouts", "train_executor"),
+    "frontier_qa.train.coevolve_config": ("CoevolveConfig", "load_coevolve_config"),
+    "frontier_qa.train.coevolve": ("CoevolveResult", "run_coevolution"),
 }
+_EXPORTS: dict[str, str] = {name: module for module, names in _BY_MODULE.items() for name in names}
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
