@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic_core import ArgsKwargs
@@ -49,6 +49,7 @@ from frontier_qa.errors import BudgetExceededError, ConfigError, closest_name
 from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER, RewardConfig
 
 TRAIN_CONFIG_VERSION: Final = 1
+C = TypeVar("C", bound=BaseModel)
 DOMAINS = ("math", "general", "open_ended", "workflow")
 STYLES = ("instruct", "few_shot", "plain")
 
@@ -310,15 +311,25 @@ def load_train_config(path: str | Path | None = None, overrides: Iterable[Overri
     Raises:
         ConfigError: every bad key, with the file line or flag that set it and the fix.
     """
+    return read_config(TrainConfig, path, overrides, version=TRAIN_CONFIG_VERSION)
+
+
+def read_config(schema: type[C], path: str | Path | None, overrides: Iterable[Override], *, version: int,
+                doc: str = "configs/train/curriculum-agent0.yaml") -> C:
+    """A trainer's config of type ``schema``: flags > the file at ``path`` > defaults, its
+    sources kept for :meth:`where`; a bad key raises the one report naming each (``doc``
+    documents every key).
+    """
     layers = [read_overrides(overrides)]
     if path is not None:
         layers.append(read_yaml(path))
-    data, sources = resolve_layers(layers, version=TRAIN_CONFIG_VERSION, hint="upgrade frontier-qa")
+    data, sources = resolve_layers(layers, version=version, hint="upgrade frontier-qa")
     try:
-        config = TrainConfig.model_validate(data)
+        config = schema.model_validate(data)
     except ValidationError as err:
-        raise _report(err, sources) from None
-    config._sources = sources
+        raise _report(err, sources, root=schema, doc=doc) from None
+    located: Any = config  # every trainer config has the private _sources
+    located._sources = sources
     return config
 
 
