@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib
 import re
 import sys
-from collections import defaultdict
 
 PACKAGES = ["frontier_qa", "frontier_qa.probing", "frontier_qa.runtime", "frontier_qa.curricula",
             "frontier_qa.train", "frontier_qa.store"]
@@ -23,17 +22,15 @@ RUNTIME = "__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())"
 
 
 def block(exports: dict[str, str]) -> list[str]:
-    """The ``if TYPE_CHECKING:`` lines for ``exports`` (name -> module), one import per module."""
-    by_module: dict[str, list[str]] = defaultdict(list)
-    for name, module in exports.items():
-        by_module[module].append(name)
-    lines = [BEGIN]
-    for module in sorted(by_module):
-        names = [f"{n} as {n}" for n in sorted(by_module[module])]  # explicit re-exports (PEP 484)
-        one = f"    from {module} import " + ", ".join(names)
-        wrapped = [f"    from {module} import (", *(f"        {n}," for n in names), "    )"]
-        lines += [one] if len(one) <= 120 else wrapped
-    return [*lines, "else:", f"    {RUNTIME}"]
+    """The ``if TYPE_CHECKING:`` lines for ``exports`` (name -> module), one import per name.
+
+    One ``from module import Name as Name`` line per name (isort's order; pyproject keeps
+    ``combine-as-imports`` off so that ruff leaves them so): six packages' mirrors wrapped in
+    parentheses were the same column of ``Name as Name,`` lines over and over.
+    """
+    imports = sorted((module, name) for name, module in exports.items())
+    lines = [f"    from {module} import {name} as {name}" for module, name in imports]  # explicit re-exports
+    return [BEGIN, *lines, "else:", f"    {RUNTIME}"]
 
 
 def rewrite(package: str) -> None:

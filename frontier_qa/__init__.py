@@ -11,54 +11,30 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it (loaded lazily, PEP 562)
-_EXPORTS: dict[str, str] = {
+# module -> the public names it defines, loaded lazily (PEP 562); _EXPORTS reads it as name -> module
+_BY_MODULE: dict[str, tuple[str, ...]] = {
     # errors
-    "FrontierQAError": "frontier_qa.errors",
-    "ConfigError": "frontier_qa.errors",
-    "MissingExtraError": "frontier_qa.errors",
-    "TargetError": "frontier_qa.errors",
-    "BudgetExceededError": "frontier_qa.errors",
+    "frontier_qa.errors": ("FrontierQAError", "ConfigError", "MissingExtraError", "TargetError", "BudgetExceededError"),
     # runtime and sandbox
-    "open_target": "frontier_qa.runtime",
-    "Limits": "frontier_qa.runtime",
-    "Budget": "frontier_qa.runtime",
-    "Sandbox": "frontier_qa.runtime.sandbox",
-    "SandboxResult": "frontier_qa.runtime.sandbox",
+    "frontier_qa.runtime": ("open_target", "Limits", "Budget"),
+    "frontier_qa.runtime.sandbox": ("Sandbox", "SandboxResult"),
     # target seam
-    "Case": "frontier_qa.target",
-    "Sampling": "frontier_qa.target",
-    "Trajectory": "frontier_qa.target",
-    "ToolCall": "frontier_qa.target",
-    "Target": "frontier_qa.target",
-    "Adapter": "frontier_qa.target",
+    "frontier_qa.target": ("Case", "Sampling", "Trajectory", "ToolCall", "Target", "Adapter"),
     # probing
-    "probe": "frontier_qa.probing.engine",
-    "replay": "frontier_qa.probing.engine",
-    "ProbeSettings": "frontier_qa.probing.settings",
-    "ProbeResult": "frontier_qa.probing.engine",
-    "Validator": "frontier_qa.probing.validation",
+    "frontier_qa.probing.engine": ("probe", "replay", "ProbeResult"),
+    "frontier_qa.probing.settings": ("ProbeSettings",),
+    "frontier_qa.probing.validation": ("Validator",),
     # scoring core
-    "extract_answer": "frontier_qa.scoring.answers",
-    "extract_boxed": "frontier_qa.scoring.answers",
-    "equivalent": "frontier_qa.scoring.equivalence",
-    "self_consistency": "frontier_qa.scoring.consistency",
-    "consistency_of": "frontier_qa.scoring.consistency",
-    "normalize": "frontier_qa.scoring.equivalence",
-    "Comparator": "frontier_qa.scoring.equivalence",
-    "ANSWER_FORMATS": "frontier_qa.scoring.answers",
-    "Consistency": "frontier_qa.scoring.consistency",
-    "semantic_consistency": "frontier_qa.scoring.semantic",
-    "semantic_consistency_of": "frontier_qa.scoring.semantic",
-    "get_embedder": "frontier_qa.scoring.embedders",
-    "uncertainty_reward": "frontier_qa.scoring.rewards",
-    "tool_reward": "frontier_qa.scoring.rewards",
-    "repetition_penalty": "frontier_qa.scoring.repetition",
-    "format_reward": "frontier_qa.scoring.rewards",
-    "composite_reward": "frontier_qa.scoring.rewards",
-    "in_band": "frontier_qa.scoring.bands",
-    "soft_band": "frontier_qa.scoring.bands",
+    "frontier_qa.scoring.answers": ("extract_answer", "extract_boxed", "ANSWER_FORMATS"),
+    "frontier_qa.scoring.equivalence": ("equivalent", "normalize", "Comparator"),
+    "frontier_qa.scoring.consistency": ("self_consistency", "consistency_of", "Consistency"),
+    "frontier_qa.scoring.semantic": ("semantic_consistency", "semantic_consistency_of"),
+    "frontier_qa.scoring.embedders": ("get_embedder",),
+    "frontier_qa.scoring.rewards": ("uncertainty_reward", "tool_reward", "format_reward", "composite_reward"),
+    "frontier_qa.scoring.repetition": ("repetition_penalty",),
+    "frontier_qa.scoring.bands": ("in_band", "soft_band"),
 }
+_EXPORTS: dict[str, str] = {name: module for module, names in _BY_MODULE.items() for name in names}
 
 
 def _lazy_exports(package: str, exports: Mapping[str, str],
@@ -92,54 +68,46 @@ def _lazy_exports(package: str, exports: Mapping[str, str],
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
-    from frontier_qa.errors import (
-        BudgetExceededError as BudgetExceededError,
-        ConfigError as ConfigError,
-        FrontierQAError as FrontierQAError,
-        MissingExtraError as MissingExtraError,
-        TargetError as TargetError,
-    )
-    from frontier_qa.probing.engine import ProbeResult as ProbeResult, probe as probe, replay as replay
+    from frontier_qa.errors import BudgetExceededError as BudgetExceededError
+    from frontier_qa.errors import ConfigError as ConfigError
+    from frontier_qa.errors import FrontierQAError as FrontierQAError
+    from frontier_qa.errors import MissingExtraError as MissingExtraError
+    from frontier_qa.errors import TargetError as TargetError
+    from frontier_qa.probing.engine import ProbeResult as ProbeResult
+    from frontier_qa.probing.engine import probe as probe
+    from frontier_qa.probing.engine import replay as replay
     from frontier_qa.probing.settings import ProbeSettings as ProbeSettings
     from frontier_qa.probing.validation import Validator as Validator
-    from frontier_qa.runtime import Budget as Budget, Limits as Limits, open_target as open_target
-    from frontier_qa.runtime.sandbox import Sandbox as Sandbox, SandboxResult as SandboxResult
-    from frontier_qa.scoring.answers import (
-        ANSWER_FORMATS as ANSWER_FORMATS,
-        extract_answer as extract_answer,
-        extract_boxed as extract_boxed,
-    )
-    from frontier_qa.scoring.bands import in_band as in_band, soft_band as soft_band
-    from frontier_qa.scoring.consistency import (
-        Consistency as Consistency,
-        consistency_of as consistency_of,
-        self_consistency as self_consistency,
-    )
+    from frontier_qa.runtime import Budget as Budget
+    from frontier_qa.runtime import Limits as Limits
+    from frontier_qa.runtime import open_target as open_target
+    from frontier_qa.runtime.sandbox import Sandbox as Sandbox
+    from frontier_qa.runtime.sandbox import SandboxResult as SandboxResult
+    from frontier_qa.scoring.answers import ANSWER_FORMATS as ANSWER_FORMATS
+    from frontier_qa.scoring.answers import extract_answer as extract_answer
+    from frontier_qa.scoring.answers import extract_boxed as extract_boxed
+    from frontier_qa.scoring.bands import in_band as in_band
+    from frontier_qa.scoring.bands import soft_band as soft_band
+    from frontier_qa.scoring.consistency import Consistency as Consistency
+    from frontier_qa.scoring.consistency import consistency_of as consistency_of
+    from frontier_qa.scoring.consistency import self_consistency as self_consistency
     from frontier_qa.scoring.embedders import get_embedder as get_embedder
-    from frontier_qa.scoring.equivalence import (
-        Comparator as Comparator,
-        equivalent as equivalent,
-        normalize as normalize,
-    )
+    from frontier_qa.scoring.equivalence import Comparator as Comparator
+    from frontier_qa.scoring.equivalence import equivalent as equivalent
+    from frontier_qa.scoring.equivalence import normalize as normalize
     from frontier_qa.scoring.repetition import repetition_penalty as repetition_penalty
-    from frontier_qa.scoring.rewards import (
-        composite_reward as composite_reward,
-        format_reward as format_reward,
-        tool_reward as tool_reward,
-        uncertainty_reward as uncertainty_reward,
-    )
-    from frontier_qa.scoring.semantic import (
-        semantic_consistency as semantic_consistency,
-        semantic_consistency_of as semantic_consistency_of,
-    )
-    from frontier_qa.target import (
-        Adapter as Adapter,
-        Case as Case,
-        Sampling as Sampling,
-        Target as Target,
-        ToolCall as ToolCall,
-        Trajectory as Trajectory,
-    )
+    from frontier_qa.scoring.rewards import composite_reward as composite_reward
+    from frontier_qa.scoring.rewards import format_reward as format_reward
+    from frontier_qa.scoring.rewards import tool_reward as tool_reward
+    from frontier_qa.scoring.rewards import uncertainty_reward as uncertainty_reward
+    from frontier_qa.scoring.semantic import semantic_consistency as semantic_consistency
+    from frontier_qa.scoring.semantic import semantic_consistency_of as semantic_consistency_of
+    from frontier_qa.target import Adapter as Adapter
+    from frontier_qa.target import Case as Case
+    from frontier_qa.target import Sampling as Sampling
+    from frontier_qa.target import Target as Target
+    from frontier_qa.target import ToolCall as ToolCall
+    from frontier_qa.target import Trajectory as Trajectory
 else:
     __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
 

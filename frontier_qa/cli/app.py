@@ -90,6 +90,14 @@ def _root(
     configure_logging(verbose)
 
 
+def command_group(name: str, help: str) -> typer.Typer:
+    """A Typer app or command group as every one of ours is made: help without arguments, no
+    shell-completion commands, and plain tracebacks off (:func:`main` reports errors itself).
+    """
+    return typer.Typer(name=name, help=help, no_args_is_help=True, add_completion=False,
+                       pretty_exceptions_enable=False)
+
+
 def build_app() -> typer.Typer:
     """The ``frontier-qa`` Typer app with every command registered.
 
@@ -98,13 +106,8 @@ def build_app() -> typer.Typer:
     """
     from frontier_qa.cli import accept, cases, init, probe, score, train
 
-    app = typer.Typer(
-        name="frontier-qa",
-        help="Find where an AI agent's ability ends: generate, score and replay frontier test cases.",
-        no_args_is_help=True,
-        add_completion=False,
-        pretty_exceptions_enable=False,
-    )
+    app = command_group("frontier-qa", "Find where an AI agent's ability ends: generate, score and replay "
+                                       "frontier test cases.")
     app.callback()(_root)
     probe.register(app)  # probe, replay, export, merge, schema
     accept.register(app)  # accept

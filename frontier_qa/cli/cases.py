@@ -40,6 +40,7 @@ from typing import Any
 
 import typer
 
+from frontier_qa.cli.app import command_group
 from frontier_qa.cli.probe import _CONFIG, _STORE, overrides
 from frontier_qa.config import load_config, regression_policy
 from frontier_qa.errors import ConfigError
@@ -330,9 +331,7 @@ def _diff_lines(diff: views.RunDiff, changes: list[dict[str, Any]], verdicts: di
 
 def register(app: typer.Typer) -> None:
     """Add ``cases list``, ``cases show`` and ``cases diff`` to ``app``."""
-    cases_app = typer.Typer(
-        name="cases", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-        help="Look at the case store: list cases, show one, diff two runs (--json for each).")
+    cases_app = command_group("cases", "Look at the case store: list cases, show one, diff two runs (--json for each).")
     cases_app.command("list")(list_command)
     cases_app.command("show")(show_command)
     cases_app.command("diff")(diff_command)

@@ -25,9 +25,9 @@ from frontier_qa.cli.init_files import (
     Layout,
     config_text,
     is_file_spec,
-    test_text as pytest_text,
     workflow_text,
 )
+from frontier_qa.cli.init_files import test_text as pytest_text
 from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_OK, EXIT_USAGE
 

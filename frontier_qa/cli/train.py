@@ -25,6 +25,7 @@ from typing import Any
 
 import typer
 
+from frontier_qa.cli.app import command_group
 from frontier_qa.config import Override, parse_set
 from frontier_qa.errors import ConfigError
 
@@ -173,13 +174,8 @@ def summary(
 
 def register(app: typer.Typer) -> None:
     """Add the ``train`` command group (curriculum, coevolve, merge, summary) to ``app``."""
-    train_app = typer.Typer(
-        name="train",
-        help="Train a curriculum against your agent (Agent0 §3.2), or co-evolve both agents (Algorithm 1).",
-        no_args_is_help=True,
-        add_completion=False,
-        pretty_exceptions_enable=False,
-    )
+    train_app = command_group(
+        "train", "Train a curriculum against your agent (Agent0 §3.2), or co-evolve both agents (Algorithm 1).")
     train_app.command("curriculum")(curriculum)
     train_app.command("coevolve")(coevolve)
     train_app.command("merge")(merge)

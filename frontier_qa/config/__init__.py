@@ -80,7 +80,6 @@ from frontier_qa.config.schema import (
     OutputConfig,
     ProbeConfig,
     ProbingConfig,
-    RegressionConfig,
     ReplayConfig,
     ReplayGateConfig,
     TargetConfig,
@@ -89,6 +88,7 @@ from frontier_qa.config.schema import (
 )
 from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.runtime.limits import Backoff, Budget, Limits
+from frontier_qa.store.comparison import RegressionPolicy
 from frontier_qa.target import Sampling
 
 __all__ = [
@@ -106,7 +106,7 @@ __all__ = [
     "ProbeParts",
     "ProbeConfig",
     "ProbingConfig",
-    "RegressionConfig",
+    "RegressionPolicy",
     "ReplayConfig",
     "ReplayGateConfig",
     "Sampling",
@@ -133,4 +133,5 @@ __all__ = [
 ]
 
 __getattr__ = renamed(__name__, {"SamplingConfig": "Sampling", "BackoffConfig": "Backoff", "LimitsConfig": "Limits",
-                                 "BudgetConfig": "Budget", "GateConfig": "GateThresholds"}, globals())
+                                 "BudgetConfig": "Budget", "GateConfig": "GateThresholds",
+                                 "RegressionConfig": "RegressionPolicy"}, globals())

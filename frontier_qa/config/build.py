@@ -142,9 +142,10 @@ _SAME_KEYS = tuple(name for name in ProbingConfig.model_fields
 
 
 def regression_policy(config: ProbeConfig) -> RegressionPolicy:
-    """The ``regression`` section as the replay's :class:`~frontier_qa.store.comparison.RegressionPolicy`."""
-    r = config.regression
-    return RegressionPolicy(alpha=r.alpha, looks=tuple(r.looks), min_drop=r.min_drop, futility=r.futility)
+    """The ``regression`` section: already the replay's :class:`~frontier_qa.store.comparison.RegressionPolicy`
+    (kept so callers written for the 0.1 config keep working).
+    """
+    return config.regression
 
 
 def _prior(config: ProbeConfig) -> MajorityPrior:

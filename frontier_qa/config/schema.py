@@ -22,6 +22,7 @@ from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.runtime.limits import Backoff, Budget, Limits  # noqa: F401 (Backoff: the old BackoffConfig name)
 from frontier_qa.store.case_store import Shard, StoreError
+from frontier_qa.store.comparison import RegressionPolicy
 from frontier_qa.target import Sampling
 
 CONFIG_VERSION: Final = 1
@@ -172,26 +173,6 @@ class ProbingConfig(_Section):
     embedder: str | None = Field(None, description="open-ended answers: embedding model (null: bundled MiniLM)")
 
 
-class RegressionConfig(_Section):
-    """How a replay decides that a case regressed (see frontier_qa.store.comparison)."""
-
-    alpha: float = Field(0.01, gt=0, lt=1, description="most chance that a replay of an unchanged agent calls "
-                                                        "any case of the suite a regression")
-    looks: list[int] = Field(default_factory=lambda: [5, 10, 20, 40, 80], min_length=1,
-                             description="new samples at each look of a replayed case; the last is the cap")
-    min_drop: float = Field(0.3, gt=0, lt=1, description="the drop in the share of right (or baseline) answers "
-                                                         "that matters")
-    futility: float = Field(0.1, gt=0, lt=1, description="stop as 'same' once that drop is less likely than this")
-    baseline_samples: int = Field(40, ge=1, description="samples an accepted baseline holds (accept samples more)")
-
-    @field_validator("looks")
-    @classmethod
-    def _increasing(cls, value: list[int]) -> list[int]:
-        if any(n < 1 for n in value) or value != sorted(set(value)):
-            raise ValueError(f"{value} must be increasing sample counts >= 1, e.g. [5, 10, 20, 40, 80]")
-        return value
-
-
 @frozen_value
 class ReplayGateConfig(GateThresholds):
     """The replay gate: regressions fail it; known failures in a suite do not (by default)."""
@@ -230,11 +211,18 @@ class ProbeConfig(_Section):
     store: str = Field(".frontier-qa", description="case store directory")
     output: OutputConfig = Field(default_factory=OutputConfig)
     gate: GateThresholds = Field(default_factory=GateThresholds)
-    regression: RegressionConfig = Field(default_factory=RegressionConfig)
+    regression: RegressionPolicy = Field(default_factory=RegressionPolicy)
     replay: ReplayConfig = Field(default_factory=ReplayConfig)
     shard: str | None = Field(None, description="CI shard i/n, e.g. 2/4")
 
     _sources: Any = PrivateAttr(default=None)  # Sources, set by load_config
+
+    @field_validator("regression", mode="before")
+    @classmethod
+    def _suite_size_is_the_replays(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "n_cases" in value:
+            raise ValueError("n_cases is set by the replay (the number of cases it replays); delete the key")
+        return value
 
     @field_validator("shard")
     @classmethod
@@ -278,6 +266,7 @@ def json_schema() -> dict[str, Any]:
         return [shorthand(v) for v in node] if isinstance(node, list) else node
 
     schema = shorthand(schema)
+    schema["$defs"]["RegressionPolicy"]["properties"].pop("n_cases")  # set by the replay, not a key
     for section in schema.get("$defs", {}).values():  # a frozen value's docstring: its first paragraph
         if "\n\nAttributes:" in section.get("description", ""):
             section["description"] = " ".join(section["description"].split("\n\n")[0].split())
@@ -287,4 +276,5 @@ def json_schema() -> dict[str, Any]:
 
 
 __getattr__ = renamed(__name__, {"SamplingConfig": "Sampling", "BackoffConfig": "Backoff", "LimitsConfig": "Limits",
-                                 "BudgetConfig": "Budget", "GateConfig": "GateThresholds"}, globals())
+                                 "BudgetConfig": "Budget", "GateConfig": "GateThresholds",
+                                 "RegressionConfig": "RegressionPolicy"}, globals())

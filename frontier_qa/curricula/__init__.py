@@ -22,35 +22,26 @@ from typing import TYPE_CHECKING
 
 from frontier_qa import _lazy_exports
 
-_EXPORTS: dict[str, str] = {
-    "Curriculum": "frontier_qa.curricula.base",
-    "Proposal": "frontier_qa.curricula.base",
-    "Outcome": "frontier_qa.curricula.base",
-    "History": "frontier_qa.curricula.base",
-    "FileCurriculum": "frontier_qa.curricula.file",
-    "StaticCurriculum": "frontier_qa.curricula.file",
-    "proposal_from_row": "frontier_qa.curricula.file",
-    "read_proposals": "frontier_qa.curricula.file",
-    "PromptedCurriculum": "frontier_qa.curricula.prompted",
-    "SageCritic": "frontier_qa.curricula.critic",
-    "CriticVerdict": "frontier_qa.probing.validation",
+_BY_MODULE: dict[str, tuple[str, ...]] = {
+    "frontier_qa.curricula.base": ("Curriculum", "Proposal", "Outcome", "History"),
+    "frontier_qa.curricula.file": ("FileCurriculum", "StaticCurriculum", "proposal_from_row", "read_proposals"),
+    "frontier_qa.curricula.prompted": ("PromptedCurriculum",),
+    "frontier_qa.curricula.critic": ("SageCritic",),
+    "frontier_qa.probing.validation": ("CriticVerdict",),
 }
+_EXPORTS: dict[str, str] = {name: module for module, names in _BY_MODULE.items() for name in names}
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
-    from frontier_qa.curricula.base import (
-        Curriculum as Curriculum,
-        History as History,
-        Outcome as Outcome,
-        Proposal as Proposal,
-    )
+    from frontier_qa.curricula.base import Curriculum as Curriculum
+    from frontier_qa.curricula.base import History as History
+    from frontier_qa.curricula.base import Outcome as Outcome
+    from frontier_qa.curricula.base import Proposal as Proposal
     from frontier_qa.curricula.critic import SageCritic as SageCritic
-    from frontier_qa.curricula.file import (
-        FileCurriculum as FileCurriculum,
-        StaticCurriculum as StaticCurriculum,
-        proposal_from_row as proposal_from_row,
-        read_proposals as read_proposals,
-    )
+    from frontier_qa.curricula.file import FileCurriculum as FileCurriculum
+    from frontier_qa.curricula.file import StaticCurriculum as StaticCurriculum
+    from frontier_qa.curricula.file import proposal_from_row as proposal_from_row
+    from frontier_qa.curricula.file import read_proposals as read_proposals
     from frontier_qa.curricula.prompted import PromptedCurriculum as PromptedCurriculum
     from frontier_qa.probing.validation import CriticVerdict as CriticVerdict
 else:

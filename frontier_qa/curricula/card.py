@@ -27,8 +27,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
 
+from frontier_qa._compat import renamed
 from frontier_qa.curricula.base import Outcome, Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.target import Case, Sampling, Target
@@ -38,14 +39,10 @@ CARD_VERSION: Final = 1
 _ANSWER_FORMATS = {"math": "boxed", "general": "boxed", "open_ended": "text", "workflow": "text"}
 
 
-class CardSampling(BaseModel):
-    """How the curriculum was sampled in training (TRL's generation settings)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    temperature: float
-    top_p: float
-    max_tokens: int = Field(description="training.max_completion_length")
+_CARD_SAMPLING = ("temperature", "top_p", "max_tokens")
+"""The keys of the card's ``sampling`` (TRL's generation settings; ``max_tokens`` is
+``training.max_completion_length``): a :class:`~frontier_qa.target.Sampling` stored without
+``stop`` and ``seed``, which training does not set (the file's keys are those of version 1)."""
 
 
 class CurriculumCard(BaseModel):
@@ -69,12 +66,16 @@ class CurriculumCard(BaseModel):
     dedupe_threshold: float | None = Field(0.5, ge=0, le=1, description="few_shot: copies of examples fail; "
                                                                            "null or 0: off")
     seed: int = 0
-    sampling: CardSampling
+    sampling: Sampling = Field(description="how training sampled the curriculum (temperature, top_p, max_tokens)")
 
     @field_validator("dedupe_threshold")
     @classmethod
     def _zero_is_off(cls, value: float | None) -> float | None:
         return None if value == 0 else value  # as the probe config reads it: no distance is below 0
+
+    @field_serializer("sampling")
+    def _training_sampling(self, sampling: Sampling) -> dict[str, Any]:
+        return {name: getattr(sampling, name) for name in _CARD_SAMPLING}
 
 
 def write_card(folder: str | os.PathLike[str], card: CurriculumCard) -> Path:
@@ -144,7 +145,7 @@ def apply_card(config: Any, spec: str) -> tuple[Any, CurriculumCard | None, list
         update["style"] = card.style
     if card.answer_format is not None and card.domain != "workflow":
         update.pop("answer_format", None)  # the probe takes answer_format for workflow only
-    sampling = {name: getattr(card.sampling, name) for name in ("temperature", "top_p", "max_tokens")
+    sampling = {name: getattr(card.sampling, name) for name in _CARD_SAMPLING
                 if not _user_set(config, f"curriculum.sampling.{name}")}
     if sampling:
         update["sampling"] = replace(c.sampling, **sampling)
@@ -237,7 +238,9 @@ def card_summary(card: CurriculumCard, taken: Sequence[str]) -> str:
             f"temperature {s.temperature}, top_p {s.top_p}" + (f" (used for {', '.join(taken)})" if taken else ""))
 
 
-__all__ = ["CARD_FILE", "CardSampling", "CurriculumCard", "PlainPromptCurriculum", "apply_card",
+__getattr__ = renamed(__name__, {"CardSampling": "Sampling"}, globals())
+
+__all__ = ["CARD_FILE", "CurriculumCard", "PlainPromptCurriculum", "apply_card",
            "asks_training_prompts",
            "card_summary", "model_folder", "read_card", "write_card"]
 

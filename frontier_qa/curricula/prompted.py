@@ -33,7 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from frontier_qa.curricula import few_shot, templates as tpl
+from frontier_qa.curricula import few_shot
+from frontier_qa.curricula import templates as tpl
 from frontier_qa.curricula.base import History, Outcome, Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.store.case_ids import readable_id

@@ -37,17 +37,17 @@ _EXPORTS: dict[str, str] = {name: module for module, names in _BY_MODULE.items()
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
     from frontier_qa.probing.case import classify_case as classify_case
-    from frontier_qa.probing.engine import (
-        ProbeResult as ProbeResult,
-        ReplayResult as ReplayResult,
-        probe as probe,
-        replay as replay,
-    )
+    from frontier_qa.probing.engine import ProbeResult as ProbeResult
+    from frontier_qa.probing.engine import ReplayResult as ReplayResult
+    from frontier_qa.probing.engine import probe as probe
+    from frontier_qa.probing.engine import replay as replay
     from frontier_qa.probing.progress import ProbeProgress as ProbeProgress
-    from frontier_qa.probing.run import ProgressEvent as ProgressEvent, case_id_for as case_id_for
+    from frontier_qa.probing.run import ProgressEvent as ProgressEvent
+    from frontier_qa.probing.run import case_id_for as case_id_for
     from frontier_qa.probing.sequential import SequentialConfig as SequentialConfig
     from frontier_qa.probing.settings import ProbeSettings as ProbeSettings
-    from frontier_qa.probing.validation import ValidationResult as ValidationResult, Validator as Validator
+    from frontier_qa.probing.validation import ValidationResult as ValidationResult
+    from frontier_qa.probing.validation import Validator as Validator
 else:
     __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
 

@@ -20,43 +20,36 @@ from frontier_qa import _lazy_exports
 # would otherwise leave here once anything imported ``frontier_qa.runtime.redact`` (stdlib only).
 from frontier_qa.runtime.redact import redact, redact_options, secret_values
 
-_EXPORTS: dict[str, str] = {
-    "Backoff": "frontier_qa.runtime.limits",
-    "BackoffWait": "frontier_qa.runtime.retry",
-    "Budget": "frontier_qa.runtime.limits",
-    "BudgetSnapshot": "frontier_qa.runtime.budget",
-    "BudgetTracker": "frontier_qa.runtime.budget",
-    "Limits": "frontier_qa.runtime.limits",
-    "ManagedTarget": "frontier_qa.runtime.managed",
-    "Pacer": "frontier_qa.runtime.rate_limit",
-    "RateLimiter": "frontier_qa.runtime.rate_limit",
-    "RuntimeStats": "frontier_qa.runtime.managed",
-    "SampleCache": "frontier_qa.runtime.cache",
-    "classify_status": "frontier_qa.runtime.retry",
-    "estimate_tokens": "frontier_qa.runtime.rate_limit",
-    "open_target": "frontier_qa.runtime.open",
-    "parse_retry_after": "frontier_qa.runtime.retry",
-    "run_sync": "frontier_qa.runtime.aio",
+_BY_MODULE: dict[str, tuple[str, ...]] = {
+    "frontier_qa.runtime.limits": ("Backoff", "Budget", "Limits"),
+    "frontier_qa.runtime.retry": ("BackoffWait", "classify_status", "parse_retry_after"),
+    "frontier_qa.runtime.budget": ("BudgetSnapshot", "BudgetTracker"),
+    "frontier_qa.runtime.managed": ("ManagedTarget", "RuntimeStats"),
+    "frontier_qa.runtime.rate_limit": ("Pacer", "RateLimiter", "estimate_tokens"),
+    "frontier_qa.runtime.cache": ("SampleCache",),
+    "frontier_qa.runtime.open": ("open_target",),
+    "frontier_qa.runtime.aio": ("run_sync",),
 }
+_EXPORTS: dict[str, str] = {name: module for module, names in _BY_MODULE.items() for name in names}
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
     from frontier_qa.runtime.aio import run_sync as run_sync
-    from frontier_qa.runtime.budget import BudgetSnapshot as BudgetSnapshot, BudgetTracker as BudgetTracker
+    from frontier_qa.runtime.budget import BudgetSnapshot as BudgetSnapshot
+    from frontier_qa.runtime.budget import BudgetTracker as BudgetTracker
     from frontier_qa.runtime.cache import SampleCache as SampleCache
-    from frontier_qa.runtime.limits import Backoff as Backoff, Budget as Budget, Limits as Limits
-    from frontier_qa.runtime.managed import ManagedTarget as ManagedTarget, RuntimeStats as RuntimeStats
+    from frontier_qa.runtime.limits import Backoff as Backoff
+    from frontier_qa.runtime.limits import Budget as Budget
+    from frontier_qa.runtime.limits import Limits as Limits
+    from frontier_qa.runtime.managed import ManagedTarget as ManagedTarget
+    from frontier_qa.runtime.managed import RuntimeStats as RuntimeStats
     from frontier_qa.runtime.open import open_target as open_target
-    from frontier_qa.runtime.rate_limit import (
-        Pacer as Pacer,
-        RateLimiter as RateLimiter,
-        estimate_tokens as estimate_tokens,
-    )
-    from frontier_qa.runtime.retry import (
-        BackoffWait as BackoffWait,
-        classify_status as classify_status,
-        parse_retry_after as parse_retry_after,
-    )
+    from frontier_qa.runtime.rate_limit import Pacer as Pacer
+    from frontier_qa.runtime.rate_limit import RateLimiter as RateLimiter
+    from frontier_qa.runtime.rate_limit import estimate_tokens as estimate_tokens
+    from frontier_qa.runtime.retry import BackoffWait as BackoffWait
+    from frontier_qa.runtime.retry import classify_status as classify_status
+    from frontier_qa.runtime.retry import parse_retry_after as parse_retry_after
 else:
     __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
 

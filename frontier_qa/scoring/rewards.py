@@ -24,8 +24,11 @@ import numbers
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
+from pydantic import Field
+
+from frontier_qa._schema import frozen_value
 from frontier_qa.errors import ConfigError
 from frontier_qa.scoring.bands import check_p_hat
 from frontier_qa.scoring.repetition import DEFAULT_THRESHOLD, TextEncoder, repetition_penalty
@@ -244,9 +247,15 @@ def composite_reward(
     return format_score * max(0.0, lambda_unc * uncertainty + lambda_tool * tool - repetition)
 
 
-@dataclass(frozen=True)
+_Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+@frozen_value
 class RewardConfig:
     """Every constant of the curriculum reward. Use a preset and ``dataclasses.replace``.
+
+    The same class (with the trainer's own keys added) is the ``reward`` section of a curriculum
+    training config (:class:`frontier_qa.train.config.RewardSection`).
 
     Attributes:
         lambda_unc: λ_unc, weight of R_unc in Eq. 5.
@@ -263,31 +272,18 @@ class RewardConfig:
         canonical_order: make repetition penalties independent of batch order.
     """
 
-    lambda_unc: float = 1.0
-    lambda_tool: float = 0.6
-    tool_gamma: float = 0.25
-    tool_cap: int = 4
-    tool_executor_weight: float = 1.0
-    tool_text_weight: float = 0.0
-    lambda_rep: float = 1.0
-    rep_threshold: float = DEFAULT_THRESHOLD
-    compat_uncertainty: bool = False
-    require_reference: bool = False
-    canonical_order: bool = True
-
-    def __post_init__(self) -> None:
-        for name in ("lambda_unc", "lambda_tool", "tool_gamma", "tool_executor_weight",
-                     "tool_text_weight", "lambda_rep"):
-            value = getattr(self, name)
-            if not (isinstance(value, numbers.Real) and math.isfinite(value) and float(value) >= 0):
-                raise ConfigError(f"RewardConfig.{name} must be a finite number >= 0; got {value!r}", key=(name,))
-        if isinstance(self.tool_cap, bool) or not isinstance(self.tool_cap, int) or self.tool_cap < 0:
-            raise ConfigError(f"RewardConfig.tool_cap must be an integer >= 0; got {self.tool_cap!r}",
-                              key=("tool_cap",))
-        threshold = self.rep_threshold
-        if not (isinstance(threshold, numbers.Real) and math.isfinite(threshold) and threshold > 0):
-            raise ConfigError(f"RewardConfig.rep_threshold must be > 0; got {self.rep_threshold!r}",
-                              key=("rep_threshold",))
+    lambda_unc: Annotated[_Weight, Field(description="λ_unc, weight of R_unc (Eq. 5)")] = 1.0
+    lambda_tool: Annotated[_Weight, Field(description="λ_tool, weight of R_tool (Eq. 5)")] = 0.6
+    tool_gamma: Annotated[_Weight, Field(description="γ, reward per rewarded tool call (Eq. 3)")] = 0.25
+    tool_cap: Annotated[int, Field(ge=0, strict=True, description="C, most calls rewarded (Eq. 3)")] = 4
+    tool_executor_weight: Annotated[_Weight, Field(description="tool calls seen in trajectories")] = 1.0
+    tool_text_weight: Annotated[_Weight, Field(description="tool demand read from the task text")] = 0.0
+    lambda_rep: Annotated[_Weight, Field(description="λ_rep, weight of R_rep (Eq. 4)")] = 1.0
+    rep_threshold: Annotated[float, Field(gt=0, allow_inf_nan=False, description="τ, the clustering distance "
+                                                                                 "threshold")] = DEFAULT_THRESHOLD
+    compat_uncertainty: Annotated[bool, Field(description="min(p̂, 1 − p̂) instead of Eq. 2")] = False
+    require_reference: Annotated[bool, Field(description="the format gate also needs a \\boxed{} answer")] = False
+    canonical_order: Annotated[bool, Field(description="repetition penalties independent of batch order")] = True
 
     @property
     def needs_tool_calls(self) -> bool:

@@ -44,24 +44,22 @@ _EXPORTS: dict[str, str] = {
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
-    from frontier_qa.store.case_store import (
-        DEFAULT_DIR as DEFAULT_DIR,
-        STORE_FORMAT as STORE_FORMAT,
-        CaseStore as CaseStore,
-        MergeResult as MergeResult,
-        ResumeState as ResumeState,
-        Shard as Shard,
-        StoreError as StoreError,
-        TornLineWarning as TornLineWarning,
-        encode_line as encode_line,
-        export_suite as export_suite,
-        import_suite as import_suite,
-        latest_by as latest_by,
-        new_run_id as new_run_id,
-        parse_lines as parse_lines,
-        shard_of as shard_of,
-        suite_entries as suite_entries,
-    )
+    from frontier_qa.store.case_store import DEFAULT_DIR as DEFAULT_DIR
+    from frontier_qa.store.case_store import STORE_FORMAT as STORE_FORMAT
+    from frontier_qa.store.case_store import CaseStore as CaseStore
+    from frontier_qa.store.case_store import MergeResult as MergeResult
+    from frontier_qa.store.case_store import ResumeState as ResumeState
+    from frontier_qa.store.case_store import Shard as Shard
+    from frontier_qa.store.case_store import StoreError as StoreError
+    from frontier_qa.store.case_store import TornLineWarning as TornLineWarning
+    from frontier_qa.store.case_store import encode_line as encode_line
+    from frontier_qa.store.case_store import export_suite as export_suite
+    from frontier_qa.store.case_store import import_suite as import_suite
+    from frontier_qa.store.case_store import latest_by as latest_by
+    from frontier_qa.store.case_store import new_run_id as new_run_id
+    from frontier_qa.store.case_store import parse_lines as parse_lines
+    from frontier_qa.store.case_store import shard_of as shard_of
+    from frontier_qa.store.case_store import suite_entries as suite_entries
 else:
     __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
 

@@ -26,9 +26,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
+from typing import Any
 
 from frontier_qa.store.case_store import CaseStore, latest_by
-from frontier_qa.store.records import Baseline, BaselineSource, CaseClass, CaseRecord, ClusterCount, SuiteCase
+from frontier_qa.store.records import (
+    Baseline,
+    BaselineSource,
+    CaseClass,
+    CaseRecord,
+    ClusterCount,
+    Observed,
+    SuiteCase,
+)
 from frontier_qa.target import Case
 
 MIN_ANCHOR_SHARE = 0.3
@@ -107,26 +116,9 @@ def from_record(
     successes = 0
     if anchor is not None:
         successes = top if kind == "majority" else count_anchor(record.clusters, anchor, match)
-    return Baseline(
-        case_id=record.id,
-        case_class=record.case_class,
-        k=record.k,
-        successes=min(successes, record.k),
-        anchor=anchor,
-        anchor_kind=kind,
-        p_hat=record.p_hat,
-        interval=record.interval,
-        majority=record.majority,
-        majority_correct=record.majority_correct,
-        clusters=list(record.clusters),
-        n_unparseable=record.n_unparseable,
-        n_failed=record.n_failed,
-        target_id=base_target_id(record.target_id, record.target_version),
-        target_version=record.target_version,
-        run_ids=[record.run_id],
-        accepted_at=accepted_at or record.finished_at,
-        source=source,
-    )
+    return _baseline(record, record.id, successes, anchor, kind, list(record.clusters), source,
+                     n_unparseable=record.n_unparseable, n_failed=record.n_failed, run_ids=[record.run_id],
+                     accepted_at=accepted_at or record.finished_at)
 
 
 def from_observed(entry: SuiteCase) -> Baseline | None:
@@ -146,22 +138,21 @@ def from_observed(entry: SuiteCase) -> Baseline | None:
         correct = same_answer(o.majority, anchor, entry.case.answer_format)
     successes = top if kind == "majority" or (kind == "reference" and correct) else 0
     clusters = [ClusterCount(answer=o.majority, count=top)] if o.majority is not None and top else []
-    return Baseline(
-        case_id=entry.case.id,
-        case_class=o.case_class,
-        k=o.k,
-        successes=min(successes, o.k),
-        anchor=anchor,
-        anchor_kind=kind,
-        p_hat=o.p_hat,
-        interval=o.interval,
-        majority=o.majority,
-        majority_correct=o.majority_correct,
-        clusters=clusters,
-        target_id=base_target_id(o.target_id, o.target_version),
-        target_version=o.target_version,
-        source="suite",
-    )
+    return _baseline(o, entry.case.id, successes, anchor, kind, clusters, "suite")
+
+
+# what a baseline takes as is from the record or the suite entry's ``observed`` it is made of
+_OBSERVED = ("case_class", "k", "p_hat", "interval", "majority", "majority_correct", "target_version")
+
+
+def _baseline(of: CaseRecord | Observed, case_id: str, successes: int, anchor: str | None, kind: str | None,
+              clusters: list[ClusterCount], source: BaselineSource, **more: Any) -> Baseline:
+    """A :class:`Baseline` of observation ``of`` (at most ``of.k`` successes; the target id
+    without its version suffix), with ``more`` fields that only a full record has.
+    """
+    return Baseline(case_id=case_id, successes=min(successes, of.k), anchor=anchor, anchor_kind=kind,
+                    clusters=clusters, target_id=base_target_id(of.target_id, of.target_version), source=source,
+                    **{name: getattr(of, name) for name in _OBSERVED}, **more)
 
 
 def of_entry(entry: SuiteCase) -> Baseline | None:

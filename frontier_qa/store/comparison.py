@@ -35,8 +35,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Annotated
+
+from pydantic import Field, field_validator
 
 from frontier_qa._compat import renamed
+from frontier_qa._schema import frozen_value
 from frontier_qa.scoring.two_sample import drop_probability, fisher_greater, fisher_less, spend
 from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, Observed, ReplayVerdict, SuiteCase
 from frontier_qa.target import Case
@@ -60,33 +64,39 @@ class RegressionVerdict(str, enum.Enum):
     NEW = "new"  # no baseline to compare with
 
 
-@dataclass(frozen=True)
+@frozen_value
 class RegressionPolicy:
-    """How replays decide (module docstring).
+    """How replays decide (module docstring): the API value and the config section ``regression``.
 
     Attributes:
         alpha: the most probability that a replay of an unchanged agent calls any case of the
             suite a regression (family-wise, in (0, 1)).
         n_cases: cases in the suite (Bonferroni); each case's own level is ``alpha / n_cases``.
+            The replay sets it to the suite's size (:meth:`for_cases`), so it is no config key.
         looks: new samples at each look, increasing; the last is the cap.
         min_drop: the drop in the anchor's share that matters, in (0, 1).
         futility: stop as ``same`` once a drop of ``min_drop`` has posterior probability below this.
+        baseline_samples: samples an accepted baseline holds (``frontier-qa accept``).
     """
 
-    alpha: float = 0.01
-    n_cases: int = 1
-    looks: tuple[int, ...] = DEFAULT_LOOKS
-    min_drop: float = 0.3
-    futility: float = 0.1
+    alpha: Annotated[float, Field(gt=0, lt=1, description="most chance that a replay of an unchanged agent calls "
+                                                           "any case of the suite a regression")] = 0.01
+    n_cases: Annotated[int, Field(ge=1, exclude=True, description="cases replayed (set by the replay)")] = 1
+    looks: Annotated[tuple[int, ...], Field(min_length=1, description="new samples at each look of a replayed "
+                                                                      "case; the last is the cap")] = DEFAULT_LOOKS
+    min_drop: Annotated[float, Field(gt=0, lt=1, description="the drop in the share of right (or baseline) "
+                                                             "answers that matters")] = 0.3
+    futility: Annotated[float, Field(gt=0, lt=1, description="stop as 'same' once that drop is less likely "
+                                                             "than this")] = 0.1
+    baseline_samples: Annotated[int, Field(ge=1, description="samples an accepted baseline holds (accept "
+                                                             "samples more)")] = 40
 
-    def __post_init__(self) -> None:
-        if not 0.0 < self.alpha < 1.0:
-            raise ValueError(f"alpha = {self.alpha}: use a probability in (0, 1), e.g. 0.01")
-        if self.n_cases < 1:
-            raise ValueError(f"n_cases = {self.n_cases}: use the number of cases replayed (>= 1)")
-        if not 0.0 < self.min_drop < 1.0 or not 0.0 < self.futility < 1.0:
-            raise ValueError(f"min_drop = {self.min_drop} and futility = {self.futility} must lie in (0, 1)")
-        spend(0.5, self.looks)  # checks the looks
+    @field_validator("looks")
+    @classmethod
+    def _increasing(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if any(n < 1 for n in value) or list(value) != sorted(set(value)):
+            raise ValueError(f"{list(value)} must be increasing sample counts >= 1, e.g. [5, 10, 20, 40, 80]")
+        return value
 
     @property
     def cap(self) -> int:

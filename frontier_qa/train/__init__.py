@@ -24,98 +24,65 @@ from typing import TYPE_CHECKING
 
 from frontier_qa import _lazy_exports
 
-_EXPORTS: dict[str, str] = {
-    "TrainConfig": "frontier_qa.train.config",
-    "load_train_config": "frontier_qa.train.config",
-    "plan_step": "frontier_qa.train.config",
-    "check_budget": "frontier_qa.train.config",
-    "reward_config": "frontier_qa.train.config",
-    "StepPlan": "frontier_qa.train.config",
-    "TaskFormat": "frontier_qa.train.prompts",
-    "Task": "frontier_qa.train.prompts",
-    "render_text": "frontier_qa.train.prompts",
-    "TargetReward": "frontier_qa.train.reward",
-    "score_tasks": "frontier_qa.train.reward",
-    "TaskRecord": "frontier_qa.train.tasks",
-    "TaskLog": "frontier_qa.train.tasks",
-    "read_tasks": "frontier_qa.train.tasks",
-    "summarize": "frontier_qa.train.tasks",
-    "StepSummary": "frontier_qa.train.tasks",
-    "TrainResult": "frontier_qa.train.curriculum",
-    "train_curriculum": "frontier_qa.train.curriculum",
-    "merge_adapter": "frontier_qa.train.curriculum",
-    "preflight": "frontier_qa.train.curriculum",
-    "ADPOSchedule": "frontier_qa.train.adpo",
-    "advantage_scale": "frontier_qa.train.adpo",
-    "clip_high": "frontier_qa.train.adpo",
-    "PseudoLabelReward": "frontier_qa.train.adpo",
-    "ADPOTrainer": "frontier_qa.train.adpo_trainer",
-    "mask_observations": "frontier_qa.train.rollout",
-    "pad_rollouts": "frontier_qa.train.rollout",
-    "ToolRollout": "frontier_qa.train.tool_rollout",
-    "ToolSettings": "frontier_qa.train.tool_rollout",
-    "ToolTrace": "frontier_qa.train.tool_rollout",
-    "ExecutorRow": "frontier_qa.train.executor",
-    "ExecutorResult": "frontier_qa.train.executor",
-    "RolloutRecord": "frontier_qa.train.executor",
-    "read_rollouts": "frontier_qa.train.executor",
-    "train_executor": "frontier_qa.train.executor",
-    "CoevolveConfig": "frontier_qa.train.coevolve_config",
-    "load_coevolve_config": "frontier_qa.train.coevolve_config",
-    "CoevolveResult": "frontier_qa.train.coevolve",
-    "run_coevolution": "frontier_qa.train.coevolve",
+_BY_MODULE: dict[str, tuple[str, ...]] = {
+    "frontier_qa.train.config": (
+        "TrainConfig", "load_train_config", "plan_step", "check_budget", "reward_config", "StepPlan",
+    ),
+    "frontier_qa.train.prompts": ("TaskFormat", "Task", "render_text"),
+    "frontier_qa.train.reward": ("TargetReward", "score_tasks"),
+    "frontier_qa.train.tasks": ("TaskRecord", "TaskLog", "read_tasks", "summarize", "StepSummary"),
+    "frontier_qa.train.curriculum": ("TrainResult", "train_curriculum", "merge_adapter", "preflight"),
+    "frontier_qa.train.adpo": ("ADPOSchedule", "advantage_scale", "clip_high", "PseudoLabelReward"),
+    "frontier_qa.train.adpo_trainer": ("ADPOTrainer",),
+    "frontier_qa.train.rollout": ("mask_observations", "pad_rollouts"),
+    "frontier_qa.train.tool_rollout": ("ToolRollout", "ToolSettings", "ToolTrace"),
+    "frontier_qa.train.executor": ("ExecutorRow", "ExecutorResult", "RolloutRecord", "read_rollouts", "train_executor"),
+    "frontier_qa.train.coevolve_config": ("CoevolveConfig", "load_coevolve_config"),
+    "frontier_qa.train.coevolve": ("CoevolveResult", "run_coevolution"),
 }
+_EXPORTS: dict[str, str] = {name: module for module, names in _BY_MODULE.items() for name in names}
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
-    from frontier_qa.train.adpo import (
-        ADPOSchedule as ADPOSchedule,
-        PseudoLabelReward as PseudoLabelReward,
-        advantage_scale as advantage_scale,
-        clip_high as clip_high,
-    )
+    from frontier_qa.train.adpo import ADPOSchedule as ADPOSchedule
+    from frontier_qa.train.adpo import PseudoLabelReward as PseudoLabelReward
+    from frontier_qa.train.adpo import advantage_scale as advantage_scale
+    from frontier_qa.train.adpo import clip_high as clip_high
     from frontier_qa.train.adpo_trainer import ADPOTrainer as ADPOTrainer
-    from frontier_qa.train.coevolve import CoevolveResult as CoevolveResult, run_coevolution as run_coevolution
-    from frontier_qa.train.coevolve_config import (
-        CoevolveConfig as CoevolveConfig,
-        load_coevolve_config as load_coevolve_config,
-    )
-    from frontier_qa.train.config import (
-        StepPlan as StepPlan,
-        TrainConfig as TrainConfig,
-        check_budget as check_budget,
-        load_train_config as load_train_config,
-        plan_step as plan_step,
-        reward_config as reward_config,
-    )
-    from frontier_qa.train.curriculum import (
-        TrainResult as TrainResult,
-        merge_adapter as merge_adapter,
-        preflight as preflight,
-        train_curriculum as train_curriculum,
-    )
-    from frontier_qa.train.executor import (
-        ExecutorResult as ExecutorResult,
-        ExecutorRow as ExecutorRow,
-        RolloutRecord as RolloutRecord,
-        read_rollouts as read_rollouts,
-        train_executor as train_executor,
-    )
-    from frontier_qa.train.prompts import Task as Task, TaskFormat as TaskFormat, render_text as render_text
-    from frontier_qa.train.reward import TargetReward as TargetReward, score_tasks as score_tasks
-    from frontier_qa.train.rollout import mask_observations as mask_observations, pad_rollouts as pad_rollouts
-    from frontier_qa.train.tasks import (
-        StepSummary as StepSummary,
-        TaskLog as TaskLog,
-        TaskRecord as TaskRecord,
-        read_tasks as read_tasks,
-        summarize as summarize,
-    )
-    from frontier_qa.train.tool_rollout import (
-        ToolRollout as ToolRollout,
-        ToolSettings as ToolSettings,
-        ToolTrace as ToolTrace,
-    )
+    from frontier_qa.train.coevolve import CoevolveResult as CoevolveResult
+    from frontier_qa.train.coevolve import run_coevolution as run_coevolution
+    from frontier_qa.train.coevolve_config import CoevolveConfig as CoevolveConfig
+    from frontier_qa.train.coevolve_config import load_coevolve_config as load_coevolve_config
+    from frontier_qa.train.config import StepPlan as StepPlan
+    from frontier_qa.train.config import TrainConfig as TrainConfig
+    from frontier_qa.train.config import check_budget as check_budget
+    from frontier_qa.train.config import load_train_config as load_train_config
+    from frontier_qa.train.config import plan_step as plan_step
+    from frontier_qa.train.config import reward_config as reward_config
+    from frontier_qa.train.curriculum import TrainResult as TrainResult
+    from frontier_qa.train.curriculum import merge_adapter as merge_adapter
+    from frontier_qa.train.curriculum import preflight as preflight
+    from frontier_qa.train.curriculum import train_curriculum as train_curriculum
+    from frontier_qa.train.executor import ExecutorResult as ExecutorResult
+    from frontier_qa.train.executor import ExecutorRow as ExecutorRow
+    from frontier_qa.train.executor import RolloutRecord as RolloutRecord
+    from frontier_qa.train.executor import read_rollouts as read_rollouts
+    from frontier_qa.train.executor import train_executor as train_executor
+    from frontier_qa.train.prompts import Task as Task
+    from frontier_qa.train.prompts import TaskFormat as TaskFormat
+    from frontier_qa.train.prompts import render_text as render_text
+    from frontier_qa.train.reward import TargetReward as TargetReward
+    from frontier_qa.train.reward import score_tasks as score_tasks
+    from frontier_qa.train.rollout import mask_observations as mask_observations
+    from frontier_qa.train.rollout import pad_rollouts as pad_rollouts
+    from frontier_qa.train.tasks import StepSummary as StepSummary
+    from frontier_qa.train.tasks import TaskLog as TaskLog
+    from frontier_qa.train.tasks import TaskRecord as TaskRecord
+    from frontier_qa.train.tasks import read_tasks as read_tasks
+    from frontier_qa.train.tasks import summarize as summarize
+    from frontier_qa.train.tool_rollout import ToolRollout as ToolRollout
+    from frontier_qa.train.tool_rollout import ToolSettings as ToolSettings
+    from frontier_qa.train.tool_rollout import ToolTrace as ToolTrace
 else:
     __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from frontier_qa.curricula.card import CardSampling, CurriculumCard, write_card
+from frontier_qa.curricula.card import CurriculumCard, write_card
+from frontier_qa.target import Sampling
 
 
 def card_from_config(config: Any, task_format: Any) -> CurriculumCard:
@@ -25,7 +26,7 @@ def card_from_config(config: Any, task_format: Any) -> CurriculumCard:
         prompt=c.prompt.model_dump() if c.prompt is not None else None,
         case_system=c.case_system, case_system_set=c.case_system is not None,
         dedupe_threshold=c.dedupe_threshold, seed=t.seed,
-        sampling=CardSampling(temperature=t.temperature, top_p=t.top_p, max_tokens=t.max_completion_length),
+        sampling=Sampling(temperature=t.temperature, top_p=t.top_p, max_tokens=t.max_completion_length),
     )
 
 

@@ -36,7 +36,9 @@ from frontier_qa.runtime.local_models import resolve_model
 from frontier_qa.target import Sampling
 from frontier_qa.train import pool as pools
 from frontier_qa.train.coevolve_config import CoevolveConfig, check
-from frontier_qa.train.coevolve_report import REPORT_JSON, REPORT_MD, fmt as _fmt, pct as _pct, write_report
+from frontier_qa.train.coevolve_report import REPORT_JSON, REPORT_MD, write_report
+from frontier_qa.train.coevolve_report import fmt as _fmt
+from frontier_qa.train.coevolve_report import pct as _pct
 from frontier_qa.train.evaluate import PassRate, Question, pass_rate
 from frontier_qa.train.executor_target import (
     CACHE_DIR,
@@ -166,7 +168,7 @@ def curriculum_config(config: CoevolveConfig, t: int, executor: Path, curriculum
         "model": c.model.model_copy(update={"path": curriculum}),
         "target": executor_target_config(config, executor, executor_cache(config)),
         "training": c.training.model_copy(update={"output_dir": str(out), "seed": c.training.seed + t - 1}),
-        "reward": c.reward.model_copy(update={"sampling": s}),  # frozen: shared as is
+        "reward": replace(c.reward, sampling=s),  # frozen: shared as is
         "curriculum": c.curriculum.model_copy(update={"case_system": config.executor.system}),
     })
     updated._sources = c._sources

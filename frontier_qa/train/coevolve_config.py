@@ -22,10 +22,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import Field, PrivateAttr, ValidationError, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 
 from frontier_qa._compat import renamed
-from frontier_qa.config import Override, Sampling, Sources, read_overrides, read_yaml, resolve_layers
+from frontier_qa.config import Override, Sampling, Sources
 from frontier_qa.config.schema import located_error
 from frontier_qa.errors import ConfigError
 from frontier_qa.train.adpo import ADPOSchedule
@@ -35,9 +35,8 @@ from frontier_qa.train.config import (
     SaveSection,
     TrainConfig,
     TrainingSection,
-    _report,
     _Section,
-    reward_config,
+    read_config,
 )
 
 COEVOLVE_CONFIG_VERSION: Final = 1
@@ -220,18 +219,10 @@ def load_coevolve_config(path: str | Path | None = None, overrides: Iterable[Ove
     Raises:
         ConfigError: every bad key, with the file line or flag that set it and the fix.
     """
-    layers = [read_overrides(overrides)]
-    if path is not None:
-        layers.append(read_yaml(path))
-    data, sources = resolve_layers(layers, version=COEVOLVE_CONFIG_VERSION, hint="upgrade frontier-qa")
-    try:
-        config = CoevolveConfig.model_validate(data)
-    except ValidationError as err:
-        raise _report(err, sources, root=CoevolveConfig, doc="configs/coevolve/agent0.yaml") from None
-    config._sources = sources
+    config = read_config(CoevolveConfig, path, overrides, version=COEVOLVE_CONFIG_VERSION,
+                         doc="configs/coevolve/agent0.yaml")
     check(config)
-    config.curriculum._sources = _Prefixed(sources, ("curriculum",))
-    reward_config(config.curriculum)  # the nested reward constants, checked now
+    config.curriculum._sources = _Prefixed(config._sources, ("curriculum",))
     return config
 
 

@@ -23,13 +23,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic_core import ArgsKwargs
 
 from frontier_qa._compat import renamed
+from frontier_qa._schema import frozen_value
 from frontier_qa.config import (
     Budget,
     Override,
@@ -47,6 +49,7 @@ from frontier_qa.errors import BudgetExceededError, ConfigError, closest_name
 from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER, RewardConfig
 
 TRAIN_CONFIG_VERSION: Final = 1
+C = TypeVar("C", bound=BaseModel)
 DOMAINS = ("math", "general", "open_ended", "workflow")
 STYLES = ("instruct", "few_shot", "plain")
 
@@ -127,25 +130,47 @@ class CurriculumSection(_Section):
         return self
 
 
-class RewardSection(_Section):
-    """The curriculum reward (Agent0 Eq. 2-5): a preset, overrides, and how the target is sampled."""
+PRESETS: Final = {"paper": PAPER, "agent0-compat": AGENT0_COMPAT}
+_CONSTANTS: Final = tuple(RewardConfig.__dataclass_fields__)
 
-    preset: Literal["paper", "agent0-compat"] = Field("paper", description="paper: Eq. 2-5; agent0-compat: "
-                                                      "the reference code's constants, without its defects")
-    k: int = Field(10, ge=1, description="target samples per task (Agent0: 10)")
-    lambda_unc: float | None = Field(None, ge=0)
-    lambda_tool: float | None = Field(None, ge=0)
-    tool_gamma: float | None = Field(None, ge=0)
-    tool_cap: int | None = Field(None, ge=0)
-    tool_executor_weight: float | None = Field(None, ge=0, description="tool calls seen in trajectories")
-    tool_text_weight: float | None = Field(None, ge=0, description="tool demand read from the task text")
-    lambda_rep: float | None = Field(None, ge=0)
-    rep_threshold: float | None = Field(None, gt=0)
-    require_reference: bool | None = None
-    sampling: Sampling = Field(default_factory=Sampling, description="target sampling (Agent0: T=1)")
-    embedder: str | None = Field(None, description="open-ended answers: embedding model (null: MiniLM)")
-    max_concurrent_tasks: int = Field(16, ge=1, description="tasks whose k samples are drawn at once")
-    preflight: bool = Field(True, description="ask the target one easy task before loading the model")
+
+def _with_preset(data: dict[str, Any]) -> dict[str, Any]:
+    """A reward section's keys with the preset's value for each constant left out or ``null``."""
+    base = PRESETS.get(data.get("preset", "paper"))
+    if base is None:
+        return data  # the preset's own error
+    given = {key: value for key, value in data.items() if not (key in _CONSTANTS and value is None)}
+    return {**{name: getattr(base, name) for name in _CONSTANTS}, **given}
+
+
+@frozen_value
+class RewardSection(RewardConfig):
+    """The curriculum reward (Agent0 Eq. 2-5): its constants, and how the target is sampled.
+
+    The constants are :class:`~frontier_qa.scoring.rewards.RewardConfig`'s fields (this section
+    is one, with the trainer's keys added): ``preset`` gives every constant the file leaves out
+    or sets to ``null``; the keys set override it. :attr:`constants` is the scoring value.
+    """
+
+    preset: Annotated[Literal["paper", "agent0-compat"], Field(
+        description="paper: Eq. 2-5; agent0-compat: the reference code's constants, without its defects")] = "paper"
+    k: Annotated[int, Field(ge=1, description="target samples per task (Agent0: 10)")] = 10
+    sampling: Annotated[Sampling, Field(description="target sampling (Agent0: T=1)")] = Sampling()
+    embedder: Annotated[str | None, Field(description="open-ended answers: embedding model (null: MiniLM)")] = None
+    max_concurrent_tasks: Annotated[int, Field(ge=1, description="tasks whose k samples are drawn at once")] = 16
+    preflight: Annotated[bool, Field(description="ask the target one easy task before loading the model")] = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_first(cls, data: Any) -> Any:
+        if isinstance(data, ArgsKwargs):  # built in Python: RewardSection(preset=..., k=...)
+            return ArgsKwargs(data.args, _with_preset(dict(data.kwargs or {})))
+        return _with_preset(data) if isinstance(data, dict) else data
+
+    @property
+    def constants(self) -> RewardConfig:
+        """The reward constants alone: what :mod:`frontier_qa.scoring.rewards` takes."""
+        return RewardConfig(**{name: getattr(self, name) for name in _CONSTANTS})
 
 
 class TrainingSection(_Section):
@@ -271,7 +296,9 @@ def _report(err: ValidationError, sources: Sources, *, root: Any = None,
                 message = "Input should be a valid dictionary"
             lines[path] = f"{where}: {key}: {message}{shown}"
     body = "\n".join(f"  {line}" for line in lines.values())
-    return ConfigError("the training configuration is invalid:\n" + body, hint=f"{doc} documents every key")
+    first = next(iter(lines), ())  # the first bad key, as data (the CLI and tests read it, not the text)
+    return ConfigError("the training configuration is invalid:\n" + body, hint=f"{doc} documents every key",
+                       key=first or None, source=sources.where(first) if first else None)
 
 
 def load_train_config(path: str | Path | None = None, overrides: Iterable[Override] = ()) -> TrainConfig:
@@ -284,16 +311,25 @@ def load_train_config(path: str | Path | None = None, overrides: Iterable[Overri
     Raises:
         ConfigError: every bad key, with the file line or flag that set it and the fix.
     """
+    return read_config(TrainConfig, path, overrides, version=TRAIN_CONFIG_VERSION)
+
+
+def read_config(schema: type[C], path: str | Path | None, overrides: Iterable[Override], *, version: int,
+                doc: str = "configs/train/curriculum-agent0.yaml") -> C:
+    """A trainer's config of type ``schema``: flags > the file at ``path`` > defaults, its
+    sources kept for :meth:`where`; a bad key raises the one report naming each (``doc``
+    documents every key).
+    """
     layers = [read_overrides(overrides)]
     if path is not None:
         layers.append(read_yaml(path))
-    data, sources = resolve_layers(layers, version=TRAIN_CONFIG_VERSION, hint="upgrade frontier-qa")
+    data, sources = resolve_layers(layers, version=version, hint="upgrade frontier-qa")
     try:
-        config = TrainConfig.model_validate(data)
+        config = schema.model_validate(data)
     except ValidationError as err:
-        raise _report(err, sources) from None
-    config._sources = sources
-    reward_config(config)  # constants out of range are config errors now, not at step 1
+        raise _report(err, sources, root=schema, doc=doc) from None
+    located: Any = config  # every trainer config has the private _sources
+    located._sources = sources
     return config
 
 
@@ -301,19 +337,10 @@ def load_train_config(path: str | Path | None = None, overrides: Iterable[Overri
 
 
 def reward_config(config: TrainConfig) -> RewardConfig:
-    """The :class:`~frontier_qa.scoring.rewards.RewardConfig`: the preset with the file's overrides."""
-    r = config.reward
-    base = PAPER if r.preset == "paper" else AGENT0_COMPAT
-    changes = {name: getattr(r, name) for name in ("lambda_unc", "lambda_tool", "tool_gamma", "tool_cap",
-                                                     "tool_executor_weight", "tool_text_weight", "lambda_rep",
-                                                     "rep_threshold", "require_reference")
-               if getattr(r, name) is not None}
-    try:
-        return replace(base, **changes)
-    except ConfigError as err:
-        key = ".".join(map(str, err.key)) if err.key else "preset"
-        raise config.error(f"reward.{key}", err.message, err.hint or "see configs/train/curriculum-agent0.yaml") \
-            from None
+    """The :class:`~frontier_qa.scoring.rewards.RewardConfig` of ``config.reward``: the preset with
+    the file's overrides (checked, with their key paths, when the file was read).
+    """
+    return config.reward.constants
 
 
 @dataclass(frozen=True)

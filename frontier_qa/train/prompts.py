@@ -27,7 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from frontier_qa.curricula import few_shot, templates as tpl
+from frontier_qa.curricula import few_shot
+from frontier_qa.curricula import templates as tpl
 from frontier_qa.curricula.prompted import FEW_SHOT_SHOWN, derive_seed
 from frontier_qa.errors import ConfigError
 from frontier_qa.target import Case

@@ -16,9 +16,11 @@ from frontier_qa.config import (
     Budget,
     GateThresholds,
     Limits,
+    RegressionPolicy,
     Sampling,
     build_probe,
     load_config,
+    parse_set,
 )
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.settings import ProbeSettings
@@ -39,6 +41,8 @@ from tests.config.test_config import few_shot_project, write
         (lambda: ADPOSchedule(clip_span=0), ("clip_span",), "ADPOSchedule.clip_span = 0"),
         (lambda: ProbeSettings(saturation_window=0), ("saturation_window",), "ProbeSettings.saturation_window = 0"),
         (lambda: Limits.from_dict({"rmp": 1}), ("rmp",), "unknown key(s) 'rmp' in limits"),
+        (lambda: RegressionPolicy(alpha=1.5), ("alpha",), "RegressionPolicy.alpha = 1.5"),
+        (lambda: RegressionPolicy(looks=(10, 5)), ("looks",), "RegressionPolicy.looks = (10, 5)"),
     ],
 )
 def test_values_built_in_python_raise_config_errors_with_the_key_path(build, key, named) -> None:
@@ -62,6 +66,29 @@ def test_the_same_bound_is_reported_from_the_file_with_its_line(tmp_path: Path) 
     text = str(info.value)
     assert f"{path}:4: target.limits.backoff.max_s: should be >= initial_s (5.0) (got 1)" in text
     assert f"{path}:6: probing.sampling.top_p: Input should be greater than 0 (got 0)" in text
+
+
+def test_the_regression_section_is_the_replays_policy_with_its_errors_located(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+        target: mock:echo
+        regression:
+          alpha: 0.05
+          looks: [4, 8]
+    """)
+    config = load_config(path, env={})
+    assert config.regression == RegressionPolicy(alpha=0.05, looks=(4, 8))
+    assert config.model_dump(mode="json")["regression"] == {"alpha": 0.05, "looks": [4, 8], "min_drop": 0.3,
+                                                            "futility": 0.1, "baseline_samples": 40}
+    bad = write(tmp_path, """
+        target: mock:echo
+        regression:
+          looks: [10, 5]
+    """)
+    with pytest.raises(ConfigError) as info:
+        load_config(bad, env={})
+    assert f"{bad}:3: regression.looks: [10, 5] must be increasing sample counts >= 1" in str(info.value)
+    with pytest.raises(ConfigError, match="n_cases is set by the replay"):
+        load_config(None, [parse_set("regression.n_cases=3")], env={})
 
 
 def test_build_errors_are_located_by_key_not_by_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

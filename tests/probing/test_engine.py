@@ -21,7 +21,8 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.probing.case import classify_case, parse_judge_verdict
 from frontier_qa.probing.engine import ProbeSettings, ProgressEvent, case_id_for, config_hash, probe, replay
 from frontier_qa.probing.sequential import DEFAULT_PRIOR, BandVerdict, SequentialConfig
-from frontier_qa.reports import RegressionVerdict as ReplayVerdict, summarize
+from frontier_qa.reports import RegressionVerdict as ReplayVerdict
+from frontier_qa.reports import summarize
 from frontier_qa.runtime import Budget
 from frontier_qa.scoring.bands import Band
 from frontier_qa.store.case_store import CaseStore, Shard, StoreError, export_suite, import_suite, shard_of
@@ -506,7 +507,8 @@ def test_the_probe_scores_exactly_as_score_case() -> None:
     from frontier_qa.scoring.case import TOOL_CALLS_FORMAT, score_case
     from frontier_qa.target import Case as _Case
     from frontier_qa.testing import ScriptedAdapter, open_scripted
-    from tests.scoring.test_case import GOLD as gold, _tool_samples
+    from tests.scoring.test_case import GOLD as gold
+    from tests.scoring.test_case import _tool_samples
 
     prober = CaseProber(open_scripted(ScriptedAdapter(lambda case, i: r"\boxed{1}")), ProbeSettings(k=5))
     samples = _tool_samples()

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from frontier_qa.adapters import register
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError, TargetUnavailableError

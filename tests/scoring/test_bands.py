@@ -8,7 +8,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from frontier_qa.errors import ConfigError
 from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND, Band, band_distance, in_band, soft_band

@@ -12,7 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from frontier_qa.errors import AnswerError
 from frontier_qa.scoring._symbolic import SymbolicPool

@@ -8,7 +8,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from frontier_qa.errors import ConfigError
 from frontier_qa.scoring.repetition import (

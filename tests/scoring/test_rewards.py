@@ -7,7 +7,8 @@ import math
 import pickle
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from frontier_qa.errors import ConfigError
 from frontier_qa.scoring.rewards import (

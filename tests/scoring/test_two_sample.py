@@ -9,7 +9,8 @@ import math
 import random
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from frontier_qa.scoring.two_sample import drop_probability, fisher_greater, fisher_less, spend
 from frontier_qa.store.comparison import Evidence, Look, RegressionPolicy, RegressionVerdict, judge

@@ -18,7 +18,6 @@ import pytest
 from frontier_qa.config import build_curriculum, load_config, parse_set
 from frontier_qa.curricula.card import (
     CARD_FILE,
-    CardSampling,
     CurriculumCard,
     PlainPromptCurriculum,
     apply_card,
@@ -28,6 +27,7 @@ from frontier_qa.curricula.card import (
 from frontier_qa.curricula.prompted import PromptedCurriculum
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime import BudgetTracker
+from frontier_qa.target import Sampling
 from frontier_qa.testing import ScriptedAdapter, open_scripted
 from frontier_qa.train.config import load_train_config
 
@@ -41,7 +41,7 @@ def _probe(folder: Path, *sets: str, path: Path | None = None):  # noqa: ANN202
 
 def _card(**changes) -> CurriculumCard:  # noqa: ANN003
     base = {"domain": "math", "style": "few_shot", "topics": TOPICS,
-            "sampling": CardSampling(temperature=0.8, top_p=0.95, max_tokens=48)}
+            "sampling": Sampling(temperature=0.8, top_p=0.95, max_tokens=48)}
     return CurriculumCard(**{**base, **changes})
 
 
@@ -74,6 +74,20 @@ def test_a_card_reads_dedupe_threshold_0_as_off_like_the_probe_config(tmp_path: 
     assert card is not None and card.dedupe_threshold is None
     with pytest.raises(ValueError, match="dedupe_threshold"):
         _card(dedupe_threshold=1.5)
+
+
+def test_the_card_sampling_is_the_sampling_value_stored_under_its_version_1_keys(tmp_path: Path) -> None:
+    write_card(tmp_path, _card())
+    stored = json.loads((tmp_path / CARD_FILE).read_text())["sampling"]
+    assert stored == {"temperature": 0.8, "top_p": 0.95, "max_tokens": 48}  # no stop/seed: the file is unchanged
+    card = read_card(tmp_path)
+    assert card is not None and card.sampling == Sampling(temperature=0.8, top_p=0.95, max_tokens=48)
+    with pytest.raises(ValueError, match="sampling.top_p"):  # the bounds are Sampling's
+        _card(sampling={"temperature": 1.0, "top_p": 1.5, "max_tokens": 8})
+    import frontier_qa.curricula.card as card_module
+
+    with pytest.warns(DeprecationWarning, match="CardSampling is now"):
+        assert card_module.CardSampling is Sampling
 
 
 def test_a_damaged_card_is_named() -> None:
@@ -111,7 +125,7 @@ def test_every_saved_folder_carries_the_training_settings(trained: Path) -> None
         card = read_card(folder)
         assert card is not None, folder
         assert (card.style, card.domain, card.topics) == ("few_shot", "math", TOPICS)
-        assert card.sampling == CardSampling(temperature=0.9, top_p=0.95, max_tokens=16)
+        assert card.sampling == Sampling(temperature=0.9, top_p=0.95, max_tokens=16)
 
 
 @pytest.mark.slow
@@ -143,7 +157,7 @@ def test_a_plain_checkpoint_is_asked_its_training_prompts(trained: Path, tmp_pat
     shutil.copytree(trained / "final", folder)
     prompt = {"system": None, "user": "Write one new task.", "prefill": ""}
     write_card(folder, _card(style="plain", topics=[], prompt=prompt,
-                             sampling=CardSampling(temperature=1.0, top_p=1.0, max_tokens=8)))
+                             sampling=Sampling(temperature=1.0, top_p=1.0, max_tokens=8)))
     curriculum = build_curriculum(_probe(folder), BudgetTracker(), cache=False)
     try:
         assert isinstance(curriculum, PlainPromptCurriculum) and curriculum.sampling.max_tokens == 8

@@ -16,8 +16,9 @@ import pytest
 import yaml
 
 from frontier_qa.config import parse_set
+from frontier_qa.config.diagnostics import _models_in, fields_of
 from frontier_qa.errors import BudgetExceededError, ConfigError
-from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER
+from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER, RewardConfig
 from frontier_qa.train.config import TrainConfig, check_budget, load_train_config, plan_step, reward_config
 from tests.factories import REPO
 
@@ -46,13 +47,13 @@ def test_every_config_key_is_documented_in_the_agent0_file() -> None:
 
     def missing(model: type, data: dict, at: str) -> list[str]:
         out = []
-        for name, field in model.model_fields.items():
+        for name, field in fields_of(model).items():  # pydantic models and frozen values alike
             if name not in data:
                 out.append(at + name)
                 continue
-            sub = field.annotation
-            if isinstance(sub, type) and hasattr(sub, "model_fields") and isinstance(data[name], dict):
-                out += missing(sub, data[name], f"{at}{name}.")
+            subs = _models_in(field.annotation)
+            if subs and isinstance(data[name], dict):
+                out += missing(subs[0], data[name], f"{at}{name}.")
         return out
 
     assert missing(TrainConfig, written, "") == []
@@ -130,6 +131,16 @@ def test_reward_overrides_change_only_their_constants() -> None:
     assert (got.tool_gamma, got.compat_uncertainty, got.lambda_tool) == (AGENT0_COMPAT.tool_gamma, True, 1.0)
     with pytest.raises(ConfigError, match="reward.tool_cap"):
         _load("reward.tool_cap=-1")
+
+
+def test_the_reward_section_is_the_reward_config_with_the_preset_filling_nulls() -> None:
+    assert isinstance(_load().reward, RewardConfig) and _load().reward.constants == PAPER  # the file's nulls
+    compat = _load("reward.preset=agent0-compat", "reward.lambda_tool=null")
+    assert reward_config(compat) == AGENT0_COMPAT and compat.reward.k == 10
+    with pytest.raises(ConfigError) as info:
+        _load("reward.tool_cap=2.5")
+    assert info.value.key == ("reward", "tool_cap") and info.value.source == "--set reward.tool_cap=2.5"
+    assert "--set reward.tool_cap=2.5: reward.tool_cap: Input should be a valid integer (got 2.5)" in str(info.value)
 
 
 @pytest.mark.parametrize("off", ["0", "0.0", "null"])
