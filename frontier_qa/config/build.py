@@ -120,6 +120,8 @@ def build_settings(config: ProbeConfig) -> ProbeSettings:
             sequential = replace(sequential, confidence=p.confidence)
         if p.confidence_out is not None:
             sequential = replace(sequential, confidence_out=p.confidence_out)
+        if p.rounds is not None:
+            sequential = replace(sequential, rounds=tuple(p.rounds))
     same = {name: getattr(p, name) for name in _SAME_KEYS}
     return ProbeSettings(
         **same,

@@ -151,6 +151,10 @@ class ProbingConfig(_Section):
         None, gt=0.5, lt=1, description="posterior confidence a frontier needs; null: the policy's")
     confidence_out: float | None = Field(
         None, gt=0.5, lt=1, description="posterior confidence of the other classes; null: the policy's")
+    rounds: list[Annotated[int, Field(ge=1)]] | None = Field(
+        None, min_length=1,
+        description="samples per round, the last size repeating ([6]: 6 at a time); null: the policy's. Larger "
+                    "rounds batch better on local models, smaller ones stop clear cases sooner")
     prior: str | None = Field(None, description="a population prior to start from (JSON, MajorityPrior.to_json)")
     prior_from_store: bool = field_of(ProbeSettings, "prior_from_store")
     band: Literal["agent0", "tool-r0"] | BandRange = Field(

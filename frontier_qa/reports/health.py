@@ -119,6 +119,10 @@ def assess(summary: Summary, facts: RunFacts = RunFacts(), *, max_unresolved_sha
             "unresolved-share", f"{unresolved} of {valid} cases ({unresolved / valid:.0%}) stayed unresolved{why}, "
             f"above the limit of {max_unresolved_share:.0%}: raise the budget or k, or resume the run "
             "(gate.max_unresolved_share sets the limit)"))
+    elif valid and unresolved == valid:  # the limit is off (or 100 %), but a run that decided nothing judged nothing
+        problems.append(HealthProblem(
+            "nothing-judged", f"all {valid} cases stayed unresolved: no case was decided, so the agent was not "
+            "judged; raise the budget or k, or resume the run"))
     return tuple(problems)
 
 

@@ -434,6 +434,11 @@ def test_policies_are_chosen_by_name_and_tuned_by_keys(tmp_path: Path) -> None:
                                               Override("probing.k", 4, "--k 4")], env={}))
     assert tuned.sequential is not None and tuned.sequential.confidence == 0.95 and tuned.k == 4
     assert tuned.policy() is not None and tuned.policy().k_max == 4
+    batched = build_settings(load_config(None, [Override("probing.rounds", [6], "--set")], env={}))
+    assert batched.sequential is not None and batched.sequential.rounds == (6,)
+    assert batched.sequential.k_min == POLICIES["calibrated"].sequential.k_min  # only the round sizes change
+    with pytest.raises(ConfigError, match="probing.rounds"):
+        build_settings(load_config(None, [Override("probing.rounds", [0], "--set")], env={}))
     prior = fit_prior([((3,), 0)] * 5)
     path = tmp_path / "prior.json"
     path.write_text(json.dumps(prior.to_json()))

@@ -370,6 +370,11 @@ def test_a_run_that_could_not_judge_exits_3_whatever_the_checks(records: list[Ca
     assert gate.reasons[0] == ("3 of 7 cases (43%) stayed unresolved, above the limit of 20%: raise the budget or "
                                "k, or resume the run (gate.max_unresolved_share sets the limit)")
     assert evaluate_gate(unresolved, GateThresholds(max_failures=None, max_unresolved_share=0.5)).exit_code == 0
+    # with the limit off a partly decided run passes, but one that decided no case judged nothing
+    assert evaluate_gate(unresolved, GateThresholds(max_failures=None, max_unresolved_share=None)).exit_code == 0
+    undecided = evaluate_gate(unresolved[:3], GateThresholds(max_unresolved_share=None))
+    assert undecided.exit_code == 3 and [p.code for p in undecided.health] == ["nothing-judged"]
+    assert undecided.reasons[0].startswith("all 3 cases stayed unresolved: no case was decided")
     facts = RunFacts(mode="probe", stop_reason="target unavailable", target="hf:smollm2", stop_source="curriculum",
                      stop_detail="target 'hf:smollm2' failed 25 calls in a row; last error: transient: no answer "
                                  "within Limits.timeout_s = 120.0 s", candidates=0)
