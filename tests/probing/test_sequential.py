@@ -370,3 +370,16 @@ def test_prior_round_trips_through_json():
     assert MajorityPrior.from_json(prior.to_json()) == prior
     with pytest.raises(ConfigError, match="not a MajorityPrior"):
         MajorityPrior.from_json({"shares": [0.5]})
+
+
+def test_the_bound_benchmark_labels_the_largest_set_with_the_target_precision() -> None:
+    """benchmarks/policy_bound.py's set rule: the longest prefix by P(in band) whose mean is ≥ 0.9."""
+    _mixes()
+    path = REPO / "benchmarks" / "policy_bound.py"
+    spec = importlib.util.spec_from_file_location("policy_bound", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    # prefixes' mean errors: 0.01, 0.03, 0.087, 0.165 -> the first three; order does not matter
+    assert module.labelled_as_set([0.6, 0.99, 0.8, 0.95, 0.4]) == {1, 2, 3}
+    assert module.labelled_as_set([0.85, 0.85]) == set()  # each alone misses 0.9
+    assert module.labelled_as_set([1.0, 0.45, 1.0, 1.0, 1.0, 1.0]) == {0, 2, 3, 4, 5}  # never below 0.5
