@@ -247,7 +247,7 @@ async def _resample(todo: list[dict], out: Path) -> None:
     from frontier_qa.probing.case import answers_of
     from frontier_qa.runtime import Limits, open_target
     from frontier_qa.scoring.consistency import consistency_of
-    from frontier_qa.store.records import CaseSpec
+    from frontier_qa.store.records import CaseRecord
 
     config = load_config(REPO / "configs" / "default.yaml", env={})
     sampling = build_settings(config).run_sampling()
@@ -258,7 +258,7 @@ async def _resample(todo: list[dict], out: Path) -> None:
     os.chdir(REPO)  # the agent's path in the spec is relative to the repository
     try:
         for record in todo:
-            c = CaseSpec.model_validate(record["case"]).to_case()
+            c = CaseRecord.model_validate(record).case.to_case()
             began = time.perf_counter()
             got = await target.sample(c, K_CHECK, sampling, start=1000)  # indices no probe drew: fresh seeds
             consistency = consistency_of(got, c.answer_format)
