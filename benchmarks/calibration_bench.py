@@ -125,7 +125,7 @@ def print_table(tallies: dict[str, Tally], *, truth: bool) -> None:
     widths = [30, 6, 20, 13, 20]
 
     def line(cells: list[str]) -> str:
-        pairs = enumerate(zip(cells, widths, strict=True))
+        pairs = enumerate(zip(cells, widths[: len(cells)], strict=True))
         return " ".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in pairs)
 
     print(line(cols))
