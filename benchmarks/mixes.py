@@ -29,6 +29,7 @@ fresh, independent samples.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 from collections.abc import Sequence
@@ -125,3 +126,11 @@ def write_cases(cases: Sequence[SimCase], path: Path, stream: int) -> Path:
     """A cases file for ``frontier-qa probe --curriculum``."""
     path.write_text("".join(json.dumps(c.row(stream)) + "\n" for c in cases), encoding="utf-8")
     return path
+
+
+def mix_arguments(doc: str | None) -> argparse.ArgumentParser:
+    """The in-process benchmarks' command line: ``--cases`` per mix and ``--seeds`` (add more arguments to it)."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument("--cases", type=int, default=100, help="cases per mix and seed")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    return parser

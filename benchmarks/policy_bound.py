@@ -26,7 +26,6 @@ Run (about a minute on 2 cores)::
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -35,10 +34,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from mixes import BAND, MIXES, SimCase, draw, make_cases  # noqa: E402
+from mixes import MIXES, draw, make_cases, mix_arguments  # noqa: E402
+from policy_sweep import fixed_in_band, sequential  # noqa: E402
 
 from frontier_qa.probing.posterior import MajorityPrior, band_posterior, fit_prior  # noqa: E402
-from frontier_qa.probing.sequential import SequentialConfig, decide, tally  # noqa: E402
+from frontier_qa.probing.sequential import SequentialConfig, tally  # noqa: E402
 
 ORACLE_STREAM, ORACLE_CASES, ORACLE_K = 999, 600, 40
 TARGET_PRECISION = 0.9
@@ -63,18 +63,13 @@ def labelled_as_set(inside: list[float]) -> set[int]:
     return chosen
 
 
-def fixed_rule(case: SimCase, stream: int, k: int = 10) -> bool:
-    counts, _, _ = tally(draw(case.answers, stream, case.id, i) for i in range(k))
-    return BAND[0] <= (counts[0] if counts else 0) / k <= BAND[1]
-
-
 def part_a(mix: str, prior: MajorityPrior, seeds: list[int], n: int, ks: list[int]) -> None:
     fixed_recall, fixed_precision = [], []
     rows: dict[int, list[tuple[float, float]]] = {k: [] for k in ks}
     for seed in seeds:
         cases = make_cases(mix, n, seed)
         truth = [c.truth == "in" for c in cases]
-        said = [fixed_rule(c, seed) for c in cases]
+        said = [fixed_in_band(c, seed) for c in cases]
         fixed_recall.append(sum(s and t for s, t in zip(said, truth, strict=True)) / max(sum(truth), 1))
         fixed_precision.append(sum(s and t for s, t in zip(said, truth, strict=True)) / max(sum(said), 1))
         for k in ks:
@@ -103,24 +98,15 @@ def part_b(mix: str, prior: MajorityPrior, seeds: list[int], n: int) -> None:
                 if case.truth != "in":
                     continue
                 inside += 1
-                labels: list[str | None] = []
-                decision = decide((), 0, 0, config)
-                while not decision.stopped:
-                    k = len(labels)
-                    labels += [draw(case.answers, seed, case.id, i) for i in range(k, k + decision.next_n)]
-                    counts, unparseable, _ = tally(labels)
-                    decision = decide(counts, unparseable, 0, config)
-                calls += len(labels)
+                decision, drawn = sequential(case, config, seed)
+                calls += drawn
                 found += decision.in_band
         print(f"| {mix} | P(in band) ≥ {confidence}, k_max {k_max} | {calls / (10 * total):.2f} | "
               f"{found / max(inside, 1):.3f} |")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=100)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    args = parser.parse_args()
+    args = mix_arguments(__doc__).parse_args()
     began = time.perf_counter()
     priors = {mix: oracle_prior(mix) for mix in MIXES}
     print(f"A. every case K times, exact prior, labelled as a set at ≥ {TARGET_PRECISION:.0%} expected precision "

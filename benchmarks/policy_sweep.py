@@ -25,7 +25,6 @@ Run (about 2 minutes on 2 cores)::
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -35,7 +34,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from mixes import BAND, MIXES, SimCase, draw, make_cases  # noqa: E402
+from mixes import BAND, MIXES, SimCase, draw, make_cases, mix_arguments  # noqa: E402
 
 from frontier_qa.probing.sequential import POLICIES, Decision, SequentialConfig, decide, fit_prior, tally  # noqa: E402
 
@@ -102,10 +101,7 @@ def run(mix: str, n: int, seed: int, config: SequentialConfig) -> Result:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=100)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    args = parser.parse_args()
+    args = mix_arguments(__doc__).parse_args()
     began = time.perf_counter()
     base = POLICIES["calibrated"].sequential
     assert base is not None
