@@ -221,7 +221,8 @@ def smol(args: argparse.Namespace) -> None:
     labelled = [json.loads(r.model_dump_json()) for r in records.values() if r.case_class.value != "invalid"]
     out = work / "resample.jsonl"
     done_ids = {json.loads(line)["id"] for line in out.read_text().splitlines()} if out.exists() else set()
-    todo = [r for r in labelled if r["case"]["id"] not in done_ids]
+    todo = [r for r in labelled if r["case"]["id"] not in done_ids
+            and (not args.only or label_name(r).split(",")[0] in args.only)]
     print(f"{len(labelled)} labelled cases, {len(done_ids)} already re-sampled, {len(todo)} to go", flush=True)
     if todo:
         asyncio.run(_resample(todo, out))
@@ -288,6 +289,8 @@ def main() -> None:
                         help="working folder (default: a temporary one; --smol: smol-calibration)")
     parser.add_argument("--store", default=None, help="--smol: re-sample this store's latest run instead of probing")
     parser.add_argument("--policy", default=DEFAULT_POLICY)
+    parser.add_argument("--only", nargs="+", default=None, metavar="LABEL",
+                        help="--smol: re-sample only cases with these labels (frontier, suspect, unresolved, ...)")
     parser.add_argument("--mixes", nargs="+", default=list(MIXES), choices=list(MIXES))
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--cases", type=int, default=300)
