@@ -44,7 +44,7 @@ from frontier_qa.runtime.redact import redact
 from frontier_qa.scoring.case import TOOL_CALLS_FORMAT, answer_matches, answers_of, score_answers, score_case
 from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.store.records import CaseClass, CaseRecord, Interval, Round, case_record, utc_now
-from frontier_qa.store.stop_reason import StopReason
+from frontier_qa.store.stop_reason import STOP_BUDGET, STOP_INTERRUPTED, STOP_UNAVAILABLE, StopReason
 from frontier_qa.target import Case, Target, Trajectory
 
 if TYPE_CHECKING:
@@ -52,9 +52,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STOP_BUDGET = StopReason.BUDGET
-STOP_INTERRUPTED = StopReason.INTERRUPTED
-STOP_UNAVAILABLE = StopReason.UNAVAILABLE
 FIXED_K_LEVEL = 0.9  # Wilson interval level with fixed k (the sequential policy has its own)
 
 

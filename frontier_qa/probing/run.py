@@ -34,7 +34,7 @@ from typing import Any
 
 from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
 from frontier_qa.errors import BudgetExceededError, ConfigError, RunInterruptedError, TargetUnavailableError
-from frontier_qa.probing.case import STOP_BUDGET, STOP_INTERRUPTED, STOP_UNAVAILABLE, CaseProber
+from frontier_qa.probing.case import CaseProber
 from frontier_qa.probing.regression import ReplayJudge
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import ValidationResult, Validator
@@ -56,13 +56,17 @@ from frontier_qa.store.records import (
     SuiteCase,
     run_totals,
 )
-from frontier_qa.store.stop_reason import StopReason
+from frontier_qa.store.stop_reason import (
+    STOP_BUDGET,
+    STOP_EXHAUSTED,
+    STOP_INTERRUPTED,
+    STOP_MAX_CANDIDATES,
+    STOP_SATURATED,
+    STOP_UNAVAILABLE,
+    StopReason,
+)
 from frontier_qa.target import Case, Target
 
-STOP_SATURATED = StopReason.SATURATED
-STOP_EXHAUSTED = StopReason.EXHAUSTED
-STOP_MAX_CANDIDATES = StopReason.MAX_CANDIDATES
-STOP_DONE = StopReason.DONE
 _OPEN_ENDED = tuple(reason for reason in StopReason if reason.leaves_run_open)  # resume the run to go on
 
 
@@ -584,13 +588,6 @@ def _version(target: Target) -> str | None:
 
 __all__ = [
     "ReplayItem",
-    "STOP_BUDGET",
-    "STOP_DONE",
-    "STOP_EXHAUSTED",
-    "STOP_INTERRUPTED",
-    "STOP_MAX_CANDIDATES",
-    "STOP_SATURATED",
-    "STOP_UNAVAILABLE",
     "ProbeRun",
     "ProgressEvent",
     "case_id_for",
