@@ -44,7 +44,7 @@ from frontier_qa.runtime.redact import redact
 from frontier_qa.scoring.case import TOOL_CALLS_FORMAT, answer_matches, answers_of, score_answers, score_case
 from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.store.records import CaseClass, CaseRecord, Interval, Round, case_record, utc_now
-from frontier_qa.store.stop_reason import STOP_BUDGET, STOP_INTERRUPTED, STOP_UNAVAILABLE, StopReason
+from frontier_qa.store.stop_reason import StopReason
 from frontier_qa.target import Case, Target, Trajectory
 
 if TYPE_CHECKING:
@@ -362,10 +362,10 @@ class CaseProber:
                     self.on_round(case, len(trajectories), consistency.p_hat)
                 decision = self._decision(consistency, len(trajectories))
         except BudgetExceededError as err:
-            stop = STOP_INTERRUPTED if isinstance(err, RunInterruptedError) else STOP_BUDGET
+            stop = StopReason.INTERRUPTED if isinstance(err, RunInterruptedError) else StopReason.BUDGET
             self.stop_detail = err.message
         except TargetUnavailableError as err:
-            stop, self.stop_detail = STOP_UNAVAILABLE, err.message
+            stop, self.stop_detail = StopReason.UNAVAILABLE, err.message
         if stop == StopReason.NO_SAMPLES:
             return trajectories, rounds, None, stop
         if stop is not None:
