@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from frontier_qa.store.comparison import Comparison, RegressionVerdict
@@ -41,6 +42,7 @@ def _p(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
+@dataclass(eq=False, repr=False)  # compared by identity; its own one-line repr
 class FrontierCase:
     """One case of the agent under test, with its fresh replay and verdict.
 
@@ -58,28 +60,25 @@ class FrontierCase:
         command: the pytest command that replays just this item.
     """
 
-    def __init__(
-        self,
-        suite: Suite,
-        baseline: Baseline | None,
-        replayed: CaseRecord,
-        comparison: Comparison | None,
-        *,
-        guard: bool = False,
-        accepted: Baseline | None = None,
-    ) -> None:
-        self._suite = suite
-        self.baseline = baseline
-        self.replayed = replayed
-        self.comparison = comparison
-        self.guard = guard
-        self.accepted = accepted
-        self.case: Case = replayed.case.to_case()
+    _suite: Suite
+    baseline: Baseline | None
+    replayed: CaseRecord
+    comparison: Comparison | None
+    _: KW_ONLY
+    guard: bool = False
+    accepted: Baseline | None = None
+    case: Case = field(init=False)
+    id: str = field(init=False)
+    command: str = field(default="", init=False)
+    flaky_reason: str | None = field(init=False)
+    _next_index: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.case = self.replayed.case.to_case()
         self.id = self.case.id
-        self.command = ""
-        verdict = None if comparison is None else comparison.verdict
-        self.flaky_reason = comparison.reason if comparison is not None and verdict is RegressionVerdict.FLAKY else None
-        used = [s.sample_index for s in replayed.samples]
+        flaky = self.comparison is not None and self.comparison.verdict is RegressionVerdict.FLAKY
+        self.flaky_reason = self.comparison.reason if flaky and self.comparison is not None else None
+        used = [s.sample_index for s in self.replayed.samples]
         self._next_index = max(used) + 1 if used else 0
 
     def __repr__(self) -> str:

@@ -58,7 +58,7 @@ from frontier_qa.plugins.pytest_plugin import (
     case_test_id,
     replay_command,
 )
-from frontier_qa.probing.run import STOP_BUDGET, STOP_UNAVAILABLE, ProbeRun, ReplayItem
+from frontier_qa.probing.run import ProbeRun, ReplayItem
 from frontier_qa.runtime import run_sync
 from frontier_qa.store import baselines
 from frontier_qa.store.case_ids import case_id_for, legacy_case_id
@@ -66,6 +66,7 @@ from frontier_qa.store.case_store import CaseStore, export_suite, import_suite, 
 from frontier_qa.store.comparison import from_record
 from frontier_qa.store.guards import select_guards
 from frontier_qa.store.records import CLASS_ORDER, Baseline, CaseClass, CaseRecord, SuiteCase
+from frontier_qa.store.stop_reason import STOP_BUDGET, STOP_UNAVAILABLE
 from frontier_qa.target import Case, Sampling, Trajectory
 
 SUITE_KEY = "pytest_suite"

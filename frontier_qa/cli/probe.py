@@ -35,6 +35,8 @@ from typing import Any
 
 import typer
 
+from frontier_qa.cli.flags import FlagRule, fixed, print_config, to_key
+from frontier_qa.cli.flags import overrides as flag_overrides
 from frontier_qa.config import (
     Override,
     ProbeConfig,
@@ -43,7 +45,6 @@ from frontier_qa.config import (
     gate_thresholds,
     json_schema,
     load_config,
-    parse_set,
 )
 from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
@@ -68,6 +69,19 @@ _SHOW = typer.Option(False, "--show-config", help="Print the resolved configurat
 _WAIT = typer.Option(False, "--wait", help="If another process is writing this run, wait for it instead of exit 2.")
 _NO_CACHE = typer.Option(False, "--no-cache", help="Sample afresh: neither read nor write the sample cache.")
 _POLICY_HELP = "Sampling policy: " + "; ".join(f"{p.name}: {p.summary}" for p in POLICIES.values()) + "."
+# options that probe, replay and merge share (one help text each)
+_BUDGET_CALLS = typer.Option(None, "--budget-calls", help="Most model calls of the run.")
+_MAX_COST = typer.Option(None, "--max-cost-usd", help="Most US dollars of the run.")
+_K = typer.Option(None, "--k", help="Samples per case (the most, with sequential sampling).")
+_POLICY = typer.Option(None, "--policy", help=_POLICY_HELP)
+_SEED = typer.Option(None, "--seed", help="The run's seed.")
+_JUDGE = typer.Option(None, "--judge", help="Judge model spec for stable answers.")
+_RUN_ID = typer.Option(None, "--run-id", help="Name of the run (shards of one CI job share it).")
+_SHARD = typer.Option(None, "--shard", help="Run shard i of n: --shard 2/4.")
+_FRONTIER_FAIL = typer.Option(False, "--frontier-as-failure", help="junit.xml: frontier cases fail.")
+_MAX_FAILURES = typer.Option(None, "--max-failures", help="Gate: most failures.")
+_MAX_FRONTIER = typer.Option(None, "--max-frontier-share", help="Gate: most frontier share.")
+_MAX_REGRESSIONS = typer.Option(None, "--max-regressions", help="Gate: most replay regressions.")
 
 
 # --- flags → config ------------------------------------------------------------------------------
@@ -100,83 +114,52 @@ def _band(text: str) -> Any:
     raise ConfigError(f"--band {text!r} is not understood", hint="use agent0, tool-r0 or LOW:HIGH, e.g. 0.3:0.8")
 
 
-FlagRule = Callable[[Any], "list[Override]"]
-"""How a given flag's value becomes config overrides."""
-
-
-def _to(key: str, flag: str) -> FlagRule:
-    """The value goes to ``key`` as given (a path as its string)."""
-    return lambda value: [Override(key, str(value) if isinstance(value, Path) else value, f"{flag} {value}")]
-
-
-def _fixed(key: str, value: Any, flag: str) -> FlagRule:
-    """A switch: when given, ``key`` gets ``value``."""
-    return lambda _: [Override(key, value, flag)]
-
-
 # Every config flag of the commands below, by parameter name. A command passes the flags it
 # has to overrides() by these names; a flag not in the table is a programming error.
 FLAGS: dict[str, FlagRule] = {
-    "target": _to("target.spec", "--target"),
+    "target": to_key("target.spec", "--target"),
     "curriculum": _curriculum,
-    "domain": _to("curriculum.domain", "--domain"),
+    "domain": to_key("curriculum.domain", "--domain"),
     "topic": lambda value: [Override("curriculum.topics", list(value), "--topic")],
-    "tools": _to("curriculum.tools", "--tools"),
-    "budget_calls": _to("budget.max_calls", "--budget-calls"),
-    "budget_tokens": _to("budget.max_tokens", "--budget-tokens"),
-    "max_cost_usd": _to("budget.max_cost_usd", "--max-cost-usd"),
-    "k": _to("probing.k", "--k"),
-    "policy": _to("probing.policy", "--policy"),
+    "tools": to_key("curriculum.tools", "--tools"),
+    "budget_calls": to_key("budget.max_calls", "--budget-calls"),
+    "budget_tokens": to_key("budget.max_tokens", "--budget-tokens"),
+    "max_cost_usd": to_key("budget.max_cost_usd", "--max-cost-usd"),
+    "k": to_key("probing.k", "--k"),
+    "policy": to_key("probing.policy", "--policy"),
     "band": lambda value: [Override("probing.band", _band(value), f"--band {value}")],
-    "max_candidates": _to("probing.max_candidates", "--max-candidates"),
-    "concurrency": _to("probing.concurrency", "--concurrency"),
-    "seed": _to("probing.seed", "--seed"),
-    "judge": _to("probing.judge.spec", "--judge"),
-    "critic": _to("validation.critic.spec", "--critic"),
-    "scope": _to("probing.replay_scope", "--scope"),
-    "max_replay": _to("probing.max_replay", "--max-replay"),
-    "no_replay": _fixed("probing.replay_first", False, "--no-replay"),
-    "no_cache": _fixed("target.cache", False, "--no-cache"),
-    "out": _to("output.dir", "--out"),
-    "store": _to("store", "--store"),
-    "shard": _to("shard", "--shard"),
-    "suite": _to("replay.suite", "--suite"),
+    "max_candidates": to_key("probing.max_candidates", "--max-candidates"),
+    "concurrency": to_key("probing.concurrency", "--concurrency"),
+    "seed": to_key("probing.seed", "--seed"),
+    "judge": to_key("probing.judge.spec", "--judge"),
+    "critic": to_key("validation.critic.spec", "--critic"),
+    "scope": to_key("probing.replay_scope", "--scope"),
+    "max_replay": to_key("probing.max_replay", "--max-replay"),
+    "no_replay": fixed("probing.replay_first", False, "--no-replay"),
+    "no_cache": fixed("target.cache", False, "--no-cache"),
+    "out": to_key("output.dir", "--out"),
+    "store": to_key("store", "--store"),
+    "shard": to_key("shard", "--shard"),
+    "suite": to_key("replay.suite", "--suite"),
     "formats": lambda value: [Override("output.formats", list(value), "--format")],
-    "frontier_as_failure": _fixed("output.frontier_as_failure", True, "--frontier-as-failure"),
-    "max_failures": _to("gate.max_failures", "--max-failures"),
-    "max_frontier_share": _to("gate.max_frontier_share", "--max-frontier-share"),
-    "max_regressions": _to("gate.max_regressions", "--max-regressions"),
+    "frontier_as_failure": fixed("output.frontier_as_failure", True, "--frontier-as-failure"),
+    "max_failures": to_key("gate.max_failures", "--max-failures"),
+    "max_frontier_share": to_key("gate.max_frontier_share", "--max-frontier-share"),
+    "max_regressions": to_key("gate.max_regressions", "--max-regressions"),
 }
 # ``replay`` has a gate of its own (regressions fail it; known failures in a suite do not).
 REPLAY_FLAGS: dict[str, FlagRule] = {
     **FLAGS,
-    "max_failures": _to("replay.gate.max_failures", "--max-failures"),
-    "max_regressions": _to("replay.gate.max_regressions", "--max-regressions"),
-    "max_flaky": _to("replay.gate.max_flaky", "--max-flaky"),
-    "max_inconclusive": _to("replay.gate.max_inconclusive", "--max-inconclusive"),
+    "max_failures": to_key("replay.gate.max_failures", "--max-failures"),
+    "max_regressions": to_key("replay.gate.max_regressions", "--max-regressions"),
+    "max_flaky": to_key("replay.gate.max_flaky", "--max-flaky"),
+    "max_inconclusive": to_key("replay.gate.max_inconclusive", "--max-inconclusive"),
 }
 
 
 def overrides(flags: Mapping[str, Any], sets: Sequence[str], table: Mapping[str, FlagRule] = FLAGS) -> list[Override]:
-    """Flag values (``None``: not given) as config overrides; ``--set`` ones last (they win)."""
-    out: list[Override] = []
-    for name, value in flags.items():
-        if value is None or value == [] or value is False:
-            continue
-        rule = table.get(name)
-        if rule is None:  # pragma: no cover - a flag added without a table entry
-            raise AssertionError(f"flag {name} has no config key")
-        out += rule(value)
-    return out + [parse_set(s) for s in sets]
-
-
-def _show(config: ProbeConfig) -> None:
-    import yaml
-
-    from frontier_qa.runtime.redact import redact_options
-
-    data = redact_options(config.model_dump(mode="json"))
-    typer.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), nl=False)
+    """Flag values (``None``: not given) as config overrides by ``table``; ``--set`` ones last (they win)."""
+    return flag_overrides(flags, sets, table)
 
 
 # --- running -------------------------------------------------------------------------------------
@@ -407,6 +390,37 @@ def _budget_line(parts: ProbeParts) -> str | None:
     return snapshot().describe() if callable(snapshot) else None
 
 
+def _resolve(config: Path | None, flags: Mapping[str, Any], sets: Sequence[str], progress: str, show_config: bool,
+             table: Mapping[str, FlagRule] = FLAGS) -> ProbeConfig | None:
+    """The command's config from file, flags and ``--set``; ``None`` once ``--show-config`` printed it."""
+    _check_progress(progress)
+    cfg = load_config(config, overrides(flags, sets, table))
+    if show_config:
+        print_config(cfg)
+        return None
+    return cfg
+
+
+@contextlib.contextmanager
+def _closed_on_error(parts: ProbeParts) -> Iterator[None]:
+    """Close the parts' models if the block raises before the run took them over."""
+    try:
+        yield
+    except BaseException:
+        asyncio.run(parts.aclose())
+        raise
+
+
+def _report(cfg: ProbeConfig, parts: ProbeParts, result: Any, facts: Any, gate: Any, title: str,
+            replay: Callable[[str], str]) -> int:
+    """Write the run's reports, print its summary; the exit code."""
+    band = (parts.settings.band.low, parts.settings.band.high)
+    written, decision = write_outputs(cfg, result.records, result.run, comparisons=result.comparisons, gate=gate,
+                                      band=band, facts=facts, store=parts.store)
+    return _summary(title, result.records, result.comparisons, written, decision, _budget_line(parts),
+                    replay=replay)
+
+
 # --- commands --------------------------------------------------------------------------------------
 
 
@@ -420,28 +434,28 @@ def probe_command(
     domain: str | None = typer.Option(None, "--domain", help="Prompted: math, general, tools, open_ended, workflow."),
     topic: list[str] = typer.Option([], "--topic", help="Prompted: a topic to cover (repeatable)."),
     tools: str | None = typer.Option(None, "--tools", help="Prompted: JSON/YAML file of OpenAI tool schemas."),
-    budget_calls: int | None = typer.Option(None, "--budget-calls", help="Most model calls of the run."),
+    budget_calls: int | None = _BUDGET_CALLS,
     budget_tokens: int | None = typer.Option(None, "--budget-tokens", help="Most tokens of the run."),
-    max_cost_usd: float | None = typer.Option(None, "--max-cost-usd", help="Most US dollars of the run."),
-    k: int | None = typer.Option(None, "--k", help="Samples per case (the most, with sequential sampling)."),
-    policy: str | None = typer.Option(None, "--policy", help=_POLICY_HELP),
+    max_cost_usd: float | None = _MAX_COST,
+    k: int | None = _K,
+    policy: str | None = _POLICY,
     band: str | None = typer.Option(None, "--band", help="agent0 | tool-r0 | LOW:HIGH."),
     max_candidates: int | None = typer.Option(None, "--max-candidates", help="Proposals considered in total."),
     concurrency: int | None = typer.Option(None, "--concurrency", help="Cases sampled at once."),
-    seed: int | None = typer.Option(None, "--seed", help="The run's seed."),
-    judge: str | None = typer.Option(None, "--judge", help="Judge model spec for stable answers."),
+    seed: int | None = _SEED,
+    judge: str | None = _JUDGE,
     critic: str | None = typer.Option(None, "--critic", help="SAGE critic model spec for proposals."),
     out: Path | None = _OUT,
     store: Path | None = _STORE,
-    run_id: str | None = typer.Option(None, "--run-id", help="Name of the run (shards of one CI job share it)."),
+    run_id: str | None = _RUN_ID,
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run: [RUN_ID] or the latest."),
     wait: bool = _WAIT,
-    shard: str | None = typer.Option(None, "--shard", help="Probe shard i of n: --shard 2/4."),
+    shard: str | None = _SHARD,
     no_replay: bool = typer.Option(False, "--no-replay", help="Do not replay stored cases first."),
-    frontier_as_failure: bool = typer.Option(False, "--frontier-as-failure", help="junit.xml: frontier cases fail."),
-    max_failures: int | None = typer.Option(None, "--max-failures", help="Gate: most failures."),
-    max_frontier_share: float | None = typer.Option(None, "--max-frontier-share", help="Gate: most frontier share."),
-    max_regressions: int | None = typer.Option(None, "--max-regressions", help="Gate: most replay regressions."),
+    frontier_as_failure: bool = _FRONTIER_FAIL,
+    max_failures: int | None = _MAX_FAILURES,
+    max_frontier_share: float | None = _MAX_FRONTIER,
+    max_regressions: int | None = _MAX_REGRESSIONS,
     no_cache: bool = _NO_CACHE,
     formats: list[str] = _FORMAT,
     sets: list[str] = _SET,
@@ -461,18 +475,13 @@ def probe_command(
                           hint=f"to continue that run, write --resume {resume_run}")
     if resume_run and run_id and resume_run != run_id:
         raise ConfigError(f"--resume {resume_run} and --run-id {run_id} name different runs", hint="give one of them")
-    _check_progress(progress)
-    cfg = load_config(config, overrides(flags, sets))
-    if show_config:
-        _show(cfg)
+    cfg = _resolve(config, flags, sets, progress, show_config)
+    if cfg is None:
         return
     check_out_dir(cfg)
     parts = build_probe(cfg)
-    try:
+    with _closed_on_error(parts):
         rid = _resume_id(parts, resume_run or run_id) if resume else (run_id or _new_run_id())
-    except BaseException:
-        asyncio.run(parts.aclose())
-        raise
     total = cfg.probing.max_candidates
     if hasattr(parts.curriculum, "__len__"):  # a file curriculum knows how many cases it holds
         total = len(parts.curriculum) if total is None else min(total, len(parts.curriculum))  # type: ignore[arg-type]
@@ -480,14 +489,10 @@ def probe_command(
                                 lambda bar: _probe(parts, rid, resume, bar, wait))
     from frontier_qa.reports import RunFacts
 
-    band_range = (parts.settings.band.low, parts.settings.band.high)
     facts = RunFacts(mode="probe", stop_reason=result.stop_reason, stop_detail=result.stop_detail,
                      stop_source=result.stop_source, candidates=result.candidates, target=parts.target.id)
-    written, gate = write_outputs(cfg, result.records, result.run, comparisons=result.comparisons, gate=cfg.gate,
-                                  band=band_range, facts=facts, store=parts.store)
     title = f"frontier-qa probe: run {result.run_id}, target {_shown(parts)}, stopped: {result.stop_reason}"
-    code = _summary(title, result.records, result.comparisons, written, gate, _budget_line(parts),
-                    replay=_replay_hint(config, target, None, store))
+    code = _report(cfg, parts, result, facts, cfg.gate, title, _replay_hint(config, target, None, store))
     if not result.run.finished:
         typer.echo(f"the run stays open ({result.stop_reason}); continue it with: --resume {result.run_id}")
     raise typer.Exit(code)
@@ -499,20 +504,20 @@ def replay_command(
     suite: Path | None = typer.Option(None, "--suite", help="Replay this committed suite instead of the store."),
     scope: str | None = typer.Option(None, "--scope", help="Store cases of this target only, or of all targets."),
     max_replay: int | None = typer.Option(None, "--max-replay", help="Replay at most this many cases."),
-    budget_calls: int | None = typer.Option(None, "--budget-calls", help="Most model calls."),
-    max_cost_usd: float | None = typer.Option(None, "--max-cost-usd", help="Most US dollars."),
-    k: int | None = typer.Option(None, "--k", help="Samples per case."),
-    policy: str | None = typer.Option(None, "--policy", help=_POLICY_HELP),
-    seed: int | None = typer.Option(None, "--seed", help="The run's seed."),
-    judge: str | None = typer.Option(None, "--judge", help="Judge model spec."),
+    budget_calls: int | None = _BUDGET_CALLS,
+    max_cost_usd: float | None = _MAX_COST,
+    k: int | None = _K,
+    policy: str | None = _POLICY,
+    seed: int | None = _SEED,
+    judge: str | None = _JUDGE,
     out: Path | None = _OUT,
     store: Path | None = _STORE,
-    run_id: str | None = typer.Option(None, "--run-id", help="Name of the replay run."),
+    run_id: str | None = _RUN_ID,
     wait: bool = _WAIT,
-    shard: str | None = typer.Option(None, "--shard", help="Replay shard i of n."),
-    frontier_as_failure: bool = typer.Option(False, "--frontier-as-failure", help="junit.xml: frontier cases fail."),
+    shard: str | None = _SHARD,
+    frontier_as_failure: bool = _FRONTIER_FAIL,
     max_failures: int | None = typer.Option(None, "--max-failures", help="Gate: most failures (default: off)."),
-    max_regressions: int | None = typer.Option(None, "--max-regressions", help="Gate: most regressions."),
+    max_regressions: int | None = _MAX_REGRESSIONS,
     max_flaky: int | None = typer.Option(None, "--max-flaky", help="Gate: most flaky failures."),
     max_inconclusive: int | None = typer.Option(
         None, "--max-inconclusive", help="Gate: most cases left undecided at the sample cap (default: off)."),
@@ -530,34 +535,26 @@ def replay_command(
              "shard": shard, "frontier_as_failure": frontier_as_failure, "max_failures": max_failures,
              "max_regressions": max_regressions, "max_flaky": max_flaky, "max_inconclusive": max_inconclusive,
              "formats": formats, "no_cache": no_cache}
-    _check_progress(progress)
-    cfg = load_config(config, overrides(flags, sets, REPLAY_FLAGS))
-    if show_config:
-        _show(cfg)
+    cfg = _resolve(config, flags, sets, progress, show_config, REPLAY_FLAGS)
+    if cfg is None:
         return
     cases = _suite_cases(cfg) if cfg.replay.suite else None
     check_out_dir(cfg)
     parts = build_probe(cfg, curriculum=False)
     if case:
-        try:
+        with _closed_on_error(parts):
             cases = _named_cases(parts, cases, case)
-        except BaseException:
-            asyncio.run(parts.aclose())
-            raise
     rid = run_id or _new_run_id()
     result = _run_with_progress(parts, rid, "replay", _progress(progress, "replay", None),
                                 lambda bar: _replay(parts, rid, cases, bar, wait))
     from frontier_qa.reports import RunFacts
 
-    band = (parts.settings.band.low, parts.settings.band.high)
     facts = RunFacts(mode="replay", stop_reason=None if result.stop_reason == StopReason.DONE else result.stop_reason,
                      stop_detail=result.stop_detail, stop_source="target", planned=result.planned,
                      target=parts.target.id)
-    written, gate = write_outputs(cfg, result.records, result.run, comparisons=result.comparisons,
-                                  gate=cfg.replay.gate, band=band, facts=facts, store=parts.store)
     title = f"frontier-qa replay: run {result.run_id}, target {_shown(parts)}, {len(result.records)} case(s)"
-    raise typer.Exit(_summary(title, result.records, result.comparisons, written, gate, _budget_line(parts),
-                              replay=_replay_hint(config, target, suite, store)))
+    raise typer.Exit(_report(cfg, parts, result, facts, cfg.replay.gate, title,
+                             _replay_hint(config, target, suite, store)))
 
 
 def _run_with_progress(parts: ProbeParts, rid: str, mode: str, bar: Any, run: Callable[[Any], Any]) -> Any:
@@ -569,7 +566,7 @@ def _run_with_progress(parts: ProbeParts, rid: str, mode: str, bar: Any, run: Ca
             result = asyncio.run(run(bar))
     except KeyboardInterrupt:
         raise _interrupted(parts.store, rid, mode) from None
-    from frontier_qa.probing.case import STOP_INTERRUPTED
+    from frontier_qa.store.stop_reason import STOP_INTERRUPTED
 
     if result.stop_reason == STOP_INTERRUPTED:  # the first Ctrl-C: the calls in flight were let finish
         raise _interrupted(parts.store, rid, mode)
@@ -681,9 +678,9 @@ def merge_command(
     into: Path | None = typer.Option(None, "--into", help="Store to merge into (default: the configured store)."),
     config: Path | None = _CONFIG,
     out: Path | None = typer.Option(None, "--out", help="Also write reports of the merged runs here, and gate them."),
-    frontier_as_failure: bool = typer.Option(False, "--frontier-as-failure", help="junit.xml: frontier cases fail."),
-    max_failures: int | None = typer.Option(None, "--max-failures", help="Gate: most failures."),
-    max_frontier_share: float | None = typer.Option(None, "--max-frontier-share", help="Gate: most frontier share."),
+    frontier_as_failure: bool = _FRONTIER_FAIL,
+    max_failures: int | None = _MAX_FAILURES,
+    max_frontier_share: float | None = _MAX_FRONTIER,
     formats: list[str] = _FORMAT,
     sets: list[str] = _SET,
 ) -> None:

@@ -26,25 +26,25 @@ from typing import Any
 import typer
 
 from frontier_qa.cli.app import command_group
+from frontier_qa.cli.flags import FlagRule, print_config, to_key
+from frontier_qa.cli.flags import overrides as flag_overrides
 from frontier_qa.config import Override, parse_set
 from frontier_qa.errors import ConfigError
 
-_FLAGS = {
-    "model": ("model.path", "--model"),
-    "target": ("target.spec", "--target"),
-    "max_steps": ("training.max_steps", "--max-steps"),
-    "output_dir": ("training.output_dir", "--output-dir"),
-    "k": ("reward.k", "--k"),
-    "budget_calls": ("budget.max_calls", "--budget-calls"),
-    "seed": ("training.seed", "--seed"),
+_FLAGS: dict[str, FlagRule] = {
+    "model": to_key("model.path", "--model"),
+    "target": to_key("target.spec", "--target"),
+    "max_steps": to_key("training.max_steps", "--max-steps"),
+    "output_dir": to_key("training.output_dir", "--output-dir"),
+    "k": to_key("reward.k", "--k"),
+    "budget_calls": to_key("budget.max_calls", "--budget-calls"),
+    "seed": to_key("training.seed", "--seed"),
 }
 
 
 def overrides(flags: dict[str, Any], sets: list[str]) -> list[Override]:
     """Flag values (``None``: not given) as config overrides; ``--set`` ones last (they win)."""
-    out = [Override(_FLAGS[name][0], str(value) if isinstance(value, Path) else value, f"{_FLAGS[name][1]} {value}")
-           for name, value in flags.items() if value is not None]
-    return out + [parse_set(text) for text in sets]
+    return flag_overrides(flags, sets, _FLAGS)
 
 
 def curriculum(
@@ -69,12 +69,7 @@ def curriculum(
              "budget_calls": budget_calls, "seed": seed}
     resolved = load_train_config(config, overrides(flags, sets))
     if show_config:
-        import yaml
-
-        from frontier_qa.runtime.redact import redact_options
-
-        data = redact_options(resolved.model_dump(mode="json"))
-        typer.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), nl=False)
+        print_config(resolved)
         raise typer.Exit(0)
     from frontier_qa.train.curriculum import train_curriculum
 
@@ -124,12 +119,7 @@ def coevolve(
     given += [Override("run_dir", str(run_dir), f"--run-dir {run_dir}")] if run_dir is not None else []
     resolved = load_coevolve_config(config, given + [parse_set(text) for text in sets])
     if show_config:
-        import yaml
-
-        from frontier_qa.runtime.redact import redact_options
-
-        data = redact_options(resolved.model_dump(mode="json"))
-        typer.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), nl=False)
+        print_config(resolved)
         raise typer.Exit(0)
     from frontier_qa.train.coevolve import run_coevolution
 

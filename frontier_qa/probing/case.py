@@ -52,9 +52,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STOP_BUDGET = StopReason.BUDGET
-STOP_INTERRUPTED = StopReason.INTERRUPTED
-STOP_UNAVAILABLE = StopReason.UNAVAILABLE
 FIXED_K_LEVEL = 0.9  # Wilson interval level with fixed k (the sequential policy has its own)
 
 
@@ -365,10 +362,10 @@ class CaseProber:
                     self.on_round(case, len(trajectories), consistency.p_hat)
                 decision = self._decision(consistency, len(trajectories))
         except BudgetExceededError as err:
-            stop = STOP_INTERRUPTED if isinstance(err, RunInterruptedError) else STOP_BUDGET
+            stop = StopReason.INTERRUPTED if isinstance(err, RunInterruptedError) else StopReason.BUDGET
             self.stop_detail = err.message
         except TargetUnavailableError as err:
-            stop, self.stop_detail = STOP_UNAVAILABLE, err.message
+            stop, self.stop_detail = StopReason.UNAVAILABLE, err.message
         if stop == StopReason.NO_SAMPLES:
             return trajectories, rounds, None, stop
         if stop is not None:

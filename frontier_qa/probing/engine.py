@@ -39,19 +39,7 @@ from dataclasses import dataclass
 
 from frontier_qa.curricula.base import Curriculum
 from frontier_qa.probing.case import classify_case, judge_prompt, parse_judge_verdict
-from frontier_qa.probing.run import (
-    STOP_BUDGET,
-    STOP_DONE,
-    STOP_EXHAUSTED,
-    STOP_INTERRUPTED,
-    STOP_MAX_CANDIDATES,
-    STOP_SATURATED,
-    STOP_UNAVAILABLE,
-    ProbeRun,
-    ProgressEvent,
-    case_id_for,
-    config_hash,
-)
+from frontier_qa.probing.run import ProbeRun, ProgressEvent, case_id_for, config_hash
 from frontier_qa.probing.sequential import MajorityPrior
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import Validator
@@ -60,7 +48,16 @@ from frontier_qa.scoring.difficulty import CalibrationReport, calibration_report
 from frontier_qa.store.case_store import CaseStore
 from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase
-from frontier_qa.store.stop_reason import StopReason
+from frontier_qa.store.stop_reason import (
+    STOP_BUDGET,
+    STOP_DONE,
+    STOP_EXHAUSTED,
+    STOP_INTERRUPTED,
+    STOP_MAX_CANDIDATES,
+    STOP_SATURATED,
+    STOP_UNAVAILABLE,
+    StopReason,
+)
 from frontier_qa.target import Target
 
 # --- results ----------------------------------------------------------------------------

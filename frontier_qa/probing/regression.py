@@ -16,6 +16,7 @@ distinct answer. Failed and unparseable samples are misses.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from frontier_qa.probing.sequential import BandVerdict, Decision
 from frontier_qa.scoring.consistency import Consistency
@@ -33,6 +34,7 @@ def band_of(decision: Decision | None) -> str | None:
     return _BANDS.get(decision.verdict)
 
 
+@dataclass(eq=False)  # a judge is a running test: compared by identity
 class ReplayJudge:
     """The sequential regression test of one replayed case.
 
@@ -44,32 +46,23 @@ class ReplayJudge:
         same_target: the replay runs the target id and version the baseline was observed on.
     """
 
-    def __init__(
-        self,
-        baseline: Baseline | None,
-        policy: RegressionPolicy,
-        case: Case,
-        matches: object,
-        *,
-        same_target: bool = False,
-    ) -> None:
-        self.baseline = baseline
-        self.policy = policy
-        self.case = case
-        self._matches = matches
-        self.same_target = same_target
-        self.look = 0
-        self.outcome: Outcome | None = None
-        self.evidence: Evidence | None = None
-        self._memo: dict[str, bool] = {}
-        self._answers: list[str | None] = []
+    baseline: Baseline | None
+    policy: RegressionPolicy
+    case: Case
+    matches: object
+    same_target: bool = field(default=False, kw_only=True)
+    look: int = field(default=0, init=False)
+    outcome: Outcome | None = field(default=None, init=False)
+    evidence: Evidence | None = field(default=None, init=False)
+    _memo: dict[str, bool] = field(default_factory=dict, init=False, repr=False)
+    _answers: list[str | None] = field(default_factory=list, init=False, repr=False)
 
     async def _hit(self, answer: str | None) -> bool:
         anchor = None if self.baseline is None else self.baseline.anchor
         if answer is None or anchor is None:
             return False
         if answer not in self._memo:
-            self._memo[answer] = bool(await self._matches(answer, anchor, self.case.answer_format))  # type: ignore[operator]
+            self._memo[answer] = bool(await self.matches(answer, anchor, self.case.answer_format))  # type: ignore[operator]
         return self._memo[answer]
 
     async def _evidence(self, answers: Sequence[str | None]) -> Evidence:
@@ -82,7 +75,7 @@ class ReplayJudge:
             return None
         if self.baseline.anchor_kind != "majority":
             return None
-        return bool(await self._matches(consistency.majority, ref, self.case.answer_format))  # type: ignore[operator]
+        return bool(await self.matches(consistency.majority, ref, self.case.answer_format))  # type: ignore[operator]
 
     async def _was_frequent(self, majority: str | None) -> bool:
         base = self.baseline
@@ -90,7 +83,7 @@ class ReplayJudge:
             return False
         fmt = self.case.answer_format
         anchor = {c.answer: await self._hit(c.answer) for c in base.clusters}
-        same = {c.answer: bool(await self._matches(majority, c.answer, fmt)) for c in base.clusters}  # type: ignore[operator]
+        same = {c.answer: bool(await self.matches(majority, c.answer, fmt)) for c in base.clusters}  # type: ignore[operator]
         return was_frequent(base, anchor.__getitem__, same.__getitem__)
 
     async def _decide(self, index: int, answers: Sequence[str | None], band: str | None, final: bool,

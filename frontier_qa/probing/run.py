@@ -34,7 +34,7 @@ from typing import Any
 
 from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
 from frontier_qa.errors import BudgetExceededError, ConfigError, RunInterruptedError, TargetUnavailableError
-from frontier_qa.probing.case import STOP_BUDGET, STOP_INTERRUPTED, STOP_UNAVAILABLE, CaseProber
+from frontier_qa.probing.case import CaseProber
 from frontier_qa.probing.regression import ReplayJudge
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import ValidationResult, Validator
@@ -59,10 +59,6 @@ from frontier_qa.store.records import (
 from frontier_qa.store.stop_reason import StopReason
 from frontier_qa.target import Case, Target
 
-STOP_SATURATED = StopReason.SATURATED
-STOP_EXHAUSTED = StopReason.EXHAUSTED
-STOP_MAX_CANDIDATES = StopReason.MAX_CANDIDATES
-STOP_DONE = StopReason.DONE
 _OPEN_ENDED = tuple(reason for reason in StopReason if reason.leaves_run_open)  # resume the run to go on
 
 
@@ -412,7 +408,7 @@ class ProbeRun:
                                                    prediction=prediction if hint is None else hint, judge=judge)
             if stop is not None:  # before the gate opens: cases still waiting must not start
                 self.stop(stop, self.prober.stop_detail, "target")
-            if stop == STOP_INTERRUPTED:  # not recorded half-done: resume probes it again from the cache
+            if stop == StopReason.INTERRUPTED:  # not recorded half-done: resume probes it again from the cache
                 return None
             if judge is not None and judge.outcome is not None:  # the verdict is kept with the observation
                 verdict = comparison(record.id, judge.baseline, record, judge.outcome, evidence=judge.evidence)
@@ -441,20 +437,20 @@ class ProbeRun:
         flags: deque[bool] = deque(maxlen=s.saturation_window)
         while self.stop_reason is None:
             if s.max_candidates is not None and self.candidates >= s.max_candidates:
-                self.stop(STOP_MAX_CANDIDATES)
+                self.stop(StopReason.MAX_CANDIDATES)
                 break
             want = s.batch_size if s.max_candidates is None else min(s.batch_size, s.max_candidates - self.candidates)
             try:
                 proposals = list(await curriculum.propose(want))[:want]
             except BudgetExceededError as err:  # a curriculum model sharing the budget ran it out
-                self.stop(STOP_INTERRUPTED if isinstance(err, RunInterruptedError) else STOP_BUDGET,
+                self.stop(StopReason.INTERRUPTED if isinstance(err, RunInterruptedError) else StopReason.BUDGET,
                           err.message, "curriculum")
                 break
             except TargetUnavailableError as err:
-                self.stop(STOP_UNAVAILABLE, err.message, "curriculum")
+                self.stop(StopReason.UNAVAILABLE, err.message, "curriculum")
                 break
             if not proposals:
-                self.stop(STOP_EXHAUSTED)
+                self.stop(StopReason.EXHAUSTED)
                 break
             self.candidates += len(proposals)
             proposals = [self._named(p) for p in proposals]
@@ -465,7 +461,7 @@ class ProbeRun:
                 curriculum.observe(outcomes)
             self.prober.refit()
             if self.stop_reason is None and len(flags) == flags.maxlen and sum(flags) < s.saturation_min_new:
-                self.stop(STOP_SATURATED)
+                self.stop(StopReason.SATURATED)
 
     def _named(self, proposal: Proposal) -> Proposal:
         """The proposal with an id: its own, else a readable one; an alias the store knows wins."""
@@ -584,13 +580,6 @@ def _version(target: Target) -> str | None:
 
 __all__ = [
     "ReplayItem",
-    "STOP_BUDGET",
-    "STOP_DONE",
-    "STOP_EXHAUSTED",
-    "STOP_INTERRUPTED",
-    "STOP_MAX_CANDIDATES",
-    "STOP_SATURATED",
-    "STOP_UNAVAILABLE",
     "ProbeRun",
     "ProgressEvent",
     "case_id_for",

@@ -34,4 +34,14 @@ class StopReason(str, enum.Enum):
         return self in (StopReason.BUDGET, StopReason.INTERRUPTED, StopReason.UNAVAILABLE)
 
 
-__all__ = ["StopReason"]
+# The names the probe engine has always exported, as aliases of the members (defined here once).
+STOP_BUDGET = StopReason.BUDGET
+STOP_INTERRUPTED = StopReason.INTERRUPTED
+STOP_UNAVAILABLE = StopReason.UNAVAILABLE
+STOP_SATURATED = StopReason.SATURATED
+STOP_EXHAUSTED = StopReason.EXHAUSTED
+STOP_MAX_CANDIDATES = StopReason.MAX_CANDIDATES
+STOP_DONE = StopReason.DONE
+
+__all__ = ["STOP_BUDGET", "STOP_DONE", "STOP_EXHAUSTED", "STOP_INTERRUPTED", "STOP_MAX_CANDIDATES", "STOP_SATURATED",
+           "STOP_UNAVAILABLE", "StopReason"]

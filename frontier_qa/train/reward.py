@@ -28,7 +28,7 @@ import asyncio
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError
@@ -105,6 +105,7 @@ class _Sampled:
     skipped: str | None = None
 
 
+@dataclass(eq=False, repr=False)  # a reward function: compared by identity, its own repr
 class TargetReward:
     """R_C with the target sampled k times per task; an async reward function for TRL.
 
@@ -135,35 +136,24 @@ class TargetReward:
 
     __name__ = "curriculum_reward"  # TRL logs rewards under the callable's name
 
-    def __init__(
-        self,
-        target: Target,
-        task_format: TaskFormat,
-        *,
-        k: int = 10,
-        sampling: Sampling = Sampling(),
-        config: RewardConfig = PAPER,
-        max_concurrent_tasks: int = 16,
-        embedder: Any = None,
-        log: TaskLog | None = None,
-        gather: Gather | None = None,
-        rank: int = 0,
-    ) -> None:
-        if k < 1 or max_concurrent_tasks < 1:
-            raise ConfigError(f"k = {k} and max_concurrent_tasks = {max_concurrent_tasks} must be >= 1")
-        self.target = target
-        self.format = task_format
-        self.k = k
-        self.sampling = sampling
-        self.config = config
-        self.max_concurrent_tasks = max_concurrent_tasks
-        self.log = log
-        self.gather = gather
-        self.rank = rank
-        self.generation = 0
-        self.budget_exhausted: str | None = None
-        self.calls: list[tuple[int, float, float]] = []  # (step, start, end) of each call, time.perf_counter()
-        self.embedder = embedder
+    target: Target
+    task_format: TaskFormat
+    _: KW_ONLY
+    k: int = 10
+    sampling: Sampling = Sampling()
+    config: RewardConfig = PAPER
+    max_concurrent_tasks: int = 16
+    embedder: Any = None
+    log: TaskLog | None = None
+    gather: Gather | None = None
+    rank: int = 0
+    generation: int = field(default=0, init=False)
+    budget_exhausted: str | None = field(default=None, init=False)
+    calls: list[tuple[int, float, float]] = field(default_factory=list, init=False)  # (step, start, end), perf_counter
+
+    def __post_init__(self) -> None:
+        if self.k < 1 or self.max_concurrent_tasks < 1:
+            raise ConfigError(f"k = {self.k} and max_concurrent_tasks = {self.max_concurrent_tasks} must be >= 1")
 
     def __repr__(self) -> str:
         return f"TargetReward({getattr(self.target, 'id', self.target)!r}, k={self.k}, {self.config!r})"
@@ -178,7 +168,7 @@ class TargetReward:
         shown = column(columns, "shown", n)
         state = columns.get("trainer_state")
         step = int(getattr(state, "global_step", self.generation)) + 1
-        tasks = [self.format.parse(text, topic=topic or None, shown=tuple(seen or ()))
+        tasks = [self.task_format.parse(text, topic=topic or None, shown=tuple(seen or ()))
                  for text, topic, seen in zip(texts, topics, shown, strict=True)]
         calls_before = _stat(self.target, "calls")
         sampled = await self._sample_all(tasks, step)

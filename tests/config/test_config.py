@@ -44,6 +44,15 @@ def write(tmp_path: Path, text: str, name: str = "probe.yaml") -> Path:
     return path
 
 
+def writer_config(tmp_path: Path, *curriculum_keys: str, rest: str = "", name: str = "probe.yaml") -> Path:
+    """A config naming the project's agent as target and its writer as the prompted curriculum's
+    model, with ``curriculum_keys`` (``key: value`` each, from line 4 on) and then ``rest``.
+    """
+    head = ["target: python:agent.py:answer", "curriculum:", "  model: python:writer.py:write"]
+    return write(tmp_path, "\n".join([*head, *(f"  {key}" for key in curriculum_keys)]) + "\n" + textwrap.dedent(rest),
+                 name)
+
+
 def error_of(*args: object, **kwargs: object) -> str:
     with pytest.raises(ConfigError) as info:
         load_config(*args, **kwargs)  # type: ignore[arg-type]
@@ -286,13 +295,7 @@ def test_build_probe_wires_a_prompted_tool_curriculum_with_critic_and_judge(
         "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
     (tmp_path / "tools.yaml").write_text(f"tools:\n  - {json.dumps(tool)}\n")
     monkeypatch.chdir(tmp_path)
-    path = write(tmp_path, """
-        target: python:agent.py:answer
-        curriculum:
-          model: python:writer.py:write
-          domain: tools
-          tools: tools.yaml
-          topics: [weather]
+    path = writer_config(tmp_path, "domain: tools", "tools: tools.yaml", "topics: [weather]", rest="""\
         validation:
           critic: {spec: python:writer.py:write, threshold: 0.6}
         probing:
@@ -360,15 +363,8 @@ def test_committed_schema_is_current_and_the_example_validates() -> None:
 
 def test_build_probe_wires_a_few_shot_curriculum_with_examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     few_shot_project(tmp_path, monkeypatch)
-    path = write(tmp_path, """
-        target: python:agent.py:answer
-        curriculum:
-          model: python:writer.py:write
-          style: few_shot
-          examples: shots.jsonl
-        validation: {dedupe_threshold: 0.4}
-        store: st
-    """)
+    path = writer_config(tmp_path, "style: few_shot", "examples: shots.jsonl",
+                         rest="validation: {dedupe_threshold: 0.4}\nstore: st\n")
     parts = build_probe(load_config(path, env={}))
     try:
         from frontier_qa.curricula.few_shot import Example
@@ -382,23 +378,11 @@ def test_build_probe_wires_a_few_shot_curriculum_with_examples(tmp_path: Path, m
 
         asyncio.run(parts.aclose())
     (tmp_path / "bad.jsonl").write_text('{"answer": "56"}\n')
-    bad = write(tmp_path, """
-        target: python:agent.py:answer
-        curriculum:
-          model: python:writer.py:write
-          style: few_shot
-          examples: bad.jsonl
-    """, name="bad.yaml")
+    bad = writer_config(tmp_path, "style: few_shot", "examples: bad.jsonl", name="bad.yaml")
     with pytest.raises(ConfigError) as info:
         build_probe(load_config(bad, env={}))
     assert "bad.yaml:5: curriculum.examples: bad.jsonl: few-shot example 0 needs a problem and an answer" in str(info.value)
-    wrong = write(tmp_path, """
-        target: python:agent.py:answer
-        curriculum:
-          model: python:writer.py:write
-          style: few_shot
-          domain: open_ended
-    """, name="wrong.yaml")
+    wrong = writer_config(tmp_path, "style: few_shot", "domain: open_ended", name="wrong.yaml")
     with pytest.raises(ConfigError) as info:
         build_probe(load_config(wrong, env={}))
     assert "wrong.yaml:4: curriculum.style: style 'few_shot' is not available for domain 'open_ended'" in str(info.value)

@@ -25,7 +25,7 @@ from frontier_qa.config import (
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.train.adpo import ADPOSchedule
-from tests.config.test_config import few_shot_project, write
+from tests.config.test_config import few_shot_project, write, writer_config
 
 
 @pytest.mark.parametrize(
@@ -93,12 +93,7 @@ def test_the_regression_section_is_the_replays_policy_with_its_errors_located(tm
 
 def test_build_errors_are_located_by_key_not_by_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     few_shot_project(tmp_path, monkeypatch)
-    path = write(tmp_path, """
-        target: python:agent.py:answer
-        curriculum:
-          model: python:writer.py:write
-          examples: shots.jsonl
-    """)
+    path = writer_config(tmp_path, "examples: shots.jsonl")
     with pytest.raises(ConfigError) as info:
         build_probe(load_config(path, env={}))
     assert info.value.key == ("curriculum", "examples") and info.value.source == f"{path}:4"
