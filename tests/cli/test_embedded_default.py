@@ -4,8 +4,9 @@ SmolLM2-135M-Instruct writes tasks (few-shot style) for the example agent
 (examples/agents/smol_agent.py), which the same local model drives; the CLI runs in its own
 process from the repository root, exactly as the Quickstart runs it, with fewer candidates
 and samples so the test takes a few minutes. Two CPU-burning processes run beside it (a loaded CI
-machine): in-process model calls must get slower, never time out, and the process must exit 0,
-not abort at interpreter exit (the fault suite's case for issue 16, item 6).
+machine): in-process model calls must get slower, never time out, and the process must exit 0
+(or 3 only because no case was decided in its 6 samples), not abort at interpreter exit (the fault
+suite's case for issue 16, item 6).
 """
 
 from __future__ import annotations
@@ -35,19 +36,22 @@ def test_default_config_probes_the_example_agent_end_to_end(tmp_path: Path, repo
     out = tmp_path / "report"
     cmd = [sys.executable, "-m", "frontier_qa", "probe", "--config", "configs/default.yaml",
            "--store", str(tmp_path / "store"), "--out", str(out), "--progress", "plain",
-           "--max-candidates", "4", "--set", "probing.batch_size=4", "--k", "12",
-           # exit 3 from a case left undecided is the tiny agent's luck, not this test's subject
+           "--max-candidates", "4", "--set", "probing.batch_size=4", "--k", "6",
+           # a case left undecided at 6 samples is the tiny agent's luck, not this test's subject
            "--set", "gate.max_unresolved_share=null"]
     started = time.monotonic()
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - started
     assert "terminate called" not in done.stderr
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode in (0, 3), done.stdout[-3000:] + done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     assert "no answer within" not in done.stdout + done.stderr  # no call was timed out
     assert "[probe" in done.stdout + done.stderr  # progress lines
 
     report = json.loads((out / "report.json").read_text())
+    # "could not judge" only because no case was decided in 6 samples: never a timeout or a dead target
+    health = [problem["code"] for problem in report["gate"]["health"]]
+    assert health in ([], ["nothing-judged"]) and (done.returncode == 3) == bool(health), health
     assert {"cases.jsonl", "report.json", "junit.xml", "report.md", "report.html"} <= {p.name for p in out.iterdir()}
     assert report["run"]["target_id"] == "python:examples/agents/smol_agent.py:solve"
     assert re.fullmatch(r"3\+src\.[0-9a-f]{8}", report["run"]["target_version"])  # declared 3, plus its source hash
@@ -59,7 +63,7 @@ def test_default_config_probes_the_example_agent_end_to_end(tmp_path: Path, repo
     for row in sampled:
         assert row["case_class"] in {"frontier", "failure", "suspect", "pass", "unresolved"}
         assert row["case"]["metadata"]["template"] == "few-shot-math"
-        assert 1 <= len(row["samples"]) <= 30 and row["p_hat"] is not None
+        assert 1 <= len(row["samples"]) <= 6 and row["p_hat"] is not None
         posterior = row["case"]["metadata"].get("band_posterior")
         if posterior is not None:  # a sampled case with an answer: its class rests on the posterior
             assert "P(below, in, above the band [0.30, 0.80])" in row["reason"]
@@ -69,5 +73,5 @@ def test_default_config_probes_the_example_agent_end_to_end(tmp_path: Path, repo
     # the agent used its Python tool on the tasks (the code block is opened for the local model)
     assert sum(s["n_tool_calls"] for row in sampled for s in row["samples"]) >= len(sampled)
     classes = {row["case_class"] for row in rows}
-    report_measurement("embedded_default", f"embedded default (4 candidates, k <= 30): classes {sorted(classes)}, "
+    report_measurement("embedded_default", f"embedded default (4 candidates, k <= 6): classes {sorted(classes)}, "
                                            f"{len(sampled)} sampled in {wall:.0f} s beside {cpu_burners} CPU burners; full run: `frontier-qa probe --config configs/default.yaml`")
