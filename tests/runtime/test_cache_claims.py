@@ -1,0 +1,115 @@
+"""Claims in the sample cache (``frontier_qa/runtime/claims.py``): who fetches which sample.
+
+A claim is a record lock held by the claiming process plus an entry in a process-wide table.
+The tests use two cache objects in one process (two tasks or targets on one file) and a real
+second process holding claims, killed with SIGKILL to check that its claims are free at once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from frontier_qa.runtime import SampleCache
+from frontier_qa.target import Trajectory
+from tests.factories import REPO
+
+HOLDER = """
+import sys
+from frontier_qa.runtime import SampleCache
+from frontier_qa.target import Trajectory
+
+cache = SampleCache(sys.argv[1], flush_interval_s=3600)
+for line in sys.stdin:
+    verb, key = line.split()
+    if verb == "acquire":
+        hits, mine, theirs = cache.acquire([key])
+        print(sorted(hits), mine, theirs, flush=True)
+    elif verb == "put":
+        cache.put(key, "t", Trajectory(text="from the holder"))
+        print("queued", flush=True)
+    elif verb == "flush":
+        print("committed", cache.flush(), flush=True)
+"""
+
+
+def _sample(text: str = "42") -> Trajectory:
+    return Trajectory(text=text)
+
+
+def test_a_key_claimed_by_one_cache_is_theirs_for_another_until_committed(tmp_path: Path) -> None:
+    a, b = SampleCache(tmp_path, flush_interval_s=3600), SampleCache(tmp_path, flush_interval_s=3600)
+    assert a.acquire(["k1", "k2"]) == ({}, ["k1", "k2"], [])
+    assert a.acquire(["k1"]) == ({}, [], ["k1"])  # a second task of the same cache waits too
+    assert b.acquire(["k1", "k2", "k3"]) == ({}, ["k3"], ["k1", "k2"])
+    assert b.pending(["k1", "k2", "k3"]) == {"k1", "k2", "k3"}  # k3 is b's own, still being fetched
+    a.put("k1", "t", _sample())
+    a.release(["k1", "k2"])  # the call is over: k2 failed and is free, k1 is queued and keeps its claim
+    assert a.pending(["k1", "k2"]) == {"k1"}
+    assert a.flush() == 1 and a.pending(["k1"]) == set()  # committed, then let go
+    hits, mine, theirs = b.acquire(["k1", "k2"])
+    assert hits["k1"].text == "42" and mine == ["k2"] and theirs == []
+    b.close()  # drops b's claims (k2, k3)
+    assert a.acquire(["k2", "k3"]) == ({}, ["k2", "k3"], [])
+    a.close()
+
+
+def test_a_queued_sample_of_a_sibling_is_read_not_claimed(tmp_path: Path) -> None:
+    a, b = SampleCache(tmp_path, flush_interval_s=3600), SampleCache(tmp_path, flush_interval_s=3600)
+    assert a.acquire(["k"])[1] == ["k"]
+    a.put("k", "t", _sample("queued"))
+    hits, mine, theirs = b.acquire(["k"])  # the read commits the sibling's queue
+    assert hits["k"].text == "queued" and mine == [] and theirs == []
+    a.close()
+    b.close()
+
+
+def test_another_process_claims_hold_until_it_commits_or_dies(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    assert holder.stdin is not None and holder.stdout is not None
+
+    def ask(line: str) -> str:
+        holder.stdin.write(line + "\n")  # type: ignore[union-attr]
+        holder.stdin.flush()  # type: ignore[union-attr]
+        return holder.stdout.readline().strip()  # type: ignore[union-attr]
+
+    here = SampleCache(tmp_path)
+    try:
+        assert ask("acquire a") == "[] ['a'] []"
+        assert ask("acquire b") == "[] ['b'] []"
+        assert here.acquire(["a", "b", "c"]) == ({}, ["c"], ["a", "b"])
+        assert here.pending(["a", "b"]) == {"a", "b"}
+        assert ask("acquire c") == "[] [] ['c']"  # the other way round too
+        assert ask("put a") == "queued"
+        assert here.pending(["a"]) == {"a"}  # queued there, not on disk: still claimed
+        assert ask("flush a") == "committed 1"
+        assert here.pending(["a"]) == set()
+        hits, mine, theirs = here.acquire(["a"])
+        assert hits["a"].text == "from the holder" and mine == theirs == []
+        os.killpg(holder.pid, signal.SIGKILL)  # no atexit, no finally: only the kernel lets go
+        holder.wait()
+        assert here.pending(["b"]) == set()
+        assert here.acquire(["b"]) == ({}, ["b"], [])
+    finally:
+        if holder.poll() is None:
+            os.killpg(holder.pid, signal.SIGKILL)
+            holder.wait()
+        here.close()
+
+
+def test_closed_caches_leave_no_lock_file_open(tmp_path: Path) -> None:
+    fds = Path("/proc/self/fd")
+    before = len(list(fds.iterdir()))
+    for i in range(20):
+        cache = SampleCache(tmp_path / f"c{i}")
+        assert cache.acquire(["k"])[1] == ["k"]
+        cache.close()
+    assert len(list(fds.iterdir())) <= before + 1
+    again = SampleCache(tmp_path / "c0")  # a reopened cache claims again
+    assert again.acquire(["k"]) == ({}, ["k"], [])
+    again.close()
