@@ -46,7 +46,7 @@ from frontier_qa.runtime.budget import BudgetSnapshot, BudgetTracker
 from frontier_qa.runtime.cache import SampleCache, trajectory_from_json, trajectory_to_json
 from frontier_qa.runtime.limits import Budget, Limits
 from frontier_qa.runtime.rate_limit import RateLimiter, Sleep, estimate_tokens
-from frontier_qa.runtime.redact import redact
+from frontier_qa.runtime.redact import mentions, redact
 from frontier_qa.runtime.retry import AttemptFailed, BackoffWait
 from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, Trajectory, Usage, cache_key
 
@@ -310,14 +310,12 @@ class ManagedTarget:
                 if trajectory.sample_index != index or trajectory.cached:
                     trajectory = replace(trajectory, sample_index=index, cached=False)
                 if self.cache is not None and trajectory.ok:
-                    if self._secrets:
-                        record = trajectory_to_json(trajectory)
-                        masked = redact(record, self._secrets, patterns=False)
-                        if masked != record:  # a key echoed in the output: return what the cache will replay
-                            trajectory = trajectory_from_json(masked)
+                    if mentions(trajectory, self._secrets):  # a key echoed in the output: return what
+                        masked = redact(trajectory_to_json(trajectory), self._secrets, patterns=False)
+                        trajectory = trajectory_from_json(masked)  # the cache will replay
                         self.cache.put(keys[index], self.id, trajectory, record=masked)
-                    else:  # nothing to mask: the cache's writer serialises it, off this call's path
-                        self.cache.put(keys[index], self.id, trajectory)
+                    else:  # the cache's writer serialises it (masking again), off this call's path
+                        self.cache.put(keys[index], self.id, trajectory, secrets=self._secrets)
                 out[index] = trajectory
             next_index += len(got[:n])  # fewer than asked (server ignored n): ask again for the rest
         return out

@@ -8,6 +8,7 @@ shaped like a bearer token or an ``api_key=`` assignment.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -63,6 +64,29 @@ def redact(text: str, secrets: Iterable[str] = (), *, patterns: bool = True) -> 
     return text
 
 
+def mentions(value: Any, secrets: Iterable[str]) -> bool:
+    """Whether any secret :func:`redact` would mask occurs in ``value``, a JSON-like structure
+    (strings, mappings, lists, tuples, dataclasses; anything else through ``str``). Cheaper than
+    serialising ``value`` and redacting the text, which matters on every cached call.
+    """
+    wanted = tuple(s for s in secrets if s and len(s) >= 4)
+    return bool(wanted) and _mentions(value, wanted)
+
+
+def _mentions(value: Any, secrets: tuple[str, ...]) -> bool:
+    if value is None or isinstance(value, (bool, int, float)):
+        return False
+    if isinstance(value, str):
+        return any(secret in value for secret in secrets)
+    if isinstance(value, Mapping):
+        return any(_mentions(k, secrets) or _mentions(v, secrets) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_mentions(item, secrets) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return any(_mentions(getattr(value, f.name), secrets) for f in dataclasses.fields(value))
+    return _mentions(str(value), secrets)
+
+
 def redact_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``options`` fit for a repr or a log line (secret-named values masked)."""
     out: dict[str, Any] = {}
@@ -76,4 +100,4 @@ def redact_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["MASK", "is_secret_name", "redact", "redact_options", "secret_values"]
+__all__ = ["MASK", "is_secret_name", "mentions", "redact", "redact_options", "secret_values"]
