@@ -210,6 +210,7 @@ class SampleCache:
             first = not self._pending
             if first:
                 self._oldest = time.monotonic()
+                _QUEUED.setdefault(self.path, set()).add(self)
             self._pending[key] = (target_id, time.time(), trajectory, record, secrets)  # claimed until committed
             due = len(self._pending) >= self.max_pending or self.flush_interval_s == 0
         if due:
@@ -231,6 +232,7 @@ class SampleCache:
                 conn.executemany("INSERT OR REPLACE INTO samples (key, target, created, record) VALUES (?, ?, ?, ?)",
                                  rows)
             self._pending.clear()
+            _QUEUED.get(self.path, set()).discard(self)
             claims = self._claims
         if claims is not None:  # after the commit: a waiter never sees a sample unclaimed and unstored
             claims.release([key for key, *_ in rows], self)
@@ -265,9 +267,11 @@ class SampleCache:
         """Commit what other caches of this process queued for the same file, so that a second
         target opened on it (a re-run, a resumed curriculum) reads every sample the first one paid.
         """
-        for other in list(_LIVE):
-            if other is not self and other._pending and other.path == self.path:
-                other.flush()
+        queued = _QUEUED.get(self.path)
+        if queued:
+            for other in list(queued):
+                if other is not self:
+                    other.flush()
 
     # -- single flight ------------------------------------------------------------------------
 
@@ -378,6 +382,7 @@ class _transaction:
 
 
 _LIVE: weakref.WeakSet[SampleCache] = weakref.WeakSet()
+_QUEUED: dict[Path, set[SampleCache]] = {}  # per file, the caches of this process with queued samples
 
 
 @atexit.register

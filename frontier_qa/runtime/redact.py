@@ -73,17 +73,32 @@ def mentions(value: Any, secrets: Iterable[str]) -> bool:
     return bool(wanted) and _mentions(value, wanted)
 
 
+_PLAIN = frozenset({type(None), bool, int, float})
+
+
 def _mentions(value: Any, secrets: tuple[str, ...]) -> bool:
-    if value is None or isinstance(value, (bool, int, float)):
+    kind = type(value)
+    if kind is str:
+        for secret in secrets:
+            if secret in value:
+                return True
         return False
-    if isinstance(value, str):
-        return any(secret in value for secret in secrets)
-    if isinstance(value, Mapping):
-        return any(_mentions(k, secrets) or _mentions(v, secrets) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(_mentions(item, secrets) for item in value)
+    if kind in _PLAIN:
+        return False
+    if kind is dict or isinstance(value, Mapping):
+        for key, item in value.items():
+            if _mentions(key, secrets) or _mentions(item, secrets):
+                return True
+        return False
+    if kind is tuple or kind is list or isinstance(value, (list, tuple)):
+        for item in value:
+            if _mentions(item, secrets):
+                return True
+        return False
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return any(_mentions(getattr(value, f.name), secrets) for f in dataclasses.fields(value))
+        fields = getattr(value, "__dict__", None)  # the fields of a dataclass without slots
+        return _mentions(list(fields.values()) if fields is not None else
+                         [getattr(value, f.name) for f in dataclasses.fields(value)], secrets)
     return _mentions(str(value), secrets)
 
 
