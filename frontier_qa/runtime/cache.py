@@ -82,7 +82,10 @@ def trajectory_to_json(trajectory: Trajectory) -> str:
     if any(is_dataclass(m) or not isinstance(m, dict) for m in trajectory.messages):
         record["messages"] = asdict(trajectory)["messages"]  # unusual content: asdict's conversion
     record["v"] = FORMAT_VERSION
-    return json.dumps(record, ensure_ascii=False, sort_keys=True, default=str)
+    return _RECORD_JSON.encode(record)
+
+
+_RECORD_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)  # json.dumps would build one per call
 
 
 def trajectory_from_json(text: str) -> Trajectory:
