@@ -137,6 +137,7 @@ class SampleCache:
         self._wake = threading.Condition(threading.Lock())
         self._conn: sqlite3.Connection | None = None
         self._claims: KeyClaims | None = None
+        self._expect_hits = False  # how acquire() orders its read and its claims
         self._pending: dict[str, tuple[str, float, Trajectory, str | None, tuple[str, ...]]] = {}
         self._oldest = 0.0
         self._writer: threading.Thread | None = None
@@ -281,8 +282,10 @@ class SampleCache:
     def acquire(self, keys: Iterable[str]) -> tuple[dict[str, Trajectory], list[str], list[str]]:
         """Read the cached ``keys`` and claim the others, in one step.
 
-        The claims come first and the read second, so a sample another owner committed before
-        dropping its claim is read, never fetched again.
+        A key is read after it is claimed, so a sample another owner committed before dropping
+        its claim is read, never fetched again. When the last call found mostly misses (a first
+        run), every key is claimed and then read in one query; when it found mostly hits (a
+        re-run), the keys are read first, and only the misses are claimed and read again.
 
         Returns:
             ``(hits, mine, theirs)``: the cached trajectories; keys this cache now owns (fetch
@@ -296,10 +299,17 @@ class SampleCache:
             self._connect(create=True)
             claims = self._claims
         assert claims is not None
-        mine, theirs = claims.claim(keys, self)
-        hits = self.get_many(keys)
-        if hits:
-            claims.release([k for k in mine if k in hits], self)
+        hits = self.get_many(keys) if self._expect_hits else {}
+        rest = [k for k in keys if k not in hits]
+        mine: list[str] = []
+        theirs: list[str] = []
+        if rest:
+            mine, theirs = claims.claim(rest, self)
+            late = self.get_many(rest)  # committed by another owner before it let go
+            if late:
+                claims.release([k for k in mine if k in late], self)
+                hits.update(late)
+        self._expect_hits = 2 * len(hits) > len(keys)
         return (hits, [k for k in mine if k not in hits], [k for k in theirs if k not in hits])
 
     def release(self, keys: Iterable[str]) -> None:

@@ -52,9 +52,27 @@ def test_a_key_claimed_by_one_cache_is_theirs_for_another_until_committed(tmp_pa
     assert a.flush() == 1 and a.pending(["k1"]) == set()  # committed, then let go
     hits, mine, theirs = b.acquire(["k1", "k2"])
     assert hits["k1"].text == "42" and mine == ["k2"] and theirs == []
+    assert a.pending(["k1"]) == set()  # a key read is not left claimed
     b.close()  # drops b's claims (k2, k3)
     assert a.acquire(["k2", "k3"]) == ({}, ["k2", "k3"], [])
     a.close()
+
+
+def test_after_mostly_hits_the_keys_are_read_first_and_only_the_misses_claimed(tmp_path: Path) -> None:
+    a, b = SampleCache(tmp_path), SampleCache(tmp_path)
+    for key in ("a", "b", "c"):
+        a.put(key, "t", _sample(key))
+    assert a.flush() == 3
+    assert sorted(b.acquire(["a", "b", "c"])[0]) == ["a", "b", "c"]  # a re-run: b now reads first
+    assert a.acquire(["d"])[1] == ["d"]
+    hits, mine, theirs = b.acquire(["a", "d", "e"])
+    assert sorted(hits) == ["a"] and mine == ["e"] and theirs == ["d"]
+    assert a.pending(["a", "e"]) == {"e"}
+    a.put("d", "t", _sample("d"))
+    hits, mine, theirs = b.acquire(["d", "f"])  # the miss branch again: claim, then read
+    assert hits["d"].text == "d" and mine == ["f"] and theirs == []
+    a.close()
+    b.close()
 
 
 def test_a_queued_sample_of_a_sibling_is_read_not_claimed(tmp_path: Path) -> None:
