@@ -151,4 +151,19 @@ def _forget_unused() -> None:
                 claims._close()
 
 
+def _after_fork_in_child() -> None:
+    """Record locks are not inherited: a forked child holds none of its parent's claims, and
+    finds them held by another process (the parent) like any other.
+    """
+    global _REGISTRY_LOCK
+    _REGISTRY_LOCK = threading.Lock()
+    for claims in _REGISTRY.values():
+        claims._lock = threading.Lock()
+        claims._owners.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 __all__ = ["KeyClaims", "claims_for"]

@@ -131,3 +131,28 @@ def test_closed_caches_leave_no_lock_file_open(tmp_path: Path) -> None:
     again = SampleCache(tmp_path / "c0")  # a reopened cache claims again
     assert again.acquire(["k"]) == ({}, ["k"], [])
     again.close()
+
+
+def test_a_forked_child_finds_its_parents_claims_held_by_another_process(tmp_path: Path) -> None:
+    cache = SampleCache(tmp_path)
+    assert cache.acquire(["a"])[1] == ["a"]
+    to_child, from_parent = os.pipe()
+    to_parent, from_child = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: a new process, holding none of the parent's locks
+        try:
+            hits, mine, theirs = cache.acquire(["a", "b"])
+            os.write(from_child, f"{mine} {theirs}".encode())
+            os.read(to_child, 1)  # the parent has let "a" go
+            os.write(from_child, f" {sorted(cache.pending(['a']))}".encode())
+        finally:
+            os._exit(0)
+    answer = os.read(to_parent, 200).decode()
+    cache.release(["a"])
+    os.write(from_parent, b"x")
+    answer += os.read(to_parent, 200).decode()
+    os.waitpid(pid, 0)
+    for fd in (to_child, from_parent, to_parent, from_child):
+        os.close(fd)
+    assert answer == "['b'] ['a'] []"  # "a" was the parent's while it held it, then free
+    cache.close()
