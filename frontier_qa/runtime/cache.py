@@ -155,13 +155,14 @@ class SampleCache:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(_SCHEMA)
+            claims = claims_for(self.path, self)  # opens samples.sqlite3.claims beside it
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(
                 f"cannot open the sample cache at {self.path}: {exc}",
                 hint="pass cache=PATH (a writable directory) or cache=False to run without a cache",
             ) from exc
         self._conn = conn
-        self._claims = claims_for(self.path, self)
+        self._claims = claims
         return conn
 
     def get(self, key: str) -> Trajectory | None:
