@@ -13,8 +13,8 @@ ends however it ends (``kill -9``, out of memory), so a dead owner's claims are 
 SQLite's WAL journal already requires every process sharing the cache to run on one host,
 which is where record locks hold.
 
-Offsets are 62-bit hashes: two keys share a byte with probability 2^-62 per pair, and if they
-did, the second claimant would only wait until the first sample is stored, never pay twice.
+Offsets are 62-bit hashes of the keys: two keys share a byte with probability 2^-62 per pair of
+samples in flight at once, which is left at that.
 
 Without ``fcntl`` (Windows) only the in-process table is kept: two processes sharing a cache
 there may both pay for a sample, as with the store's leases.
