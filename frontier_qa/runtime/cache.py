@@ -77,15 +77,16 @@ def trajectory_to_json(trajectory: Trajectory) -> str:
     every sample, on the same interpreter lock as the calls).
     """
     record: dict[str, Any] = {name: getattr(trajectory, name) for name in _FIELDS}
-    record["usage"] = asdict(trajectory.usage)
-    record["tool_calls"] = [asdict(call) for call in trajectory.tool_calls]
-    if any(is_dataclass(m) or not isinstance(m, dict) for m in trajectory.messages):
-        record["messages"] = asdict(trajectory)["messages"]  # unusual content: asdict's conversion
     record["v"] = FORMAT_VERSION
     return _RECORD_JSON.encode(record)
 
 
-_RECORD_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)  # json.dumps would build one per call
+def _plain(value: object) -> object:
+    """What asdict would have made of a dataclass (usage, tool calls, one inside a message), else ``str``."""
+    return asdict(value) if is_dataclass(value) and not isinstance(value, type) else str(value)
+
+
+_RECORD_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=_plain)  # json.dumps builds one per call
 
 
 def trajectory_from_json(text: str) -> Trajectory:

@@ -287,7 +287,8 @@ def test_trajectory_json_round_trip() -> None:
     assert trajectory_from_json(trajectory_to_json(trajectory)) == trajectory
     # the same text as the plain dataclasses.asdict form (existing cache files stay readable)
     rich = replace(trajectory, tool_calls=(ToolCall("python", "print(1)", "1", None),), cost_usd=0.5,
-                   messages=({"role": "assistant", "content": [{"type": "text", "text": "é"}], "x": ("a", 1)},))
+                   messages=({"role": "assistant", "content": [{"type": "text", "text": "é"}], "x": ("a", 1)},
+                             {"role": "tool", "content": Usage(1, 2)}))  # a dataclass inside a message
     assert trajectory_to_json(rich) == json.dumps({**asdict(rich), "v": 1}, ensure_ascii=False, sort_keys=True)
 
 
