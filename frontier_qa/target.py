@@ -289,20 +289,21 @@ class Adapter:
         """Release clients, servers or models the adapter holds."""
 
 
+_KEY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)  # built once: json.dumps
+# with options builds an encoder per call, a fifth of a key's cost on every cached call
+
+
 def cache_key(
     target_id: str, messages: Sequence[Message], sampling: Sampling, sample_index: int, extra: Any = None
 ) -> str:
     """A stable key for one sample: target, messages, sampling parameters and sample index."""
-    payload = json.dumps(
+    payload = _KEY_JSON.encode(
         {
             "target": target_id,
             "messages": list(messages),
             "sampling": sampling.as_dict(),
             "index": sample_index,
             "extra": extra,
-        },
-        sort_keys=True,
-        ensure_ascii=False,
-        default=str,
+        }
     )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()

@@ -10,12 +10,12 @@ transaction, several processes may share the file, and a crash never leaves half
 record. Default location: ``.frontier-qa/cache/samples.sqlite3`` under the working directory.
 
 *Single flight across processes.* Two probes sharing a cache must not pay for one sample
-twice. Before a sample is fetched its key is *claimed* (:meth:`SampleCache.claim`): a row in
-the ``claims`` table naming the owner (host, pid, a token per cache object) and an expiry.
-Another process finding the claim waits for the sample instead of fetching it. The owner's
-claims are renewed by a heartbeat thread while it holds any, and dropped when the sample is
-stored or the call fails; a claim whose owner died is taken over at once when the owner ran
-on this host (its pid is gone) and after its expiry otherwise.
+twice. Before a sample is fetched its key is *claimed* (:meth:`SampleCache.acquire`, which
+reads the cached ones in the same step): a record lock held by this process
+(:mod:`frontier_qa.runtime.claims`). Another process or task finding the claim waits for the
+sample instead of fetching it. A claim is dropped once its sample is committed, or when the
+call fails; the kernel drops the claims of a process that dies, so the others take them over
+at once.
 
 **Batched writes, and what survives a crash.** A commit per sample cost about 0.1–0.2 ms of
 every call. :meth:`SampleCache.put` only queues the sample (a read sees it at once); a
@@ -28,28 +28,26 @@ So a process killed outright (``kill -9``) loses at most the samples of its last
 disk, and so is every sample paid more than ``flush_interval_s`` (plus the writer's commit)
 before the kill. A commit with ``synchronous=NORMAL`` survives the process, not a power cut
 (``tests/runtime/test_cache_crash.py`` kills a real subprocess to check both).
-A queued sample keeps its claim until its commit drops both in one transaction, so a
-process waiting for it never sees it unclaimed and unstored.
+A queued sample keeps its claim until its commit, so a process waiting for it never sees it
+unclaimed and unstored.
 """
 
 from __future__ import annotations
 
 import atexit
 import json
-import os
-import secrets
-import socket
 import sqlite3
 import threading
 import time
 import weakref
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.runtime.processes import pid_alive
+from frontier_qa.runtime.claims import KeyClaims, claims_for
+from frontier_qa.runtime.redact import redact
 from frontier_qa.target import ToolCall, Trajectory, Usage
 
 DEFAULT_DIR = Path(".frontier-qa") / "cache"
@@ -64,26 +62,31 @@ CREATE TABLE IF NOT EXISTS samples (
     target TEXT NOT NULL,
     created REAL NOT NULL,
     record TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS claims (
-    key TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    host TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    expires REAL NOT NULL
 )
 """
-CLAIM_TTL_S = 60.0  # a claim not renewed for this long is abandoned (its owner's host went away)
-_HEARTBEAT_S = 10.0
-_HOST = socket.gethostname()
 
+
+_FIELDS = tuple(f.name for f in fields(Trajectory))
 
 
 def trajectory_to_json(trajectory: Trajectory) -> str:
-    """A JSON text holding everything in ``trajectory`` (versioned)."""
-    record = asdict(trajectory)
+    """A JSON text holding everything in ``trajectory`` (versioned).
+
+    The same text as ``json.dumps(dataclasses.asdict(trajectory))`` with sorted keys, without
+    asdict's deep copy of every message (a third of the time; the cache's writer runs it for
+    every sample, on the same interpreter lock as the calls).
+    """
+    record: dict[str, Any] = {name: getattr(trajectory, name) for name in _FIELDS}
     record["v"] = FORMAT_VERSION
-    return json.dumps(record, ensure_ascii=False, sort_keys=True, default=str)
+    return _RECORD_JSON.encode(record)
+
+
+def _plain(value: object) -> object:
+    """What asdict would have made of a dataclass (usage, tool calls, one inside a message), else ``str``."""
+    return asdict(value) if is_dataclass(value) and not isinstance(value, type) else str(value)
+
+
+_RECORD_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=_plain)  # json.dumps builds one per call
 
 
 def trajectory_from_json(text: str) -> Trajectory:
@@ -103,6 +106,11 @@ def trajectory_from_json(text: str) -> Trajectory:
         sample_index=int(record.get("sample_index") or 0),
         cached=bool(record.get("cached")),
     )
+
+
+def _record(trajectory: Trajectory, secrets: tuple[str, ...]) -> str:
+    record = trajectory_to_json(trajectory)
+    return redact(record, secrets, patterns=False) if secrets else record
 
 
 class SampleCache:
@@ -129,11 +137,9 @@ class SampleCache:
         self._lock = threading.Lock()  # the connection and the queue
         self._wake = threading.Condition(threading.Lock())
         self._conn: sqlite3.Connection | None = None
-        self.owner = f"{_HOST}:{os.getpid()}:{secrets.token_hex(4)}"
-        self._claimed: set[str] = set()
-        self._heartbeat: threading.Thread | None = None
-        self._stop = threading.Event()
-        self._pending: dict[str, tuple[str, float, Trajectory, str | None]] = {}
+        self._claims: KeyClaims | None = None
+        self._expect_hits = False  # how acquire() orders its read and its claims
+        self._pending: dict[str, tuple[str, float, Trajectory, str | None, tuple[str, ...]]] = {}
         self._oldest = 0.0
         self._writer: threading.Thread | None = None
         self._closing = False
@@ -150,12 +156,14 @@ class SampleCache:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(_SCHEMA)
+            claims = claims_for(self.path, self)  # opens samples.sqlite3.claims beside it
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(
                 f"cannot open the sample cache at {self.path}: {exc}",
                 hint="pass cache=PATH (a writable directory) or cache=False to run without a cache",
             ) from exc
         self._conn = conn
+        self._claims = claims
         return conn
 
     def get(self, key: str) -> Trajectory | None:
@@ -189,7 +197,8 @@ class SampleCache:
                 continue  # a record from another version: treat as a miss, it gets rewritten
         return found
 
-    def put(self, key: str, target_id: str, trajectory: Trajectory, *, record: str | None = None) -> bool:
+    def put(self, key: str, target_id: str, trajectory: Trajectory, *, record: str | None = None,
+            secrets: tuple[str, ...] = ()) -> bool:
         """Queue a successful trajectory for the next commit; errored ones are refused (``False``).
 
         Args:
@@ -198,6 +207,7 @@ class SampleCache:
             trajectory: the sample (what :meth:`get` returns until it is committed).
             record: the JSON to store instead of ``trajectory_to_json(trajectory)``
                 (the runtime passes a redacted one).
+            secrets: values the writer masks in the JSON it makes (:func:`~frontier_qa.runtime.redact.redact`).
         """
         if not trajectory.ok:
             return False
@@ -206,8 +216,8 @@ class SampleCache:
             first = not self._pending
             if first:
                 self._oldest = time.monotonic()
-            self._pending[key] = (target_id, time.time(), trajectory, record)
-            self._claimed.discard(key)  # its claim row stays until the commit (release() leaves it)
+                _QUEUED.setdefault(self.path, set()).add(self)
+            self._pending[key] = (target_id, time.time(), trajectory, record, secrets)  # claimed until committed
             due = len(self._pending) >= self.max_pending or self.flush_interval_s == 0
         if due:
             self.flush()
@@ -216,21 +226,23 @@ class SampleCache:
         return True
 
     def flush(self) -> int:
-        """Commit every queued sample now, in one transaction; returns how many."""
+        """Commit every queued sample now, in one transaction, then drop their claims; returns how many."""
         with self._lock:
             if not self._pending:
                 return 0
-            rows = [(key, target, created, record if record is not None else trajectory_to_json(trajectory))
-                    for key, (target, created, trajectory, record) in self._pending.items()]
+            rows = [(key, target, created, record if record is not None else _record(trajectory, secrets))
+                    for key, (target, created, trajectory, record, secrets) in self._pending.items()]
             conn = self._connect(create=True)
             assert conn is not None
-            with _transaction(conn):  # the claims go with the samples: a waiter never sees neither
+            with _transaction(conn):
                 conn.executemany("INSERT OR REPLACE INTO samples (key, target, created, record) VALUES (?, ?, ?, ?)",
                                  rows)
-                conn.executemany("DELETE FROM claims WHERE key = ? AND owner = ?",
-                                 [(key, self.owner) for key, *_ in rows])
             self._pending.clear()
-            return len(rows)
+            _QUEUED.get(self.path, set()).discard(self)
+            claims = self._claims
+        if claims is not None:  # after the commit: a waiter never sees a sample unclaimed and unstored
+            claims.release([key for key, *_ in rows], self)
+        return len(rows)
 
     def _ensure_writer(self) -> None:
         with self._wake:
@@ -261,93 +273,65 @@ class SampleCache:
         """Commit what other caches of this process queued for the same file, so that a second
         target opened on it (a re-run, a resumed curriculum) reads every sample the first one paid.
         """
-        for other in list(_LIVE):
-            if other is not self and other._pending and other.path == self.path:
-                other.flush()
+        queued = _QUEUED.get(self.path)
+        if queued:
+            for other in list(queued):
+                if other is not self:
+                    other.flush()
 
     # -- single flight ------------------------------------------------------------------------
 
-    def claim(self, keys: Iterable[str], ttl_s: float = CLAIM_TTL_S) -> tuple[list[str], list[str], list[str]]:
-        """Claim the keys nobody is fetching, in one transaction.
+    def acquire(self, keys: Iterable[str]) -> tuple[dict[str, Trajectory], list[str], list[str]]:
+        """Read the cached ``keys`` and claim the others, in one step.
+
+        A key is read after it is claimed, so a sample another owner committed before dropping
+        its claim is read, never fetched again. When the last call found mostly misses (a first
+        run), every key is claimed and then read in one query; when it found mostly hits (a
+        re-run), the keys are read first, and only the misses are claimed and read again.
 
         Returns:
-            ``(mine, theirs, stored)``: keys this cache now owns (fetch them, then :meth:`put`
-            or :meth:`release`), keys a live owner is fetching (wait for them), and keys whose
-            sample was stored meanwhile (read them).
+            ``(hits, mine, theirs)``: the cached trajectories; keys this cache now owns (fetch
+            them, then :meth:`put` or :meth:`release`); keys another task or process is
+            fetching (wait for them with :meth:`get_many` and :meth:`pending`).
         """
         keys = list(dict.fromkeys(keys))
         if not keys:
-            return [], [], []
+            return {}, [], []
+        with self._lock:
+            self._connect(create=True)
+            claims = self._claims
+        assert claims is not None
+        hits = self.get_many(keys) if self._expect_hits else {}
+        rest = [k for k in keys if k not in hits]
         mine: list[str] = []
         theirs: list[str] = []
-        stored: list[str] = []
-        now = time.time()
-        with self._lock:
-            conn = self._connect(create=True)
-            assert conn is not None
-            with _transaction(conn):
-                for key in keys:
-                    if key in self._pending or conn.execute("SELECT 1 FROM samples WHERE key = ?", (key,)).fetchone():
-                        stored.append(key)
-                        continue
-                    row = conn.execute("SELECT owner, host, pid, expires FROM claims WHERE key = ?", (key,)).fetchone()
-                    if row is not None and _live_claim(row, now):
-                        theirs.append(key)
-                        continue
-                    conn.execute("INSERT OR REPLACE INTO claims (key, owner, host, pid, expires) "
-                                 "VALUES (?, ?, ?, ?, ?)",
-                                 (key, self.owner, _HOST, os.getpid(), now + ttl_s))
-                    mine.append(key)
-            self._claimed.update(mine)
-            if mine:
-                self._start_heartbeat(ttl_s)
-        return mine, theirs, stored
+        if rest:
+            mine, theirs = claims.claim(rest, self)
+            late = self.get_many(rest)  # committed by another owner before it let go
+            if late:
+                claims.release([k for k in mine if k in late], self)
+                hits.update(late)
+        self._expect_hits = 2 * len(hits) > len(keys)
+        return (hits, [k for k in mine if k not in hits], [k for k in theirs if k not in hits])
 
     def release(self, keys: Iterable[str]) -> None:
-        """Drop this cache's claims on ``keys`` (the fetch failed): waiters fetch them themselves."""
-        keys = [k for k in keys if k in self._claimed]
-        if not keys:
+        """Drop this cache's claims on ``keys`` that are not queued (the fetch failed): waiters fetch
+        them themselves. Queued samples keep theirs until their commit.
+        """
+        claims = self._claims
+        if claims is None:
             return
         with self._lock:
-            conn = self._connect(create=True)
-            assert conn is not None
-            with _transaction(conn):
-                conn.executemany("DELETE FROM claims WHERE key = ? AND owner = ?", [(k, self.owner) for k in keys])
-            self._claimed.difference_update(keys)
+            keys = [k for k in keys if k not in self._pending]
+        claims.release(keys, self)
 
     def pending(self, keys: Iterable[str]) -> set[str]:
-        """Which of ``keys`` a live owner still claims (not stored, not released, not dead)."""
-        keys = list(keys)
-        now = time.time()
+        """Which of ``keys`` another task or a live process still claims (not stored, not released)."""
         with self._lock:
-            conn = self._connect(create=True)
-            assert conn is not None
-            live: set[str] = set()
-            for key in keys:
-                row = conn.execute("SELECT owner, host, pid, expires FROM claims WHERE key = ?", (key,)).fetchone()
-                if row is not None and _live_claim(row, now):
-                    live.add(key)
-        return live
-
-    def _start_heartbeat(self, ttl_s: float) -> None:
-        if self._heartbeat is not None and self._heartbeat.is_alive():
-            return
-        self._stop.clear()
-        interval = min(_HEARTBEAT_S, ttl_s / 3)
-        self._heartbeat = threading.Thread(target=self._renew, args=(interval, ttl_s), daemon=True,
-                                           name="frontier-qa-cache-claims")
-        self._heartbeat.start()
-
-    def _renew(self, interval: float, ttl_s: float) -> None:
-        while not self._stop.wait(interval):
-            with self._lock:
-                if self._conn is None or not self._claimed:
-                    continue
-                try:
-                    self._conn.execute("UPDATE claims SET expires = ? WHERE owner = ?",
-                                       (time.time() + ttl_s, self.owner))
-                except sqlite3.Error:
-                    continue  # busy: the next beat renews them
+            self._connect(create=True)
+            claims = self._claims
+        assert claims is not None
+        return claims.held(keys)
 
     def clear(self, target_id: str | None = None) -> int:
         """Delete every entry (or only ``target_id``'s); returns how many were deleted."""
@@ -376,7 +360,7 @@ class SampleCache:
         return True  # an empty cache is still a cache (len() would say False)
 
     def close(self) -> None:
-        """Commit what is queued, drop this cache's claims, stop its writer and heartbeat, and close
+        """Commit what is queued, drop this cache's claims, stop its writer, and close
         the connection (it reopens on next use).
         """
         self.flush()
@@ -386,16 +370,14 @@ class SampleCache:
         writer = self._writer
         if writer is not None and writer is not threading.current_thread():
             writer.join()
-        self._stop.set()
-        if self._heartbeat is not None and self._heartbeat is not threading.current_thread():
-            self._heartbeat.join()
-        self._heartbeat = None
-        self.release(list(self._claimed))
         with self._lock:
             self._writer, self._closing = None, False
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            claims, self._claims = self._claims, None
+        if claims is not None:
+            claims.detach(self)
 
     def __repr__(self) -> str:
         return f"SampleCache({str(self.path)!r})"
@@ -414,16 +396,8 @@ class _transaction:
         self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
 
 
-def _live_claim(row: tuple[str, str, int, float], now: float) -> bool:
-    """Whether a claim row still stands: not expired, and its owner alive when it is on this host."""
-    _owner, host, pid, expires = row
-    if expires < now:
-        return False
-    return host != _HOST or pid_alive(int(pid))
-
-
-
 _LIVE: weakref.WeakSet[SampleCache] = weakref.WeakSet()
+_QUEUED: dict[Path, set[SampleCache]] = {}  # per file, the caches of this process with queued samples
 
 
 @atexit.register
@@ -436,4 +410,4 @@ def _flush_at_exit() -> None:
             pass
 
 
-__all__ = ["CLAIM_TTL_S", "DEFAULT_DIR", "SampleCache", "trajectory_from_json", "trajectory_to_json"]
+__all__ = ["DEFAULT_DIR", "SampleCache", "trajectory_from_json", "trajectory_to_json"]

@@ -4,10 +4,10 @@ timeout and retries, exposed as a :class:`~frontier_qa.target.Target`.
 "Adapters decide, the core retries" (inspect_ai ``_retry.py``). For ``sample(case, n,
 sampling, start=s)`` the runtime:
 
-1. serves indices ``s..s+n-1`` found in the cache (they cost nothing and count against no budget);
-2. claims the rest in the cache (single flight across processes sharing it: a sample another
-   process is fetching is waited for, not paid again) and splits the claimed ones into
-   backend calls of at most ``adapter.max_n`` samples;
+1. serves indices ``s..s+n-1`` found in the cache (they cost nothing and count against no budget)
+   and, in the same step, claims the rest (single flight across processes sharing the cache: a
+   sample another process is fetching is waited for, not paid again);
+2. splits the claimed ones into backend calls of at most ``adapter.max_n`` samples;
 3. per attempt: takes a concurrency slot, waits for the RPM/TPM pacer, reserves the budget,
    calls ``adapter.generate`` under ``Limits.timeout_s`` (``Limits.local_timeout_s``, default
    none, for in-process adapters: a local model on a busy CPU is slow, not stuck); a call still
@@ -46,7 +46,7 @@ from frontier_qa.runtime.budget import BudgetSnapshot, BudgetTracker
 from frontier_qa.runtime.cache import SampleCache, trajectory_from_json, trajectory_to_json
 from frontier_qa.runtime.limits import Budget, Limits
 from frontier_qa.runtime.rate_limit import RateLimiter, Sleep, estimate_tokens
-from frontier_qa.runtime.redact import redact
+from frontier_qa.runtime.redact import mentions, redact
 from frontier_qa.runtime.retry import AttemptFailed, BackoffWait
 from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, Trajectory, Usage, cache_key
 
@@ -174,23 +174,15 @@ class ManagedTarget:
             return []
         indices = range(start, start + n)
         keys: dict[int, str] = {}
-        results: dict[int, Trajectory] = {}
         if self.cache is not None:  # keys only with a cache: hashing them is most of a free call's cost
             extra: dict[str, Any] = {"tools": list(case.tools)} if case.tools else {}
             version = self.version()
             if version is not None:
                 extra["version"] = version
             keys = {i: cache_key(self.id, case.messages, sampling, i, extra or None) for i in indices}
-            hits = self.cache.get_many(keys.values())
-            for i in indices:
-                hit = hits.get(keys[i])
-                if hit is not None:
-                    results[i] = replace(hit, sample_index=i, cached=True, latency_s=0.0)
-        missing = [i for i in indices if i not in results]
-        if missing:
-            results.update(await self._fetch(case, sampling, missing, keys))
+        results = await self._fetch(case, sampling, list(indices), keys)
         out = [results[i] for i in indices]
-        self._count(samples=len(out), cached=len(indices) - len(missing))
+        self._count(samples=len(out))
         return out
 
     def sample_sync(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
@@ -248,33 +240,32 @@ class ManagedTarget:
         return await gather_or_cancel(coros, let_finish=lambda err: isinstance(err, BudgetExceededError))
 
     async def _fetch(
-        self, case: Case, sampling: Sampling, missing: list[int], keys: dict[int, str]
+        self, case: Case, sampling: Sampling, indices: list[int], keys: dict[int, str]
     ) -> dict[int, Trajectory]:
-        """Samples not in the cache: claimed and fetched here, or waited for when another
+        """Samples read from the cache, claimed and fetched here, or waited for when another
         process (or task) sharing the cache is fetching them (single flight).
         """
         out: dict[int, Trajectory] = {}
-        todo = list(missing)
+        todo = list(indices)
         while todo:
             theirs: list[int] = []
             if self.cache is None:
                 mine = todo
-            else:
+            else:  # one step reads what is cached and claims the rest
                 index = {keys[i]: i for i in todo}
-                own, other, stored = self.cache.claim(index)
-                hits = self.cache.get_many(stored)
+                hits, own, other = self.cache.acquire(index)
                 for key, hit in hits.items():
                     out[index[key]] = replace(hit, sample_index=index[key], cached=True, latency_s=0.0)
                 self._count(cached=len(hits))
-                # a stored record this version cannot read is fetched again, claim or not
-                mine = sorted([index[k] for k in own] + [index[k] for k in stored if k not in hits])
+                mine = sorted(index[k] for k in own)
                 theirs = [index[k] for k in other]
             chunks = _chunks(mine, max(1, self.adapter.max_n))
             coros = [self._fill(case, sampling, first, count, keys) for first, count in chunks]
             if theirs:
                 coros.append(self._await_others(theirs, keys))
-            for part in await self._gather(coros):
-                out.update(part)
+            if coros:
+                for part in await self._gather(coros):
+                    out.update(part)
             todo = [i for i in todo if i not in out]  # left by an owner that failed or died: claim them again
         return out
 
@@ -303,7 +294,7 @@ class ManagedTarget:
         try:
             return await self._fill_claimed(case, sampling, first, count, keys)
         finally:
-            if self.cache is not None:  # stored samples dropped their claims; a failure frees the rest
+            if self.cache is not None:  # queued samples keep their claims until committed; a failure frees the rest
                 self.cache.release(keys[i] for i in range(first, first + count))
 
     async def _fill_claimed(
@@ -319,14 +310,12 @@ class ManagedTarget:
                 if trajectory.sample_index != index or trajectory.cached:
                     trajectory = replace(trajectory, sample_index=index, cached=False)
                 if self.cache is not None and trajectory.ok:
-                    if self._secrets:
-                        record = trajectory_to_json(trajectory)
-                        masked = redact(record, self._secrets, patterns=False)
-                        if masked != record:  # a key echoed in the output: return what the cache will replay
-                            trajectory = trajectory_from_json(masked)
+                    if mentions(trajectory, self._secrets):  # a key echoed in the output: return what
+                        masked = redact(trajectory_to_json(trajectory), self._secrets, patterns=False)
+                        trajectory = trajectory_from_json(masked)  # the cache will replay
                         self.cache.put(keys[index], self.id, trajectory, record=masked)
-                    else:  # nothing to mask: the cache's writer serialises it, off this call's path
-                        self.cache.put(keys[index], self.id, trajectory)
+                    else:  # the cache's writer serialises it (masking again), off this call's path
+                        self.cache.put(keys[index], self.id, trajectory, secrets=self._secrets)
                 out[index] = trajectory
             next_index += len(got[:n])  # fewer than asked (server ignored n): ask again for the rest
         return out

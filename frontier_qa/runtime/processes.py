@@ -1,4 +1,4 @@
-"""Whether a process still runs: how leases, cache claims, sandbox folders and memory cgroups
+"""Whether a process still runs: how leases, sandbox folders and memory cgroups
 left by a caller killed with -9 are recognised as stale on this host.
 """
 

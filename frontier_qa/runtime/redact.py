@@ -8,6 +8,7 @@ shaped like a bearer token or an ``api_key=`` assignment.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -63,6 +64,44 @@ def redact(text: str, secrets: Iterable[str] = (), *, patterns: bool = True) -> 
     return text
 
 
+def mentions(value: Any, secrets: Iterable[str]) -> bool:
+    """Whether any secret :func:`redact` would mask occurs in ``value``, a JSON-like structure
+    (strings, mappings, lists, tuples, dataclasses; anything else through ``str``). Cheaper than
+    serialising ``value`` and redacting the text, which matters on every cached call.
+    """
+    wanted = tuple(s for s in secrets if s and len(s) >= 4)
+    return bool(wanted) and _mentions(value, wanted)
+
+
+_PLAIN = frozenset({type(None), bool, int, float})
+
+
+def _mentions(value: Any, secrets: tuple[str, ...]) -> bool:
+    kind = type(value)
+    if kind is str:
+        for secret in secrets:
+            if secret in value:
+                return True
+        return False
+    if kind in _PLAIN:
+        return False
+    if kind is dict or isinstance(value, Mapping):
+        for key, item in value.items():
+            if _mentions(key, secrets) or _mentions(item, secrets):
+                return True
+        return False
+    if kind is tuple or kind is list or isinstance(value, (list, tuple)):
+        for item in value:
+            if _mentions(item, secrets):
+                return True
+        return False
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = getattr(value, "__dict__", None)  # the fields of a dataclass without slots
+        return _mentions(list(fields.values()) if fields is not None else
+                         [getattr(value, f.name) for f in dataclasses.fields(value)], secrets)
+    return _mentions(str(value), secrets)
+
+
 def redact_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``options`` fit for a repr or a log line (secret-named values masked)."""
     out: dict[str, Any] = {}
@@ -76,4 +115,4 @@ def redact_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["MASK", "is_secret_name", "redact", "redact_options", "secret_values"]
+__all__ = ["MASK", "is_secret_name", "mentions", "redact", "redact_options", "secret_values"]

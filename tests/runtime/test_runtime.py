@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import sqlite3
 import subprocess
 import sys
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,7 @@ from frontier_qa.runtime import (
     secret_values,
 )
 from frontier_qa.runtime.cache import trajectory_from_json, trajectory_to_json
+from frontier_qa.runtime.redact import mentions
 from frontier_qa.runtime.retry import AttemptFailed
 from frontier_qa.target import ErrorClass, ErrorKind, ToolCall, Trajectory, Usage
 
@@ -244,6 +247,17 @@ def test_redact_removes_known_values_bearer_tokens_and_key_assignments() -> None
     assert redact("short x", ["x"]) == "short x"  # 1-char "secrets" would shred the text
 
 
+def test_mentions_finds_a_secret_anywhere_in_a_trajectory_without_serialising_it() -> None:
+    key = "sk-live-123456"
+    clean = Trajectory(text="ok", messages=({"role": "user", "content": [{"type": "text", "text": "q"}]},),
+                       tool_calls=(ToolCall("python", "print(1)", "1"),), usage=Usage(3, 1))
+    assert not mentions(clean, [key]) and not mentions(clean, [])
+    assert mentions(replace(clean, text=f"the key is {key}"), [key])
+    assert mentions(replace(clean, messages=({"role": "tool", "content": [{"text": key}]},)), [key])
+    assert mentions(replace(clean, tool_calls=(ToolCall("env", "{}", f"KEY={key}"),)), [key])
+    assert not mentions(replace(clean, text="x y"), ["x"])  # as redact: short values are no secrets
+
+
 def test_secret_option_names() -> None:
     options = {"api_key": "k1", "max_tokens": 5, "headers": {"Authorization": "Bearer k2", "X-Trace": "t"}}
     assert set(secret_values(options)) == {"k1", "Bearer k2", "k2"}
@@ -271,6 +285,18 @@ def _trajectory(**changes: object) -> Trajectory:
 def test_trajectory_json_round_trip() -> None:
     trajectory = _trajectory()
     assert trajectory_from_json(trajectory_to_json(trajectory)) == trajectory
+    # the same text as the plain dataclasses.asdict form (existing cache files stay readable)
+    rich = replace(trajectory, tool_calls=(ToolCall("python", "print(1)", "1", None),), cost_usd=0.5,
+                   messages=({"role": "assistant", "content": [{"type": "text", "text": "é"}], "x": ("a", 1)},
+                             {"role": "tool", "content": Usage(1, 2)}))  # a dataclass inside a message
+    assert trajectory_to_json(rich) == json.dumps({**asdict(rich), "v": 1}, ensure_ascii=False, sort_keys=True)
+
+
+def test_cache_writer_masks_secrets_it_is_given(tmp_path: Path) -> None:
+    cache = SampleCache(tmp_path)
+    cache.put("k", "t", _trajectory(text="sk-live-123456 leaked"), secrets=("sk-live-123456",))
+    assert cache.flush() == 1 and SampleCache(tmp_path).get("k").text == "*** leaked"  # type: ignore[union-attr]
+    cache.close()
 
 
 def test_cache_put_get_clear_and_refuse_errors(tmp_path: Path) -> None:
