@@ -1,6 +1,6 @@
-"""Benchmark: what the best-informed calibrated labeller could reach on issue 15's mixes — a bound, not a policy.
+"""Benchmark: what the best-informed calibrated labeller could reach on the benchmark mixes — a bound, not a policy.
 
-Issue 15 asks for two things at once on the mixes of :mod:`benchmarks.mixes`: frontier labels that
+The project's goals ask for two things at once on the mixes of :mod:`benchmarks.mixes`: frontier labels that
 hold up (≥ 90 % confirmed, i.e. calibrated at the default confidence 0.9) and, against Agent0's
 fixed k = 10, at most 0.5× its calls on the realistic mix (0.7× on the others) with in-band recall
 no worse than fixed k's − 3 points. ``sequential_bench.py`` and ``policy_sweep.py`` show that no
