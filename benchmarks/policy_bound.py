@@ -63,23 +63,26 @@ def labelled_as_set(inside: list[float]) -> set[int]:
     return chosen
 
 
+def recall_precision(said: list[bool], truth: list[bool]) -> tuple[float, float]:
+    """Share of the truly in-band cases labelled in band, and share of the labels truly in band."""
+    hits = sum(s and t for s, t in zip(said, truth, strict=True))
+    return hits / max(sum(truth), 1), hits / max(sum(said), 1)
+
+
 def part_a(mix: str, prior: MajorityPrior, seeds: list[int], n: int, ks: list[int]) -> None:
-    fixed_recall, fixed_precision = [], []
+    fixed: list[tuple[float, float]] = []
     rows: dict[int, list[tuple[float, float]]] = {k: [] for k in ks}
     for seed in seeds:
         cases = make_cases(mix, n, seed)
         truth = [c.truth == "in" for c in cases]
-        said = [fixed_in_band(c, seed) for c in cases]
-        fixed_recall.append(sum(s and t for s, t in zip(said, truth, strict=True)) / max(sum(truth), 1))
-        fixed_precision.append(sum(s and t for s, t in zip(said, truth, strict=True)) / max(sum(said), 1))
+        fixed.append(recall_precision([fixed_in_band(c, seed) for c in cases], truth))
+        drawn = [[draw(c.answers, seed, c.id, i) for i in range(max(ks))] for c in cases]  # K = 10 is 20's prefix
         for k in ks:
-            inside = [band_posterior(*tally(draw(c.answers, seed, c.id, i) for i in range(k))[:2], prior=prior).inside
-                      for c in cases]
+            inside = [band_posterior(*tally(labels[:k])[:2], prior=prior).inside for labels in drawn]
             chosen = labelled_as_set(inside)
-            hits = sum(t for i, t in enumerate(truth) if i in chosen)
-            rows[k].append((hits / max(sum(truth), 1), hits / max(len(chosen), 1)))
-    f_rec = statistics.fmean(fixed_recall)
-    print(f"| {mix} | fixed k = 10, p̂ in band | 1.00 | {f_rec:.3f} | {statistics.fmean(fixed_precision):.3f} | |")
+            rows[k].append(recall_precision([i in chosen for i in range(len(cases))], truth))
+    f_rec = statistics.fmean(r for r, _ in fixed)
+    print(f"| {mix} | fixed k = 10, p̂ in band | 1.00 | {f_rec:.3f} | {statistics.fmean(p for _, p in fixed):.3f} | |")
     for k in ks:
         rec = statistics.fmean(r for r, _ in rows[k])
         precision = statistics.fmean(p for _, p in rows[k])
