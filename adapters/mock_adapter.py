@@ -287,8 +287,14 @@ def load_script(source: str | Path) -> dict[str, Any]:
     return dict(data)
 
 
-def create(rest: str, *, script: Mapping[str, Any] | None = None, max_n: int = 1) -> ScriptedAdapter:
-    """Factory for ``mock:`` specs: a preset name, ``PATH`` to a script, or ``inline`` with ``script=``."""
+def create(rest: str, *, script: Mapping[str, Any] | None = None, max_n: int = 1,
+           id: str | None = None) -> ScriptedAdapter:
+    """Factory for ``mock:`` specs: a preset name, ``PATH`` to a script, or ``inline`` with ``script=``.
+
+    ``id`` is the spec as the user wrote it (a config file's ``mock:script.yaml`` is opened from
+    the file's folder by its absolute path, but keeps the written id); the script's hash is
+    appended either way.
+    """
     if rest == "inline":
         if script is None:
             raise ConfigError("mock:inline needs the target option 'script'",
@@ -303,7 +309,7 @@ def create(rest: str, *, script: Mapping[str, Any] | None = None, max_n: int = 1
     answer = script_answers(data)
     digest = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:12]
     version = str(data["version"]) if data.get("version") is not None else digest
-    return ScriptedAdapter(answer, id=f"mock:{rest}@{digest}", version=version, max_n=max_n)
+    return ScriptedAdapter(answer, id=f"{id or f'mock:{rest}'}@{digest}", version=version, max_n=max_n)
 
 
 __all__ = [

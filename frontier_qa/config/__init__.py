@@ -27,7 +27,8 @@ be written as a bare spec string. String values of ``options`` may say ``${ENV_V
 A bad configuration is a :class:`~frontier_qa.errors.ConfigError` naming each bad key, where it
 came from (``probe.yaml:12``, ``FRONTIER_QA_PROBING__K``, ``--set probing.k=0``) and the fix,
 with "did you mean" for misspelt keys and values; never a traceback. A ``python:`` agent file
-written in a config file is found next to that file (:func:`~frontier_qa.config.layers.anchor_python_specs`);
+or ``mock:`` script written in a config file is found next to that file
+(:func:`~frontier_qa.config.layers.anchor_spec_files`);
 other relative paths (store, output, curriculum files) are relative to the working directory.
 
 :func:`build_probe` wires a config to the engine's parts: the target (limits, one run budget

@@ -236,26 +236,35 @@ def resolve_layers(layers: list[_Layer], *, version: int, hint: str) -> tuple[di
 # --- loading ----------------------------------------------------------------------------------
 
 
-def _python_file(spec: Any) -> tuple[Path, str] | None:
-    """The agent file and attribute of a ``python:path/to/agent.py:attr`` spec with a relative
-    file; ``None`` for any other spec (``python:package.module:attr`` is found on ``sys.path``).
+def _spec_file(spec: Any) -> tuple[Path, str] | None:
+    """The relative file a spec names and how to write the spec again around an absolute one:
+    ``python:path/to/agent.py:attr`` (an agent file) and ``mock:path/to/script.yaml`` (a mock
+    script: a name with a ``/`` or ending in .yaml, .yml or .json); ``None`` for any other spec
+    (``python:package.module:attr`` is found on ``sys.path``; ``mock:right`` and the other presets,
+    ``mock:inline``, are no files).
     """
     if not isinstance(spec, str):
         return None
     kind, sep, rest = spec.partition(":")
-    module_ref, colon, attr = rest.rpartition(":")
-    if kind != "python" or not sep or not colon or not (module_ref.endswith(".py") or "/" in module_ref):
-        return None
-    file = Path(module_ref).expanduser()
-    return None if file.is_absolute() else (file, attr)
+    if kind == "mock" and sep:
+        if not (rest.endswith((".yaml", ".yml", ".json")) or "/" in rest):  # a preset, or inline
+            return None
+        file, template = Path(rest).expanduser(), "mock:{}"
+    else:
+        module_ref, colon, attr = rest.rpartition(":")
+        if kind != "python" or not sep or not colon or not (module_ref.endswith(".py") or "/" in module_ref):
+            return None
+        file, template = Path(module_ref).expanduser(), f"python:{{}}:{attr}"
+    return None if file.is_absolute() else (file, template)
 
 
-def anchor_python_specs(data: dict[str, Any], layers: list[_Layer], folder: Path) -> None:
-    """``python:`` agent files written in a config file are found next to that file, not in the
-    current directory: ``cd elsewhere && frontier-qa probe --config proj/cfg.yaml`` probes
-    ``proj/agent.py``. The spec becomes absolute; the target keeps the id written in the file
-    (``python:agent.py:run``), so its records and cache are the same from every directory.
-    Specs given by a flag or the environment stay relative to the current directory.
+def anchor_spec_files(data: dict[str, Any], layers: list[_Layer], folder: Path) -> None:
+    """Files named by specs written in a config file (``python:`` agent files, ``mock:`` scripts)
+    are found next to that file, not in the current directory: ``cd elsewhere && frontier-qa probe
+    --config proj/cfg.yaml`` probes ``proj/agent.py``. The spec becomes absolute; the target keeps
+    the id written in the file (``python:agent.py:run``), so its records and cache are the same
+    from every directory. Specs given by a flag or the environment stay relative to the current
+    directory.
     """
     for section in MODEL_SECTIONS:
         spec_path = (*section, "spec")
@@ -265,12 +274,12 @@ def anchor_python_specs(data: dict[str, Any], layers: list[_Layer], folder: Path
         node: Any = data
         for key in section:
             node = node.get(key) if isinstance(node, dict) else None
-        found = _python_file(node.get("spec")) if isinstance(node, dict) else None
+        found = _spec_file(node.get("spec")) if isinstance(node, dict) else None
         if found is None:
             continue
-        file, attr = found
+        file, template = found
         written = node["spec"]
-        node["spec"] = f"python:{(folder / file).resolve()}:{attr}"
+        node["spec"] = template.format((folder / file).resolve())
         options = node.get("options")
         if options is None or isinstance(options, dict):
             node["options"] = {"id": written, **(options or {})}
@@ -299,7 +308,7 @@ def load_config(
                                    hint="upgrade frontier-qa: reinstall it from its repository "
                                         "(git pull, then pip install -e . in the checkout)")
     if path is not None:
-        anchor_python_specs(data, layers, Path(path).parent)
+        anchor_spec_files(data, layers, Path(path).parent)
     try:
         config = ProbeConfig.model_validate(data)
     except ValidationError as err:
