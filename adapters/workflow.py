@@ -58,6 +58,7 @@ may be written ``${ENV_VAR}``; they never appear in errors, reprs or the cache.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import importlib
@@ -70,7 +71,7 @@ import threading
 import time
 import traceback
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -155,29 +156,33 @@ def record_tool(fn: Callable[..., Any] | None = None, *, name: str | None = None
                 error = None if exc is None else f"{type(exc).__name__}: {exc}"
                 ctx.tool_call(tool_name, arguments(args, kwargs), result, error)
 
+        @contextlib.contextmanager
+        def recorded(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[list[Any]]:
+            # Both wrappers' one call site: the body appends the tool's result; the call is recorded
+            # on the way out with it, or with the Exception the tool raised (then re-raised as is).
+            outcome: list[Any] = []
+            try:
+                yield outcome
+            except Exception as exc:
+                record(args, kwargs, None, exc)
+                raise
+            record(args, kwargs, outcome[0], None)
+
         if inspect.iscoroutinefunction(func):
 
             @functools.wraps(func)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                try:
-                    result = await func(*args, **kwargs)
-                except Exception as exc:
-                    record(args, kwargs, None, exc)
-                    raise
-                record(args, kwargs, result, None)
-                return result
+                with recorded(args, kwargs) as outcome:
+                    outcome.append(await func(*args, **kwargs))
+                return outcome[0]
 
             return async_wrapper
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            try:
-                result = func(*args, **kwargs)
-            except Exception as exc:
-                record(args, kwargs, None, exc)
-                raise
-            record(args, kwargs, result, None)
-            return result
+            with recorded(args, kwargs) as outcome:
+                outcome.append(func(*args, **kwargs))
+            return outcome[0]
 
         return wrapper
 

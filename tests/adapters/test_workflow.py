@@ -9,6 +9,7 @@ import re
 import socket
 import sys
 import threading
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -217,6 +218,35 @@ def test_a_broken_return_contract_stops_with_a_clear_error() -> None:
     with_messages = {"output": 42, "messages": [{"role": "assistant", "content": "42"}]}
     own = generate(PythonAgentAdapter(lambda task: with_messages))[0]
     assert own.text == "42" and own.messages == ({"role": "assistant", "content": "42"},)
+
+
+def test_record_tool_records_an_async_failure_and_skips_a_cancelled_call() -> None:
+    @record_tool
+    async def fetch(key: str) -> str:
+        raise LookupError(key)
+
+    @record_tool
+    async def wait(seconds: float) -> str:
+        await asyncio.sleep(seconds)
+        return "late"
+
+    caught: list[BaseException] = []
+
+    async def agent(task: str) -> str:
+        try:
+            await fetch("k1")
+        except LookupError as exc:
+            caught.append(exc)
+        with pytest.raises(TimeoutError):  # the tool is cancelled mid-call: not a result, not an error
+            await asyncio.wait_for(wait(60), 0.01)
+        return "\\boxed{0}"
+
+    (t,) = generate(PythonAgentAdapter(agent))
+    assert t.ok and t.tool_calls == (ToolCall("fetch", '{"key": "k1"}', None, "LookupError: k1"),)
+    (exc,) = caught  # re-raised as is, with the tool's own frame in its traceback
+    assert exc.args == ("k1",) and exc.__traceback__ is not None
+    frames = [f.name for f in traceback.extract_tb(exc.__traceback__)]
+    assert frames[-1] == "fetch"
 
 
 def test_record_tool_outside_an_agent_run_is_a_plain_call() -> None:
