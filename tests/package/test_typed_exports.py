@@ -46,10 +46,13 @@ BOUND_EAGERLY = {"frontier_qa": ["__version__"], "frontier_qa.runtime": ["redact
 
 
 @pytest.mark.parametrize("package", LAZY_PACKAGES)
-def test_all_and_dir_list_the_lazy_names(package: str) -> None:
+def test_each_lazy_name_resolves_and_all_and_dir_list_it(package: str) -> None:
     module = importlib.import_module(package)
     lazy = [name for names in module._BY_MODULE.values() for name in names]
     assert module.__all__ == [*lazy, *BOUND_EAGERLY.get(package, [])]
     assert set(module.__all__) <= set(dir(module))
+    for source, names in module._BY_MODULE.items():
+        for name in names:
+            assert getattr(module, name) is getattr(importlib.import_module(source), name), name
     with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'no_such_name'"):
         module.no_such_name  # noqa: B018
