@@ -30,7 +30,8 @@ def snippet() -> tuple[str, dict[int, str]]:
     for package in LAZY_PACKAGES:
         alias = package.replace(".", "_")
         lines.append(f"import {package} as {alias}")
-        for name in sorted(importlib.import_module(package)._EXPORTS):
+        by_module = importlib.import_module(package)._BY_MODULE
+        for name in sorted(name for names in by_module.values() for name in names):
             lines.append(f"reveal_type({alias}.{name})")
             shown[len(lines)] = f"{package}.{name}"
     return "\n".join(lines) + "\n", shown

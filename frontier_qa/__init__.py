@@ -6,12 +6,12 @@ sentence-transformers. Public names are imported on first use.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# module -> the public names it defines, loaded lazily (PEP 562); _EXPORTS reads it as name -> module
+# module -> the public names it defines, loaded lazily (PEP 562)
 _BY_MODULE: dict[str, tuple[str, ...]] = {
     # errors
     "frontier_qa.errors": ("FrontierQAError", "ConfigError", "MissingExtraError", "TargetError", "BudgetExceededError"),
@@ -34,22 +34,29 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.scoring.repetition": ("repetition_penalty",),
     "frontier_qa.scoring.bands": ("in_band", "soft_band"),
 }
-_EXPORTS: dict[str, str] = {name: module for module, names in _BY_MODULE.items() for name in names}
 
 
-def _lazy_exports(package: str, exports: Mapping[str, str],
-                  namespace: MutableMapping[str, Any]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """A package's ``__getattr__`` and ``__dir__`` that import each exported name on first use (PEP 562).
+def _lazy_exports(package: str, by_module: Mapping[str, Sequence[str]], namespace: MutableMapping[str, Any],
+                  also: Sequence[str] = ()) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """A package's ``__getattr__``, ``__dir__`` and ``__all__`` for names imported on first use (PEP 562).
 
     Keeps ``import package`` light (no torch, TRL...); a name is imported from its module once
     and then cached in ``namespace``. Defined here, in the root every sub-package already loads,
-    so that using it imports nothing more (the pytest plugin must stay inert).
+    so that using it imports nothing more (the pytest plugin must stay inert). Every lazy
+    package ends the same way::
+
+        if TYPE_CHECKING:  # the typed mirror of _BY_MODULE (.ci/write_typed_exports.py writes it)
+            from package.module import Name as Name
+        else:
+            __getattr__, __dir__, __all__ = _lazy_exports(__name__, _BY_MODULE, globals())
 
     Args:
         package: the package's ``__name__`` (for the AttributeError).
-        exports: public name → the module that defines it.
+        by_module: each module → the public names it defines.
         namespace: the package's ``globals()``.
+        also: names the package binds itself (not lazily), appended to ``__all__``.
     """
+    exports = {name: module for module, names in by_module.items() for name in names}
 
     def getattr_(name: str) -> Any:
         module = exports.get(name)
@@ -64,7 +71,7 @@ def _lazy_exports(package: str, exports: Mapping[str, str],
     def dir_() -> list[str]:
         return sorted(set(namespace) | set(exports))
 
-    return getattr_, dir_
+    return getattr_, dir_, [*exports, *also]
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
@@ -109,13 +116,10 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.target import ToolCall as ToolCall
     from frontier_qa.target import Trajectory as Trajectory
 else:
-    __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
+    __getattr__, __dir__, __all__ = _lazy_exports(__name__, _BY_MODULE, globals(), also=["__version__"])
 
 # The module paths of 0.1 (frontier_qa.answers, frontier_qa.engine ...) import for one more
 # release, each with a DeprecationWarning naming its new home.
 from frontier_qa._compat import install as _install_moved_modules  # noqa: E402
 
 _install_moved_modules()
-
-
-__all__ = ["__version__", *_EXPORTS]

@@ -29,7 +29,6 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.curricula.critic": ("SageCritic",),
     "frontier_qa.probing.validation": ("CriticVerdict",),
 }
-_EXPORTS: dict[str, str] = {name: module for module, names in _BY_MODULE.items() for name in names}
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
@@ -45,7 +44,4 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.curricula.prompted import PromptedCurriculum as PromptedCurriculum
     from frontier_qa.probing.validation import CriticVerdict as CriticVerdict
 else:
-    __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
-
-
-__all__ = list(_EXPORTS)
+    __getattr__, __dir__, __all__ = _lazy_exports(__name__, _BY_MODULE, globals())

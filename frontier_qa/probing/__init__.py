@@ -32,7 +32,6 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.probing.sequential": ("SequentialConfig",),
     "frontier_qa.probing.progress": ("ProbeProgress",),
 }
-_EXPORTS: dict[str, str] = {name: module for module, names in _BY_MODULE.items() for name in names}
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
@@ -49,7 +48,4 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.probing.validation import ValidationResult as ValidationResult
     from frontier_qa.probing.validation import Validator as Validator
 else:
-    __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
-
-
-__all__ = list(_EXPORTS)
+    __getattr__, __dir__, __all__ = _lazy_exports(__name__, _BY_MODULE, globals())

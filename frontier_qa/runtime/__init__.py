@@ -18,7 +18,9 @@ from frontier_qa import _lazy_exports
 
 # Bound now, not lazily: ``redact`` is also the name of its module, which the import system
 # would otherwise leave here once anything imported ``frontier_qa.runtime.redact`` (stdlib only).
-from frontier_qa.runtime.redact import redact, redact_options, secret_values
+from frontier_qa.runtime.redact import redact as redact
+from frontier_qa.runtime.redact import redact_options as redact_options
+from frontier_qa.runtime.redact import secret_values as secret_values
 
 _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.runtime.limits": ("Backoff", "Budget", "Limits"),
@@ -30,7 +32,6 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.runtime.open": ("open_target",),
     "frontier_qa.runtime.aio": ("run_sync",),
 }
-_EXPORTS: dict[str, str] = {name: module for module, names in _BY_MODULE.items() for name in names}
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
@@ -51,7 +52,5 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.runtime.retry import classify_status as classify_status
     from frontier_qa.runtime.retry import parse_retry_after as parse_retry_after
 else:
-    __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
-
-
-__all__ = [*_EXPORTS, "redact", "redact_options", "secret_values"]
+    __getattr__, __dir__, __all__ = _lazy_exports(__name__, _BY_MODULE, globals(),
+                                                  also=["redact", "redact_options", "secret_values"])

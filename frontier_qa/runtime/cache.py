@@ -40,7 +40,8 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -333,12 +334,20 @@ class SampleCache:
         assert claims is not None
         return claims.held(keys)
 
-    def clear(self, target_id: str | None = None) -> int:
-        """Delete every entry (or only ``target_id``'s); returns how many were deleted."""
+    @contextmanager
+    def _all_committed(self) -> Iterator[sqlite3.Connection | None]:
+        """The connection under the lock (``None`` while the file does not exist), once every sample
+        queued by this cache and by its siblings on the same file is committed: what whole-table
+        statements (count, delete) must see.
+        """
         self._flush_siblings()
         self.flush()
         with self._lock:
-            conn = self._connect(create=False)
+            yield self._connect(create=False)
+
+    def clear(self, target_id: str | None = None) -> int:
+        """Delete every entry (or only ``target_id``'s); returns how many were deleted."""
+        with self._all_committed() as conn:
             if conn is None:
                 return 0
             if target_id is None:
@@ -348,13 +357,8 @@ class SampleCache:
             return cursor.rowcount
 
     def __len__(self) -> int:
-        self._flush_siblings()
-        self.flush()
-        with self._lock:
-            conn = self._connect(create=False)
-            if conn is None:
-                return 0
-            return int(conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
+        with self._all_committed() as conn:
+            return 0 if conn is None else int(conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
 
     def __bool__(self) -> bool:
         return True  # an empty cache is still a cache (len() would say False)

@@ -20,26 +20,12 @@ from typing import TYPE_CHECKING
 
 from frontier_qa import _lazy_exports
 
-_EXPORTS: dict[str, str] = {
-    name: "frontier_qa.store.case_store"
-    for name in (
-        "DEFAULT_DIR",
-        "STORE_FORMAT",
-        "CaseStore",
-        "MergeResult",
-        "ResumeState",
-        "Shard",
-        "StoreError",
-        "TornLineWarning",
-        "encode_line",
-        "export_suite",
-        "import_suite",
-        "latest_by",
-        "new_run_id",
-        "parse_lines",
-        "shard_of",
-        "suite_entries",
-    )
+_BY_MODULE: dict[str, tuple[str, ...]] = {
+    "frontier_qa.store.case_store": (
+        "DEFAULT_DIR", "STORE_FORMAT", "CaseStore", "MergeResult", "ResumeState", "Shard", "StoreError",
+        "TornLineWarning", "encode_line", "export_suite", "import_suite", "latest_by", "new_run_id",
+        "parse_lines", "shard_of", "suite_entries",
+    ),
 }
 
 
@@ -61,7 +47,4 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.store.case_store import shard_of as shard_of
     from frontier_qa.store.case_store import suite_entries as suite_entries
 else:
-    __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
-
-
-__all__ = list(_EXPORTS)
+    __getattr__, __dir__, __all__ = _lazy_exports(__name__, _BY_MODULE, globals())

@@ -40,7 +40,6 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.train.coevolve_config": ("CoevolveConfig", "load_coevolve_config"),
     "frontier_qa.train.coevolve": ("CoevolveResult", "run_coevolution"),
 }
-_EXPORTS: dict[str, str] = {name: module for module, names in _BY_MODULE.items() for name in names}
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
@@ -84,7 +83,4 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.train.tool_rollout import ToolSettings as ToolSettings
     from frontier_qa.train.tool_rollout import ToolTrace as ToolTrace
 else:
-    __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
-
-
-__all__ = list(_EXPORTS)
+    __getattr__, __dir__, __all__ = _lazy_exports(__name__, _BY_MODULE, globals())

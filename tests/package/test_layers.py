@@ -3,9 +3,9 @@
 Each module belongs to the layer of its longest matching prefix. A module may import its
 own layer, the base, and the layers its row allows. Every import counts: module level, inside
 functions (lazy imports are dependencies too) and under ``TYPE_CHECKING``. Not seen: names
-loaded from strings (the lazy ``_EXPORTS`` of package ``__init__`` files, the adapter registry's
+loaded from strings (the lazy ``_BY_MODULE`` tables of package ``__init__`` files, the adapter registry's
 ``"module:function"`` references, entry points); those are facades and plugin lookups. The same
-facades' ``if TYPE_CHECKING:`` mirror of ``_EXPORTS`` (what users' type checkers read, kept equal to
+facades' ``if TYPE_CHECKING:`` mirror of ``_BY_MODULE`` (what users' type checkers read, kept equal to
 it by tests/package/test_typed_exports.py) is skipped with them.
 """
 
@@ -84,8 +84,8 @@ def imports_of(module: str, path: Path, known: set[str]) -> list[tuple[int, str]
     """Every frontier_qa module ``module`` imports, with its line (``from pkg import submodule`` resolved)."""
     is_package = path.name == "__init__.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    if is_package and any(isinstance(n, ast.AnnAssign) and getattr(n.target, "id", None) == "_EXPORTS"
-                          for n in tree.body):  # a lazy facade: its typed mirror of _EXPORTS is not a dependency
+    if is_package and any(isinstance(n, ast.AnnAssign) and getattr(n.target, "id", None) == "_BY_MODULE"
+                          for n in tree.body):  # a lazy facade: its typed mirror of _BY_MODULE is not a dependency
         tree.body = [n for n in tree.body if not (isinstance(n, ast.If) and isinstance(n.test, ast.Name)
                                                   and n.test.id == "TYPE_CHECKING")]
     found = []

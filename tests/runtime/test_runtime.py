@@ -319,6 +319,12 @@ def test_cache_put_get_clear_and_refuse_errors(tmp_path: Path) -> None:
     assert cache.put("k2", "target-b", _trajectory(text="other")) and cache.flush() == 1
     assert cache.clear("target-a") == 1 and len(cache) == 1
     assert cache.clear() == 1 and len(cache) == 0
+    # counting and deleting see every queued sample: this cache's and a sibling's on the same file
+    sibling = SampleCache(tmp_path / "c")
+    assert cache.put("k5", "target-a", _trajectory()) and sibling.put("k6", "target-b", _trajectory())
+    assert len(sibling) == 2 and cache._pending == {} and sibling._pending == {}
+    assert sibling.put("k7", "target-b", _trajectory()) and cache.clear("target-b") == 2 and len(cache) == 1
+    sibling.close()
 
 
 def test_cache_skips_records_of_another_version(tmp_path: Path) -> None:
