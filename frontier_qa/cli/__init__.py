@@ -2,7 +2,9 @@
 
 ==========  =========================================================================
 ``app``     the root command, exit codes, :func:`main` (the console script)
-``probe``   ``probe``, ``replay``, ``export``, ``merge`` and ``schema``
+``probe``   ``probe`` and ``replay`` (``options``: their options and flag table; ``outputs``: the
+            report folder and the console summary)
+``suite``   ``export``, ``merge`` and ``schema``
 ``init``    ``init``: config, pytest file, GitHub Actions workflow (``init_files``)
 ``cases``   ``cases list``, ``cases show``, ``cases diff``: the case store for people
 ``score``   ``score``: recorded executor runs through the scoring core

@@ -16,7 +16,8 @@ from typing import Any
 
 import typer
 
-from frontier_qa.cli.probe import _CONFIG, _NO_CACHE, _SET, _STORE, _TARGET, overrides
+from frontier_qa.cli.options import CONFIG, NO_CACHE, SET, STORE, TARGET
+from frontier_qa.cli.probe import overrides
 from frontier_qa.config import build_probe, build_settings, load_config
 from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_OK
@@ -39,15 +40,15 @@ async def _accept(cfg: Any, case_ids: list[str] | None, sample: bool, run_id: st
 def accept_command(
     cases: list[str] = typer.Argument(None, help="Case ids to accept (as report.md and junit.xml name them)."),
     all_cases: bool = typer.Option(False, "--all", help="Accept every case of the target (every case without one)."),
-    config: Path | None = _CONFIG,
-    target: str | None = _TARGET,
-    store: Path | None = _STORE,
+    config: Path | None = CONFIG,
+    target: str | None = TARGET,
+    store: Path | None = STORE,
     suite: Path | None = typer.Option(None, "--suite", help="Also write the new baselines into this committed suite."),
     samples: int | None = typer.Option(
         None, "--samples", help="Samples a baseline holds (default regression.baseline_samples: 40)."),
     no_sample: bool = typer.Option(False, "--no-sample", help="Only pool what was observed; draw no new samples."),
-    no_cache: bool = _NO_CACHE,
-    sets: list[str] = _SET,
+    no_cache: bool = NO_CACHE,
+    sets: list[str] = SET,
 ) -> None:
     """Accept the agent's current behaviour on cases as their new baseline (replays never change one)."""
     from frontier_qa.store.case_store import new_run_id

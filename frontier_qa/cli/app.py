@@ -104,12 +104,13 @@ def build_app() -> typer.Typer:
     The command modules are imported here, not at module level, so that ``frontier_qa.cli``
     stays importable even while a command's optional dependency is missing.
     """
-    from frontier_qa.cli import accept, cases, init, probe, score, train
+    from frontier_qa.cli import accept, cases, init, probe, score, suite, train
 
     app = command_group("frontier-qa", "Find where an AI agent's ability ends: generate, score and replay "
                                        "frontier test cases.")
     app.callback()(_root)
-    probe.register(app)  # probe, replay, export, merge, schema
+    probe.register(app)  # probe, replay
+    suite.register(app)  # export, merge, schema
     accept.register(app)  # accept
     init.register(app)  # init
     cases.register(app)  # cases list | show | diff

@@ -41,7 +41,8 @@ from typing import Any
 import typer
 
 from frontier_qa.cli.app import command_group
-from frontier_qa.cli.probe import _CONFIG, _STORE, overrides
+from frontier_qa.cli.options import CONFIG, STORE
+from frontier_qa.cli.probe import overrides
 from frontier_qa.config import load_config, regression_policy
 from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_FINDINGS, EXIT_OK
@@ -124,8 +125,8 @@ def list_command(
     target: str | None = typer.Option(None, "--target", help="Only cases recorded for this target id."),
     limit: int | None = typer.Option(None, "--limit", help="Show at most this many rows (counts cover all)."),
     as_json: bool = _JSON,
-    config: Path | None = _CONFIG,
-    store: Path | None = _STORE,
+    config: Path | None = CONFIG,
+    store: Path | None = STORE,
 ) -> None:
     """List stored cases (latest observation of each), failures first, with counts at the end."""
     source, _ = _store(config, store)
@@ -176,8 +177,8 @@ def _agent(r: CaseRecord | Any) -> str:
 def show_command(
     case: str = typer.Argument(..., help="Case id, topic/id (as pytest and report.md name it) or a unique prefix."),
     as_json: bool = _JSON,
-    config: Path | None = _CONFIG,
-    store: Path | None = _STORE,
+    config: Path | None = CONFIG,
+    store: Path | None = STORE,
 ) -> None:
     """Show one case: prompt, reference, answers with votes, every observation and its baselines."""
     source, _ = _store(config, store)
@@ -271,8 +272,8 @@ def diff_command(
     run_b: str | None = typer.Argument(None, help="The later run (default: the last run)."),
     exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when a case changed, appeared or vanished."),
     as_json: bool = _JSON,
-    config: Path | None = _CONFIG,
-    store: Path | None = _STORE,
+    config: Path | None = CONFIG,
+    store: Path | None = STORE,
 ) -> None:
     """Compare two runs (the last two by default): class changes, p̂ changes beyond noise, new and vanished cases."""
     source, cfg = _store(config, store)

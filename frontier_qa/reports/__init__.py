@@ -2,7 +2,7 @@
 
 Plus the gate (:mod:`~frontier_qa.reports.gate`) that turns a run into pass or fail, and
 replay verdicts (:mod:`~frontier_qa.store.comparison`). :func:`write_reports` writes every
-format at once from one summary.
+format at once from one :class:`~frontier_qa.reports.inputs.ReportInput`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from frontier_qa._compat import renamed
 from frontier_qa.reports.gate import GateCheck, GateResult, GateThresholds, evaluate_gate
 from frontier_qa.reports.health import HealthProblem, RunFacts
 from frontier_qa.reports.html import html_report, write_html
+from frontier_qa.reports.inputs import ReportInput, ReportParts
 from frontier_qa.reports.json_report import JsonReport, build_json_report, write_json_report
 from frontier_qa.reports.junit import junit_xml, write_junit
 from frontier_qa.reports.markdown import markdown_report, write_markdown
@@ -65,20 +66,18 @@ def write_reports(
         )
     summary = summarize(records)
     gate = None if thresholds is None else evaluate_gate(summary, thresholds, comparisons, facts)
+    report = ReportInput.of(summary, run, gate=gate, comparisons=comparisons, history=history)
     out = Path(out_dir)
     written: dict[str, Path] = {}
     if "json" in formats:
-        report = build_json_report(summary, run, gate=gate, comparisons=comparisons, history=history)
-        written["json"] = write_json_report(out / FILE_NAMES["json"], report)
+        written["json"] = write_json_report(out / FILE_NAMES["json"], build_json_report(report))
     if "junit" in formats:
         written["junit"] = write_junit(out / FILE_NAMES["junit"], summary, run, frontier_as_failure=frontier_as_failure,
                                        comparisons=comparisons, gate=gate)
     if "md" in formats:
-        written["md"] = write_markdown(out / FILE_NAMES["md"], summary, run, gate=gate, comparisons=comparisons,
-                                       history=history)
+        written["md"] = write_markdown(out / FILE_NAMES["md"], report)
     if "html" in formats:
-        written["html"] = write_html(out / FILE_NAMES["html"], summary, run, gate=gate, comparisons=comparisons,
-                                     history=history, band=band)
+        written["html"] = write_html(out / FILE_NAMES["html"], report, band=band)
     return written, gate
 
 
@@ -94,6 +93,8 @@ __all__ = [
     "HealthProblem",
     "RunFacts",
     "JsonReport",
+    "ReportInput",
+    "ReportParts",
     "Summary",
     "RegressionVerdict",
     "build_json_report",

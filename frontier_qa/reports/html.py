@@ -9,16 +9,20 @@ opened anywhere. Every piece of user or model text is escaped with
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from frontier_qa.reports._text import esc, fmt_p, fmt_usd, shorten, write_text
 from frontier_qa.reports.explain import baseline_votes, removal, votes
-from frontier_qa.reports.gate import GateResult
-from frontier_qa.reports.summary import Summary, answer_distribution, invalid_cases, summarize, timeline, top_cases
+from frontier_qa.reports.inputs import ReportInput, ReportParts
+from frontier_qa.reports.summary import Summary, answer_distribution, invalid_cases, timeline
 from frontier_qa.reports.svg import COLORS, frontier_map_svg, histogram_svg, line_svg
-from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
+from frontier_qa.store.comparison import Comparison, RegressionVerdict
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
+
+if TYPE_CHECKING:  # typing.Unpack is 3.11+; the package supports 3.10
+    from typing_extensions import Unpack
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;background:#f6f7f9;
@@ -147,27 +151,23 @@ def _samples(r: CaseRecord, sample_chars: int) -> str:
 
 
 def html_report(
-    records: Iterable[CaseRecord] | Summary,
+    records: ReportInput | Summary | Iterable[CaseRecord],
     run: RunRecord | None = None,
     *,
-    gate: GateResult | None = None,
-    comparisons: Sequence[Comparison] = (),
-    history: Mapping[str, Sequence[CaseRecord]] | None = None,
     band: tuple[float, float] | None = None,
     top: int = 8,
     max_cases: int = 500,
     prompt_chars: int = 1200,
     sample_chars: int = 1500,
     title: str = "frontier-qa report",
+    **given: Unpack[ReportParts],
 ) -> str:
     """The HTML report as one string.
 
     Args:
-        records: case records (latest per case) or their summary.
+        records: what to show, and with it ``run`` and the ``gate``, ``comparisons`` and ``history``
+            keywords, as :meth:`ReportInput.of <frontier_qa.reports.inputs.ReportInput.of>` takes them.
         run: the run, for the header.
-        gate: the gate result to show, if evaluated.
-        comparisons: replay verdicts, if any.
-        history: every observation of each case, oldest first (trend lines of regressions).
         band: the frontier band (low, high) in p̂ units to shade on the histogram.
         top: frontier and failure cases shown in detail.
         max_cases: cases listed with their samples (the rest are counted, not listed).
@@ -175,18 +175,11 @@ def html_report(
         sample_chars: raw sample text characters shown per sample.
         title: page title.
     """
-    s = records if isinstance(records, Summary) else summarize(records)
+    report = ReportInput.of(records, run, **given)
+    s, run, gate, comparisons, history = report.summary, report.run, report.gate, report.comparisons, report.history
     parts = [f"<h1>{esc(title)}</h1>"]
     meta = [f"target <code>{esc(t)}</code>" for t in s.targets]
-    if run is not None:
-        if run.target_version:
-            meta.append(f"version <code>{esc(run.target_version)}</code>")
-        meta.append(f"run <code>{esc(run.run_id)}</code>")
-        if run.shard_count > 1:
-            meta.append(f"shard {run.shard_index}/{run.shard_count}")
-        meta.append(f"started {run.started_at:%Y-%m-%d %H:%M} UTC")
-        if run.seed is not None:
-            meta.append(f"seed {run.seed}")
+    meta += report.run_header(lambda text: f"<code>{esc(text)}</code>")
     parts.append(f'<div class="meta">{" · ".join(meta)}</div>')
     if gate is not None and gate.health:
         items = "".join(f"<li>{esc(p.message)}</li>" for p in gate.health)
@@ -200,7 +193,7 @@ def html_report(
     by_id = {r.id: r for r in s.records}
     regressions = [x for x in comparisons if x.verdict is RegressionVerdict.REGRESSION]
     if regressions:
-        shown = "".join(_verdict_card(x, by_id.get(x.case_id), (history or {}).get(x.case_id, ()), prompt_chars)
+        shown = "".join(_verdict_card(x, by_id.get(x.case_id), history.get(x.case_id, ()), prompt_chars)
                         for x in regressions[:top])
         more = f"<p>{len(regressions) - top} more regressions: see report.json.</p>" if len(regressions) > top else ""
         parts.append(f"<h2>Regressions ({len(regressions)})</h2>{shown}{more}")
@@ -262,18 +255,11 @@ def html_report(
         f"<h2>Frontier map by topic</h2><table><tr><th>topic</th>{head}<th>total</th>"
         f"<th>frontier share</th></tr>{body}</table>"
     )
-    for cls, name in (
-        (CaseClass.FRONTIER, "Top frontier cases"),
-        (CaseClass.FAILURE, "Top failures"),
-        (CaseClass.SUSPECT, "Top suspect cases"),
-    ):
-        chosen = top_cases(s.records, cls, top)
-        if chosen:
-            parts.append(f"<h2>{name}</h2>" + "".join(_case_card(r, prompt_chars) for r in chosen))
+    for _, name, chosen in report.top_sections(top):
+        parts.append(f"<h2>{name}</h2>" + "".join(_case_card(r, prompt_chars) for r in chosen))
     parts.append(_removed_section(s.records, max_cases))
     if comparisons:
-        findings = count_verdicts(x for x in comparisons if x.role == "finding")
-        guards = count_verdicts(x for x in comparisons if x.role == "guard")
+        findings, guards = report.verdicts("finding"), report.verdicts("guard")
         table = "".join(f'<tr><td>{v.value}</td><td class="n">{findings[v]}</td><td class="n">{guards[v]}</td></tr>'
                         for v in RegressionVerdict)
         changed = [x for x in comparisons if x.verdict is not RegressionVerdict.SAME]
@@ -310,7 +296,7 @@ def html_report(
 
 def write_html(
     path: str | os.PathLike[str],
-    records: Iterable[CaseRecord] | Summary,
+    records: ReportInput | Summary | Iterable[CaseRecord],
     run: RunRecord | None = None,
     **options: object,
 ) -> Path:

@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from frontier_qa import __version__
 from frontier_qa.reports.gate import GateResult
-from frontier_qa.reports.summary import Summary, answer_distribution, summarize
-from frontier_qa.store.comparison import Comparison, Evidence, RegressionVerdict, count_verdicts
+from frontier_qa.reports.inputs import ReportInput, ReportParts
+from frontier_qa.reports.summary import Summary, answer_distribution
+from frontier_qa.store.comparison import Comparison, Evidence, RegressionVerdict
 from frontier_qa.store.records import (
     SCHEMA_VERSION,
     Baseline,
@@ -28,6 +29,9 @@ from frontier_qa.store.records import (
     RunRecord,
     utc_now,
 )
+
+if TYPE_CHECKING:  # typing.Unpack is 3.11+; the package supports 3.10
+    from typing_extensions import Unpack
 
 
 class _Model(BaseModel):
@@ -187,27 +191,26 @@ def verdict_report(c: Comparison) -> VerdictReport:
 
 
 def build_json_report(
-    records: Iterable[CaseRecord] | Summary,
+    records: ReportInput | Summary | Iterable[CaseRecord],
     run: RunRecord | None = None,
     *,
-    gate: GateResult | None = None,
-    comparisons: Sequence[Comparison] = (),
-    history: Mapping[str, Sequence[CaseRecord]] | None = None,
     generated_at: datetime | None = None,
+    **given: Unpack[ReportParts],
 ) -> JsonReport:
-    """Build the report record from case records (latest per case) and the run.
+    """Build the report record of a run (``records``, ``run`` and the keywords: as :meth:`ReportInput.of
+    <frontier_qa.reports.inputs.ReportInput.of>` takes them).
 
     ``history`` (every observation of each case, oldest first) fills each case's ``history``;
     its last entry, the case's own record, is left out.
     """
-    s = records if isinstance(records, Summary) else summarize(records)
-    history = history or {}
+    report = ReportInput.of(records, run, **given)
+    s, run, gate, comparisons, history = report.summary, report.run, report.gate, report.comparisons, report.history
     replay = None
     if comparisons:
         replay = ReplayReport(
-            counts=count_verdicts(comparisons),
-            findings=count_verdicts(c for c in comparisons if c.role == "finding"),
-            guards=count_verdicts(c for c in comparisons if c.role == "guard"),
+            counts=report.verdicts(),
+            findings=report.verdicts("finding"),
+            guards=report.verdicts("guard"),
             changed=[verdict_report(c) for c in comparisons if c.verdict is not RegressionVerdict.SAME],
         )
     return JsonReport(

@@ -13,13 +13,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from frontier_qa.reports._text import fmt_p, fmt_usd, md, write_text
 from frontier_qa.reports.explain import baseline_votes, removal, votes
-from frontier_qa.reports.gate import GateResult
-from frontier_qa.reports.summary import Summary, answer_distribution, invalid_cases, summarize, top_cases
-from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
+from frontier_qa.reports.inputs import ReportInput, ReportParts
+from frontier_qa.reports.summary import Summary, answer_distribution, invalid_cases
+from frontier_qa.store.comparison import Comparison, RegressionVerdict
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
+
+if TYPE_CHECKING:  # typing.Unpack is 3.11+; the package supports 3.10
+    from typing_extensions import Unpack
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
@@ -95,43 +99,32 @@ def _more(n: int, what: str) -> list[str]:
 
 
 def markdown_report(
-    records: Iterable[CaseRecord] | Summary,
+    records: ReportInput | Summary | Iterable[CaseRecord],
     run: RunRecord | None = None,
     *,
-    gate: GateResult | None = None,
-    comparisons: Sequence[Comparison] = (),
-    history: Mapping[str, Sequence[CaseRecord]] | None = None,
     top: int = 5,
     top_verdicts: int = 10,
     top_removed: int = 10,
     prompt_chars: int = 300,
+    **given: Unpack[ReportParts],
 ) -> str:
     """The Markdown report.
 
     Args:
-        records: case records (latest per case) or their summary.
+        records: what to show, and with it ``run`` and the ``gate``, ``comparisons`` and ``history``
+            keywords, as :meth:`ReportInput.of <frontier_qa.reports.inputs.ReportInput.of>` takes them.
         run: the run, for the header.
-        gate: the gate result to show, if evaluated.
-        comparisons: replay verdicts to list, if any.
-        history: every observation of each case, oldest first, for trend lines.
         top: how many frontier and failure cases to show in detail.
         top_verdicts: how many regressions (and other changed verdicts) to list.
         top_removed: how many of the cases validation removed to list (with the reason).
         prompt_chars: prompt characters shown per case.
     """
-    s = records if isinstance(records, Summary) else summarize(records)
+    report = ReportInput.of(records, run, **given)
+    s, run, gate, comparisons, history = report.summary, report.run, report.gate, report.comparisons, report.history
     by_id = {r.id: r for r in s.records}
-    history = history or {}
     out = ["# frontier-qa report", ""]
     targets = ", ".join(md(t) for t in s.targets) or "none"
-    head = [f"Target: {targets}"]
-    if run is not None:
-        if run.target_version:
-            head.append(f"version {md(run.target_version)}")
-        head.append(f"run {md(run.run_id)}")
-        if run.shard_count > 1:
-            head.append(f"shard {run.shard_index}/{run.shard_count}")
-        head.append(f"started {run.started_at:%Y-%m-%d %H:%M} UTC")
+    head = [f"Target: {targets}", *report.run_header(md, seed=False)]
     out += [" · ".join(head), ""]
     if gate is not None and gate.health:
         out.append("**Could not judge the agent (exit 3).**")
@@ -171,20 +164,14 @@ def markdown_report(
         for t in s.by_topic
     ]
     out += _table(["topic", *(c.value for c in CLASS_ORDER), "total", "frontier share"], topic_rows) + [""]
-    for cls, title in (
-        (CaseClass.FRONTIER, "Top frontier cases"),
-        (CaseClass.FAILURE, "Top failures"),
-        (CaseClass.SUSPECT, "Top suspect cases"),
-    ):
-        chosen = top_cases(s.records, cls, top)
-        if chosen:
-            out += [f"## {title}", ""]
-            for r in chosen:
-                out += _case_block(r, prompt_chars)
-            out += _more(s.by_class[cls] - len(chosen), f"{cls.value} cases")
+    for cls, title, chosen in report.top_sections(top):
+        out += [f"## {title}", ""]
+        for r in chosen:
+            out += _case_block(r, prompt_chars)
+        out += _more(s.by_class[cls] - len(chosen), f"{cls.value} cases")
     out += _removed_section(s.records, top_removed)
     if comparisons:
-        out += _replay_section(comparisons, by_id, top_verdicts)
+        out += _replay_section(report, by_id, top_verdicts)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -198,14 +185,14 @@ def _removed_section(records: Sequence[CaseRecord], top: int) -> list[str]:
     return out + _table(["case", "prompt", "reason"], rows) + [""] + _more(len(removed) - top, "invalid cases")
 
 
-def _replay_section(comparisons: Sequence[Comparison], by_id: Mapping[str, CaseRecord], top: int) -> list[str]:
-    findings = count_verdicts(c for c in comparisons if c.role == "finding")
-    guards = count_verdicts(c for c in comparisons if c.role == "guard")
+def _replay_section(report: ReportInput, by_id: Mapping[str, CaseRecord], top: int) -> list[str]:
+    findings, guards = report.verdicts("finding"), report.verdicts("guard")
     out = ["## Replay", "",
            "Held to each case's baseline; guards are stable, correct cases kept to catch breakage.", ""]
     rows = [(v.value, findings[v], guards[v]) for v in RegressionVerdict]
     out += _table(["verdict", "findings", "guards"], rows) + [""]
-    changed = [x for x in comparisons if x.verdict not in (RegressionVerdict.SAME, RegressionVerdict.REGRESSION)]
+    changed = [x for x in report.comparisons
+               if x.verdict not in (RegressionVerdict.SAME, RegressionVerdict.REGRESSION)]
     for x in changed[:top]:
         topic = by_id[x.case_id].topic if x.case_id in by_id else "?"
         out.append(f"- {md(topic)}/{md(x.case_id)} ({x.role}): **{x.verdict.value}** — {md(x.reason, 400)}")
@@ -216,7 +203,7 @@ def _replay_section(comparisons: Sequence[Comparison], by_id: Mapping[str, CaseR
 
 def write_markdown(
     path: str | os.PathLike[str],
-    records: Iterable[CaseRecord] | Summary,
+    records: ReportInput | Summary | Iterable[CaseRecord],
     run: RunRecord | None = None,
     **options: object,
 ) -> Path:

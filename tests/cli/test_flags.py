@@ -8,10 +8,13 @@ table entry points at the wrong key.
 from __future__ import annotations
 
 import pytest
+import typer
 import yaml
+from typer.testing import CliRunner
 
 from frontier_qa.cli import main
 from frontier_qa.cli.app import build_app
+from frontier_qa.cli.options import RunOptions, with_options
 from frontier_qa.cli.probe import FLAGS, REPLAY_FLAGS
 
 # parameter name -> (command-line arguments, config key path, expected value)
@@ -86,10 +89,43 @@ def test_replay_flag_sets_its_key(name: str, capsys: pytest.CaptureFixture[str],
 
 def test_commands_are_registered_explicitly() -> None:
     """Each build gets every command; importing the command modules registered nothing."""
-    import typer
-
     first, second = typer.main.get_command(build_app()), typer.main.get_command(build_app())
     expected = {"probe", "replay", "accept", "export", "merge", "schema", "score", "train", "init", "cases"}
     assert set(first.commands) == set(second.commands) == expected
     assert set(first.commands["train"].commands) == {"curriculum", "coevolve", "merge", "summary"}
     assert set(first.commands["cases"].commands) == set(second.commands["cases"].commands) == {"list", "show", "diff"}
+
+
+def test_with_options_passes_the_group_and_every_flag_the_table_names() -> None:
+    """A command gets the shared options as one value and its flags by name, in its --help order."""
+    seen: list[tuple[RunOptions, dict]] = []
+
+    @with_options(REPLAY_FLAGS, ("max_flaky", *[f for f in RunOptions.__dataclass_fields__]))
+    def command(opts: RunOptions, flags: dict, max_flaky: int | None = typer.Option(None, "--max-flaky")) -> None:
+        seen.append((opts, dict(flags)))
+
+    app = typer.Typer()
+    app.command()(command)
+    app.command("other")(lambda: None)  # two commands: typer keeps the command name
+    result = CliRunner().invoke(app, ["command", "--k", "3", "--max-flaky", "2", "--run-id", "r1", "--format", "md"])
+    assert result.exit_code == 0, result.output
+    [(opts, flags)] = seen
+    assert (opts.k, opts.run_id, opts.formats, opts.wait) == (3, "r1", ["md"], False)
+    assert flags["max_flaky"] == 2 and flags["k"] == 3 and flags["formats"] == ["md"]
+    assert "run_id" not in flags and "sets" not in flags  # not config flags: they steer the command
+    assert list(flags)[0] == "max_flaky"  # in the order given
+
+
+def test_with_options_refuses_an_order_that_misses_or_repeats_an_option() -> None:
+    every = list(RunOptions.__dataclass_fields__)
+
+    def command(opts: RunOptions, flags: dict, case: list[str] = typer.Option([], "--case")) -> None: ...
+
+    with pytest.raises(TypeError, match="order must name each"):
+        with_options(FLAGS, every)(command)  # --case left out
+    with pytest.raises(TypeError, match="order must name each"):
+        with_options(FLAGS, ["case", *every, "k"])(command)
+    with pytest.raises(TypeError, match="declared twice"):
+        with_options(FLAGS, ["k", *every])(lambda opts, flags, k=None: None)
+    with pytest.raises(TypeError, match="opts and flags first"):
+        with_options(FLAGS, every)(lambda flags, opts: None)

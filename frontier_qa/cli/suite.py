@@ -1,0 +1,128 @@
+"""``frontier-qa export``, ``merge`` and ``schema``: the case store and the config file, outside a run.
+
+``export`` writes a committable suite (findings, guards, baselines) that ``replay --suite``
+holds the agent to; ``merge`` joins CI shards' stores (and reports on them); ``schema`` prints
+the config file's JSON Schema.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import typer
+
+from frontier_qa.cli.options import CONFIG, FORMAT, FRONTIER_FAIL, MAX_FAILURES, MAX_FRONTIER, SET, STORE
+from frontier_qa.cli.outputs import print_summary, write_outputs
+from frontier_qa.cli.probe import overrides
+from frontier_qa.config import json_schema, load_config
+from frontier_qa.errors import ConfigError
+from frontier_qa.exit_codes import EXIT_OK
+from frontier_qa.store.case_store import CaseStore
+from frontier_qa.store.records import CLASS_ORDER, CaseClass, RunRecord
+
+
+def export_command(
+    suite: Path = typer.Option(
+        ..., "--suite", help="Suite file to write (*.yaml or *.jsonl), e.g. tests/frontier_suite.yaml."),
+    config: Path | None = CONFIG,
+    store: Path | None = STORE,
+    run: str | None = typer.Option(None, "--run", help="Only this run's cases (default: every run)."),
+    target_id: str | None = typer.Option(None, "--target-id", help="Only cases recorded for this target id."),
+    classes: list[str] = typer.Option(
+        [], "--class", help="Classes to export as findings (repeatable; default frontier, failure, suspect)."),
+    guards: int | None = typer.Option(
+        None, "--guards", help="Pass cases kept as guards, spread over topics (default replay.guards: 10)."),
+    append: bool = typer.Option(False, "--append", help="Keep the suite's other cases; update those exported again."),
+    volatile: bool = typer.Option(False, "--volatile", help="Also write run ids, times and costs (noisy diffs)."),
+) -> None:
+    """Export stored cases with their baselines as a committable suite (replay it with `frontier-qa replay --suite`).
+
+    The suite holds the findings (frontier, failure, suspect cases by default) and a sample of
+    pass cases as guards, so that breaking what the agent got right is caught too.
+    """
+    from frontier_qa.store.baselines import base_target_id, resolve
+    from frontier_qa.store.case_store import export_suite, import_suite, suite_entries
+    from frontier_qa.store.guards import select_guards
+
+    cfg = load_config(config, overrides({"store": store}, []))
+    wanted = classes or ["frontier", "failure", "suspect"]
+    known = [c.value for c in CLASS_ORDER]
+    bad = [c for c in wanted if c not in known]
+    if bad:
+        raise ConfigError(f"unknown case class {bad[0]!r}", hint=f"use one of: {', '.join(known)}")
+    if guards is not None and guards < 0:
+        raise ConfigError(f"--guards {guards} is negative", hint="give a count >= 0 (0: no guard cases)")
+    chosen = {CaseClass(c) for c in wanted}
+    source = CaseStore(cfg.store)
+    if not source.runs_dir.is_dir():
+        raise ConfigError(f"no case store at {source.root}", hint="probe first, or pass --store DIR")
+    latest = [r for r in source.latest(run_id=run).values()
+              if target_id is None or target_id in (r.target_id, base_target_id(r.target_id, r.target_version))]
+    findings = [r for r in latest if r.case_class in chosen]
+    n_guards = cfg.replay.guards if guards is None else guards
+    kept = select_guards([r for r in latest if r.case_class not in chosen], n_guards)
+    entries = suite_entries(findings + kept, volatile=volatile, baselines=resolve(source))
+    if append and suite.exists():
+        fresh = {e.case.id for e in entries}
+        entries += [e for e in import_suite(suite) if e.case.id not in fresh]
+    count = export_suite(entries, suite)
+    typer.echo(f"exported {count} case(s) to {suite}: {len(findings)} finding(s) ({', '.join(wanted)}), "
+               f"{len(kept)} guard(s), each with its baseline")
+
+
+def merge_command(
+    stores: list[Path] = typer.Argument(..., help="Stores to merge (e.g. the shards' .frontier-qa folders)."),
+    into: Path | None = typer.Option(None, "--into", help="Store to merge into (default: the configured store)."),
+    config: Path | None = CONFIG,
+    out: Path | None = typer.Option(None, "--out", help="Also write reports of the merged runs here, and gate them."),
+    frontier_as_failure: bool = FRONTIER_FAIL,
+    max_failures: int | None = MAX_FAILURES,
+    max_frontier_share: float | None = MAX_FRONTIER,
+    formats: list[str] = FORMAT,
+    sets: list[str] = SET,
+) -> None:
+    """Merge case stores (CI shards) into one, without duplicates; optionally report on the merged runs."""
+    flags = {"store": into, "out": out, "frontier_as_failure": frontier_as_failure, "formats": formats,
+             "max_failures": max_failures, "max_frontier_share": max_frontier_share}
+    cfg = load_config(config, overrides(flags, sets))
+    target = CaseStore(cfg.store)
+    run_ids = sorted({rid for s in stores for rid in CaseStore(s).run_ids()})
+    merged = target.merge([str(s) for s in stores])
+    typer.echo(f"merged {len(stores)} store(s) into {target.root}: {merged.runs} run(s), {merged.cases} case(s), "
+               f"{merged.duplicates} duplicate record(s) dropped")
+    if out is None:
+        raise typer.Exit(EXIT_OK)
+    records = [r for rid in run_ids for r in target.latest(run_id=rid).values()]
+    written, gate = write_outputs(cfg, records, _merged_run(target, run_ids), gate=cfg.gate, band=None)
+    raise typer.Exit(print_summary(f"frontier-qa merge: {', '.join(run_ids)}", records, (), written, gate, None))
+
+
+def _merged_run(store: CaseStore, run_ids: Sequence[str]) -> RunRecord | None:
+    """The run record to report after a merge: the run's only shard record, else none."""
+    runs = [r for r in store.runs() if r.run_id in run_ids]
+    return runs[0] if len(runs) == 1 else None
+
+
+def schema_command(
+    out: Path | None = typer.Option(None, "--out", help="Write the schema to this file instead of stdout."),
+) -> None:
+    """Print the JSON Schema of the probe config file (configs/probe.schema.json)."""
+    text = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    typer.echo(f"wrote {out}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``export``, ``merge`` and ``schema`` to ``app``."""
+    app.command("export")(export_command)
+    app.command("merge")(merge_command)
+    app.command("schema")(schema_command)
+
+
+__all__ = ["register"]

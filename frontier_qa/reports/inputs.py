@@ -1,0 +1,106 @@
+"""What every report format is built from, once: :class:`ReportInput`.
+
+``report.json``, ``report.md`` and ``report.html`` show the same run: its summary, the run
+record, the gate, the replay verdicts and each case's earlier observations. A caller builds
+that once (:meth:`ReportInput.of`) and hands it to each builder; the builders still take the
+records and these parts as keywords (:class:`ReportParts`), and make the input themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypedDict
+
+from frontier_qa.reports.gate import GateResult
+from frontier_qa.reports.summary import Summary, summarize, top_cases
+from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
+from frontier_qa.store.records import CaseClass, CaseRecord, RunRecord
+
+if TYPE_CHECKING:  # typing.Unpack is 3.11+; the package supports 3.10
+    from typing_extensions import Unpack
+
+
+TOP_SECTIONS = (
+    (CaseClass.FRONTIER, "Top frontier cases"),
+    (CaseClass.FAILURE, "Top failures"),
+    (CaseClass.SUSPECT, "Top suspect cases"),
+)
+"""The classes whose cases the reports show in detail, in order, with the section titles."""
+
+
+class ReportParts(TypedDict, total=False):
+    """The keywords every report builder takes besides the records and the run (see :class:`ReportInput`)."""
+
+    gate: GateResult | None
+    comparisons: Sequence[Comparison]
+    history: Mapping[str, Sequence[CaseRecord]] | None
+
+
+@dataclass(frozen=True)
+class ReportInput:
+    """One run as every report format shows it.
+
+    Attributes:
+        summary: the cases (latest record per case) and their counts.
+        run: the run, for the header; ``None`` when the cases come from several runs.
+        gate: the gate result to show, if evaluated.
+        comparisons: replay verdicts, if any.
+        history: every observation of each case, oldest first (trend lines), by case id.
+    """
+
+    summary: Summary
+    run: RunRecord | None = None
+    gate: GateResult | None = None
+    comparisons: Sequence[Comparison] = ()
+    history: Mapping[str, Sequence[CaseRecord]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, records: ReportInput | Summary | Iterable[CaseRecord], run: RunRecord | None = None,
+           **parts: Unpack[ReportParts]) -> ReportInput:
+        """The input from case records (or their summary) and the parts; an input as it is.
+
+        Raises:
+            TypeError: an unknown keyword, or an input given together with a run or parts (they
+                would be ignored).
+        """
+        unknown = sorted(parts.keys() - ReportParts.__annotations__.keys())
+        if unknown:
+            raise TypeError(f"unexpected keyword argument {unknown[0]!r}: a report takes "
+                            f"{', '.join(ReportParts.__annotations__)}")
+        if isinstance(records, ReportInput):
+            if run is not None or parts:
+                raise TypeError("pass the run, gate, comparisons and history in the ReportInput, not beside it")
+            return records
+        summary = records if isinstance(records, Summary) else summarize(records)
+        return cls(summary, run, parts.get("gate"), parts.get("comparisons", ()), parts.get("history") or {})
+
+    def verdicts(self, role: str | None = None) -> dict[RegressionVerdict, int]:
+        """How many replay comparisons got each verdict: all, or one role's (``"finding"``, ``"guard"``)."""
+        return count_verdicts(c for c in self.comparisons if role is None or c.role == role)
+
+    def top_sections(self, top: int) -> list[tuple[CaseClass, str, list[CaseRecord]]]:
+        """The detailed sections: (class, title, its ``top`` most telling cases) by :data:`TOP_SECTIONS`,
+        the empty ones left out.
+        """
+        found = ((cls, title, top_cases(self.summary.records, cls, top)) for cls, title in TOP_SECTIONS)
+        return [(cls, title, chosen) for cls, title, chosen in found if chosen]
+
+    def run_header(self, name: Callable[[str], str], *, seed: bool = True) -> list[str]:
+        """The run's header items (version, run id, shard, start, seed); ``name`` renders the
+        version and the run id for the format (escaped, quoted as code). None without a run.
+        """
+        run = self.run
+        if run is None:
+            return []
+        items = [f"version {name(run.target_version)}"] if run.target_version else []
+        items.append(f"run {name(run.run_id)}")
+        if run.shard_count > 1:
+            items.append(f"shard {run.shard_index}/{run.shard_count}")
+        items.append(f"started {run.started_at:%Y-%m-%d %H:%M} UTC")
+        if seed and run.seed is not None:
+            items.append(f"seed {run.seed}")
+        return items
+
+
+__all__ = ["TOP_SECTIONS", "ReportInput", "ReportParts"]
