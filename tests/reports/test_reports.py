@@ -390,7 +390,7 @@ SCATTERED = tuple((a, 2) for a in "ABCDEFGH")
         # a verified reference "4": the share of right answers is compared
         (by_answers((("4", 20),)), by_answers((("5", 10),), cls="failure"), Verdict.REGRESSION),
         (by_answers((("4", 20),)), by_answers((("4", 10),)), Verdict.SAME),
-        # the example: p̂ 0.70 → 0.43 at k = 10 and 7 is noise, not a regression
+        # p̂ falling from 0.70 to 0.43 at k = 10 and 7 is noise, not a regression
         (by_answers((("4", 7), ("5", 3)), cls="frontier"), by_answers((("5", 4), ("4", 3)), cls="frontier"),
          Verdict.INCONCLUSIVE),
         # a failure the same agent no longer makes did not reproduce; a new version improved
