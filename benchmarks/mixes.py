@@ -20,7 +20,7 @@ in every kind 12 % of cases give no parseable answer 5–40 % of the time and 2 
 never do (70–100 %).
 
 Mixes: ``realistic`` (60 % easy, 15 % hard, 25 % band), ``balanced`` (p ~ U(0, 1)) and
-``frontier-heavy`` (15 % easy, 15 % hard, 70 % band), the three of issue 15.
+``frontier-heavy`` (15 % easy, 15 % hard, 70 % band): the three the sampling benchmarks probe.
 
 Sample ``i`` of a case is a pure function of (stream seed, case id, i): every policy sees the
 same sample stream (common random numbers), and re-sampling with a new stream seed gives

@@ -14,9 +14,10 @@ Scored against the exact truth (p* in the band), as in ``sequential_bench.py``:
   never a forced stop: ``unresolved`` is not a frontier label);
 * precision: share of frontier labels truly in band; unresolved: share of cases forced at k_max.
 
-It answers one question the issue's goals raise: is there a setting that labels frontier only at
-90 % posterior confidence and reaches fixed k's recall with fewer calls? (Today's answer, in the
-README: no; recall grows with k_max, but stays 0.1–0.3 under fixed k's while the calls pass it.)
+It answers one question the goals of ``sequential_bench.py`` raise: is there a setting that
+labels frontier only at 90 % posterior confidence and reaches fixed k's recall with fewer calls?
+(Today's answer, in the README: no; recall grows with k_max, but stays 0.1–0.3 under fixed
+k's while the calls pass it.)
 
 Run (about 2 minutes on 2 cores)::
 

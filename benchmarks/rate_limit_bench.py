@@ -19,8 +19,8 @@ with the SQLite cache storing every sample (fresh keys: every call is a miss and
 The variants are interleaved call by call in a shuffled order, so a busy machine slows them
 alike; each variant's overhead is the median of its per-call differences from the plain loop's
 call of the same round, with a 95 % bootstrap interval over the rounds (the difference of the
-medians is printed beside it), and the machine's load average before and after. Goals
-(issue 15): ≤ 0.2 ms without the cache, ≤ 0.3 ms with it, met when the interval's upper end
+medians is printed beside it), and the machine's load average before and after. Goals:
+≤ 0.2 ms without the cache, ≤ 0.3 ms with it, met when the interval's upper end
 is within them. Part 3 isolates the runtime's bookkeeping with an in-process adapter that
 answers instantly.
 """

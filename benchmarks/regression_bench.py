@@ -95,7 +95,7 @@ PLANTS = {
 
 
 def old_regression(old: CaseRecord, new: CaseRecord) -> bool:
-    """The rule replays used before this benchmark's issue: a worse class, or p̂ outside the old interval
+    """The rule replays used in frontier-qa 0.1: a worse class, or p̂ outside the old interval
     in the bad direction (verbatim from frontier-qa 0.1's store.comparison).
     """
     severity = {CaseClass.PASS: 0, CaseClass.FRONTIER: 1, CaseClass.SUSPECT: 2, CaseClass.FAILURE: 3}

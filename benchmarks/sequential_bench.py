@@ -13,7 +13,7 @@ the truth (where the true majority probability p* lies) is exact. Scored per run
 
 * calls: target calls (report.json), and their ratio to fixed k = 10 on the same cases;
 * band accuracy: in band vs not against the truth, an unresolved case counted by its leaning
-  (what the issue's table measured; fixed k's verdict is p̂ in the band);
+  (fixed k's verdict is p̂ in the band);
 * recall: share of the truly in-band cases labelled frontier; "+lean" adds the unresolved
   cases leaning in band (reported, to be sampled further: nothing is lost, but they are not
   frontier labels);
@@ -22,7 +22,7 @@ the truth (where the true majority probability p* lies) is exact. Scored per run
 
 ``warm`` rows start the default policy from the store of a run on other cases of the same
 mix (``probing.prior_from_store``: the population prior a second nightly run starts from).
-Goals of issue 15: calls ≤ 0.5× fixed on realistic and ≤ 0.7× on the others, band accuracy
+Goals: calls ≤ 0.5× fixed on realistic and ≤ 0.7× on the others, band accuracy
 ≥ fixed − 1 point, recall ≥ fixed − 3 points; each row says which it meets.
 
 Run (about 6 minutes on 2 cores; ``--markdown`` prints the README table)::

@@ -1,4 +1,5 @@
-"""Shared factories of the test suite: the repository root, case sets, a Python agent for specs.
+"""Shared factories of the test suite: the repository root, case sets, probed case records, a
+Python agent for specs.
 
 The scripted targets and curricula themselves ship with frontier-qa (:mod:`frontier_qa.testing`);
 these are the fixed case sets the tests probe with. This file is also loaded by path as a
@@ -9,16 +10,25 @@ these are the fixed case sets the tests probe with. This file is also loaded by 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
 from frontier_qa.curricula.base import Proposal
-from frontier_qa.target import Case
+from frontier_qa.scoring.consistency import self_consistency
+from frontier_qa.store.records import CaseClass, CaseRecord, Interval, case_record
+from frontier_qa.target import Case, Trajectory, Usage
 from frontier_qa.testing import case, moody
 
 REPO = Path(__file__).resolve().parents[1]
 """The repository root (tests live one folder down, grouped by layer)."""
+
+T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+"""When the factories' records start: a fixed instant, so stored bytes and timelines repeat."""
+
+TARGET = "openai:tiny@http://127.0.0.1:9/v1"
+"""The target id of :func:`probed_record`'s records unless a test names another."""
 
 T = TypeVar("T")
 
@@ -37,6 +47,59 @@ def first_closed_folder(path: Path, uid: int) -> Path | None:
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run one coroutine to completion in a fresh event loop."""
     return asyncio.run(coro)
+
+
+def probed_record(
+    case_id: str,
+    case_class: CaseClass | str = CaseClass.PASS,
+    answers: Sequence[str | None] = ("4", "4", "4", "5"),
+    *,
+    prompt: str = "What is 2+2? Put the answer in \\boxed{}.",
+    topic: str = "algebra",
+    reference: str | None = "4",
+    run_id: str = "run-1",
+    target_id: str = TARGET,
+    version: str | None = "v1",
+    interval: tuple[float, float] | None = None,
+    majority_correct: bool | None = None,
+    cost_usd: float | None = 0.001,
+    at: int = 0,
+) -> CaseRecord:
+    """A case record built the way the probe engine builds one, from in-memory values.
+
+    Each of ``answers`` is one sample (``None``: a call that timed out) costing ``cost_usd``
+    (``None``: the target reports no price) and 30 tokens; the answers are scored by the real
+    self-consistency (an ``invalid`` case is left unscored, as the engine leaves it) and
+    written by :func:`~frontier_qa.store.records.case_record`. Probing starts ``at`` seconds
+    after :data:`T0` and takes one second; the reference counts as verified.
+    """
+    trajectories = [
+        Trajectory(
+            text=None if a is None else f"thinking...\n\\boxed{{{a}}}",
+            usage=Usage(10, 20),
+            cost_usd=cost_usd,
+            sample_index=i,
+            error=None if a is not None else "timeout",
+        )
+        for i, a in enumerate(answers)
+    ]
+    scored = CaseClass(case_class) is not CaseClass.INVALID
+    return case_record(
+        Case(id=case_id, prompt=prompt, topic=topic, reference=reference),
+        trajectories,
+        list(answers),
+        self_consistency(answers, failed=[a is None for a in answers]) if scored else None,
+        case_class=case_class,
+        run_id=run_id,
+        target_id=target_id,
+        target_version=version,
+        seed=100,
+        interval=None if interval is None else Interval(low=interval[0], high=interval[1], method="wilson"),
+        reference_verified=True,
+        majority_correct=majority_correct,
+        started_at=T0 + timedelta(seconds=at),
+        finished_at=T0 + timedelta(seconds=at + 1),
+    )
 
 
 def arithmetic_cases(n: int, *, topic: str = "arithmetic", start: int = 0, with_reference: bool = True,

@@ -5,8 +5,8 @@ SmolLM2-135M-Instruct writes tasks (few-shot style) for the example agent
 process from the repository root, exactly as the Quickstart runs it, with fewer candidates
 and samples so the test takes a few minutes. Two CPU-burning processes run beside it (a loaded CI
 machine): in-process model calls must get slower, never time out, and the process must exit 0
-(or 3 only because no case was decided in its 6 samples), not abort at interpreter exit (the fault
-suite's case for issue 16, item 6).
+(or 3 only because no case was decided in its 6 samples), not abort at interpreter exit (what
+tests/faults/test_local_models.py checks with tiny in-process models).
 """
 
 from __future__ import annotations

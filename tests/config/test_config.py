@@ -395,7 +395,7 @@ def test_the_embedded_default_config_validates() -> None:
     assert config.curriculum.model is not None and config.curriculum.model.spec == "hf:smollm2"
     assert config.curriculum.style == "few_shot" and config.curriculum.type == "prompted"
     # bounded by the work (candidates, k, calls), never by the clock: a loaded CI machine made the
-    # 900 s wall budget end the README's main command with exit 3 (issue 16)
+    # 900 s wall budget end the README's main command with exit 3
     assert config.budget.max_wall_s is None and config.probing.max_candidates is not None
     assert config.budget.max_calls is not None
 

@@ -1,4 +1,4 @@
-"""Every bad input is a usage error (issue 16, item 4): exit 2, file and line, no traceback, nothing open."""
+"""Every bad input is a usage error: exit 2, file and line, no traceback, nothing open."""
 
 from __future__ import annotations
 

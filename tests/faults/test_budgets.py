@@ -1,4 +1,4 @@
-"""Budgets count what was paid (issue 16, item 5): a request given up at the timeout still counts."""
+"""Budgets count what was paid: a request given up at the timeout still counts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Prompt, lossless interrupts (issue 16, item 3): Ctrl-C once drains, twice quits; agents cannot exit the probe."""
+"""Prompt, lossless interrupts: Ctrl-C once drains, twice quits; agents cannot exit the probe."""
 
 from __future__ import annotations
 

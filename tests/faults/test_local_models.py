@@ -1,4 +1,4 @@
-"""In-process models and agents: slow is not stuck, and exiting never aborts (issue 16, item 6)."""
+"""In-process models and agents: slow is not stuck, and exiting never aborts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One writer per run (issue 16, item 1): a second writer is refused or waits; a dead one is taken over."""
+"""One writer per run: a second writer is refused or waits; a dead one is taken over."""
 
 from __future__ import annotations
 

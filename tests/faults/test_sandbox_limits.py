@@ -1,4 +1,4 @@
-"""The sandbox limits a run, not only a process (issue 16, item 7): disk in total, stale folders swept."""
+"""The sandbox limits a run, not only a process: disk in total, stale folders swept."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Two runs on one store share their samples (issue 16, item 2): single flight across processes."""
+"""Two runs on one store share their samples: single flight across processes."""
 
 from __future__ import annotations
 

@@ -471,7 +471,7 @@ def test_a_committed_suite_file_replays_without_the_store(project: pytest.Pytest
 
 
 def test_paths_follow_the_test_file_and_the_store_lives_at_the_rootdir(pytester: pytest.Pytester) -> None:
-    # the run: `cd parent && pytest proj/test_agent.py`, in a project with its own ini (rootdir proj/)
+    # run from the parent folder: `cd parent && pytest proj/test_agent.py`, in a project with its own ini (rootdir proj/)
     proj = pytester.mkdir("proj")
     (proj / "pytest.ini").write_text("[pytest]\n")
     (proj / "agent.py").write_text(AGENT)

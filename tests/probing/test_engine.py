@@ -98,7 +98,7 @@ def test_classification_rules_follow_the_brief() -> None:
 def test_reasons_state_the_posterior_and_never_contradict_the_band() -> None:
     from frontier_qa.probing.sequential import band_posterior
 
-    # the snail case: p̂ = 0.33 is inside [0.30, 0.80], yet four answers in six say "below"
+    # a scattered case: p̂ = 0.33 is inside [0.30, 0.80], yet four answers in six say "below"
     post = band_posterior((2, 2, 1, 1))
     base = {"majority": "4", "reference": None, "reference_verified": False, "majority_correct": None,
             "p_hat": 2 / 6, "k": 6, "posterior": post, "confidence": 0.9}

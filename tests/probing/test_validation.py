@@ -146,7 +146,7 @@ def test_a_case_a_person_wrote_is_removed_only_when_identical(tmp_path) -> None:
     from frontier_qa.config.schema import ProbeConfig
     from frontier_qa.curricula import FileCurriculum
 
-    assert bleu_distance(MOON, PI_DAY) < 0.5  # the pair: a near-duplicate by BLEU
+    assert bleu_distance(MOON, PI_DAY) < 0.5  # different questions, yet near-duplicates by BLEU
     cases = tmp_path / "cases.jsonl"
     rows = [{"id": "moon", "prompt": MOON, "reference": "Sunday"}, {"id": "pi", "prompt": PI_DAY, "reference": "Friday"},
             {"id": "moon-again", "prompt": "What day of the week  was 20 July 1969?", "reference": "Sunday"}]

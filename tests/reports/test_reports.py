@@ -6,8 +6,8 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,59 +35,26 @@ from frontier_qa.store.records import (
     CaseClass,
     CaseRecord,
     CaseSpec,
-    ClusterCount,
-    Cost,
-    Interval,
     RunRecord,
     SampleRecord,
     SuiteCase,
 )
+from tests.factories import T0, probed_record
 
-T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 EVIL = "<script>alert('x')</script> ]]> \x1b[31m\x00 a|b"
 
 
-def rec(
-    case_id: str,
-    case_class: CaseClass,
-    p_hat: float | None,
-    *,
-    topic: str = "algebra",
-    answers: tuple[tuple[str, int], ...] = (("4", 6), ("5", 4)),
-    at: int = 0,
-    calls: int = 10,
-    usd: float | None = 0.01,
-    interval: tuple[float, float] | None = None,
-    version: str | None = "v1",
-    majority_correct: bool | None = None,
-    reference: str | None = "4",
-) -> CaseRecord:
-    samples = [
-        SampleRecord(sample_index=i, answer=a, text=f"\\boxed{{{a}}}", text_chars=9 + len(a))
-        for i, a in enumerate(a for a, n in answers for _ in range(n))
-    ]
-    return CaseRecord(
-        case=CaseSpec(
-            id=case_id,
-            prompt=f"Question {case_id}?",
-            topic=topic,
-            reference=reference,
-            reference_verified=True,
-        ),
-        run_id="run-1",
-        target_id="tgt",
-        target_version=version,
-        samples=samples,
-        p_hat=p_hat,
-        interval=None if interval is None else Interval(low=interval[0], high=interval[1]),
-        majority=answers[0][0] if answers else None,
-        majority_correct=majority_correct,
-        clusters=[ClusterCount(answer=a, count=n) for a, n in answers],
-        case_class=case_class,
-        cost=Cost(calls=calls, prompt_tokens=100, completion_tokens=50, usd=usd),
-        started_at=T0 + timedelta(seconds=at),
-        finished_at=T0 + timedelta(seconds=at + 2),
-    )
+def rec(case_id: str, case_class: CaseClass, p_hat: float | None, *,
+        answers: tuple[tuple[str, int], ...] = (("4", 6), ("5", 4)), usd: float | None = 0.01,
+        **fields: Any) -> CaseRecord:
+    """A probed record of target ``tgt`` with ``answers`` as (answer, samples) pairs, ``usd`` over
+    the case, and p̂ as given (a report shows the p̂ it is handed); ``fields`` as
+    :func:`tests.factories.probed_record` takes them.
+    """
+    votes = [a for a, n in answers for _ in range(n)]
+    made = probed_record(case_id, case_class, votes, prompt=f"Question {case_id}?", target_id="tgt",
+                         cost_usd=None if usd is None else usd / max(len(votes), 1), **fields)
+    return made.model_copy(update={"p_hat": p_hat})
 
 
 @pytest.fixture
@@ -100,7 +67,7 @@ def records() -> list[CaseRecord]:
         rec("p1", CaseClass.PASS, 1.0, answers=(("4", 10),), at=40),
         rec("s1", CaseClass.SUSPECT, 0.8, answers=(("7", 8), ("4", 2)), at=50),
         rec("u1", CaseClass.UNRESOLVED, 0.3, topic="geometry", at=60),
-        rec("i1", CaseClass.INVALID, None, answers=(), at=70, calls=0, usd=None),
+        rec("i1", CaseClass.INVALID, None, answers=(), at=70, usd=None),
     ]
 
 
@@ -134,7 +101,7 @@ def test_summary_counts_histogram_and_cost(records: list[CaseRecord]) -> None:
     # p̂ 0.5→bin 5, 0.7→7, 1.0→9, 0.9→9, 1.0→9, 0.8→8, 0.3→3; invalid has none
     assert s.histogram.counts == (0, 0, 0, 1, 0, 1, 0, 1, 1, 3)
     assert s.histogram.by_class[CaseClass.FAILURE] == (0,) * 9 + (2,)
-    assert s.cost.calls == 70 and s.cost.tokens == 8 * 150
+    assert s.cost.calls == 70 and s.cost.tokens == 70 * 30  # 30 tokens a sample; the invalid case drew none
     assert s.cost.usd == pytest.approx(0.06)
 
 
@@ -265,7 +232,7 @@ def test_removed_cases_are_named_with_the_reason_in_markdown_json_and_html(tmp_p
     reasons |= {r.proposal.case.id: r.reason for r in Validator().check(written)}
     assert reasons["g-moon"] is None and reasons["moon"] is None and reasons["pi"] is None  # the person's cases stay
     def invalid(case_id: str, prompt: str) -> CaseRecord:
-        r = rec(case_id, CaseClass.INVALID, None, answers=(), calls=0)
+        r = rec(case_id, CaseClass.INVALID, None, answers=())
         return r.model_copy(update={"reason": reasons[case_id], "case": replace(r.case, prompt=prompt)})
 
     removed = [invalid("g-pi", pi_day), invalid("moon-2", moon)]
@@ -423,7 +390,7 @@ SCATTERED = tuple((a, 2) for a in "ABCDEFGH")
         # a verified reference "4": the share of right answers is compared
         (by_answers((("4", 20),)), by_answers((("5", 10),), cls="failure"), Verdict.REGRESSION),
         (by_answers((("4", 20),)), by_answers((("4", 10),)), Verdict.SAME),
-        # the issue's example: p̂ 0.70 → 0.43 at k = 10 and 7 is noise, not a regression
+        # p̂ falling from 0.70 to 0.43 at k = 10 and 7 is noise, not a regression
         (by_answers((("4", 7), ("5", 3)), cls="frontier"), by_answers((("5", 4), ("4", 3)), cls="frontier"),
          Verdict.INCONCLUSIVE),
         # a failure the same agent no longer makes did not reproduce; a new version improved

@@ -11,7 +11,6 @@ import sys
 import textwrap
 import time
 import warnings
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -39,68 +38,7 @@ from frontier_qa.store.records import (
     truncate_text,
 )
 from frontier_qa.target import Case, ToolCall, Trajectory, Usage, case_seed
-
-T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
-TARGET = "openai:tiny@http://127.0.0.1:9/v1"
-
-
-def make_record(
-    case_id: str,
-    case_class: CaseClass = CaseClass.PASS,
-    *,
-    answers: tuple[str | None, ...] = ("4", "4", "4", "5"),
-    run_id: str = "run-1",
-    at: int = 0,
-    topic: str = "algebra",
-    version: str | None = "v1",
-    interval: tuple[float, float] | None = (0.3, 0.95),
-    prompt: str = "What is 2+2? Put the answer in \\boxed{}.",
-    majority_correct: bool | None = None,
-) -> CaseRecord:
-    """A record built the way the probe engine builds one: from in-memory values."""
-    trajectories = [
-        Trajectory(
-            text=None if a is None else f"thinking...\n\\boxed{{{a}}}",
-            usage=Usage(10, 20),
-            cost_usd=0.001,
-            sample_index=i,
-            error=None if a is not None else "timeout",
-        )
-        for i, a in enumerate(answers)
-    ]
-    groups: dict[str, list[int]] = {}
-    for i, a in enumerate(answers):
-        if a is not None:
-            groups.setdefault(a, []).append(i)
-    clusters = tuple(
-        Cluster(a, tuple(m)) for a, m in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-    )
-    consistency = Consistency(
-        p_hat=len(clusters[0].members) / len(answers) if clusters else 0.0,
-        majority=clusters[0].representative if clusters else None,
-        k=len(answers),
-        n_unparseable=0,
-        n_failed=sum(a is None for a in answers),
-        clusters=clusters,
-        tie=False,
-        entropy=0.0,
-    )
-    return case_record(
-        Case(id=case_id, prompt=prompt, topic=topic, reference="4"),
-        trajectories,
-        list(answers),
-        consistency,
-        case_class=case_class,
-        run_id=run_id,
-        target_id=TARGET,
-        target_version=version,
-        seed=100,
-        interval=None if interval is None else Interval(low=interval[0], high=interval[1], method="wilson"),
-        reference_verified=True,
-        majority_correct=majority_correct,
-        started_at=T0 + timedelta(seconds=at),
-        finished_at=T0 + timedelta(seconds=at + 1),
-    )
+from tests.factories import T0, TARGET, probed_record
 
 
 def make_run(
@@ -194,7 +132,7 @@ def test_truncate_text_keeps_head_and_tail() -> None:
 
 
 def test_record_json_round_trip_and_schema() -> None:
-    rec = make_record("c1", CaseClass.FRONTIER)
+    rec = probed_record("c1", CaseClass.FRONTIER)
     again = CaseRecord.model_validate_json(rec.model_dump_json())
     assert again == rec
     jsonschema = pytest.importorskip("jsonschema")
@@ -212,11 +150,11 @@ def test_records_reject_bad_values() -> None:
     with pytest.raises(ValueError, match="index is above the count"):
         make_run(shard=(3, 2))
     with pytest.raises(ValueError, match="extra"):
-        CaseRecord.model_validate({**make_record("c").model_dump(), "typo_field": 1})
+        CaseRecord.model_validate({**probed_record("c").model_dump(), "typo_field": 1})
 
 
 def test_run_totals_hand_counted() -> None:
-    recs = [make_record("a"), make_record("b", CaseClass.FAILURE), make_record("c", CaseClass.FAILURE)]
+    recs = [probed_record("a"), probed_record("b", CaseClass.FAILURE), probed_record("c", CaseClass.FAILURE)]
     totals = run_totals(recs)
     assert totals.cases == 3
     assert totals.by_class == {CaseClass.PASS: 1, CaseClass.FAILURE: 2}
@@ -229,7 +167,7 @@ def test_run_totals_hand_counted() -> None:
 def test_append_and_load_round_trip(tmp_path: Path) -> None:
     store = CaseStore(tmp_path / ".frontier-qa")
     run = make_run()
-    recs = [make_record(f"c{i}", at=i) for i in range(3)]
+    recs = [probed_record(f"c{i}", at=i) for i in range(3)]
     store.start_run(run)
     for r in recs:
         store.append(r)
@@ -241,7 +179,7 @@ def test_append_and_load_round_trip(tmp_path: Path) -> None:
 
 
 def test_lone_surrogates_round_trip(tmp_path: Path) -> None:
-    rec = make_record("c1", answers=("a\ud800b", "a\ud800b"))
+    rec = probed_record("c1", answers=("a\ud800b", "a\ud800b"))
     store = CaseStore(tmp_path)
     store.append(rec)
     (back,) = store.case_records()
@@ -251,21 +189,21 @@ def test_lone_surrogates_round_trip(tmp_path: Path) -> None:
 
 def test_run_id_must_be_a_safe_file_name(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="safe file name"):
-        CaseStore(tmp_path).append(make_record("c", run_id="../escape"))
+        CaseStore(tmp_path).append(probed_record("c", run_id="../escape"))
 
 
 def test_torn_last_line_is_skipped_and_never_swallows_the_next_record(tmp_path: Path) -> None:
     store = CaseStore(tmp_path)
-    recs = [make_record(f"c{i}", at=i) for i in range(3)]
+    recs = [probed_record(f"c{i}", at=i) for i in range(3)]
     for r in recs:
         store.append(r)
     path = store.run_path("run-1")
-    torn = encode_line(make_record("torn"))[:57]
+    torn = encode_line(probed_record("torn"))[:57]
     with open(path, "ab") as fh:
         fh.write(torn)  # a crash after part of a write
     with pytest.warns(TornLineWarning, match="last line"):
         assert [r.id for r in store.case_records()] == ["c0", "c1", "c2"]
-    later = make_record("c3", at=3)
+    later = probed_record("c3", at=3)
     store.append(later)  # must first end the torn line, else both lines would be lost
     with pytest.warns(TornLineWarning, match="line 4"):
         assert [r.id for r in store.case_records()] == ["c0", "c1", "c2", "c3"]
@@ -273,8 +211,8 @@ def test_torn_last_line_is_skipped_and_never_swallows_the_next_record(tmp_path: 
 
 def test_torn_multibyte_character_is_skipped(tmp_path: Path) -> None:
     store = CaseStore(tmp_path)
-    store.append(make_record("c0"))
-    line = encode_line(make_record("c1", prompt="数学题：二加二等于几？"))
+    store.append(probed_record("c0"))
+    line = encode_line(probed_record("c1", prompt="数学题：二加二等于几？"))
     cut = line.index("数".encode()) + 1  # inside a 3-byte character
     with open(store.run_path("run-1"), "ab") as fh:
         fh.write(line[:cut])
@@ -284,8 +222,8 @@ def test_torn_multibyte_character_is_skipped(tmp_path: Path) -> None:
 
 def test_newer_schema_version_is_refused(tmp_path: Path) -> None:
     store = CaseStore(tmp_path)
-    store.append(make_record("c0"))
-    data = json.loads(make_record("c1").model_dump_json()) | {"schema_version": 99}
+    store.append(probed_record("c0"))
+    data = json.loads(probed_record("c1").model_dump_json()) | {"schema_version": 99}
     with open(store.run_path("run-1"), "a") as fh:
         fh.write(json.dumps(data) + "\n")
     with pytest.raises(StoreError, match="schema_version 99"):
@@ -385,7 +323,7 @@ def test_sigkill_inside_a_write_leaves_a_torn_line_that_load_skips(tmp_path: Pat
     assert not data.endswith(b"\n")  # the process really died inside a line
     with pytest.warns(TornLineWarning, match="last line"):
         assert [r.id for r in store.case_records()] == ["c0", "c1", "c2"]
-    store.append(make_record("after", run_id="crash"))
+    store.append(probed_record("after", run_id="crash"))
     with pytest.warns(TornLineWarning, match="line 4"):
         assert [r.id for r in store.case_records()] == ["c0", "c1", "c2", "after"]
 
@@ -412,7 +350,7 @@ def test_resume_lists_completed_cases_of_an_interrupted_run(tmp_path: Path) -> N
     store = CaseStore(tmp_path)
     store.start_run(make_run("r-a", config_hash="cfg-1"))
     for i, cls in enumerate([CaseClass.PASS, CaseClass.FAILURE, CaseClass.FRONTIER]):
-        store.append(make_record(f"c{i}", cls, run_id="r-a", at=i))
+        store.append(probed_record(f"c{i}", cls, run_id="r-a", at=i))
     store.start_run(make_run("r-b"))
     store.finish_run("r-b")
     assert [r.run_id for r in store.interrupted_runs()] == ["r-a"]
@@ -420,7 +358,7 @@ def test_resume_lists_completed_cases_of_an_interrupted_run(tmp_path: Path) -> N
     assert state.completed == {"c0", "c1", "c2"} and state.run.run_id == "r-a"
     with pytest.raises(StoreError, match="config"):
         store.resume("r-a", config_hash="cfg-2")
-    store.append(make_record("c3", CaseClass.FAILURE, run_id="r-a", at=3))  # the resumed run goes on
+    store.append(probed_record("c3", CaseClass.FAILURE, run_id="r-a", at=3))  # the resumed run goes on
     done = store.finish_run("r-a")
     assert done.totals.cases == 4
     assert done.totals.by_class == {CaseClass.PASS: 1, CaseClass.FAILURE: 2, CaseClass.FRONTIER: 1}
@@ -437,7 +375,7 @@ def test_resume_one_shard_of_a_run_sharing_the_store(tmp_path: Path) -> None:
     for index in (1, 2):
         store.start_run(make_run("ci", (index, 2)))
     for case_id in ids[:6]:
-        store.append(make_record(case_id, run_id="ci"))
+        store.append(probed_record(case_id, run_id="ci"))
     mine = {i for i in ids[:6] if shard_of(i, 2) == 1}
     assert 0 < len(mine) < 6
     assert store.resume("ci", shard_index=1).completed == mine
@@ -448,12 +386,12 @@ def test_resume_one_shard_of_a_run_sharing_the_store(tmp_path: Path) -> None:
 
 def test_replay_latest_record_per_case_failures_first(tmp_path: Path) -> None:
     store = CaseStore(tmp_path)
-    store.append(make_record("b", CaseClass.PASS, run_id="old", at=0))
-    store.append(make_record("a", CaseClass.FRONTIER, run_id="old", at=0))
-    store.append(make_record("b", CaseClass.FAILURE, run_id="new", at=10))  # later: wins
-    store.append(make_record("a", CaseClass.PASS, run_id="older", at=-10))  # earlier: loses
-    store.append(make_record("z", CaseClass.INVALID, run_id="new", at=10))
-    other = make_record("o", CaseClass.FAILURE, run_id="new").model_copy(update={"target_id": "other"})
+    store.append(probed_record("b", CaseClass.PASS, run_id="old", at=0))
+    store.append(probed_record("a", CaseClass.FRONTIER, run_id="old", at=0))
+    store.append(probed_record("b", CaseClass.FAILURE, run_id="new", at=10))  # later: wins
+    store.append(probed_record("a", CaseClass.PASS, run_id="older", at=-10))  # earlier: loses
+    store.append(probed_record("z", CaseClass.INVALID, run_id="new", at=10))
+    other = probed_record("o", CaseClass.FAILURE, run_id="new").model_copy(update={"target_id": "other"})
     store.append(other)
     replay = store.replay(TARGET)
     assert [(r.id, r.case_class) for r in replay] == [("b", CaseClass.FAILURE), ("a", CaseClass.FRONTIER)]
@@ -497,7 +435,7 @@ def _shard_store(root: Path, index: int, ids: list[str], at: int) -> CaseStore:
     store.start_run(make_run("ci", (index, 2)))
     for case_id in ids:
         if shard_of(case_id, 2) == index:
-            store.append(make_record(case_id, run_id="ci", at=at))
+            store.append(probed_record(case_id, run_id="ci", at=at))
     store.finish_run("ci", shard_index=index)
     return store
 
@@ -507,8 +445,8 @@ def test_merge_two_shard_stores(tmp_path: Path) -> None:
     a = _shard_store(tmp_path / "a", 1, ids, at=0)
     b = _shard_store(tmp_path / "b", 2, ids, at=0)
     one = next(i for i in ids if shard_of(i, 2) == 1)
-    b.append(make_record(one, CaseClass.FAILURE, run_id="ci", at=50))  # re-probed later on shard 2: wins
-    a.append(make_record(ids[0] if shard_of(ids[0], 2) == 1 else one, run_id="ci", at=0))  # exact duplicate
+    b.append(probed_record(one, CaseClass.FAILURE, run_id="ci", at=50))  # re-probed later on shard 2: wins
+    a.append(probed_record(ids[0] if shard_of(ids[0], 2) == 1 else one, run_id="ci", at=0))  # exact duplicate
     merged = CaseStore(tmp_path / "merged")
     result = merged.merge([a, b])
     latest = merged.latest(run_id="ci")
@@ -531,8 +469,8 @@ def test_merge_two_shard_stores(tmp_path: Path) -> None:
 
 
 def test_merge_breaks_timestamp_ties_deterministically(tmp_path: Path) -> None:
-    x = make_record("same", CaseClass.PASS, at=5)
-    y = make_record("same", CaseClass.FAILURE, at=5)  # same finished_at, different content
+    x = probed_record("same", CaseClass.PASS, at=5)
+    y = probed_record("same", CaseClass.FAILURE, at=5)  # same finished_at, different content
     for order, name in (((x, y), "xy"), ((y, x), "yx")):
         sources = []
         for i, rec in enumerate(order):
@@ -551,9 +489,10 @@ def test_merge_breaks_timestamp_ties_deterministically(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["suite.jsonl", "suite.yaml"])
 def test_suite_export_import_is_stable(tmp_path: Path, name: str) -> None:
     recs = [
-        make_record("zeta", CaseClass.FRONTIER, answers=("1", "2"), prompt='line one\nline two: <x> & "q"'),
-        make_record("alpha", CaseClass.FAILURE, at=1, topic="数学"),
-        make_record("alpha", CaseClass.PASS, at=0),  # older record of alpha: dropped
+        probed_record("zeta", CaseClass.FRONTIER, answers=("1", "2"), interval=(0.3, 0.95),
+                      prompt='line one\nline two: <x> & "q"'),
+        probed_record("alpha", CaseClass.FAILURE, at=1, topic="数学"),
+        probed_record("alpha", CaseClass.PASS, at=0),  # older record of alpha: dropped
     ]
     path = tmp_path / name
     assert export_suite(recs, path) == 2

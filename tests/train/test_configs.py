@@ -309,28 +309,3 @@ def test_the_accelerate_check_catches_a_misspelt_key(tmp_path: Path, monkeypatch
     bad.write_text(yaml.safe_dump(data))
     with pytest.raises(ValueError, match="unknown keys"):
         accelerate_check(bad, monkeypatch)
-
-
-# --- packaging ------------------------------------------------------------------------------------
-
-
-def test_the_trainer_modules_import_without_torch_or_trl(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    heavy = ("torch", "transformers", "trl", "peft", "vllm", "sentence_transformers")
-    code = ("import sys, frontier_qa.train, frontier_qa.train.config, frontier_qa.train.prompts, "
-            "frontier_qa.train.reward, frontier_qa.train.tasks, frontier_qa.train.curriculum, frontier_qa.cli.train;"
-            f"print([m for m in {heavy!r} if m in sys.modules])")
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
-
-
-def test_the_trainer_package_names_resolve() -> None:
-    import frontier_qa.train as train
-
-    for name in train.__all__:
-        assert getattr(train, name) is not None, name
-    with pytest.raises(AttributeError):
-        train.no_such_name  # noqa: B018
