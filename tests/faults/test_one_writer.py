@@ -66,7 +66,8 @@ def test_kill_9_then_two_resumers_one_takes_over_and_resume_without_id_skips_liv
     live = faults.start(*faults.probe_args("--run-id", "live", "--concurrency", "1", "--out", "out-live"))
     faults.hold(live.pid)
     wait_for(lambda: any(pid == str(live.pid) for pid, _, _ in faults.agent_calls()), what="the live run sampling")
-    faults.behave()
+    # hold_after stays 1: holds are per process, so the live run stays live until released below
+    # while the two resumers sample freely (resetting it let the live run finish before `a` looked)
     a = faults.start(*faults.probe_args("--resume", "--out", "out-a"))  # the latest open run not live
     b = faults.start(*faults.probe_args("--resume", "old", "--out", "out-b"))
     (out_a, err_a), (out_b, err_b) = a.communicate(timeout=120), b.communicate(timeout=120)
