@@ -53,8 +53,19 @@ class Sources:
         self.layers = layers  # highest precedence first
 
     def where(self, path: Path_) -> str:
-        """The line, variable or flag that set ``path`` (or its closest written parent)."""
-        for n in range(len(path), 0, -1):
+        """The line, variable or flag that set ``path``; when nothing set it whole, what set a key
+        inside it (``--set executor.trainig.max_steps=2`` is where ``executor.trainig`` came
+        from), else its closest written parent.
+        """
+        for layer in self.layers:
+            if path in layer.where and layer.has(path):
+                return layer.where[path]
+        n = len(path)
+        for layer in self.layers:
+            inside = [key for key in layer.where if len(key) > n and key[:n] == path and layer.has(key)]
+            if inside:
+                return layer.where[min(inside, key=len)]
+        for n in range(len(path) - 1, 0, -1):
             for layer in self.layers:
                 if path[:n] in layer.where and layer.has(path[:n]):
                     return layer.where[path[:n]]

@@ -105,6 +105,24 @@ def test_environment_values_are_typed_and_foreign_variables_ignored() -> None:
     assert config.shard == "2/4"
 
 
+def test_a_bad_key_under_a_written_section_names_the_flag_that_set_it(tmp_path: Path) -> None:
+    # the file writes `probing:`; the misspelt key inside it came from --set, not from that line
+    path = write(tmp_path, """
+        target: mock:right
+        probing:
+          k: 5
+    """)
+    message = error_of(path, [parse_set("probing.kk.x=1")])
+    assert "--set probing.kk.x=1: probing.kk: unknown key" in message
+    assert f"{path}:2: probing.kk" not in message
+    # a key the file itself wrote stays the file's
+    assert f"{path}:3: probing.k:" in error_of(write(tmp_path, """
+        target: mock:right
+        probing:
+          k: 0
+    """))
+
+
 def test_a_misspelt_environment_key_names_the_variable() -> None:
     message = error_of(None, env={"FRONTIER_QA_BUDGET__MAX_CALS": "5"})
     assert "environment variable FRONTIER_QA_BUDGET__MAX_CALS: budget.max_cals: unknown key" in message
