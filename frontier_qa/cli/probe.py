@@ -195,7 +195,7 @@ def _report(cfg: ProbeConfig, parts: ProbeParts, result: Any, facts: Any, gate: 
     written, decision = write_outputs(cfg, result.records, result.run, comparisons=result.comparisons, gate=gate,
                                       band=band, facts=facts, store=parts.store)
     return print_summary(title, result.records, result.comparisons, written, decision, _budget_line(parts),
-                    replay=replay)
+                         replay=replay)
 
 
 # --- commands --------------------------------------------------------------------------------------
