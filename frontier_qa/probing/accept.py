@@ -76,12 +76,9 @@ async def _classify(prober: CaseProber, case: Case, consistency: Consistency,
     from frontier_qa.probing.case import classify_case
     from frontier_qa.probing.sequential import BandVerdict, decide_consistency
 
-    if prober.policy is not None:
-        verdict = decide_consistency(consistency, prober.policy).verdict
-    elif prober.settings.band.contains(consistency.p_hat):
-        verdict = BandVerdict.IN_BAND
-    else:
-        verdict = BandVerdict.BELOW if consistency.p_hat < prober.band[0] else BandVerdict.ABOVE
+    decision = (decide_consistency(consistency, prober.policy) if prober.policy is not None
+                else prober.fixed_decision(consistency))
+    verdict = decision.verdict
     majority, reference = consistency.majority, case.reference
     correct = None
     if majority is not None and reference is not None:

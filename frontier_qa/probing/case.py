@@ -41,6 +41,7 @@ from frontier_qa.probing.sequential import (
 )
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.runtime.redact import redact
+from frontier_qa.scoring.bands import in_band
 from frontier_qa.scoring.case import TOOL_CALLS_FORMAT, answer_matches, answers_of, score_answers, score_case
 from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.store.records import CaseClass, CaseRecord, Interval, Round, case_record, utc_now
@@ -162,7 +163,7 @@ def _evidence(band: tuple[float, float], p_hat: float | None, k: int | None, pos
     lo, hi = band
     text = "p̂ = —" if p_hat is None else f"p̂ = {p_hat:.2f}" + ("" if k is None else f" at k = {k}")
     if fixed:  # Agent0's rule: p̂ against the band, whatever the evidence
-        where = "inside" if p_hat is not None and lo - 1e-9 <= p_hat <= hi + 1e-9 else "outside"
+        where = "inside" if p_hat is not None and in_band(p_hat, lo, hi) else "outside"
         text += f", {where} the band [{lo:.2f}, {hi:.2f}] (fixed k: Agent0's rule, no confidence)"
     return text if posterior is None else f"{text}; {posterior.describe(band)}"
 
@@ -332,10 +333,14 @@ class CaseProber:
         """The band decision of the samples so far (fixed k: ``None`` until k samples)."""
         if self.policy is not None:
             return decide_consistency(consistency, self.policy)
-        return self._fixed_decision(consistency) if k >= self.settings.k else None
+        return self.fixed_decision(consistency) if k >= self.settings.k else None
 
     async def _sample(self, case: Case, start: int, prediction: float | None, judge: ReplayJudge | None = None
-                      ) -> tuple[list[Trajectory], list[Round], Decision | None, str | None]:
+                      ) -> tuple[list[Trajectory], list[Round], Decision | None, Consistency | None, str | None]:
+        """Sample a case round by round until its decision (and the judge's) stops it; the samples,
+        the rounds, the decision (``None`` when cut short), the last round's scores and the stop
+        reason (``None`` unless the run should stop).
+        """
         trajectories: list[Trajectory] = []
         rounds: list[Round] = []
         decision: Decision | None = None
@@ -367,23 +372,27 @@ class CaseProber:
         except TargetUnavailableError as err:
             stop, self.stop_detail = StopReason.UNAVAILABLE, err.message
         if stop == StopReason.NO_SAMPLES:
-            return trajectories, rounds, None, stop
+            return trajectories, rounds, None, consistency, stop
         if stop is not None:
             decision = None
         if judge is not None:
             await judge.finish(consistency, band_of(decision))
-        return trajectories, rounds, decision, stop
+        return trajectories, rounds, decision, consistency, stop
 
-    def _fixed_decision(self, consistency: Consistency) -> Decision:
+    def _posterior(self, consistency: Consistency) -> BandPosterior:
+        """Where p* lies relative to the band, given the samples so far and the population prior."""
+        return band_posterior([c.size for c in consistency.clusters], consistency.n_unparseable, band=self.band,
+                              prior=self.prior)
+
+    def fixed_decision(self, consistency: Consistency) -> Decision:
         """Agent0's fixed-k verdict (p̂ in the band), with the posterior for the record's reason."""
-        counts = [c.size for c in consistency.clusters]
-        post = band_posterior(counts, consistency.n_unparseable, band=self.band, prior=self.prior)
         p = consistency.p_hat
         verdict = (BandVerdict.IN_BAND if self.settings.band.contains(p)
                    else BandVerdict.BELOW if p < self.band[0] else BandVerdict.ABOVE)
-        top = counts[0] if counts else 0
+        top = consistency.clusters[0].size if consistency.clusters else 0
         return Decision(verdict, 0, consistency.k, consistency.n_failed, p,
-                        wilson_interval(top, consistency.k, self.level), post, False, "fixed k")
+                        wilson_interval(top, consistency.k, self.level), self._posterior(consistency), False,
+                        "fixed k")
 
     async def probe(self, case: Case, *, run_id: str, verified: bool, start: int = 0,
                     prediction: float | None = None, judge: ReplayJudge | None = None
@@ -403,13 +412,14 @@ class CaseProber:
             that ended sampling (the run should stop), else ``None``.
         """
         started = utc_now()
-        trajectories, rounds, decision, stop = await self._sample(case, start, prediction, judge)
+        trajectories, rounds, decision, scored, stop = await self._sample(case, start, prediction, judge)
         verdict = None if decision is None else decision.verdict
-        consistency = await self.score(case, trajectories)
+        # the last round scored every sample already (text answers: embedded once, not twice)
+        consistency = scored if scored is not None and scored.k == len(trajectories) else await self.score(
+            case, trajectories)
         posterior = None if decision is None else decision.posterior
         if decision is None and consistency.n_answered:  # cut short (budget): the evidence so far, its leaning
-            posterior = band_posterior([c.size for c in consistency.clusters], consistency.n_unparseable,
-                                       band=self.band, prior=self.prior)
+            posterior = self._posterior(consistency)
         majority, reference = consistency.majority, case.reference
         majority_correct = None
         if reference is not None and majority is not None:
@@ -448,13 +458,12 @@ class CaseProber:
         )
         if posterior is not None:
             post = posterior
-            leaning = {"in band": BandVerdict.IN_BAND, "below": BandVerdict.BELOW,
-                       "above": BandVerdict.ABOVE}[post.leaning]
             meta = dict(case.metadata)
             meta["band_posterior"] = {
                 "below": round(post.below, 4), "inside": round(post.inside, 4), "above": round(post.above, 4),
                 "credible": [round(post.credible[0], 4), round(post.credible[1], 4)], "level": post.level,
-                "leaning": post.leaning, "verdict": (leaning if decision is None else decision.verdict).value,
+                "leaning": post.leaning,
+                "verdict": (BandVerdict.leaning_of(post) if decision is None else decision.verdict).value,
                 "forced": decision is None or decision.forced, "confidence": self._confidence(verdict),
             }
             case = replace(case, metadata=meta)

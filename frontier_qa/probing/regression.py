@@ -18,20 +18,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from frontier_qa.probing.sequential import BandVerdict, Decision
+from frontier_qa.probing.sequential import Decision
 from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.store.comparison import Evidence, Look, Outcome, RegressionPolicy, judge, was_frequent
 from frontier_qa.store.records import Baseline
 from frontier_qa.target import Case, Trajectory
-
-_BANDS = {BandVerdict.IN_BAND: "in_band", BandVerdict.ABOVE: "above", BandVerdict.BELOW: "below"}
 
 
 def band_of(decision: Decision | None) -> str | None:
     """The band of a *confident* sequential decision (``None`` while undecided or forced)."""
     if decision is None or not decision.stopped or decision.forced:
         return None
-    return _BANDS.get(decision.verdict)
+    return decision.verdict.value  # "in_band", "below" or "above"
 
 
 @dataclass(eq=False)  # a judge is a running test: compared by identity

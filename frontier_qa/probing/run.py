@@ -280,7 +280,6 @@ class ProbeRun:
                     if record.case_class is not CaseClass.INVALID:
                         self.prober.observe(record)
                         self._learn_difficulty(record, None)
-            self.prober.refit()
         else:
             self.created = True
             self.store.start_run(
@@ -302,7 +301,8 @@ class ProbeRun:
             for record in mine.values():
                 if record.case_class is not CaseClass.INVALID and record.id not in self.recorded:
                     self.prober.observe(record)
-            self.prober.refit(force=True)
+        # the prior from the resumed run's cases (and, with prior_from_store, the target's earlier ones): fitted once
+        self.prober.refit(force=self.settings.prior_from_store)
         # near-duplicate memory as the interrupted run had it: replayed cases now; generated
         # ones come back as the curriculum proposes them again
         for record in self.records():

@@ -24,7 +24,7 @@ import enum
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from frontier_qa._compat import renamed
 from frontier_qa.errors import ConfigError
@@ -60,6 +60,11 @@ class BandVerdict(enum.Enum):
     IN_BAND = "in_band"
     BELOW = "below"
     ABOVE = "above"
+
+    @classmethod
+    def leaning_of(cls, posterior: BandPosterior) -> BandVerdict:
+        """Where the posterior puts p* most probably, as a verdict (an undecided case's leaning)."""
+        return {"in band": cls.IN_BAND, "below": cls.BELOW, "above": cls.ABOVE}[posterior.leaning]
 
 
 @dataclass(frozen=True)
@@ -120,8 +125,7 @@ class SequentialConfig:
         """The ``economy`` policy's settings (see :data:`POLICIES`), with overrides."""
         base = POLICIES["economy"].sequential
         assert base is not None
-        return cls(**{**{f: getattr(base, f) for f in ("confidence", "confidence_out", "k_min", "k_max", "rounds")},
-                      **overrides})
+        return replace(base, **overrides)
 
 
 @dataclass(frozen=True)
@@ -272,8 +276,8 @@ def decide(
                 return made(verdict, False, f"P({verdict.value}) = {p:.3f} ≥ {c.out_confidence}")
     exhausted = "k_max reached" if k >= c.k_max else ("failure budget spent" if n_failed >= max_failed else "")
     if exhausted:
-        leaning = {"in band": BandVerdict.IN_BAND, "below": BandVerdict.BELOW, "above": BandVerdict.ABOVE}[post.leaning]
-        return made(leaning, True, f"{exhausted} undecided, leaning {post.leaning}: P(in band) = {post.inside:.3f}")
+        return made(BandVerdict.leaning_of(post), True,
+                    f"{exhausted} undecided, leaning {post.leaning}: P(in band) = {post.inside:.3f}")
     return made(BandVerdict.CONTINUE, False, f"P(in band) = {post.inside:.3f}, undecided at k = {k}")
 
 
