@@ -395,7 +395,7 @@ class ManagedTarget:
         async with self._semaphore():
             if self._limiter.active:
                 await self._limiter.acquire(estimated)
-                self._check_halted()
+            self._check_halted()  # it may have halted while this call waited for its slot or the limiter
             reservation = self.budget.reserve()
             self._count(calls=1)
             started = time.monotonic()

@@ -144,8 +144,10 @@ class RateLimiter:
 
     @property
     def active(self) -> bool:
-        """Whether any limit is configured (otherwise acquire is a no-op)."""
-        return self._requests is not None or self._tokens is not None
+        """Whether :meth:`acquire` may wait: a limit is configured, or a server's Retry-After pause
+        is in force (otherwise acquire is a no-op, and callers may skip it).
+        """
+        return self._requests is not None or self._tokens is not None or self._paused_until > self._clock()
 
     async def acquire(self, tokens: int = 0) -> None:
         """Wait until one request of about ``tokens`` tokens may start."""

@@ -194,6 +194,45 @@ def test_rate_limited_waits_retry_after_instead_of_backoff() -> None:
     assert target.stats().rate_limited == 1
 
 
+def test_a_retry_after_holds_the_other_calls_without_a_rate_limit() -> None:
+    # no rpm/tpm configured: the server's pause must still hold a call that starts during it
+    adapter = ScriptedAdapter([Limited(1.0)], max_n=1)
+    started: dict[str, float] = {}
+    generate = adapter.generate
+
+    async def timed(case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
+        started.setdefault(case.id, time.monotonic())
+        return await generate(case, n, sampling, start=start)
+
+    adapter.generate = timed  # type: ignore[method-assign]
+    target = managed(adapter, max_concurrency=4)
+
+    async def two_calls() -> float:
+        began = time.monotonic()
+        first = asyncio.create_task(target.sample(CASE, 1, SAMPLING))
+        await asyncio.sleep(0.2)  # the first call has had its 429 by now
+        await target.sample(Case("d", "x"), 1, SAMPLING)
+        await first
+        return began
+
+    began = asyncio.run(two_calls())
+    assert started["d"] - began >= 0.95  # it waited out the pause, it did not start at 0.2 s
+    assert target.stats().rate_limited == 1
+
+
+def test_a_call_waiting_for_a_slot_is_not_sent_to_a_halted_target() -> None:
+    adapter = ScriptedAdapter([Transient("down")] * 5, max_n=1, delay_s=0.1)
+    target = managed(adapter, max_consecutive_failures=1, max_concurrency=1)
+
+    async def two_cases() -> list[object]:
+        return await asyncio.gather(target.sample(CASE, 1, SAMPLING), target.sample(Case("d", "x"), 1, SAMPLING),
+                                    return_exceptions=True)
+
+    outcomes = asyncio.run(two_cases())
+    assert all(isinstance(o, TargetUnavailableError) for o in outcomes)
+    assert len(adapter.calls) == 1  # the second call saw the halt once it had the slot
+
+
 def test_consecutive_failures_stop_the_run() -> None:
     adapter = ScriptedAdapter([Transient("down")] * 50, max_n=1)
     target = managed(adapter, max_retries=10, max_consecutive_failures=4, max_concurrency=1)
