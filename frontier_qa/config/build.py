@@ -155,9 +155,9 @@ def _prior(config: ProbeConfig) -> MajorityPrior:
     path = config.probing.prior
     assert path is not None
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as err:
-        raise config.error("probing.prior", f"cannot read {path}: {err.strerror}", "check the path") from None
+        data = json.loads(read_text(path, what="prior file"))
+    except ConfigError as err:  # missing, a folder, not UTF-8
+        raise config.error("probing.prior", err.message, err.hint or "check the path") from None
     except json.JSONDecodeError as err:
         raise config.error("probing.prior", f"{path} is not JSON: {err}",
                            "write it with MajorityPrior.to_json()") from None

@@ -449,3 +449,8 @@ def test_policies_are_chosen_by_name_and_tuned_by_keys(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="probing.prior: .*not a MajorityPrior"):
         build_settings(load_config(None, [Override("probing.prior", str(path), "--set")], env={}))
     assert isinstance(prior, MajorityPrior)
+    path.write_bytes(b"\xff{}")  # not UTF-8: a usage error naming the key, never a UnicodeDecodeError
+    with pytest.raises(ConfigError, match=r"probing.prior: .*prior\.json:1:1: the prior file is not UTF-8"):
+        build_settings(load_config(None, [Override("probing.prior", str(path), "--set")], env={}))
+    with pytest.raises(ConfigError, match="probing.prior: cannot read prior file .*missing.json"):
+        build_settings(load_config(None, [Override("probing.prior", str(tmp_path / "missing.json"), "--set")], env={}))
