@@ -433,6 +433,7 @@ def test_sequential_sampling_uses_fewer_calls_than_fixed_k(tmp_path: Path) -> No
     assert [seq.records[i].k for i in range(4)] == [5, 5, 5, 5]
     assert seq_adapter.samples == 4 * 5 + 6 * 3 + 2 * 7 == 52
     assert {r.id: r.case_class for r in seq.records} == {r.id: r.case_class for r in fixed.records}
+    assert None not in (seq.prior, fixed.prior)
     assert seq.prior != DEFAULT_PRIOR and fixed.prior != DEFAULT_PRIOR  # both learn the population
 
 

@@ -132,7 +132,8 @@ def test_truncate_text_keeps_head_and_tail() -> None:
 
 
 def test_record_json_round_trip_and_schema() -> None:
-    rec = probed_record("c1", CaseClass.FRONTIER)
+    rec = probed_record("c1", CaseClass.FRONTIER, interval=(0.3, 0.95))  # an Interval goes through too
+    assert rec.interval is not None
     again = CaseRecord.model_validate_json(rec.model_dump_json())
     assert again == rec
     jsonschema = pytest.importorskip("jsonschema")
