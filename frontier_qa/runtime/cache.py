@@ -39,7 +39,6 @@ import json
 import sqlite3
 import threading
 import time
-import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, fields, is_dataclass
@@ -109,7 +108,10 @@ def trajectory_from_json(text: str) -> Trajectory:
     )
 
 
-def _record(trajectory: Trajectory, secrets: tuple[str, ...]) -> str:
+def record_json(trajectory: Trajectory, secrets: tuple[str, ...]) -> str:
+    """The JSON the cache stores for a sample, with ``secrets`` masked (never the patterns: a
+    ``Bearer …`` in model output may be the legitimate answer).
+    """
     record = trajectory_to_json(trajectory)
     return redact(record, secrets, patterns=False) if secrets else record
 
@@ -144,7 +146,6 @@ class SampleCache:
         self._oldest = 0.0
         self._writer: threading.Thread | None = None
         self._closing = False
-        _LIVE.add(self)
 
     def _connect(self, create: bool) -> sqlite3.Connection | None:
         if self._conn is not None:
@@ -231,7 +232,7 @@ class SampleCache:
         with self._lock:
             if not self._pending:
                 return 0
-            rows = [(key, target, created, record if record is not None else _record(trajectory, secrets))
+            rows = [(key, target, created, record if record is not None else record_json(trajectory, secrets))
                     for key, (target, created, trajectory, record, secrets) in self._pending.items()]
             conn = self._connect(create=True)
             assert conn is not None
@@ -298,10 +299,7 @@ class SampleCache:
         keys = list(dict.fromkeys(keys))
         if not keys:
             return {}, [], []
-        with self._lock:
-            self._connect(create=True)
-            claims = self._claims
-        assert claims is not None
+        claims = self._open_claims()
         hits = self.get_many(keys) if self._expect_hits else {}
         rest = [k for k in keys if k not in hits]
         mine: list[str] = []
@@ -328,11 +326,15 @@ class SampleCache:
 
     def pending(self, keys: Iterable[str]) -> set[str]:
         """Which of ``keys`` another task or a live process still claims (not stored, not released)."""
+        return self._open_claims().held(keys)
+
+    def _open_claims(self) -> KeyClaims:
+        """This file's claims (opening the cache, and creating it, first)."""
         with self._lock:
             self._connect(create=True)
             claims = self._claims
         assert claims is not None
-        return claims.held(keys)
+        return claims
 
     @contextmanager
     def _all_committed(self) -> Iterator[sqlite3.Connection | None]:
@@ -400,18 +402,18 @@ class _transaction:
         self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
 
 
-_LIVE: weakref.WeakSet[SampleCache] = weakref.WeakSet()
 _QUEUED: dict[Path, set[SampleCache]] = {}  # per file, the caches of this process with queued samples
 
 
 @atexit.register
 def _flush_at_exit() -> None:
     """A normal exit commits every queued sample, even of a cache nobody closed."""
-    for cache in list(_LIVE):
-        try:
-            cache.flush()
-        except (OSError, sqlite3.Error):
-            pass
+    for caches in list(_QUEUED.values()):
+        for cache in list(caches):
+            try:
+                cache.flush()
+            except (OSError, sqlite3.Error):
+                pass
 
 
-__all__ = ["DEFAULT_DIR", "SampleCache", "trajectory_from_json", "trajectory_to_json"]
+__all__ = ["DEFAULT_DIR", "SampleCache", "record_json", "trajectory_from_json", "trajectory_to_json"]

@@ -43,7 +43,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError, TargetUnavailableError
 from frontier_qa.runtime.aio import gather_or_cancel, run_sync
 from frontier_qa.runtime.budget import BudgetSnapshot, BudgetTracker
-from frontier_qa.runtime.cache import SampleCache, trajectory_from_json, trajectory_to_json
+from frontier_qa.runtime.cache import SampleCache, record_json, trajectory_from_json
 from frontier_qa.runtime.limits import Budget, Limits
 from frontier_qa.runtime.rate_limit import RateLimiter, Sleep, estimate_tokens
 from frontier_qa.runtime.redact import mentions, redact
@@ -311,7 +311,7 @@ class ManagedTarget:
                     trajectory = replace(trajectory, sample_index=index, cached=False)
                 if self.cache is not None and trajectory.ok:
                     if mentions(trajectory, self._secrets):  # a key echoed in the output: return what
-                        masked = redact(trajectory_to_json(trajectory), self._secrets, patterns=False)
+                        masked = record_json(trajectory, self._secrets)
                         trajectory = trajectory_from_json(masked)  # the cache will replay
                         self.cache.put(keys[index], self.id, trajectory, record=masked)
                     else:  # the cache's writer serialises it (masking again), off this call's path

@@ -56,7 +56,7 @@ def redact(text: str, secrets: Iterable[str] = (), *, patterns: bool = True) -> 
         patterns: also mask anything shaped like ``Bearer …`` or ``api_key=…``. Off for
             model output (the cache), where such text may be the legitimate answer.
     """
-    for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
+    for secret in sorted(set(maskable(secrets)), key=len, reverse=True):
         text = text.replace(secret, MASK)
     if patterns:
         for pattern in _PATTERNS:
@@ -69,8 +69,15 @@ def mentions(value: Any, secrets: Iterable[str]) -> bool:
     (strings, mappings, lists, tuples, dataclasses; anything else through ``str``). Cheaper than
     serialising ``value`` and redacting the text, which matters on every cached call.
     """
-    wanted = tuple(s for s in secrets if s and len(s) >= 4)
+    wanted = maskable(secrets)
     return bool(wanted) and _mentions(value, wanted)
+
+
+def maskable(secrets: Iterable[str]) -> tuple[str, ...]:
+    """The secrets :func:`redact` masks: 4 characters or longer (masking "x" everywhere would
+    destroy a message and protect nothing).
+    """
+    return tuple(s for s in secrets if s and len(s) >= 4)
 
 
 _PLAIN = frozenset({type(None), bool, int, float})
@@ -115,4 +122,4 @@ def redact_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["MASK", "is_secret_name", "mentions", "redact", "redact_options", "secret_values"]
+__all__ = ["MASK", "is_secret_name", "maskable", "mentions", "redact", "redact_options", "secret_values"]

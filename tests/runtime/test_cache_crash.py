@@ -4,7 +4,7 @@ The guarantee (``frontier_qa/runtime/cache.py``): every sample of a case the pro
 recorded is committed before the record is written, and any sample is committed at most
 ``flush_interval_s`` after it was paid for, by the cache's writer thread. Each test starts a
 real Python process, kills it with SIGKILL mid-run (no atexit, no finally) and reads what
-reached the SQLite file.
+reached the SQLite file; the last lets a process exit normally without closing its cache.
 """
 
 from __future__ import annotations
@@ -126,3 +126,24 @@ def test_every_sample_of_a_recorded_case_survives_kill_9(tmp_path: Path) -> None
                    if cache_key(record.target_id, case.messages, sampling, s.sample_index, extra) not in stored]
         assert not missing, f"{record.id}: samples {missing} were recorded but never reached the cache"
     assert json.loads(records[0].model_dump_json())["case_class"] in {"frontier", "pass", "unresolved"}
+
+
+UNCLOSED = """
+import sys
+from frontier_qa.runtime import SampleCache
+from frontier_qa.target import Trajectory, Usage
+
+cache = SampleCache(sys.argv[1], flush_interval_s=3600)  # the writer would wait an hour
+for i in range(3):
+    cache.put(f"k{i}", "t", Trajectory(text=f"s{i}", usage=Usage(1, 1), sample_index=i))
+print(len(cache._pending), flush=True)  # queued, not committed; the process exits without close()
+"""
+
+
+def test_a_normal_exit_commits_the_samples_of_a_cache_nobody_closed(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", UNCLOSED, str(tmp_path / "cache")], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "3"
+    with sqlite3.connect(tmp_path / "cache" / "samples.sqlite3") as conn:
+        assert sorted(k for (k,) in conn.execute("SELECT key FROM samples")) == ["k0", "k1", "k2"]
