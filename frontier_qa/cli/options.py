@@ -24,6 +24,7 @@ from frontier_qa.cli.flags import FlagRule, fixed, to_key
 from frontier_qa.config import Override
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.sequential import POLICIES
+from frontier_qa.scoring.bands import NAMED_BANDS
 
 # --- flags → config ------------------------------------------------------------------------------
 
@@ -44,7 +45,7 @@ def _curriculum(text: str) -> list[Override]:
 
 
 def _band(text: str) -> Any:
-    if text in ("agent0", "tool-r0"):
+    if text in NAMED_BANDS:
         return text
     low, sep, high = text.partition(":")
     try:

@@ -95,12 +95,11 @@ def score_rows(
     The repetition penalty is computed over all tasks of the file as one batch.
     """
     from frontier_qa.scoring.answers import check_answer_format, extract_answer
-    from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND
+    from frontier_qa.scoring.bands import NAMED_BANDS as bands
     from frontier_qa.scoring.consistency import self_consistency
-    from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER, score_curriculum_batch
+    from frontier_qa.scoring.rewards import REWARD_PRESETS as configs
+    from frontier_qa.scoring.rewards import score_curriculum_batch
 
-    configs = {"paper": PAPER, "agent0-compat": AGENT0_COMPAT}
-    bands = {"agent0": AGENT0_BAND, "tool-r0": TOOL_R0_BAND}
     if preset not in configs:
         raise ConfigError(f"unknown reward preset {preset!r}", hint=f"use one of: {', '.join(configs)}")
     if band not in bands:

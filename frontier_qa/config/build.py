@@ -27,7 +27,7 @@ from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.runtime.budget import BudgetTracker
 from frontier_qa.runtime.cache import SampleCache
 from frontier_qa.runtime.env import UnsetVariableError, expand_env
-from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND, Band
+from frontier_qa.scoring.bands import NAMED_BANDS, Band
 from frontier_qa.store.case_store import CaseStore, Shard
 from frontier_qa.store.comparison import RegressionPolicy
 from frontier_qa.target import Target
@@ -112,7 +112,7 @@ def build_settings(config: ProbeConfig) -> ProbeSettings:
     if isinstance(p.band, BandRange):
         band = Band(p.band.low, p.band.high, name="custom")
     else:
-        band = TOOL_R0_BAND if p.band == "tool-r0" else AGENT0_BAND
+        band = NAMED_BANDS[p.band]
     chosen = policy("fixed" if p.sequential is False else p.policy)
     sequential = chosen.sequential
     if sequential is not None:

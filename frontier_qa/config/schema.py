@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from frontier_qa._compat import renamed
 from frontier_qa._schema import field_of, frozen_value
 from frontier_qa.errors import ConfigError
+from frontier_qa.probing.sequential import DEFAULT_POLICY
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.runtime.limits import Backoff, Budget, Limits  # noqa: F401 (Backoff: the old BackoffConfig name)
@@ -143,7 +144,7 @@ class ProbingConfig(_Section):
     # confidence(_out) and prior default to the chosen policy's, so they are keys of their own.
 
     policy: Literal["calibrated", "economy", "thorough", "fixed"] = Field(
-        "calibrated", description="how cases are sampled: calibrated (default), economy, thorough or fixed (Agent0)")
+        DEFAULT_POLICY, description="how cases are sampled: calibrated (default), economy, thorough or fixed (Agent0)")
     k: int | None = Field(
         None, ge=1, description="samples per case (fixed) or the most (sequential); null: the policy's")
     sequential: bool | None = Field(None, description="false: the fixed policy (kept for old configs)")

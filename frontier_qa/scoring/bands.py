@@ -166,3 +166,6 @@ AGENT0_BAND = Band(0.3, 0.8, name="agent0")
 
 TOOL_R0_BAND = Band(0.25, 0.75, sigma=0.12, floor_unsolved=True, name="tool-r0")
 """Tool-R0's band-pass difficulty reward (Eq. 4; [0.25, 0.75], σ = 0.12, zero below 1/k)."""
+
+NAMED_BANDS = {"agent0": AGENT0_BAND, "tool-r0": TOOL_R0_BAND}
+"""The bands a config, a flag or a command names (``probing.band``, ``--band``)."""

@@ -324,6 +324,9 @@ AGENT0_COMPAT = RewardConfig(
 clip and format gate, and without its defects: p̂ is never zeroed by agreement with the
 reference answer, and tool calls come from executor trajectories, not ```` ```output ```` markers."""
 
+REWARD_PRESETS = {"paper": PAPER, "agent0-compat": AGENT0_COMPAT}
+"""The presets a config or a command names (``reward.preset``, ``frontier-qa score --preset``)."""
+
 
 def _check_count(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value) >= 0 or math.isinf(value):

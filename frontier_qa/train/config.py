@@ -46,7 +46,7 @@ from frontier_qa.config import (
 from frontier_qa.config.diagnostics import _models_in, fields_of
 from frontier_qa.config.schema import located_error
 from frontier_qa.errors import BudgetExceededError, ConfigError, closest_name
-from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER, RewardConfig
+from frontier_qa.scoring.rewards import REWARD_PRESETS, RewardConfig
 
 TRAIN_CONFIG_VERSION: Final = 1
 C = TypeVar("C", bound=BaseModel)
@@ -130,13 +130,12 @@ class CurriculumSection(_Section):
         return self
 
 
-PRESETS: Final = {"paper": PAPER, "agent0-compat": AGENT0_COMPAT}
 _CONSTANTS: Final = tuple(RewardConfig.__dataclass_fields__)
 
 
 def _with_preset(data: dict[str, Any]) -> dict[str, Any]:
     """A reward section's keys with the preset's value for each constant left out or ``null``."""
-    base = PRESETS.get(data.get("preset", "paper"))
+    base = REWARD_PRESETS.get(data.get("preset", "paper"))
     if base is None:
         return data  # the preset's own error
     given = {key: value for key, value in data.items() if not (key in _CONSTANTS and value is None)}

@@ -454,3 +454,20 @@ def test_policies_are_chosen_by_name_and_tuned_by_keys(tmp_path: Path) -> None:
         build_settings(load_config(None, [Override("probing.prior", str(path), "--set")], env={}))
     with pytest.raises(ConfigError, match="probing.prior: cannot read prior file .*missing.json"):
         build_settings(load_config(None, [Override("probing.prior", str(tmp_path / "missing.json"), "--set")], env={}))
+
+
+def test_the_names_a_config_accepts_are_the_tables_the_code_looks_them_up_in() -> None:
+    # a Literal cannot be built from a dict for type checkers: this test keeps the two together
+    from typing import get_args
+
+    from frontier_qa.config.schema import ProbingConfig
+    from frontier_qa.probing.sequential import DEFAULT_POLICY, POLICIES
+    from frontier_qa.scoring.bands import NAMED_BANDS
+    from frontier_qa.scoring.rewards import REWARD_PRESETS
+    from frontier_qa.train.config import RewardSection
+
+    policy = ProbingConfig.model_fields["policy"]
+    assert get_args(policy.annotation) == tuple(POLICIES) and policy.default == DEFAULT_POLICY
+    named_band, _custom = get_args(ProbingConfig.model_fields["band"].annotation)
+    assert get_args(named_band) == tuple(NAMED_BANDS)
+    assert get_args(RewardSection.__pydantic_fields__["preset"].annotation) == tuple(REWARD_PRESETS)
