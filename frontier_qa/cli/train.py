@@ -28,7 +28,7 @@ import typer
 from frontier_qa.cli.app import command_group
 from frontier_qa.cli.flags import FlagRule, print_config, to_key
 from frontier_qa.cli.flags import overrides as flag_overrides
-from frontier_qa.config import Override, parse_set
+from frontier_qa.config import Override
 from frontier_qa.errors import ConfigError
 
 _FLAGS: dict[str, FlagRule] = {
@@ -39,6 +39,12 @@ _FLAGS: dict[str, FlagRule] = {
     "k": to_key("reward.k", "--k"),
     "budget_calls": to_key("budget.max_calls", "--budget-calls"),
     "seed": to_key("training.seed", "--seed"),
+}
+
+
+_COEVOLVE_FLAGS: dict[str, FlagRule] = {
+    "iterations": to_key("iterations", "--iterations"),
+    "run_dir": to_key("run_dir", "--run-dir"),
 }
 
 
@@ -115,9 +121,8 @@ def coevolve(
                           hint="start from configs/coevolve/cpu.yaml (SmolLM2 on CPU) or "
                                "configs/coevolve/agent0.yaml (Agent0's settings, GPU)")
 
-    given = [Override("iterations", iterations, f"--iterations {iterations}")] if iterations is not None else []
-    given += [Override("run_dir", str(run_dir), f"--run-dir {run_dir}")] if run_dir is not None else []
-    resolved = load_coevolve_config(config, given + [parse_set(text) for text in sets])
+    resolved = load_coevolve_config(config, flag_overrides({"iterations": iterations, "run_dir": run_dir}, sets,
+                                                           _COEVOLVE_FLAGS))
     if show_config:
         print_config(resolved)
         raise typer.Exit(0)
