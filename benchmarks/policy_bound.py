@@ -102,7 +102,7 @@ def part_b(mix: str, prior: MajorityPrior, seeds: list[int], n: int) -> None:
                     continue
                 inside += 1
                 decision, drawn = sequential(case, config, seed)
-                calls += drawn
+                calls += len(drawn)
                 found += decision.in_band
         print(f"| {mix} | P(in band) ≥ {confidence}, k_max {k_max} | {calls / (10 * total):.2f} | "
               f"{found / max(inside, 1):.3f} |")

@@ -26,9 +26,11 @@ Run (about 2 minutes on 2 cores)::
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import sys
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -37,7 +39,14 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 from mixes import BAND, MIXES, SimCase, draw, make_cases, mix_arguments  # noqa: E402
 
-from frontier_qa.probing.sequential import POLICIES, Decision, SequentialConfig, decide, fit_prior, tally  # noqa: E402
+from frontier_qa.probing.sequential import (  # noqa: E402
+    POLICIES,
+    Decision,
+    SequentialConfig,
+    fit_prior,
+    run_sequential,
+    tally,
+)
 
 REFIT_EVERY = 10  # ProbeSettings.prior_refit_every
 SETTINGS: dict[str, dict[str, object]] = {
@@ -60,16 +69,10 @@ class Result:
     unresolved: float
 
 
-def sequential(case: SimCase, config: SequentialConfig, stream: int) -> tuple[Decision, int]:
-    """One case sampled in rounds until ``decide`` stops; the decision and the samples drawn."""
-    labels: list[str | None] = []
-    decision = decide((), 0, 0, config)
-    while not decision.stopped:
-        k = len(labels)
-        labels += [draw(case.answers, stream, case.id, i) for i in range(k, k + decision.next_n)]
-        counts, unparseable, _ = tally(labels)
-        decision = decide(counts, unparseable, 0, config)
-    return decision, len(labels)
+def sequential(case: SimCase, config: SequentialConfig, stream: int) -> tuple[Decision, list[Hashable | None]]:
+    """One case sampled in rounds until the policy stops; the decision and the labels drawn."""
+    drawn = (draw(case.answers, stream, case.id, i) for i in itertools.count())
+    return run_sequential(lambda n: list(itertools.islice(drawn, n)), config)
 
 
 def fixed_in_band(case: SimCase, stream: int, k: int = 10) -> bool:
@@ -84,9 +87,9 @@ def run(mix: str, n: int, seed: int, config: SequentialConfig) -> Result:
     observed: list[tuple[tuple[int, ...], int]] = []
     calls = hits = labelled = unresolved = fixed_hits = truly = 0
     for case in make_cases(mix, n, seed):
-        decision, k = sequential(case, replace(config, prior=prior), seed)
-        calls += k
-        counts, unparseable, _ = tally(draw(case.answers, seed, case.id, i) for i in range(k))
+        decision, labels = sequential(case, replace(config, prior=prior), seed)
+        calls += len(labels)
+        counts, unparseable, _ = tally(labels)
         observed.append((counts, unparseable))
         if len(observed) % REFIT_EVERY == 0:
             prior = fit_prior(observed, start=start)

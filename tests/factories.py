@@ -10,9 +10,12 @@ these are the fixed case sets the tests probe with. This file is also loaded by 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import sys
 from collections.abc import Coroutine, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 
 from frontier_qa.curricula.base import Proposal
@@ -22,6 +25,18 @@ from frontier_qa.target import Case, Trajectory, Usage
 from frontier_qa.testing import case, moody
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` as a module, registered in ``sys.modules`` (its dataclasses need
+    that, and the benchmarks import each other by name, e.g. ``mixes``).
+    """
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 """The repository root (tests live one folder down, grouped by layer)."""
 
 T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)

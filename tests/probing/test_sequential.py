@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import random
-import sys
 from dataclasses import replace
 
 import numpy as np
@@ -29,7 +27,7 @@ from frontier_qa.probing.sequential import (
     wilson_interval,
 )
 from frontier_qa.scoring.consistency import Cluster, Consistency
-from tests.factories import REPO
+from tests.factories import load_benchmark
 
 CONFIG = SequentialConfig(k_max=10, rounds=(3, 2))  # band (0.3, 0.8), confidence 0.9, k_min 3, k_max 10, rounds 3, 2, 2, ...
 
@@ -246,15 +244,6 @@ def test_run_sequential_respects_budgets(labels):
 # --- the benchmarks' scripted mixes, small -----------------------------------------------
 
 
-def _mixes():
-    path = REPO / "benchmarks" / "mixes.py"
-    spec = importlib.util.spec_from_file_location("mixes", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["mixes"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_frontier_labels_are_mostly_right_on_a_scattered_mix_and_cost_less_than_fixed_k(tmp_path):
     """120 frontier-heavy cases (scatter, ties, unparseable answers) through the real engine.
 
@@ -270,7 +259,7 @@ def test_frontier_labels_are_mostly_right_on_a_scattered_mix_and_cost_less_than_
     from frontier_qa.store.case_store import CaseStore
     from frontier_qa.testing import ScriptedAdapter, case, open_scripted, static_curriculum
 
-    mixes = _mixes()
+    mixes = load_benchmark("mixes")
     sims = {c.id: c for c in mixes.make_cases("frontier-heavy", 120, 5)}
     adapter = ScriptedAdapter(lambda c, i: mixes.draw(sims[c.id].answers, 5, c.id, i))
     cases = static_curriculum([case(s.id, f"Scripted task {s.id}?", reference=mixes.RIGHT) for s in sims.values()])
@@ -374,11 +363,7 @@ def test_prior_round_trips_through_json():
 
 def test_the_bound_benchmark_labels_the_largest_set_with_the_target_precision() -> None:
     """benchmarks/policy_bound.py's set rule: the longest prefix by P(in band) whose mean is ≥ 0.9."""
-    _mixes()
-    path = REPO / "benchmarks" / "policy_bound.py"
-    spec = importlib.util.spec_from_file_location("policy_bound", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("policy_bound")
     # prefixes' mean errors: 0.01, 0.03, 0.087, 0.165 -> the first three; order does not matter
     assert module.labelled_as_set([0.6, 0.99, 0.8, 0.95, 0.4]) == {1, 2, 3}
     assert module.labelled_as_set([0.85, 0.85]) == set()  # each alone misses 0.9

@@ -8,23 +8,19 @@ steps with plain TRL GRPO as a ratio, and the executor's pseudo-label reward ove
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow]
+from tests.factories import load_benchmark
 
-REPO = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.slow]
 
 
 def test_tiny_validation_reports_every_figure(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                               report_measurement) -> None:  # noqa: ANN001
-    spec = importlib.util.spec_from_file_location("gpu_validation", REPO / "benchmarks" / "gpu_validation.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("gpu_validation")
     assert bench.main(["--tiny", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "| curriculum | 1 |" in printed and "| plain GRPO | 3 |" in printed and "| executor | 3 |" in printed
