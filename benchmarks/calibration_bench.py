@@ -52,7 +52,7 @@ sys.path.insert(0, str(HERE))
 from mixes import BAND, MIXES, RIGHT, SimCase, draw, make_cases  # noqa: E402
 
 from frontier_qa.probing import ProbeSettings, probe  # noqa: E402
-from frontier_qa.probing.posterior import DEFAULT_PRIOR, MajorityPrior, band_posterior  # noqa: E402
+from frontier_qa.probing.posterior import MajorityPrior, band_posterior  # noqa: E402
 from frontier_qa.probing.sequential import DEFAULT_POLICY, policy, tally  # noqa: E402
 from frontier_qa.probing.validation import Validator  # noqa: E402
 from frontier_qa.store.case_store import CaseStore  # noqa: E402
@@ -89,18 +89,14 @@ def label_name(record: dict) -> str:
     return f"unresolved, leaning {label_side(record)}"
 
 
-def recheck(counts: tuple[int, ...], unparseable: int, prior: MajorityPrior = DEFAULT_PRIOR) -> tuple[str, float]:
-    """The k = 30 re-sample's class and the posterior probability of that class."""
-    post = band_posterior(counts, unparseable, band=BAND, prior=prior)
-    side, p = max((post.inside, "in"), (post.below, "below"), (post.above, "above"))[::-1]
-    return side, p
-
-
 def score_case(tallies: dict[str, Tally], name: str, side: str, labels: list[str | None], truth: str | None) -> dict:
+    """Hold a label to the k = 30 re-sample: the re-sample's most probable side confirms it, a
+    posterior ≥ 0.9 on another side contradicts it.
+    """
     counts, unparseable, _ = tally(labels)
-    check, p = recheck(counts, unparseable)
     post = band_posterior(counts, unparseable, band=BAND)
     against = {"below": post.below, "in": post.inside, "above": post.above}
+    p, check = max((v, s) for s, v in against.items())
     contradicted = max(v for s, v in against.items() if s != side) >= 0.9
     tallies[name].add(check == side, contradicted, None if truth is None else truth == side)
     return {"check": check, "p_check": round(p, 3), "counts": list(counts), "unparseable": unparseable}
@@ -235,7 +231,7 @@ def smol(args: argparse.Namespace) -> None:
         record = by_id.get(line["id"])
         if record is None:
             continue
-        labels = [a if a is not None else None for a in line["answers"]]
+        labels = line["answers"]
         info = score_case(tallies, label_name(record), label_side(record), labels, None)
         print(f"  {line['id']}: {label_name(record)}, p̂ {record['p_hat']:.2f} at k = {len(record['samples'])} -> "
               f"k = {K_CHECK}: {info['check']} (P = {info['p_check']:.2f}), clusters {info['counts'][:6]}, "

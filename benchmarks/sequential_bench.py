@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,9 +137,15 @@ def row(label: str, mix: str, policy: str, runs: list[Score], fixed_runs: list[S
              f"{s.unresolved:.0%}", "" if policy == "fixed" else goals(mix, s, fixed)]
     if markdown:
         return "| " + " | ".join(cells) + " |"
-    widths = (15, 19, 17, 19, 19, 7, 7, 6, 0)
-    aligned = (f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
-    return " ".join(aligned).rstrip()
+    return aligned(cells).rstrip()
+
+
+WIDTHS = (15, 19, 17, 19, 19, 7, 7, 6, 0)
+
+
+def aligned(cells: Sequence[str]) -> str:
+    """One plain-text table line: cells padded to :data:`WIDTHS`, the two names left, the figures right."""
+    return " ".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, WIDTHS, strict=True)))
 
 
 HEADER = ("mix", "policy", "calls", "acc", "recall", "+lean", "prec", "unres", "goals (calls, acc, recall)")
@@ -179,8 +186,7 @@ def main() -> None:
             print("| " + " | ".join(HEADER) + " |")
             print("|" + "---|" * len(HEADER))
         else:
-            print(" ".join(f"{h:<{w}}" if i < 2 else f"{h:>{w}}"
-                           for i, (h, w) in enumerate(zip(HEADER, (15, 19, 17, 19, 19, 7, 7, 6, 0), strict=True))))
+            print(aligned(HEADER))
         for mix in args.mixes:
             scores = run_mix(mix, args.cases, args.seeds, work, tuple(args.policies))
             fixed = mean(scores["fixed"])
