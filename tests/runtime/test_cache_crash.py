@@ -9,7 +9,6 @@ reached the SQLite file; the last lets a process exit normally without closing i
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -109,8 +108,7 @@ def test_every_sample_of_a_recorded_case_survives_kill_9(tmp_path: Path) -> None
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:  # kill once a dozen cases are recorded (the run goes on forever)
         files = list(runs.glob("*.jsonl")) if runs.exists() else []
-        if files and sum(1 for line in files[0].read_text().splitlines() if '"kind": "case"' in line
-                         or '"kind":"case"' in line) >= 12:
+        if files and sum('"kind":"case"' in line for line in files[0].read_text().splitlines()) >= 12:
             break
         assert process.poll() is None, process.stderr.read() if process.stderr else ""
         time.sleep(0.05)
@@ -125,7 +123,7 @@ def test_every_sample_of_a_recorded_case_survives_kill_9(tmp_path: Path) -> None
         missing = [s.sample_index for s in record.samples
                    if cache_key(record.target_id, case.messages, sampling, s.sample_index, extra) not in stored]
         assert not missing, f"{record.id}: samples {missing} were recorded but never reached the cache"
-    assert json.loads(records[0].model_dump_json())["case_class"] in {"frontier", "pass", "unresolved"}
+    assert records[0].case_class.value in {"frontier", "pass", "unresolved"}
 
 
 UNCLOSED = """
