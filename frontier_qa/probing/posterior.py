@@ -414,8 +414,13 @@ def fit_prior(
     if not obs:
         return start
     base = start.table().ravel()
-    loglik = np.empty((len(obs), base.size))
-    for row, (counts, _) in enumerate(obs):
+    # a store repeats cluster patterns ((30,), (3,) ...): each distinct one is computed once and
+    # weighted by how often it occurs (the EM below is the same sum, grouped)
+    seen = Counter(counts for counts, _ in obs)
+    patterns = list(seen)
+    times = np.array([seen[counts] for counts in patterns], dtype=float)
+    loglik = np.empty((len(patterns), base.size))
+    for row, counts in enumerate(patterns):
         terms = _likelihood(counts, start)[1].reshape(-1, base.size)
         top = terms.max(axis=0)
         loglik[row] = top + np.log(np.exp(terms - top).sum(axis=0))
@@ -424,7 +429,7 @@ def fit_prior(
     for _ in range(iterations):
         resp = lik * w
         resp /= resp.sum(axis=1, keepdims=True)
-        w = (resp.sum(axis=0) + smoothing * base) / (len(obs) + smoothing)
+        w = (times @ resp + smoothing * base) / (len(obs) + smoothing)
     return MajorityPrior(start.shares, start.thetas, tuple(float(x) for x in w), _fit_unparseable(obs),
                          scatter=start.scatter)
 
