@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from frontier_qa.config.layers import python_file
+
 INSTALL_PLACEHOLDER = "git+https://github.com/OWNER/frontier-qa.git"
 """What the workflow installs frontier-qa from until the user edits it (frontier-qa is not on PyPI)."""
 
@@ -148,15 +150,14 @@ replay:
 
 def is_file_spec(spec: str) -> bool:
     """Whether ``spec`` is ``python:path/to/agent.py:attr`` (an agent file, not a module name)."""
-    kind, _, rest = spec.partition(":")
-    module_ref, colon, _ = rest.rpartition(":")
-    return kind == "python" and bool(colon) and (module_ref.endswith(".py") or "/" in module_ref)
+    return python_file(spec) is not None
 
 
 def _marker_target(layout: Layout) -> str:
-    if not is_file_spec(layout.target):
+    agent = python_file(layout.target)
+    if agent is None:
         return layout.target
-    module_ref, _, attr = layout.target.partition(":")[2].rpartition(":")
+    module_ref, attr = agent
     return f"python:{layout.from_tests(module_ref)}:{attr}"
 
 

@@ -247,6 +247,20 @@ def resolve_layers(layers: list[_Layer], *, version: int, hint: str) -> tuple[di
 # --- loading ----------------------------------------------------------------------------------
 
 
+def python_file(spec: Any) -> tuple[str, str] | None:
+    """The file and attribute of a ``python:path/to/agent.py:attr`` spec (an agent file: a name
+    ending in .py or with a ``/``); ``None`` for any other spec, ``python:package.module:attr``
+    included (found on ``sys.path``).
+    """
+    if not isinstance(spec, str):
+        return None
+    kind, sep, rest = spec.partition(":")
+    module_ref, colon, attr = rest.rpartition(":")
+    if kind != "python" or not sep or not colon or not (module_ref.endswith(".py") or "/" in module_ref):
+        return None
+    return module_ref, attr
+
+
 def _spec_file(spec: Any) -> tuple[Path, str] | None:
     """The relative file a spec names and how to write the spec again around an absolute one:
     ``python:path/to/agent.py:attr`` (an agent file) and ``mock:path/to/script.yaml`` (a mock
@@ -262,10 +276,10 @@ def _spec_file(spec: Any) -> tuple[Path, str] | None:
             return None
         file, template = Path(rest).expanduser(), "mock:{}"
     else:
-        module_ref, colon, attr = rest.rpartition(":")
-        if kind != "python" or not sep or not colon or not (module_ref.endswith(".py") or "/" in module_ref):
+        agent = python_file(spec)
+        if agent is None:
             return None
-        file, template = Path(module_ref).expanduser(), f"python:{{}}:{attr}"
+        file, template = Path(agent[0]).expanduser(), f"python:{{}}:{agent[1]}"
     return None if file.is_absolute() else (file, template)
 
 
