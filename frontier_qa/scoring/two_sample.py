@@ -121,10 +121,15 @@ def spend(alpha: float, looks: Sequence[int]) -> tuple[float, ...]:
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    if not looks or any(n < 1 for n in looks) or list(looks) != sorted(set(looks)):
+    if not increasing_counts(looks):
         raise ValueError(f"looks must be increasing sample counts >= 1, got {list(looks)}")
     total = sum(looks)
     return tuple(alpha * n / total for n in looks)
 
 
-__all__ = ["JEFFREYS", "drop_probability", "fisher_greater", "fisher_less", "spend"]
+def increasing_counts(looks: Sequence[int]) -> bool:
+    """Whether ``looks`` are sample counts a sequential test can look at: ≥ 1, strictly increasing."""
+    return bool(looks) and all(n >= 1 for n in looks) and list(looks) == sorted(set(looks))
+
+
+__all__ = ["JEFFREYS", "drop_probability", "fisher_greater", "fisher_less", "increasing_counts", "spend"]

@@ -41,7 +41,7 @@ from pydantic import Field, field_validator
 
 from frontier_qa._compat import renamed
 from frontier_qa._schema import frozen_value
-from frontier_qa.scoring.two_sample import drop_probability, fisher_greater, fisher_less, spend
+from frontier_qa.scoring.two_sample import drop_probability, fisher_greater, fisher_less, increasing_counts, spend
 from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, Observed, ReplayVerdict, SuiteCase
 from frontier_qa.target import Case
 
@@ -94,7 +94,7 @@ class RegressionPolicy:
     @field_validator("looks")
     @classmethod
     def _increasing(cls, value: tuple[int, ...]) -> tuple[int, ...]:
-        if any(n < 1 for n in value) or list(value) != sorted(set(value)):
+        if not increasing_counts(value):
             raise ValueError(f"{list(value)} must be increasing sample counts >= 1, e.g. [5, 10, 20, 40, 80]")
         return value
 
