@@ -25,6 +25,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any, Final
 
 from frontier_qa._compat import renamed
 from frontier_qa.errors import ConfigError
@@ -121,7 +122,7 @@ class SequentialConfig:
         return self.confidence if self.confidence_out is None else self.confidence_out
 
     @classmethod
-    def economy(cls, **overrides: object) -> SequentialConfig:
+    def economy(cls, **overrides: Any) -> SequentialConfig:
         """The ``economy`` policy's settings (see :data:`POLICIES`), with overrides."""
         base = POLICIES["economy"].sequential
         assert base is not None
@@ -160,7 +161,7 @@ POLICIES: dict[str, Policy] = {
         Policy("fixed", None, 10, "Agent0: every case k = 10 times, frontier when p̂ is in the band (no confidence)"),
     )
 }
-DEFAULT_POLICY = "calibrated"
+DEFAULT_POLICY: Final = "calibrated"
 
 
 def policy(name: str) -> Policy:
