@@ -24,7 +24,7 @@ from typing import Any
 from frontier_qa._optional import require
 from frontier_qa.adapters.openai_adapter import chat_request, classify_openai_error, trajectories_from_response
 from frontier_qa.errors import ConfigError
-from frontier_qa.runtime.redact import redact, secret_values
+from frontier_qa.redaction import redact, secret_values
 from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, Trajectory
 
 _MISSING_KEY_MARKERS = ("missing credentials", "api_key client option must be set", "no api key provided")

@@ -29,7 +29,7 @@ from typing import Any
 
 from frontier_qa._optional import require
 from frontier_qa.errors import ConfigError
-from frontier_qa.runtime.redact import redact, secret_values
+from frontier_qa.redaction import redact, secret_values
 from frontier_qa.runtime.retry import classify_status, parse_retry_after
 from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, ToolCall, Trajectory, Usage
 

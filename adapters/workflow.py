@@ -685,7 +685,7 @@ class HttpAgentAdapter(Adapter):
         return [t for part in parts for t in part]
 
     async def _post(self, case: Case, sampling: Sampling, index: int, n: int) -> list[Trajectory]:
-        from frontier_qa.runtime.redact import redact
+        from frontier_qa.redaction import redact
         from frontier_qa.runtime.retry import parse_retry_after
 
         started = time.monotonic()
@@ -713,7 +713,7 @@ class HttpAgentAdapter(Adapter):
         return out
 
     def classify(self, exc: BaseException) -> ErrorClass:
-        from frontier_qa.runtime.redact import redact
+        from frontier_qa.redaction import redact
         from frontier_qa.runtime.retry import classify_status
 
         message = redact(f"{type(exc).__name__}: {exc}", self.secrets)

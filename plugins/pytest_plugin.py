@@ -242,8 +242,12 @@ def frontier_case(request: pytest.FixtureRequest) -> Any:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Turn a pass of a flaky case into an xfail (or a failure with ``--frontier-flaky fail``)."""
+    """Turn a pass of a flaky case into an xfail (or a failure with ``--frontier-flaky fail``);
+    mask every secret in a frontier item's report (failure text, captured output, properties).
+    """
     report = yield
+    if item.get_closest_marker(MARKER) is not None:
+        mask_report(report)
     case = item.stash.get(CASE_KEY, None)
     reason = getattr(case, "flaky_reason", None) if getattr(case, "accepted", None) is None else None
     if reason and case is not None and report.when == "call" and report.passed:
@@ -255,6 +259,37 @@ def pytest_runtest_makereport(
             report.outcome = "skipped"
             report.wasxfail = f"flaky: {reason}"
     return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, pytest.CollectReport,
+                                                                          pytest.CollectReport]:
+    """Mask secrets in collection reports once frontier-qa ran (it generates cases at collection)."""
+    report = yield
+    if collector.config.stash.get(SESSION_KEY, None) is not None:
+        mask_report(report)
+    return report
+
+
+def mask_report(report: pytest.TestReport | pytest.CollectReport) -> None:
+    """Mask every secret (:mod:`frontier_qa.redaction`) in what pytest shows and writes of a report:
+    the failure text, captured output and log sections, user properties (JUnit XML), xfail reasons.
+    """
+    from frontier_qa.redaction import redact
+
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (path, line, reason)
+        report.longrepr = (longrepr[0], longrepr[1], redact(str(longrepr[2])))
+    elif longrepr is not None:
+        text = str(longrepr)
+        if redact(text) != text:
+            report.longrepr = redact(text)
+    report.sections = [(title, redact(content)) for title, content in report.sections]
+    if isinstance(report, pytest.TestReport):
+        report.user_properties = [(name, redact(value) if isinstance(value, str) else value)
+                                  for name, value in report.user_properties]
+        if isinstance(getattr(report, "wasxfail", None), str):
+            report.wasxfail = redact(report.wasxfail)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -303,12 +338,14 @@ class FrontierReporter:
         if not self.results:
             return
         terminalreporter.section("frontier-qa")
+        from frontier_qa.redaction import redact
+
         if self.unjudged:
             terminalreporter.write_line("could not judge the agent (exit status 3):", red=True, bold=True)
             for reason in self.unjudged:
-                terminalreporter.write_line(f"  - {reason}", red=True)
+                terminalreporter.write_line(redact(f"  - {reason}"), red=True)
         for line in summary_lines(self.config, self.results):
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(redact(line))
 
 
 def unjudged(results: dict[str, dict[str, Any]]) -> list[str]:

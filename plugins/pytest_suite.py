@@ -59,7 +59,8 @@ from frontier_qa.plugins.pytest_plugin import (
     replay_command,
 )
 from frontier_qa.probing.run import ProbeRun, ReplayItem
-from frontier_qa.runtime import run_sync
+from frontier_qa.redaction import redacted_output
+from frontier_qa.runtime import run_sync as _run_sync
 from frontier_qa.store import baselines
 from frontier_qa.store.case_ids import case_id_for, legacy_case_id
 from frontier_qa.store.case_store import CaseStore, export_suite, import_suite, latest_by, suite_entries
@@ -78,6 +79,14 @@ MAX_KNOWN_ROUNDS = 50  # proposal batches of only known cases in a row before th
 # --frontier-* option -> config key (store and config are handled apart)
 _OPTION_KEYS = {"target": "target.spec", "seed": "probing.seed", "budget_calls": "budget.max_calls",
                 "max_cost_usd": "budget.max_cost_usd", "k": "probing.k"}
+
+
+def run_sync(coro: Any) -> Any:
+    """Run the engine's coroutine to its end; what the agent and its libraries print meanwhile
+    reaches pytest's capture (or the terminal) with every secret masked.
+    """
+    with redacted_output():
+        return _run_sync(coro)
 
 
 def _tagged(case: Case, suite: str) -> Case:

@@ -47,9 +47,9 @@ class _Stderr(logging.StreamHandler):
         pass
 
     def format(self, record: logging.LogRecord) -> str:
-        from frontier_qa.runtime.redact import redact
+        from frontier_qa.redaction import redact
 
-        return redact(super().format(record))
+        return redact(super().format(record))  # also where stderr is not wrapped (a library's own use)
 
 
 def configure_logging(verbosity: int) -> None:
@@ -138,12 +138,20 @@ def _click_kind(err: BaseException) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the process exit code."""
+    from frontier_qa.redaction import redacted_excepthook, redacted_output
+
     app = build_app()
+    if sys.excepthook is sys.__excepthook__:  # an unexpected error's traceback, masked too
+        sys.excepthook = redacted_excepthook
     try:
         # With standalone_mode=False click returns the code of a raised Exit instead of exiting.
-        rc = app(args=argv, standalone_mode=False)
+        # Everything the command, the agents it runs in this process and their libraries print
+        # passes the redactor (frontier_qa.redaction): no secret reaches the console.
+        with redacted_output():
+            rc = app(args=argv, standalone_mode=False)
     except FrontierQAError as err:
-        typer.echo(f"error: {err}", err=True)
+        with redacted_output():
+            typer.echo(f"error: {err}", err=True)
         return EXIT_USAGE
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
@@ -156,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
             typer.echo("aborted", err=True)
             return EXIT_INTERRUPTED
         if kind == "usage":
-            err.show()  # type: ignore[attr-defined]  # the message and "Try 'frontier-qa --help'"
+            with redacted_output():
+                err.show()  # type: ignore[attr-defined]  # the message and "Try 'frontier-qa --help'"
             return EXIT_USAGE
         raise
     finally:

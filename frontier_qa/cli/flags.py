@@ -45,7 +45,7 @@ def print_config(config: Any) -> None:
     """Print a resolved config (a pydantic model) as YAML, secrets redacted (``--show-config``)."""
     import yaml
 
-    from frontier_qa.runtime.redact import redact_options
+    from frontier_qa.redaction import redact_options
 
     data = redact_options(config.model_dump(mode="json"))
     typer.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), nl=False)

@@ -25,6 +25,7 @@ import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from frontier_qa.errors import ConfigError, check_unicode, read_text
+from frontier_qa.redaction import redact_data
 
 
 class ScoreRow(BaseModel):
@@ -206,7 +207,7 @@ def score_command(
     if not rows:
         raise ConfigError(f"{path} holds no tasks", hint="add one JSON object per line")
     results = score_rows(rows, preset=preset, band=band, embedder=embedder, threshold=threshold)
-    lines = [json.dumps(r, ensure_ascii=False) for r in results]
+    lines = [json.dumps(redact_data(r), ensure_ascii=False) for r in results]  # a file this run writes
     if out is not None:
         try:
             out.parent.mkdir(parents=True, exist_ok=True)

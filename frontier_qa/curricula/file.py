@@ -147,8 +147,15 @@ def _from_suite(row: Mapping[str, Any], where: str, source: str) -> Proposal:
     if unknown:
         raise _fail(where, f"unknown suite field(s) {', '.join(map(repr, unknown))}",
                     "a suite entry holds 'case' and 'observed' (see frontier_qa.store.export_suite)")
+    from frontier_qa.redaction import restore, unresolved
+
+    stored = restore(row["case"])  # a secret in a case's inputs is kept as ${secret:NAME}
+    missing = unresolved(stored)
+    if missing:
+        raise _fail(where, f"the case's inputs hold the secret ${missing[0]}, which is not set here",
+                    f"export {missing[0]}=... (the suite keeps a reference to it, never its value)")
     try:
-        spec = TypeAdapter(StoredCase).validate_python(row["case"])
+        spec = TypeAdapter(StoredCase).validate_python(stored)
     except ValidationError as err:
         first = err.errors()[0]
         loc = ".".join(str(p) for p in first.get("loc", ()))

@@ -40,7 +40,7 @@ from frontier_qa.probing.sequential import (
     wilson_interval,
 )
 from frontier_qa.probing.settings import ProbeSettings
-from frontier_qa.runtime.redact import redact
+from frontier_qa.redaction import redact
 from frontier_qa.scoring.bands import in_band
 from frontier_qa.scoring.case import TOOL_CALLS_FORMAT, answer_matches, answers_of, score_answers, score_case
 from frontier_qa.scoring.consistency import Consistency

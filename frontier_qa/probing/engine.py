@@ -43,6 +43,7 @@ from frontier_qa.probing.run import ProbeRun, ProgressEvent, case_id_for, config
 from frontier_qa.probing.sequential import MajorityPrior
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import Validator
+from frontier_qa.redaction import redacted_output
 from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.scoring.difficulty import CalibrationReport, calibration_report
 from frontier_qa.store.case_store import CaseStore
@@ -257,10 +258,12 @@ async def replay(
 @contextlib.contextmanager
 def _held(run: ProbeRun) -> Iterator[None]:
     """The started run's lease until the block ends: cancelled, it says "stopped: interrupted";
-    failed, a run that recorded nothing is discarded; either way the lease is released.
+    failed, a run that recorded nothing is discarded; either way the lease is released. What
+    the agent and its libraries print meanwhile reaches the console masked (:func:`redacted_output`).
     """
     try:
-        yield
+        with redacted_output():
+            yield
     except asyncio.CancelledError:
         run.emit("stopped", message=STOP_INTERRUPTED)
         raise

@@ -39,6 +39,7 @@ from frontier_qa.probing.regression import ReplayJudge
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import ValidationResult, Validator
 from frontier_qa.probing.verify import SOLUTION_KEY, Verification, trusted, verify_references
+from frontier_qa.redaction import unresolved
 from frontier_qa.runtime.aio import gather_or_cancel
 from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.scoring.difficulty import DifficultyPredictor, should_skip
@@ -366,7 +367,15 @@ class ProbeRun:
             items = items[: self.settings.max_replay]
         self.replay_size = len(items)
         plan = [replace(i, start=used.get(i.case.id, 0)) for i in items if self.shard.contains(i.case.id)]
-        return [i for i in plan if i.case.id not in self.recorded]
+        plan = [i for i in plan if i.case.id not in self.recorded]
+        missing = {i.case.id: names for i in plan if (names := unresolved(dataclasses.asdict(i.case)))}
+        if missing:  # the store keeps a secret in a case's inputs as ${secret:NAME}, never its value
+            names = sorted({n for found in missing.values() for n in found})
+            raise ConfigError(f"{len(missing)} stored case(s) hold the secret(s) {', '.join('$' + n for n in names)} "
+                              f"in their inputs, which this environment does not set (first: {min(missing)})",
+                              hint=f"export {names[0]}=... before replaying; the store keeps a reference to "
+                                   "the variable, never its value")
+        return plan
 
     async def replay(self, plan: Sequence[ReplayItem]) -> None:
         policy = self.settings.regression.for_cases(self.replay_size or len(plan))

@@ -13,6 +13,8 @@ import os
 import re
 from pathlib import Path
 
+from frontier_qa.redaction import redact
+
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -22,12 +24,15 @@ def _visible(match: re.Match[str]) -> str:
 
 
 def clean(text: object) -> str:
-    """``str(text)`` with every character XML 1.0 cannot hold written as an escape."""
-    return _NOT_XML.sub(_visible, "" if text is None else str(text))
+    """``str(text)``, secrets masked, with every character XML 1.0 cannot hold written as an escape."""
+    return _NOT_XML.sub(_visible, "" if text is None else redact(str(text)))
 
 
 def shorten(text: str, limit: int) -> str:
-    """At most ``limit`` characters, with an ellipsis when cut."""
+    """At most ``limit`` characters, with an ellipsis when cut; secrets are masked first, so a
+    cut never leaves half a key behind.
+    """
+    text = redact(text)
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
 
 
@@ -65,8 +70,8 @@ def fmt_usd(usd: float | None) -> str:
 
 
 def write_text(path: str | os.PathLike[str], text: str, *, errors: str = "strict") -> Path:
-    """Write ``text`` as UTF-8 to ``path``, creating its folder; return the path."""
+    """Write ``text`` as UTF-8 to ``path``, creating its folder, secrets masked; return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(text.encode("utf-8", errors))
+    path.write_bytes(redact(text).encode("utf-8", errors))
     return path

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from frontier_qa import __version__
+from frontier_qa.redaction import redact_data
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.inputs import ReportInput, ReportParts
 from frontier_qa.reports.summary import Summary, answer_distribution
@@ -258,10 +259,10 @@ def build_json_report(
 
 
 def write_json_report(path: str | os.PathLike[str], report: JsonReport) -> Path:
-    """Write ``report`` as indented JSON (UTF-8) and return the path."""
+    """Write ``report`` as indented JSON (UTF-8), secrets masked, and return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(redact_data(report.model_dump(mode="json")), indent=2, ensure_ascii=False) + "\n"
     # lone surrogates from model text become \uXXXX escapes: valid JSON, valid UTF-8
     path.write_bytes(text.encode("utf-8", "backslashreplace"))
     return path

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 from frontier_qa import _lazy_exports
 
-# Bound now, not lazily: ``redact`` is also the name of its module, which the import system
-# would otherwise leave here once anything imported ``frontier_qa.runtime.redact`` (stdlib only).
-from frontier_qa.runtime.redact import redact as redact
-from frontier_qa.runtime.redact import redact_options as redact_options
-from frontier_qa.runtime.redact import secret_values as secret_values
+# The redactor is the whole package's (frontier_qa.redaction, stdlib only: the store and the reports use
+# it too); the runtime's names for it stay.
+from frontier_qa.redaction import redact as redact
+from frontier_qa.redaction import redact_options as redact_options
+from frontier_qa.redaction import secret_values as secret_values
 
 _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.runtime.limits": ("Backoff", "Budget", "Limits"),

@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from frontier_qa.errors import ConfigError
+from frontier_qa.redaction import mentions, redact_data
 from frontier_qa.runtime.claims import KeyClaims, claims_for
-from frontier_qa.runtime.redact import redact
 from frontier_qa.target import ToolCall, Trajectory, Usage
 
 DEFAULT_DIR = Path(".frontier-qa") / "cache"
@@ -108,12 +108,15 @@ def trajectory_from_json(text: str) -> Trajectory:
     )
 
 
-def record_json(trajectory: Trajectory, secrets: tuple[str, ...]) -> str:
-    """The JSON the cache stores for a sample, with ``secrets`` masked (never the patterns: a
-    ``Bearer …`` in model output may be the legitimate answer).
+def record_json(trajectory: Trajectory, secrets: tuple[str, ...] = ()) -> str:
+    """The JSON the cache stores for a sample, every secret masked (:mod:`frontier_qa.redaction`:
+    the known ones, ``secrets`` too, and text shaped like a credential), string by string, so the
+    JSON stays whole.
     """
     record = trajectory_to_json(trajectory)
-    return redact(record, secrets, patterns=False) if secrets else record
+    if not mentions(trajectory, secrets):
+        return record
+    return _RECORD_JSON.encode(redact_data(json.loads(record), secrets))
 
 
 class SampleCache:
@@ -209,7 +212,7 @@ class SampleCache:
             trajectory: the sample (what :meth:`get` returns until it is committed).
             record: the JSON to store instead of ``trajectory_to_json(trajectory)``
                 (the runtime passes a redacted one).
-            secrets: values the writer masks in the JSON it makes (:func:`~frontier_qa.runtime.redact.redact`).
+            secrets: values the writer masks in the JSON it makes (:func:`~frontier_qa.redaction.redact`).
         """
         if not trajectory.ok:
             return False

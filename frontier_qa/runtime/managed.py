@@ -41,12 +41,12 @@ from typing import Any, TypeVar
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError, TargetUnavailableError
+from frontier_qa.redaction import mentions, redact, register_secrets
 from frontier_qa.runtime.aio import gather_or_cancel, run_sync
 from frontier_qa.runtime.budget import BudgetSnapshot, BudgetTracker
 from frontier_qa.runtime.cache import SampleCache, record_json, trajectory_from_json
 from frontier_qa.runtime.limits import Budget, Limits
 from frontier_qa.runtime.rate_limit import RateLimiter, Sleep, estimate_tokens
-from frontier_qa.runtime.redact import mentions, redact
 from frontier_qa.runtime.retry import AttemptFailed, BackoffWait
 from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, Trajectory, Usage, cache_key
 
@@ -126,12 +126,13 @@ class ManagedTarget:
         version: str | None = None,
     ) -> None:
         self.adapter = adapter
-        self.id: str = adapter.id
+        self._secrets = tuple(secrets) + tuple(getattr(adapter, "secrets", ()) or ())
+        register_secrets(self._secrets)  # masked at every sink of this process from now on
+        self.id: str = redact(adapter.id, self._secrets)  # a key in a spec (a URL's ?key=) is no identity
         self._version = version
         self.limits = limits or Limits()
         self.budget = budget if isinstance(budget, BudgetTracker) else BudgetTracker(budget)
         self.cache = cache
-        self._secrets = tuple(secrets) + tuple(getattr(adapter, "secrets", ()) or ())
         self._sleep = sleep
         self._limiter = RateLimiter(self.limits.rpm, self.limits.tpm, rpm_burst=self.limits.rpm_burst, sleep=sleep)
         self._wait = BackoffWait(self.limits.backoff)
@@ -309,13 +310,15 @@ class ManagedTarget:
                 index = next_index + j
                 if trajectory.sample_index != index or trajectory.cached:
                     trajectory = replace(trajectory, sample_index=index, cached=False)
+                masked = None
+                if trajectory.ok and mentions(trajectory, self._secrets):
+                    # a key echoed in the output: every run sees what the store and the cache keep
+                    # (masked), so a replay from either agrees with the live call
+                    masked = record_json(trajectory, self._secrets)
+                    trajectory = trajectory_from_json(masked)
                 if self.cache is not None and trajectory.ok:
-                    if mentions(trajectory, self._secrets):  # a key echoed in the output: return what
-                        masked = record_json(trajectory, self._secrets)
-                        trajectory = trajectory_from_json(masked)  # the cache will replay
-                        self.cache.put(keys[index], self.id, trajectory, record=masked)
-                    else:  # the cache's writer serialises it (masking again), off this call's path
-                        self.cache.put(keys[index], self.id, trajectory, secrets=self._secrets)
+                    # without a secret, the cache's writer serialises it, off this call's path
+                    self.cache.put(keys[index], self.id, trajectory, record=masked, secrets=self._secrets)
                 out[index] = trajectory
             next_index += len(got[:n])  # fewer than asked (server ignored n): ask again for the rest
         return out

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from frontier_qa.errors import ConfigError
+from frontier_qa.redaction import secret_values
 from frontier_qa.runtime.budget import BudgetTracker
 from frontier_qa.runtime.cache import SampleCache
 from frontier_qa.runtime.limits import Budget, Limits
 from frontier_qa.runtime.managed import ManagedTarget
-from frontier_qa.runtime.redact import secret_values
 from frontier_qa.target import Adapter, Target
 
 CacheOption = SampleCache | str | Path | bool | None

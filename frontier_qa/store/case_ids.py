@@ -19,6 +19,7 @@ import json
 import re
 import unicodedata
 
+from frontier_qa.redaction import redact
 from frontier_qa.target import Case
 
 SLUG_CHARS = 48
@@ -29,8 +30,10 @@ HASH_DIGITS = 6
 
 
 def slug(text: str, max_chars: int = SLUG_CHARS) -> str:
-    """The first words of ``text`` as ``lower-case-ascii-words``, cut at a word; ``"case"`` if none."""
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    """The first words of ``text`` as ``lower-case-ascii-words``, cut at a word; ``"case"`` if none.
+    A secret in ``text`` never becomes part of an id (ids are shown everywhere: test ids, reports).
+    """
+    ascii_text = unicodedata.normalize("NFKD", redact(text)).encode("ascii", "ignore").decode("ascii")
     words = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
     if len(words) > max_chars:
         cut = words[: max_chars + 1]

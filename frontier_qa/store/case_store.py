@@ -39,6 +39,7 @@ import yaml
 from pydantic import Field, TypeAdapter, ValidationError
 
 from frontier_qa.errors import FrontierQAError
+from frontier_qa.redaction import protect, redact_data, restore
 from frontier_qa.store import leases
 from frontier_qa.store.records import (
     CLASS_ORDER,
@@ -124,18 +125,35 @@ class Shard:
 
 
 def encode_line(record: Line | Any) -> bytes:
-    """One record as one JSON line (UTF-8, ending in ``\\n``).
+    """One record as one JSON line (UTF-8, ending in ``\\n``), as every file of records is
+    written (the store, suites, ``cases.jsonl``, training runs): no secret in it
+    (:func:`stored_form`).
 
     Lone surrogates (from a model's malformed output) are written as JSON ``\\uXXXX``
     escapes, so the file stays valid UTF-8 and the text round-trips unchanged.
     """
-    data = record.model_dump(mode="json") if hasattr(record, "model_dump") else record
+    return _json_line(stored_form(record.model_dump(mode="json") if hasattr(record, "model_dump") else record))
+
+
+def _json_line(data: Any) -> bytes:
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return text.encode("utf-8", "backslashreplace") + b"\n"
 
 
+def stored_form(data: Any) -> Any:
+    """A record's JSON data as a file of records keeps it: every secret masked
+    (:func:`~frontier_qa.redaction.redact_data`), except in the case's inputs (``"case"``), which a
+    replay must send unchanged: there each known secret is a ``${secret:NAME}`` reference to the
+    environment variable holding it (:func:`~frontier_qa.redaction.protect`), put back on reading.
+    """
+    if not isinstance(data, dict):
+        return redact_data(data)
+    return {key: protect(value) if key == "case" else redact_data(value) for key, value in data.items()}
+
+
 def _digest(record: Line | Baseline) -> str:
-    return hashlib.sha256(encode_line(record)).hexdigest()
+    # the record's own content, not its stored form: ordering needs no redaction (and reads stay fast)
+    return hashlib.sha256(_json_line(record.model_dump(mode="json"))).hexdigest()
 
 
 def _order_key(record: Line | Baseline) -> tuple[Any, str]:
@@ -186,6 +204,8 @@ def parse_lines(data: bytes, source: str, adapter: TypeAdapter[Any] = _LINE) -> 
                 hint="upgrade frontier-qa: reinstall it from its repository "
                      "(git pull, then pip install -e . in the checkout)",
             )
+        if isinstance(obj, dict) and isinstance(obj.get("case"), dict):
+            obj["case"] = restore(obj["case"])  # ${secret:NAME} in a case's inputs: its value again
         try:
             yield adapter.validate_python(obj)
         except ValidationError as err:
@@ -657,9 +677,9 @@ def export_suite(
     entries.sort(key=lambda e: e.case.id)
     # which runs a baseline pooled, and the frontier-qa that wrote it, would churn a committed file
     churn = None if volatile else {"baseline": {"run_ids", "frontier_qa_version"}}
-    dumped = [e.model_dump(mode="json", exclude_none=True, exclude=churn) for e in entries]
+    dumped = [stored_form(e.model_dump(mode="json", exclude_none=True, exclude=churn)) for e in entries]
     if fmt == "jsonl":
-        data = b"".join(encode_line(d) for d in dumped)
+        data = b"".join(_json_line(d) for d in dumped)
     else:
         text = yaml.dump(dumped, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=100)
         data = text.encode("utf-8", "backslashreplace")
@@ -714,6 +734,8 @@ def import_suite(path: str | os.PathLike[str]) -> list[SuiteCase]:
                 f"{where}: schema_version {obj['schema_version']} is newer than this frontier-qa reads",
                 hint="upgrade frontier-qa",
             )
+        if isinstance(obj, dict) and isinstance(obj.get("case"), dict):
+            obj["case"] = restore(obj["case"])
         try:
             entry = SuiteCase.model_validate(obj)
         except ValidationError as err:

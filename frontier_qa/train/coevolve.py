@@ -115,13 +115,13 @@ def _open_state(config: CoevolveConfig, resume: bool) -> RunState:
                           hint="pass --resume to continue it, or set run_dir to a new folder")
     if not state_file.is_file():
         run.mkdir(parents=True, exist_ok=True)
-        from frontier_qa.runtime.redact import redact_options
+        from frontier_qa.redaction import redact_options
 
         (run / CONFIG_FILE).write_text(json.dumps(redact_options(_comparable(config)), indent=2), encoding="utf-8")
         return RunState()
     stored_file = run / CONFIG_FILE
     if stored_file.is_file():
-        from frontier_qa.runtime.redact import redact_options
+        from frontier_qa.redaction import redact_options
 
         stored = json.loads(stored_file.read_text(encoding="utf-8"))
         now = redact_options(_comparable(config))

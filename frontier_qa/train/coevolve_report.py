@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from frontier_qa.redaction import redact, redact_data
+
 REPORT_JSON, REPORT_MD = "report.json", "report.md"
 
 
@@ -30,7 +32,8 @@ def write_report(config: Any, state: Any) -> Path:
             if "evaluate" in s.done]
     data = {"baseline": state.baseline, "base_executor": state.base_executor,
             "iterations": [{"iteration": t, **s.record} for t, s in done]}
-    (run / REPORT_JSON).write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+    (run / REPORT_JSON).write_text(json.dumps(redact_data(json.loads(json.dumps(data, default=str))), indent=2),
+                                   encoding="utf-8")
     lines = [f"# Co-evolution report: {run}", "",
              f"{len(done)} of {config.iterations} iteration(s) done. Band {list(config.pool.band)}, "
              f"k = {config.pool.k}, pool {config.pool.size} tasks per iteration.", "",
@@ -67,7 +70,7 @@ def write_report(config: Any, state: Any) -> Path:
                      f"{fmt(e.get('reward_mean'))} | {fmt(e.get('tool_calls_per_rollout'))} |")
     lines += ["", "Models: " + ", ".join(f"iteration {t}: curriculum `{s.curriculum_model}`, executor "
                                            f"`{s.executor_model}`" for t, s in done), ""]
-    (run / REPORT_MD).write_text("\n".join(lines), encoding="utf-8")
+    (run / REPORT_MD).write_text(redact("\n".join(lines)), encoding="utf-8")
     return run / REPORT_MD
 
 

@@ -383,7 +383,7 @@ def train_curriculum(config: TrainConfig, *, target: Target | None = None, resum
         args = GRPOConfig(**grpo_kwargs(config, plan, cuda=cuda, vllm=vllm, bf16_ok=bf16_ok))
         if state.is_main_process:
             output.mkdir(parents=True, exist_ok=True)
-            from frontier_qa.runtime.redact import redact_options  # a key written into the file stays out
+            from frontier_qa.redaction import redact_options  # a key written into the file stays out
 
             resolved = redact_options(config.model_dump(mode="json"))
             (output / "train-config.json").write_text(json.dumps(resolved, indent=2), encoding="utf-8")

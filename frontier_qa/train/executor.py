@@ -315,7 +315,7 @@ def train_executor(rows: Sequence[ExecutorRow], *, model: ModelSection, training
     args = GRPOConfig(**grpo_section_kwargs(model, training, generation, plan, output_dir=output, cuda=cuda,
                                             vllm=use_generation_vllm(generation, cuda), bf16_ok=bf16_ok))
     if state.is_main_process:
-        from frontier_qa.runtime.redact import redact_options  # a key in the sandbox env stays out
+        from frontier_qa.redaction import redact_options  # a key in the sandbox env stays out
 
         output.mkdir(parents=True, exist_ok=True)
         record = {"model": model.model_dump(mode="json"),

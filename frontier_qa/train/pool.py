@@ -26,6 +26,7 @@ from frontier_qa._compat import renamed
 from frontier_qa.errors import BudgetExceededError, TargetError
 from frontier_qa.scoring.bands import in_band as _probe_band
 from frontier_qa.scoring.case import score_case
+from frontier_qa.store.case_store import encode_line
 from frontier_qa.target import Case, Sampling, Target
 from frontier_qa.train.prompts import TaskFormat
 
@@ -89,8 +90,8 @@ def read_jsonl(path: Path, model: type[R]) -> list[R]:
 def append_jsonl(path: Path, rows: Iterable[BaseModel]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:
-        for row in rows:
-            f.write(row.model_dump_json() + "\n")
+        for row in rows:  # as every file of records: no secret in it
+            f.write(encode_line(row).decode("utf-8"))
         f.flush()
 
 
@@ -98,7 +99,7 @@ def write_jsonl(path: Path, rows: Iterable[BaseModel]) -> None:
     """Write ``rows`` as JSONL to ``path`` atomically (a temporary file, then a rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(r.model_dump_json() + "\n" for r in rows), encoding="utf-8")
+    tmp.write_bytes(b"".join(encode_line(r) for r in rows))
     tmp.replace(path)
 
 

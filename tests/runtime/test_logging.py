@@ -63,7 +63,7 @@ def test_an_api_key_in_an_error_never_reaches_the_log(caplog: pytest.LogCaptureF
     asyncio.run(managed(adapter, max_retries=1).sample(CASE, 1, SAMPLING))
     logged = [r.getMessage() for r in caplog.records]
     assert len(logged) >= 2 and all(key not in text for text in logged)
-    assert any("503 for Authorization: *** *** (api_key=***" in text for text in logged)
+    assert any("503 for Authorization: Bearer *** (api_key=***" in text for text in logged)
 
 
 def test_a_sandbox_fallback_is_logged_at_info(caplog: pytest.LogCaptureFixture) -> None:

@@ -394,20 +394,23 @@ def test_open_target_builds_managed_targets(tmp_path: Path, monkeypatch: pytest.
         open_target("scripted-test:x", tool_options={"max_turns": 2})
 
 
-def test_cache_masks_only_real_secrets_and_replays_what_was_returned(tmp_path: Path) -> None:
+def test_cache_masks_secrets_and_replays_what_was_returned(tmp_path: Path) -> None:
     key = "sk-live-ABCDEFGH12345"
 
     class Echo(ScriptedAdapter):
         async def generate(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
             self.calls.append((start, n))
-            return [Trajectory(text=f"key {key}; write api_key=abcd1234 in .env", sample_index=start)]
+            return [Trajectory(text=f"key {key}; write api_key=abcd1234 in .env; 123456789 and api_key=None",
+                               sample_index=start)]
 
     adapter = Echo(max_n=1)
     adapter.secrets = (key,)  # type: ignore[attr-defined]
     target = managed(adapter, tmp_path)
     (live,) = asyncio.run(target.sample(CASE, 1, SAMPLING))
     (replayed,) = asyncio.run(target.sample(CASE, 1, SAMPLING))
-    assert live.text == replayed.text == "key ***; write api_key=abcd1234 in .env"  # an answer, not a secret
+    # the known key and a credential-shaped assignment are masked, live and on replay alike (what the
+    # store and the cache keep is what is scored); a number and a short value stay
+    assert live.text == replayed.text == "key ***; write api_key=*** in .env; 123456789 and api_key=None"
     assert replayed.cached and len(adapter.calls) == 1
     stored = b"".join(p.read_bytes() for p in (tmp_path / "cache").iterdir())
     assert key.encode() not in stored

@@ -15,6 +15,7 @@ import pytest
 from tenacity import RetryCallState
 
 from frontier_qa.errors import BudgetExceededError, ConfigError
+from frontier_qa.redaction import mentions
 from frontier_qa.runtime import (
     Backoff,
     BackoffWait,
@@ -32,7 +33,6 @@ from frontier_qa.runtime import (
     secret_values,
 )
 from frontier_qa.runtime.cache import trajectory_from_json, trajectory_to_json
-from frontier_qa.runtime.redact import mentions
 from frontier_qa.runtime.retry import AttemptFailed
 from frontier_qa.target import ErrorClass, ErrorKind, ToolCall, Trajectory, Usage
 
@@ -259,10 +259,13 @@ def test_mentions_finds_a_secret_anywhere_in_a_trajectory_without_serialising_it
 
 
 def test_secret_option_names() -> None:
-    options = {"api_key": "k1", "max_tokens": 5, "headers": {"Authorization": "Bearer k2", "X-Trace": "t"}}
-    assert set(secret_values(options)) == {"k1", "Bearer k2", "k2"}
-    assert redact_options(options) == {"api_key": "***", "max_tokens": 5,
-                                       "headers": {"Authorization": "***", "X-Trace": "t"}}
+    # every header value is a secret but the plain ones (a custom header may carry a key)
+    options = {"api_key": "k1", "max_tokens": 5, "model": {"password": "pw"},
+               "headers": {"Authorization": "Bearer k2", "X-Tenant-Key": "t", "Content-Type": "application/json"}}
+    assert set(secret_values(options)) == {"k1", "Bearer k2", "k2", "t", "pw"}
+    assert redact_options(options) == {"api_key": "***", "max_tokens": 5, "model": {"password": "***"},
+                                       "headers": {"Authorization": "***", "X-Tenant-Key": "***",
+                                                   "Content-Type": "application/json"}}
 
 
 # --- cache ------------------------------------------------------------------------------
