@@ -10,18 +10,21 @@ trainers' loaders reuse the readers and :func:`resolve_layers`.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from pydantic_core import InitErrorDetails
 
 from frontier_qa.config.diagnostics import _report
 from frontier_qa.config.schema import CONFIG_VERSION, ENV_PREFIX, MODEL_SECTIONS, Path_, ProbeConfig
 from frontier_qa.errors import ConfigError, closest_name, read_text
-from frontier_qa.runtime.redact import is_secret_name
+from frontier_qa.redaction import is_secret_name, register_secrets, secret_values
+
+M = TypeVar("M", bound=BaseModel)
 
 # --- where values came from ---------------------------------------------------------------
 
@@ -244,6 +247,66 @@ def resolve_layers(layers: list[_Layer], *, version: int, hint: str) -> tuple[di
     return data, sources
 
 
+def validate_layers(schema: type[M], layers: list[_Layer], data: dict[str, Any], sources: Sources,
+                    report: Callable[[ValidationError, dict[str, Any], Sources], ConfigError]) -> M:
+    """``data`` (the merged ``layers``, highest precedence first) as a ``schema``, and every value a
+    lower layer writes checked too, even where a higher one overrides it: ``probing: {k: lots}``
+    in the file is an error with ``--k 3`` on the command line as without it. A config is the
+    user's contract; a bad value in it is never silently ignored.
+
+    Args:
+        schema: the config model.
+        layers: flags, file, environment... highest precedence first.
+        data: their merge (:func:`resolve_layers`).
+        sources: where each key was set.
+        report: the loader's error report, ``(error, data, sources) -> ConfigError``.
+
+    Raises:
+        ConfigError: the merged config is invalid, or a value a lower layer writes is (named at
+            its own line, with the flag or variable that overrides it).
+    """
+    try:
+        config = schema.model_validate(data)
+    except ValidationError as err:
+        raise report(err, data, sources) from None
+    found: list[tuple[ConfigError, str]] = []
+    for i, layer in enumerate(layers[1:], start=1):
+        higher = layers[:i]
+        hidden = {path: h.where[path] for h in reversed(higher) for path in layer.where
+                  if path in h.where and h.has(path) and layer.has(path)}
+        if not hidden:
+            continue
+        # the layer's own values where a higher layer overrides them; everything else as merged
+        order = [layer, *higher, *layers[i + 1:]]
+        shadow: dict[str, Any] = {}
+        for each in reversed(order):
+            shadow = _merge(shadow, each.data)
+        try:
+            schema.model_validate(shadow)
+        except ValidationError as err:
+            # the hidden values' own errors only: a rule across keys (``prompt`` needs ``style: plain``)
+            # holds for the merged config, where the flag's value is the one in force
+            own = [e for e in err.errors() if any(tuple(e["loc"][:len(p)]) == p for p in hidden)]
+            if own:
+                details: list[InitErrorDetails] = []
+                for e in own:
+                    detail = InitErrorDetails(type=e["type"], loc=e["loc"], input=e["input"])
+                    if "ctx" in e:
+                        detail["ctx"] = e["ctx"]
+                    details.append(detail)
+                wrong = ValidationError.from_exception_data(err.title, details)
+                who = layer.name if layer.name != "environment" else "the environment"
+                flags = sorted({hidden[p] for e in own for p in hidden if tuple(e["loc"][:len(p)]) == p})
+                found.append((report(wrong, shadow, Sources(order)),
+                              f"  ({who} is overridden here by {', '.join(flags)}, but every value it sets must be "
+                              "valid)"))
+    if found:
+        first = found[0][0]
+        raise ConfigError("\n".join(f"{error.message}\n{why}" for error, why in found), hint=first.hint,
+                          key=first.key, source=first.source)
+    return config
+
+
 # --- loading ----------------------------------------------------------------------------------
 
 
@@ -334,9 +397,7 @@ def load_config(
                                         "(git pull, then pip install -e . in the checkout)")
     if path is not None:
         anchor_spec_files(data, layers, Path(path).parent)
-    try:
-        config = ProbeConfig.model_validate(data)
-    except ValidationError as err:
-        raise _report(err, data, sources) from None
+    config = validate_layers(ProbeConfig, layers, data, sources, _report)
+    register_secrets(secret_values(data))  # its keys and header values are masked everywhere from now on
     config._sources = sources
     return config

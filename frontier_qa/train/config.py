@@ -44,8 +44,10 @@ from frontier_qa.config import (
     resolve_layers,
 )
 from frontier_qa.config.diagnostics import _models_in, fields_of
+from frontier_qa.config.layers import validate_layers
 from frontier_qa.config.schema import located_error
 from frontier_qa.errors import BudgetExceededError, ConfigError, closest_name
+from frontier_qa.redaction import register_secrets, secret_values
 from frontier_qa.scoring.rewards import REWARD_PRESETS, RewardConfig
 
 TRAIN_CONFIG_VERSION: Final = 1
@@ -323,10 +325,9 @@ def read_config(schema: type[C], path: str | Path | None, overrides: Iterable[Ov
     if path is not None:
         layers.append(read_yaml(path))
     data, sources = resolve_layers(layers, version=version, hint="upgrade frontier-qa")
-    try:
-        config = schema.model_validate(data)
-    except ValidationError as err:
-        raise _report(err, sources, root=schema, doc=doc) from None
+    config = validate_layers(schema, layers, data, sources,
+                             lambda err, _data, where: _report(err, where, root=schema, doc=doc))
+    register_secrets(secret_values(data))  # its keys and header values are masked everywhere from now on
     located: Any = config  # every trainer config has the private _sources
     located._sources = sources
     return config

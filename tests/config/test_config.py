@@ -132,6 +132,48 @@ def test_a_misspelt_environment_key_names_the_variable() -> None:
     assert "did you mean FRONTIER_QA_PROBING__...?" in message
 
 
+def test_a_bad_value_in_the_file_is_an_error_even_where_a_flag_overrides_it(tmp_path: Path) -> None:
+    # the config is the user's contract: a flag that wins must not hide a value the file gets wrong
+    path = write(tmp_path, """
+        target: mock:right
+        probing:
+          k: lots
+          seed: 3
+    """)
+    message = error_of(path, [Override("probing.k", 3, "--k 3")])
+    assert f"{path}:3: probing.k: Input should be a valid integer" in message and "(got 'lots')" in message
+    assert "is overridden here by --k 3, but every value it sets must be valid" in message
+    assert error_of(path).startswith(f"the configuration is invalid: {path}:3: probing.k")  # as without the flag
+    # the environment too, where the file or a flag overrides it; the merged value stays the file's
+    env = {"FRONTIER_QA_PROBING__SEED": "soon"}
+    message = error_of(path, [Override("probing.k", 3, "--k 3")], env=env)
+    assert f"{path}:3: probing.k" in message  # every layer's bad values, in one message
+    assert "environment variable FRONTIER_QA_PROBING__SEED: probing.seed: Input should be a valid integer" in message
+    assert f"the environment is overridden here by {path}:4, but every value it sets must be valid" in message
+    good = write(tmp_path, """
+        target: mock:right
+        probing:
+          k: 5
+    """, "good.yaml")
+    assert load_config(good, [Override("probing.k", 3, "--k 3")], env={}).probing.k == 3  # valid values: the flag wins
+
+
+def test_the_cli_refuses_an_overridden_bad_value_with_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from frontier_qa.cli.app import main
+
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, """
+        target: mock:right
+        probing: {k: lots}
+    """)
+    (tmp_path / "ok.jsonl").write_text('{"prompt": "What is 2 + 2?", "reference": "4"}\n')
+    assert main(["probe", "--config", "probe.yaml", "--curriculum", "ok.jsonl", "--k", "3", "--out", "o"]) == 2
+    err = capsys.readouterr().err
+    assert "probe.yaml:2: probing.k" in err and "--k 3" in err
+    assert not (tmp_path / "o").exists()  # refused before anything ran
+
+
 def test_secret_environment_values_stay_strings() -> None:
     config = load_config(None, env={"FRONTIER_QA_TARGET__OPTIONS__API_KEY": "0x12",
                                     "FRONTIER_QA_TARGET__OPTIONS__TIMEOUT": "30"})

@@ -309,3 +309,24 @@ def test_the_accelerate_check_catches_a_misspelt_key(tmp_path: Path, monkeypatch
     bad.write_text(yaml.safe_dump(data))
     with pytest.raises(ValueError, match="unknown keys"):
         accelerate_check(bad, monkeypatch)
+
+
+def test_a_bad_value_in_a_training_config_is_an_error_even_where_set_overrides_it(tmp_path: Path) -> None:
+    path = tmp_path / "train.yaml"
+    path.write_text(AGENT0.read_text(encoding="utf-8").replace("  dtype: auto ", "  dtype: fp77 "), encoding="utf-8")
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), start=1) if "dtype: fp77" in text)
+    with pytest.raises(ConfigError) as info:
+        _load("model.dtype=float32", path=path)
+    assert f"{path}:{line}: model.dtype" in str(info.value) and "--set model.dtype=float32" in str(info.value)
+    assert _load("model.dtype=float32").model.dtype == "float32"  # the shipped file: the flag wins
+
+
+
+def test_a_rule_across_keys_holds_for_the_merged_config_not_for_each_layer() -> None:
+    from frontier_qa.train.coevolve_config import load_coevolve_config
+
+    # the file says style: instruct (and no prompt); the flags switch to plain and give the prompt. Each of the
+    # file's values is valid and so is the merged config: the file's style beside the flags' prompt is no error
+    config = load_coevolve_config(REPO / "configs" / "coevolve" / "agent0.yaml", [
+        parse_set("curriculum.curriculum.style=plain"), parse_set("curriculum.curriculum.prompt.user=Write a task.")])
+    assert config.curriculum.curriculum.style == "plain" and config.curriculum.curriculum.prompt is not None
