@@ -45,6 +45,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TextIO
 
@@ -203,31 +204,89 @@ _N = MIN_SECRET_CHARS
 _VALUE = r"[^\s\"'`,;}&)\]<>(\[\\]{" + str(_N) + ",}"  # never past a quote or a backslash: JSON stays whole
 _START = r"(?<![A-Za-z0-9_-])"
 
-_SHAPES = (
-    ("private key block",
-     r"-----BEGIN [A-Z ]*PRIVATE KEY-----[^\"']*?(?:-----END [A-Z ]*PRIVATE KEY-----|(?=[\"']|\Z))", MASK),
-    ("bearer token", r"(?i:\b(bearer\s+)[A-Za-z0-9._~+/=-]{" + str(_N) + ",})", r"\1" + MASK),
-    ("credential header or assignment",
-     r"(?i:(?<![A-Za-z0-9])((?:proxy-)?authorization|x-api-key|api[_-]?key|x-goog-api-key|access[_-]?token"
-     r"|auth[_-]?token|refresh[_-]?token|client[_-]?secret|secret[_-]?key|password|passwd)(\"?'?\s*[:=]\s*\"?'?)"
-     r"((?:basic|token|bot)\s+)?" + _VALUE + ")", r"\1\2\3" + MASK),
-    ("credentials in a URL", r"(?i:\b([a-z][a-z0-9+.-]*://)[^/\s:@\"'<>\\]+:[^/\s@\"'<>\\]+@)", r"\1" + MASK + "@"),
-    ("key in a URL query",
-     r"(?i:([?&;](?:key|api[_-]?key|apikey|token|access[_-]?token|auth|auth[_-]?token|secret|client[_-]?secret"
-     r"|password|sig|signature)=)[^&#\s\"'<>\\]+)", r"\1" + MASK),
-    ("provider key",
-     _START + r"(?:sk-(?:ant-|proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{32,}"
-     r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}"
-     r"|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|xox[abposr]-[A-Za-z0-9-]{10,}"
-     r"|hf_[A-Za-z0-9]{30,}|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|gsk_[A-Za-z0-9]{20,}"
-     r"|xai-[A-Za-z0-9]{20,}|r8_[A-Za-z0-9]{20,}"
-     r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})", MASK),
-)
-PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
-    (what, re.compile(pattern), replacement) for what, pattern, replacement in _SHAPES)
-"""(what it finds, the pattern, the replacement) for text shaped like a credential."""
+@dataclass(frozen=True)
+class Shape:
+    """A kind of text shaped like a credential: the pattern, its replacement, and the markers one
+    of which the text must hold (``lower``: in the lower-cased text; ``exact``: as written) before
+    the pattern is tried. The markers keep the cost off ordinary text: the patterns run at every
+    call of a target, and a regex over a long answer costs a millisecond, a substring test microseconds.
+    """
 
-_ANY_PATTERN = re.compile("|".join(f"(?:{p.pattern})" for _, p, _ in PATTERNS))
+    what: str
+    pattern: re.Pattern[str]
+    replacement: str
+    lower: tuple[str, ...] = ()
+    exact: tuple[str, ...] = ()
+    needs: str = ""  # characters that must all be there too
+    hint: re.Pattern[str] | None = None  # a case-sensitive superset of ``pattern`` over the lower-cased text
+    anchored: bool = False  # the pattern starts at an ``exact`` marker: try it there only, not all along
+
+    def finds(self, text: str, lower: str) -> bool:
+        for c in self.needs:
+            if c not in text:
+                return False
+        if self.anchored:  # "sk-" is in "task-based" too: match where a marker is, not a scan of the text
+            for marker in self.exact:
+                at = text.find(marker)
+                while at != -1:
+                    if self.pattern.match(text, at) is not None:
+                        return True
+                    at = text.find(marker, at + 1)
+            return False
+        if any(marker in lower for marker in self.lower) or any(marker in text for marker in self.exact):
+            # case-insensitive matching costs 5x: a hint over the lower-cased text rules most text out
+            return (self.hint is None or self.hint.search(lower) is not None) and self.pattern.search(text) is not None
+        return False
+
+
+_NAMES = ("key", "authorization", "token", "secret", "passw")
+PATTERNS: tuple[Shape, ...] = (
+    Shape("private key block", re.compile(
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[^\"']*?(?:-----END [A-Z ]*PRIVATE KEY-----|(?=[\"']|\Z))"), MASK,
+        exact=("PRIVATE KEY-----",)),
+    Shape("bearer token", re.compile(r"(?i:\b(bearer\s+)[A-Za-z0-9._~+/=-]{" + str(_N) + ",})"), r"\1" + MASK,
+          lower=("bearer",)),
+    Shape("credential header or assignment", re.compile(
+        r"(?i:(?<![A-Za-z0-9])((?:proxy-)?authorization|x-api-key|api[_-]?key|x-goog-api-key|access[_-]?token"
+        r"|auth[_-]?token|refresh[_-]?token|client[_-]?secret|secret[_-]?key|password|passwd)(\"?'?\s*[:=]\s*\"?'?)"
+        r"((?:basic|token|bot)\s+)?" + _VALUE + ")"), r"\1\2\3" + MASK, lower=_NAMES,
+          hint=re.compile(r"(?:key|token|secret|passw(?:or)?d|authorization)[\"']?\s*[:=]")),
+    Shape("credentials in a URL", re.compile(r"(?i:\b([a-z][a-z0-9+.-]*://)[^/\s:@\"'<>\\]+:[^/\s@\"'<>\\]+@)"),
+          r"\1" + MASK + "@", lower=("://",), needs="@"),
+    Shape("key in a URL query", re.compile(
+        r"(?i:([?&;](?:key|api[_-]?key|apikey|token|access[_-]?token|auth|auth[_-]?token|secret|client[_-]?secret"
+        r"|password|sig|signature)=)[^&#\s\"'<>\\]+)"), r"\1" + MASK, lower=("key=", "token=", "auth=", "secret=",
+                                                                             "password=", "sig=", "signature="),),
+    Shape("provider key", re.compile(
+        _START + r"(?:sk-(?:ant-|proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{32,}"
+        r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}"
+        r"|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|xox[abposr]-[A-Za-z0-9-]{10,}"
+        r"|hf_[A-Za-z0-9]{30,}|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|gsk_[A-Za-z0-9]{20,}"
+        r"|xai-[A-Za-z0-9]{20,}|r8_[A-Za-z0-9]{20,}"
+        r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"), MASK,
+        exact=("sk-", "sk_", "rk_", "pk_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "ASIA",
+               "AIza", "xox", "hf_", "gsk_", "xai-", "r8_", "eyJ"), anchored=True),
+)
+"""The kinds of text shaped like a credential, each with its pattern and replacement."""
+
+
+_ANY_MARKER = tuple(sorted({m.lower() for shape in PATTERNS for m in (*shape.lower, *shape.exact)}))
+
+
+def _shaped(text: str) -> bool:
+    """Whether ``text`` holds anything shaped like a credential (:data:`PATTERNS`)."""
+    if len(text) < MIN_SECRET_CHARS:
+        return False
+    lower = text.lower()
+    for marker in _ANY_MARKER:  # most text holds none: one pass of substring tests, no regex
+        if marker in lower:
+            break
+    else:
+        return False
+    for shape in PATTERNS:
+        if shape.finds(text, lower):
+            return True
+    return False
 
 
 # --- masking ----------------------------------------------------------------------------------
@@ -265,10 +324,13 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 def _mask(text: str, rx: re.Pattern[str] | None) -> str:
     if rx is not None:
         text = rx.sub(MASK, text)
-    if _ANY_PATTERN.search(text) is None:
+    if len(text) < MIN_SECRET_CHARS:
         return text
-    for _, pattern, replacement in PATTERNS:
-        text = pattern.sub(replacement, text)
+    lower = text.lower()
+    for shape in PATTERNS:
+        if shape.finds(text, lower):
+            text = shape.pattern.sub(shape.replacement, text)
+            lower = text.lower()
     return text
 
 
@@ -304,19 +366,32 @@ _PLAIN = frozenset({type(None), bool, int, float})
 
 
 def _mentions(value: Any, rx: re.Pattern[str] | None) -> bool:
-    kind = type(value)
+    kind = type(value)  # exact types first and plain loops, not any(): this walks every sample of every call
     if kind is str:
-        return (rx is not None and rx.search(value) is not None) or _ANY_PATTERN.search(value) is not None
+        return len(value) >= MIN_SECRET_CHARS and (
+            (rx is not None and rx.search(value) is not None) or _shaped(value))
     if kind in _PLAIN:
         return False
-    if kind is dict or isinstance(value, Mapping):
-        return any(_mentions(k, rx) or _mentions(v, rx) for k, v in value.items())
-    if kind is tuple or kind is list or isinstance(value, (list, tuple)):
-        return any(_mentions(item, rx) for item in value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = getattr(value, "__dict__", None)  # the fields of a dataclass without slots
-        return _mentions(list(fields.values()) if fields is not None else
-                         [getattr(value, f.name) for f in dataclasses.fields(value)], rx)
+    if kind is dict:
+        for key, item in value.items():
+            if _mentions(key, rx) or _mentions(item, rx):
+                return True
+        return False
+    if kind is tuple or kind is list:
+        for item in value:
+            if _mentions(item, rx):
+                return True
+        return False
+    fields = getattr(value, "__dataclass_fields__", None)
+    if fields is not None and not isinstance(value, type):
+        for name in fields:
+            if _mentions(getattr(value, name), rx):
+                return True
+        return False
+    if isinstance(value, Mapping):
+        return _mentions(dict(value), rx)
+    if isinstance(value, (list, tuple)):
+        return _mentions(list(value), rx)
     return _mentions(str(value), rx)
 
 
@@ -437,7 +512,7 @@ def redacted_excepthook(kind: type[BaseException], error: BaseException, tb: Tra
 
 
 __all__ = [
-    "MASK", "MIN_SECRET_CHARS", "PATTERNS", "SECRET_REF", "RedactingStream", "could_be_secret", "env_secrets",
+    "MASK", "MIN_SECRET_CHARS", "PATTERNS", "SECRET_REF", "RedactingStream", "Shape", "could_be_secret", "env_secrets",
     "is_secret_env_name", "is_secret_name", "known_secrets", "maskable", "mentions", "protect", "redact",
     "redact_data", "redact_options", "redacted_excepthook", "redacted_output", "register_secrets", "restore",
     "secret_values", "unresolved",

@@ -145,7 +145,7 @@ class SampleCache:
         self._conn: sqlite3.Connection | None = None
         self._claims: KeyClaims | None = None
         self._expect_hits = False  # how acquire() orders its read and its claims
-        self._pending: dict[str, tuple[str, float, Trajectory, str | None, tuple[str, ...]]] = {}
+        self._pending: dict[str, tuple[str, float, Trajectory, str | None, tuple[str, ...] | None]] = {}
         self._oldest = 0.0
         self._writer: threading.Thread | None = None
         self._closing = False
@@ -203,7 +203,7 @@ class SampleCache:
         return found
 
     def put(self, key: str, target_id: str, trajectory: Trajectory, *, record: str | None = None,
-            secrets: tuple[str, ...] = ()) -> bool:
+            secrets: tuple[str, ...] = (), checked: bool = False) -> bool:
         """Queue a successful trajectory for the next commit; errored ones are refused (``False``).
 
         Args:
@@ -213,6 +213,7 @@ class SampleCache:
             record: the JSON to store instead of ``trajectory_to_json(trajectory)``
                 (the runtime passes a redacted one).
             secrets: values the writer masks in the JSON it makes (:func:`~frontier_qa.redaction.redact`).
+            checked: the caller found no secret in ``trajectory`` (the writer need not look again).
         """
         if not trajectory.ok:
             return False
@@ -222,7 +223,8 @@ class SampleCache:
             if first:
                 self._oldest = time.monotonic()
                 _QUEUED.setdefault(self.path, set()).add(self)
-            self._pending[key] = (target_id, time.time(), trajectory, record, secrets)  # claimed until committed
+            # claimed until committed; ``None``: nothing to mask, the writer serialises it as it is
+            self._pending[key] = (target_id, time.time(), trajectory, record, None if checked else secrets)
             due = len(self._pending) >= self.max_pending or self.flush_interval_s == 0
         if due:
             self.flush()
@@ -235,7 +237,8 @@ class SampleCache:
         with self._lock:
             if not self._pending:
                 return 0
-            rows = [(key, target, created, record if record is not None else record_json(trajectory, secrets))
+            rows = [(key, target, created, record if record is not None else
+                     trajectory_to_json(trajectory) if secrets is None else record_json(trajectory, secrets))
                     for key, (target, created, trajectory, record, secrets) in self._pending.items()]
             conn = self._connect(create=True)
             assert conn is not None

@@ -318,7 +318,8 @@ class ManagedTarget:
                     trajectory = trajectory_from_json(masked)
                 if self.cache is not None and trajectory.ok:
                     # without a secret, the cache's writer serialises it, off this call's path
-                    self.cache.put(keys[index], self.id, trajectory, record=masked, secrets=self._secrets)
+                    self.cache.put(keys[index], self.id, trajectory, record=masked, secrets=self._secrets,
+                                   checked=masked is None)
                 out[index] = trajectory
             next_index += len(got[:n])  # fewer than asked (server ignored n): ask again for the rest
         return out
