@@ -27,11 +27,11 @@ of the co-evolution config (``--set executor.sampler=vllm-server``,
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 for key, value in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
                    "VLLM_NO_USAGE_STATS": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}.items():  # fmt: skip
@@ -77,20 +77,20 @@ def random_settings(model: Path, tiny: bool = False) -> list[str]:
 
     Both agents start from the same model, as in Agent0. The steps are sized so one size runs in
     about a minute on one GPU (``run.sh`` runs two within 5 minutes, so a machine's start and a
-    rerun fit in the 15 minutes a lent machine has): 8 prompts × 4 tasks a curriculum update,
-    k = 4 executor samples a task, 128 tokens a completion, 2 updates per round (the second is
-    off-policy, so the PPO clip acts), ADPO on 4 tasks × 4 rollouts. The curriculum prompt is
-    ``plain`` (the whole completion is the task): random weights never write Agent0's
-    ``<question>`` tags, and a task that fails the format gate is never sent to the executor,
-    which would leave executor sampling unmeasured. Generation runs on transformers (the machine
-    has no vLLM); the executor is sampled in one batch of up to 128 rows. ``dtype: auto`` is
-    the saved one: bf16 on a GPU, float32 on CPU.
+    rerun fit in the 15 minutes a lent machine has): 4 prompts × 4 tasks a curriculum update and 2
+    updates per round (the second is off-policy, so the PPO clip acts), so a round writes 32 tasks
+    and samples the executor k = 4 times on each, 128 rows in one batch; 128 tokens a completion;
+    ADPO on 4 tasks × 4 rollouts. The curriculum prompt is ``plain`` (the whole completion is the
+    task): random weights never write Agent0's ``<question>`` tags, and a task that fails the
+    format gate is never sent to the executor, which would leave executor sampling unmeasured.
+    Generation runs on transformers (the machine has no vLLM). ``dtype: auto`` is the saved one:
+    bf16 on a GPU, float32 on CPU.
 
     Args:
         model: the built model folder.
         tiny: the CPU dry run's sizes (2 prompts a step for each agent, 16 tokens).
     """
-    tokens, prompts, batch = (16, 2, 8) if tiny else (128, 8, 16)
+    tokens, prompts, batch = (16, 2, 8) if tiny else (128, 4, 16)
     return [
         f"curriculum.model.path={model}", "curriculum.model.dtype=auto", "curriculum.curriculum.style=plain",
         f"curriculum.curriculum.prompt.user={PLAIN_TASK}", "curriculum.generation.backend=transformers",
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     sets = list(args.sets)
     if args.tiny and args.random:
         parser.error("--tiny and --random are two different model sets: pick one")
-    built: dict[str, object] = {}
+    built: dict[str, Any] = {}
     if args.random:
         built = build_model(args.random, out / "models" / args.random)
         sets = random_settings(Path(str(built["folder"])), tiny=SIZES[args.random].hidden < 512) + sets
@@ -145,13 +145,11 @@ def main(argv: list[str] | None = None) -> int:
         config = load_coevolve_config(args.config, [parse_set(s) for s in sets])
         report = validate(config, steps=args.steps, executor_steps=args.executor_steps, out=out,
                           say=lambda line: print(line, file=sys.stderr, flush=True),
-                          weights="random" if args.random else "trained", executor_fallback=bool(args.random))
+                          weights="random" if args.random else "trained", executor_fallback=bool(args.random),
+                          model=built or None)
     except FrontierQAError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if built:  # what was built, beside the figures it gave
-        report["model"] = built
-        (out / "validation.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     table = markdown(report)
     print(table)
     if args.markdown:

@@ -190,9 +190,11 @@ def _plain_grpo(cfg: Any, steps: int, out: Path) -> list[dict[str, Any]]:
 
 
 def validate(config: CoevolveConfig, *, steps: int = 3, executor_steps: int = 3, out: str | Path,
-             say: Say = lambda line: None, weights: str = "trained", executor_fallback: bool = False) -> dict[str, Any]:
+             say: Say = lambda line: None, weights: str = "trained", executor_fallback: bool = False,
+             model: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run the three measurements on ``config`` (a co-evolution config; its first iteration's
-    settings) and write ``<out>/validation.json``.
+    settings) and write ``<out>/validation.json``, after each phase too (a run cut off by a
+    timeout keeps the phases it finished).
 
     Args:
         config: what to validate (models, sampler, batch sizes); ``run_dir`` is replaced by ``out``.
@@ -206,6 +208,7 @@ def validate(config: CoevolveConfig, *, steps: int = 3, executor_steps: int = 3,
             ADPO on those tasks (their measured p̂, their majority answer or the placeholder label
             ``"0"``; the report names this source). Random weights leave the band empty, and
             without this the ADPO step would go unmeasured.
+        model: what the models are (name, parameters, dtype...), written into the report as is.
 
     Returns:
         The report (what ``validation.json`` holds).
@@ -231,6 +234,8 @@ def validate(config: CoevolveConfig, *, steps: int = 3, executor_steps: int = 3,
                               "weights": weights}
     if weights == "random":
         report["note"] = RANDOM_NOTE
+    if model is not None:
+        report["model"] = model
 
     cfg = curriculum_config(config, 1, executor, config.curriculum.model.path)
     cfg = cfg.model_copy(update={"training": cfg.training.model_copy(update={"max_steps": steps, "save_steps": 10**6})})
@@ -261,6 +266,7 @@ def validate(config: CoevolveConfig, *, steps: int = 3, executor_steps: int = 3,
         report["curriculum"] = {"steps": split, "mean": _summary(split), "peak_memory_gib": _memory(torch, cuda),
                                 "gpu_in_use_gib": clock.gpu_peak()}
         tasks = read_tasks(result.tasks_file)
+        _write(root, report)
     say(f"[2/3] plain TRL GRPOTrainer: the same {steps} step(s), a free reward")
     _reset_memory(torch, cuda)
     plain = _plain_grpo(cfg, steps, root / "plain-grpo")
@@ -269,6 +275,7 @@ def validate(config: CoevolveConfig, *, steps: int = 3, executor_steps: int = 3,
     report["ratio_to_plain_grpo"] = {k: (ours[k] / theirs[k] if ours.get(k) and theirs.get(k) else None)
                                      for k in ("wall_s", "generation_s", "optimizer_s")}
     report["speed_vs_plain_grpo"] = _speed(split, plain)
+    _write(root, report)
 
     band = config.pool.band
     seen: dict[str, ExecutorRow] = {}
@@ -313,9 +320,16 @@ def validate(config: CoevolveConfig, *, steps: int = 3, executor_steps: int = 3,
                      clip_high=row.get("clip_ratio/high_mean"))
         report["executor"].update(steps=split, mean=_summary(split), peak_memory_gib=_memory(torch, cuda),
                                   gpu_in_use_gib=clock.gpu_peak())
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "validation.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    _write(root, report)
     return report
+
+
+def _write(root: Path, report: dict[str, Any]) -> None:
+    """``<root>/validation.json``, replaced whole (a reader never sees half a file)."""
+    root.mkdir(parents=True, exist_ok=True)
+    partial = root / "validation.json.partial"
+    partial.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    partial.replace(root / "validation.json")
 
 
 RANDOM_NOTE = ("Randomly initialised weights: these figures are speed and memory only. The models write noise up to "
