@@ -21,7 +21,8 @@
 # $OUT then holds 6 files (run.log too); the device tool returns at most 8.
 #
 # Environment: OUT, PYTHON (default python3), FQA_WHEELS (default .whl; --dry: .cache/gpu-host-wheels,
-# from `prepare.sh --host`), FQA_SIZES (default "qwen3-0.6b qwen3-1.7b"; --dry: tiny), FQA_BUDGET_S.
+# from `prepare.sh --host`; `none` on your own machine, where `pip install -e ".[train]"` brought
+# everything), FQA_SIZES (default "qwen3-0.6b qwen3-1.7b"; --dry: tiny), FQA_BUDGET_S.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
@@ -57,16 +58,20 @@ if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | stamp || true
 fi
 
-log "2/4 carried wheels from $wheels"
-setup=$(PYTHON="$py" bash benchmarks/gpu/install.sh "$wheels" "$work" 2> >(stamp >&2)) || {
-  log "installing the carried wheels failed$([ "$dry" = 1 ] && echo " (prepare them: bash benchmarks/gpu/prepare.sh --host $wheels)")"
-  exit 2
-}
-eval "$setup"
-log "PYTHONPATH=$PYTHONPATH"
+if [ "$wheels" = none ]; then
+  log "2/4 no carried wheels (FQA_WHEELS=none): this environment's packages and frontier_qa as installed"
+else
+  log "2/4 carried wheels from $wheels"
+  setup=$(PYTHON="$py" bash benchmarks/gpu/install.sh "$wheels" "$work" 2> >(stamp >&2)) || {
+    log "installing the carried wheels failed$([ "$dry" = 1 ] && echo " (prepare them: bash benchmarks/gpu/prepare.sh --host $wheels)")"
+    exit 2
+  }
+  eval "$setup"
+  log "PYTHONPATH=$PYTHONPATH"
+fi
 
-log "3/4 carried requirements (carry.py verify) and GPU smoke"
-"$py" benchmarks/gpu/carry.py verify --json "$work/carry.json" 2>&1 | stamp
+log "3/4 GPU smoke$([ "$wheels" != none ] && echo ", and the carried packages' requirements (carry.py verify)")"
+if [ "$wheels" != none ]; then "$py" benchmarks/gpu/carry.py verify --json "$work/carry.json" 2>&1 | stamp; fi
 smoke_args=()
 if [ "$dry" = 1 ]; then smoke_args=(--cpu-ok); fi
 smoke_rc=0
@@ -88,8 +93,8 @@ summary() {  # every table so far, one Markdown file
   {
     echo "# GPU validation ($(date -u +%Y-%m-%d), benchmarks/gpu/run.sh)"
     echo
-    "$py" -c 'import json, sys; s = json.load(open(sys.argv[1]))["smoke"]; print("device: " + ", ".join(
-        f"{k} {v}" for k, v in s.items()))' "$OUT/device.json"
+    "$py" -c 'import json, sys; s = json.load(open(sys.argv[1]))["smoke"] or {}; print("device: " + ", ".join(
+        f"{k} {v}" for k, v in s.items()))' "$OUT/device.json" || echo "device: (no smoke report)"
     for size in $sizes; do
       echo
       echo "## $size"
@@ -110,5 +115,6 @@ for size in $sizes; do
   if [ "$rc" = 0 ]; then log "$size: done"; else log "$size: FAILED (exit $rc; 124: out of time)"; failed=1; fi
   summary
 done
+summary
 log "run.sh: finished in ${SECONDS} s; files in $OUT: $(cd "$OUT" && ls | tr '\n' ' ')"
 exit "$failed"

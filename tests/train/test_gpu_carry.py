@@ -165,7 +165,7 @@ print(json.dumps({{
     site = str(dest / "site")
     assert got["files"]["pydantic"].startswith(site) and got["files"]["trl"].startswith(site)
     assert got["files"]["frontier_qa"].startswith(str(dest / "layout"))
-    assert (got["curriculum_prompts"], got["executor_sampler"], got["executor_batch_rows"]) == (8, "transformers", 128)
+    assert (got["curriculum_prompts"], got["executor_sampler"], got["executor_batch_rows"]) == (4, "transformers", 128)
     from frontier_qa.scoring.repetition import bleu_distance_matrix
 
     here = bleu_distance_matrix(texts).tolist()
