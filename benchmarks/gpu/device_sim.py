@@ -4,8 +4,9 @@
 distribution that is neither in ``device-packages.txt`` nor in ``carry.txt`` (its top-level modules
 become unimportable, as ``sys.modules[name] = None`` makes them; ``importlib.util.find_spec`` then
 answers ``None``, so optional integrations such as TRL's vLLM or accelerate's boto3 see them
-missing, as on the machine), runs SCRIPT, and writes which distributions it imported. The CPU dry
-run of ``run.sh --dry`` uses it: an import the machine could not satisfy fails here, not there.
+missing, as on the machine), runs SCRIPT, and writes which modules it imported and the
+distributions that own them. The CPU dry run of ``run.sh --dry`` uses it: an import the machine
+could not satisfy fails here, not there.
 
 What it cannot show: versions (the host's torch and Python are what they are; ``prepare.sh --host``
 swaps in the machine's transformers and the carried pins), and CUDA-only code paths.
@@ -46,18 +47,25 @@ def hidden_modules(keep: set[str]) -> dict[str, list[str]]:
     return out
 
 
-def imported_distributions() -> dict[str, list[str]]:
-    """Distribution → top-level modules of it imported so far (stdlib and the repo's own files left out)."""
+def imported_modules() -> dict[str, list[str]]:
+    """Top-level modules imported so far → the distributions that install each one.
+
+    The standard library and this repository's own files (no distribution owns them) are left out.
+    """
     from packaging.utils import canonicalize_name
 
     owners = metadata.packages_distributions()
-    out: dict[str, set[str]] = {}
-    for name, module in list(sys.modules.items()):
-        if module is None or "." in name:
-            continue
-        for dist in owners.get(name, []):
-            out.setdefault(canonicalize_name(dist), set()).add(name)
-    return {d: sorted(m) for d, m in sorted(out.items())}
+    loaded = [name for name, module in sorted(sys.modules.items()) if module is not None and "." not in name]
+    return {name: sorted({canonicalize_name(d) for d in owners[name]}) for name in loaded if name in owners}
+
+
+def by_distribution(modules: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The same, distribution → its imported top-level modules."""
+    out: dict[str, list[str]] = {}
+    for module, dists in modules.items():
+        for dist in dists:
+            out.setdefault(dist, []).append(module)
+    return dict(sorted(out.items()))
 
 
 def main(argv: list[str]) -> int:
@@ -75,8 +83,9 @@ def main(argv: list[str]) -> int:
 
     def write() -> None:
         if record is not None:
-            record.write_text(json.dumps({"imported": imported_distributions(), "hidden": hidden,
-                                          "allowed": sorted(keep)}, indent=2), encoding="utf-8")
+            modules = imported_modules()
+            record.write_text(json.dumps({"imported": by_distribution(modules), "modules": modules,
+                                          "hidden": hidden, "allowed": sorted(keep)}, indent=2), encoding="utf-8")
 
     atexit.register(write)
     print(f"device_sim: {len(hidden)} module(s) of distributions the machine lacks are hidden", file=sys.stderr)
