@@ -42,6 +42,11 @@ def test_tiny_validation_reports_every_figure(tmp_path: Path, capsys: pytest.Cap
     assert all(s["sampling_s"] == 0 for s in plain)  # its reward is free
     ratio = report["ratio_to_plain_grpo"]
     assert ratio["wall_s"] > 0 and ratio["generation_s"] > 0
+    speed = report["speed_vs_plain_grpo"]  # plain's generation + rest over ours, steps after the first
+    later = [s["generation_s"] + s["optimizer_s"] for s in c[1:]]
+    assert speed["generation_and_rest_s"] == pytest.approx(sum(later))
+    assert speed["speed"] == pytest.approx(speed["plain_generation_and_rest_s"] / sum(later))
+    assert report["weights"] == "trained" and "note" not in report  # trained tiny models: no random-weights caveat
 
     e = report["executor"]
     assert e["tasks_in_band"] > 0 and [s["step"] for s in e["steps"]] == [1, 2, 3]
