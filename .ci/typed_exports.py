@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 LAZY_PACKAGES = ("frontier_qa", "frontier_qa.probing", "frontier_qa.runtime", "frontier_qa.curricula",
-                 "frontier_qa.train", "frontier_qa.store")
+                 "frontier_qa.train", "frontier_qa.store", "frontier_qa.session")
 REVEALED = re.compile(r'^(?P<file>[^:]+):(?P<line>\d+): note: Revealed type is "(?P<type>.*)"$')
 
 

@@ -17,7 +17,7 @@ import re
 import sys
 
 PACKAGES = ["frontier_qa", "frontier_qa.probing", "frontier_qa.runtime", "frontier_qa.curricula",
-            "frontier_qa.train", "frontier_qa.store"]
+            "frontier_qa.train", "frontier_qa.store", "frontier_qa.session"]
 BEGIN = "if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use"
 
 

@@ -36,7 +36,6 @@ it is masked like everything else.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import html
 import json
 import os

@@ -207,9 +207,9 @@ def session_of(config: pytest.Config) -> Any:
     """The frontier-qa state of this pytest process, made on first use (imports the engine)."""
     session = config.stash.get(SESSION_KEY, None)
     if session is None:
-        from frontier_qa.plugins.pytest_suite import Session
+        from frontier_qa.plugins.pytest_suite import PluginSession
 
-        session = config.stash[SESSION_KEY] = Session(config, config.stash[OPTIONS_KEY])
+        session = config.stash[SESSION_KEY] = PluginSession(config, config.stash[OPTIONS_KEY])
     return session
 
 
@@ -292,6 +292,7 @@ def mask_report(report: pytest.TestReport | pytest.CollectReport) -> None:
             report.wasxfail = redact(report.wasxfail)
 
 
+@pytest.hookimpl(tryfirst=True)  # before the reporter judges: the runs' records and spend are final
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Finish the session's frontier-qa run (records, reports) if one started."""
     state = session.config.stash.get(SESSION_KEY, None)
@@ -300,16 +301,18 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 class FrontierReporter:
-    """Gathers the frontier properties of every report, ends a session that could not judge the
-    agent with exit status 3, and prints the terminal summary.
+    """Gathers the frontier properties of every report, judges each suite once at the end (the
+    same health checks and gate as ``frontier-qa probe`` / ``replay``: a found failure with
+    ``gate.max_failures: 0`` fails the session), sets the exit status, prints the summary.
 
-    Works on the xdist controller too: it sees the workers' reports, user properties included.
+    Works on the xdist controller too: it sees the workers' reports (user properties included)
+    and reads the suites' records from their stores.
     """
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.results: dict[str, dict[str, str]] = {}  # nodeid -> frontier properties and outcome
-        self.unjudged: list[str] = []  # why the session could not judge the agent
+        self.judged: list[tuple[str, Any]] = []  # (suite name, its Outcome)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not report.user_properties:
@@ -325,55 +328,113 @@ class FrontierReporter:
             entry.update(props)
             entry["outcome"] = outcome
 
-    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.unjudged = unjudged(self.results)
-        if self.unjudged and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
-                                                    pytest.ExitCode.NO_TESTS_COLLECTED):
-            from frontier_qa.exit_codes import EXIT_NO_JUDGEMENT
-
-            session.exitstatus = EXIT_NO_JUDGEMENT
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.results:
             return
-        terminalreporter.section("frontier-qa")
+        self.judged = judge_suites(self.config, self.results)
+        codes = {outcome.exit_code for _, outcome in self.judged}
+        from frontier_qa.exit_codes import EXIT_FINDINGS, EXIT_NO_JUDGEMENT
+
+        if EXIT_NO_JUDGEMENT in codes and session.exitstatus in (
+                pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = EXIT_NO_JUDGEMENT
+        elif EXIT_FINDINGS in codes and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate failed: as a failing test does
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.judged:
+            return
         from frontier_qa.redaction import redact
 
-        if self.unjudged:
-            terminalreporter.write_line("could not judge the agent (exit status 3):", red=True, bold=True)
-            for reason in self.unjudged:
-                terminalreporter.write_line(redact(f"  - {reason}"), red=True)
-        for line in summary_lines(self.config, self.results):
-            terminalreporter.write_line(redact(line))
+        terminalreporter.section("frontier-qa")
+        for name, outcome in self.judged:
+            rows = [p for _, p in sorted(self.results.items()) if p.get("frontier_suite") == name]
+            lines = outcome.lines()
+            at = lines.index(outcome.title) + 1
+            lines[at:at] = item_lines(rows)
+            for line in lines:
+                bad = line.startswith(("could not judge", "gate: FAILED", "gate: COULD NOT"))
+                terminalreporter.write_line(redact(line), red=bad, bold=bad)
 
 
-def unjudged(results: dict[str, dict[str, Any]]) -> list[str]:
-    """Why suites could not judge the agent: items that errored for it, or too many undecided.
+def item_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """What the suite's test items were (each case once, however many tests share the suite): new or
+    replayed, guards, accepted baselines, flaky findings.
+    """
+    cases = {p["frontier_case_id"]: p for p in rows if p.get("frontier_verdict")}
+    if not cases:
+        return []
+    new = sum(p["frontier_verdict"] == "new" for p in cases.values())
+    guards = sum(p.get("frontier_role") == "guard" for p in cases.values())
+    plural = "" if guards == 1 else "s"
+    out = [f"  items: {len(cases)} ({new} new, {len(cases) - new} replayed; {guards} guard{plural})"]
+    accepted = sum(p.get("frontier_accepted") == "1" for p in cases.values())
+    if accepted:
+        out.append(f"  accepted: {accepted} baseline(s) now hold what the agent does")
+    out += [f"  flaky: {cid}: {p['frontier_flaky']}" for cid, p in sorted(cases.items()) if p.get("frontier_flaky")]
+    return out
+
+
+def judge_suites(config: pytest.Config, results: dict[str, dict[str, Any]]) -> list[tuple[str, Any]]:
+    """Each suite's :class:`~frontier_qa.session.Outcome`: its runs in this session, read back from its
+    store, judged by its config's gate (``gate`` when it probed for new cases, ``replay.gate`` when it
+    only replayed), with the items that could not be decided counted as undecided.
 
     Args:
+        config: the pytest config (for the replay command).
         results: test node id -> its ``frontier_*`` properties and ``outcome``.
     """
-    reasons: list[str] = []
-    suites: dict[str, list[dict[str, Any]]] = {}
-    for _, props in sorted(results.items()):
-        suites.setdefault(props["frontier_suite"], []).append(props)
+    import json
+
+    from frontier_qa.reports import RunFacts
+    from frontier_qa.reports.gate import GateThresholds
+    from frontier_qa.session import Invocation, judge
+    from frontier_qa.store.case_store import CaseStore, latest_by
+    from frontier_qa.store.comparison import from_record
+    from frontier_qa.store.stop_reason import StopReason
+
+    suites: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for nodeid, props in sorted(results.items()):
+        suites.setdefault(props["frontier_suite"], []).append((nodeid, props))
+    judged = []
     for name, rows in suites.items():
-        cases: dict[str, dict[str, Any]] = {}
-        for p in rows:
-            cases.setdefault(p.get("frontier_case_id", ""), p)
-        hard = sorted({p["frontier_unjudged"] for p in rows if p.get("frontier_unjudged_kind") == "run"})
-        reasons += [f"{name}: {why}" for why in hard]
-        undecided = [p for cid, p in cases.items() if cid and p.get("frontier_unjudged_kind") == "case"]
-        limit = float(rows[0].get("frontier_unresolved_limit") or "nan")
-        if cases and undecided and limit == limit and len(undecided) / len(cases) > limit + 1e-12:
-            reasons.append(f"{name}: {len(undecided)} of {len(cases)} cases ({len(undecided) / len(cases):.0%}) "
-                           f"could not be decided, above the limit of {limit:.0%} "
-                           f"(gate.max_unresolved_share): {undecided[0]['frontier_unjudged']}")
-    return reasons
-
-
-# --- terminal summary -----------------------------------------------------------------------------
+        first = rows[0][1]
+        store = CaseStore(first["frontier_store"])
+        prefix = first["frontier_runs"]
+        run_ids = [rid for rid in store.run_ids() if rid.startswith(prefix)] if store.runs_dir.is_dir() else []
+        runs = [run for rid in run_ids for run in store.run_records(rid)]  # an accept's top-up has none
+        records = [r for rid in run_ids for r in store.case_records(run_id=rid)]
+        generated = bool(first.get("frontier_generated"))
+        gates = json.loads(first["frontier_gate"])
+        hard = sorted({p["frontier_unjudged"] for _, p in rows
+                       if p.get("frontier_unjudged_kind") == "run" and p.get("frontier_case_id")})
+        recorded = {r.id for r in records}  # a case cut off mid-sampling is recorded unresolved: counted there
+        undecided = {p["frontier_case_id"] for _, p in rows
+                     if p.get("frontier_unjudged_kind") == "case" and p["frontier_case_id"] not in recorded}
+        proposed = sum(r.totals.candidates.proposed for r in runs if r.totals.candidates is not None)
+        facts = RunFacts(mode="probe" if generated else "replay",
+                         stop_reason=StopReason.UNAVAILABLE if hard else None, stop_detail=hard[0] if hard else None,
+                         stop_source="target", candidates=proposed if generated else None,
+                         planned=int(first.get("frontier_items") or 0), target=first.get("frontier_target", ""),
+                         undecided=len(undecided))
+        functions = sorted({_function_of(nodeid) for nodeid, _ in rows})
+        here = str(config.invocation_params.dir)
+        shown_store = first["frontier_store"]
+        if os.path.commonpath([here, shown_store]) == here:  # named as the user would type it, from here
+            shown_store = os.path.relpath(shown_store, here)
+        invocation = Invocation(store=shown_store, suite=first.get("frontier_suite_file") or None,
+                                pytest=replay_command(config, functions))
+        title = (f"{name}: target {first.get('frontier_target', '?')}, mode {first.get('frontier_mode', '?')}, "
+                 f"{len(rows)} test(s)")
+        thresholds = GateThresholds(**gates["probe" if generated else "replay"])
+        latest = latest_by(records, lambda r: r.id).values()
+        # a case accepted now is held to what it does now: its verdict against the old baseline is history
+        accepted = {p["frontier_case_id"] for _, p in rows if p.get("frontier_accepted") == "1"}
+        found = (from_record(r, None) for r in latest if r.verdict is not None and r.id not in accepted)
+        judged.append((name, judge("probe" if generated else "replay", latest, thresholds,
+                                   comparisons=[c for c in found if c is not None], runs=runs, facts=facts,
+                                   title=title, invocation=invocation)))
+    return judged
 
 
 def _function_of(nodeid: str) -> str:
@@ -393,86 +454,6 @@ def replay_command(config: pytest.Config, functions: list[str]) -> str:
         if option.dest != "mode" and options.sources.get(option.dest) == "cli":
             args.append(f"{option.flag}={options.values[option.dest]}")
     return "pytest " + " ".join(shlex.quote(a) for a in [*args, "--frontier-mode=replay"])
-
-
-def _count_line(counts: dict[str, int]) -> str:
-    return ", ".join(f"{name} {n}" for name, n in counts.items() if n) or "none"
-
-
-def summary_lines(config: pytest.Config, results: dict[str, dict[str, Any]]) -> list[str]:
-    """The terminal summary: per suite, cases by class and verdict, the frontier map by topic,
-    flaky cases and regressions, and the command that replays them.
-
-    Args:
-        config: the pytest config (for the replay command).
-        results: test node id -> its ``frontier_*`` properties and ``outcome``.
-    """
-    suites: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    for nodeid, props in sorted(results.items()):
-        suites.setdefault(props["frontier_suite"], []).append((nodeid, props))
-    lines: list[str] = []
-    order = ("failure", "suspect", "frontier", "unresolved", "pass", "invalid")
-    for name, rows in suites.items():
-        # several tests may share a suite: count each case once
-        cases: dict[str, dict[str, Any]] = {}
-        for _, p in rows:
-            if p.get("frontier_verdict"):
-                cases[p["frontier_case_id"]] = p
-        first = rows[0][1]
-        lines.append(f"{name}: target {first.get('frontier_target', '?')}, mode {first.get('frontier_mode', '?')}, "
-                     f"{len(rows)} test(s)")
-        if first.get("frontier_generation"):
-            lines.append(f"  generated: {first['frontier_generation']}")
-        lines += _removed_lines(first.get("frontier_removed"))
-        skipped = [p for _, p in rows if p.get("frontier_skip") or p.get("frontier_unjudged_kind") == "run"]
-        if not cases and skipped:
-            lines.append(f"  no cases: {skipped[0].get('frontier_skip') or skipped[0].get('frontier_unjudged')}")
-        verdicts: dict[str, int] = {}
-        for p in cases.values():
-            verdicts[p["frontier_verdict"]] = verdicts.get(p["frontier_verdict"], 0) + 1
-        if cases:
-            new = verdicts.get("new", 0)
-            by_class = {c: sum(p.get("frontier_class") == c for p in cases.values()) for c in order}
-            guards = sum(p.get("frontier_role") == "guard" for p in cases.values())
-            lines.append(f"  cases: {len(cases)} ({new} new, {len(cases) - new} replayed; {guards} guard(s)): "
-                         f"{_count_line(by_class)}")
-            lines.append(f"  verdicts: {_count_line(dict(sorted(verdicts.items())))}")
-            accepted = sum(p.get("frontier_accepted") == "1" for p in cases.values())
-            if accepted:
-                lines.append(f"  accepted: {accepted} baseline(s) now hold what the agent does")
-        topics: dict[str, list[str]] = {}
-        for p in cases.values():
-            topics.setdefault(p.get("frontier_topic", "general"), []).append(p.get("frontier_class", "?"))
-        for topic, classes in sorted(topics.items(), key=lambda kv: (-kv[1].count("frontier"), kv[0])):
-            counted = {c: classes.count(c) for c in order}
-            lines.append(f"  frontier map: {topic}: {counted['frontier']} frontier of {len(classes)} "
-                         f"({_count_line(counted)})")
-        for case_id, p in sorted(cases.items()):
-            if p.get("frontier_flaky"):
-                lines.append(f"  flaky: {case_id}: {p['frontier_flaky']}")
-            elif p.get("frontier_verdict") == "regression":
-                lines.append(f"  regression: {case_id}: {p.get('frontier_reason', '')}")
-        functions = sorted({_function_of(nodeid) for nodeid, _ in rows})
-        lines.append(f"  replay: {replay_command(config, functions)}")
-    return lines
-
-
-def _removed_lines(encoded: str | None) -> list[str]:
-    """The cases validation removed while generating, each with its reason (as the console names
-    them): a person's case never vanishes with only a count.
-    """
-    if not encoded:
-        return []
-    import json
-
-    removed = json.loads(encoded)
-    lines = [f"  removed by validation: {removed['count']}"]
-    lines += [f'    {case_id} "{prompt}": {reason}' for case_id, prompt, reason in removed["cases"]]
-    rest = removed["count"] - len(removed["cases"])
-    if rest > 0:
-        store = shlex.quote(removed["store"])
-        lines.append(f"    … {rest} more: frontier-qa cases list --class invalid --store {store}")
-    return lines
 
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.@+-]+")

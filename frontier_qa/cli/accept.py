@@ -18,23 +18,9 @@ import typer
 
 from frontier_qa.cli.options import CONFIG, NO_CACHE, SET, STORE, TARGET
 from frontier_qa.cli.probe import overrides
-from frontier_qa.config import build_probe, build_settings, load_config
 from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_OK
-from frontier_qa.store.case_store import CaseStore
-
-
-async def _accept(cfg: Any, case_ids: list[str] | None, sample: bool, run_id: str) -> list[Any]:
-    from frontier_qa.probing.accept import accept
-
-    if not cfg.target.spec:  # no target: pool what was observed, draw nothing
-        return await accept(CaseStore(cfg.store), case_ids, build_settings(cfg), target=None, sample=False,
-                            run_id=run_id)
-    parts = build_probe(cfg, curriculum=False)
-    try:
-        return await accept(parts.store, case_ids, parts.settings, target=parts.target, sample=sample, run_id=run_id)
-    finally:
-        await parts.aclose()
+from frontier_qa.session import Session
 
 
 def accept_command(
@@ -57,8 +43,16 @@ def accept_command(
         raise ConfigError("name the cases to accept, or pass --all (not both)",
                           hint="frontier-qa accept weekdays-3 weekdays-7, or frontier-qa accept --all")
     more = [] if samples is None else [f"regression.baseline_samples={samples}"]
-    cfg = load_config(config, overrides({"target": target, "store": store, "no_cache": no_cache}, [*sets, *more]))
-    done = asyncio.run(_accept(cfg, None if all_cases else list(cases), not no_sample, f"accept-{new_run_id()}"))
+    session = Session.load(config, overrides({"target": target, "store": store, "no_cache": no_cache}, [*sets, *more]),
+                           curriculum=False)
+    cfg = session.config
+
+    async def run() -> list[Any]:
+        async with session:
+            return await session.accept(None if all_cases else list(cases), sample=not no_sample,
+                                        run_id=f"accept-{new_run_id()}")
+
+    done = asyncio.run(run())
     for a in done:
         b = a.baseline
         drawn = f", {a.sampled} drawn now" if a.sampled else ""

@@ -28,7 +28,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +37,10 @@ import typer
 from frontier_qa.cli.flags import FlagRule, print_config
 from frontier_qa.cli.flags import overrides as flag_overrides
 from frontier_qa.cli.options import FLAGS, MAX_FAILURES, MAX_FRONTIER, REPLAY_FLAGS, RunOptions, with_options
-from frontier_qa.cli.outputs import CASES_FILE, check_out_dir, print_summary, write_outputs
-from frontier_qa.config import Override, ProbeConfig, ProbeParts, build_probe, load_config
+from frontier_qa.config import Override, ProbeConfig, load_config
 from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE
+from frontier_qa.session import CASES_FILE, Invocation, Outcome, Session
 from frontier_qa.store.case_store import CaseStore
 from frontier_qa.store.stop_reason import StopReason
 
@@ -66,25 +66,6 @@ def _check_progress(mode: str) -> None:
         raise ConfigError(f"--progress {mode!r} is not understood", hint=f"use one of: {', '.join(MODES)}")
 
 
-def _resume_id(parts: ProbeParts, wanted: str | None) -> str:
-    """The run to resume: the one named, or this shard's latest interrupted run for the target
-    that no live process is still writing.
-    """
-    if wanted:
-        return wanted
-    shard = parts.settings.shard
-    index = shard.index if shard else 1
-    open_runs = [r for r in parts.store.interrupted_runs() if r.shard_index == index and r.target_id == parts.target.id]
-    idle = [r for r in open_runs if not parts.store.is_live(r.run_id, index)]
-    if not idle:
-        live = f" ({len(open_runs)} still running: {', '.join(r.run_id for r in open_runs)})" if open_runs else ""
-        raise ConfigError(f"no interrupted run of target {parts.target.id!r} (shard {index}) in {parts.store.root}"
-                          f"{live}",
-                          hint="start a new run without --resume, or name one: --resume RUN_ID (--wait waits "
-                          "for a running one)")
-    return idle[-1].run_id
-
-
 def _budget_tracker(target: Any) -> Any:
     """The run's shared budget tracker behind a target (a tools+ executor wraps one)."""
     for part in (target, getattr(target, "inner", None)):
@@ -95,7 +76,7 @@ def _budget_tracker(target: Any) -> Any:
 
 
 @contextlib.contextmanager
-def _interrupts(parts: ProbeParts) -> Iterator[None]:
+def _interrupts(session: Session) -> Iterator[None]:
     """Ctrl-C while a run goes on: the first stops new calls and lets those in flight finish
     (their samples are cached and the classified cases stored); the second quits at once.
 
@@ -103,7 +84,7 @@ def _interrupts(parts: ProbeParts) -> Iterator[None]:
     (appends and SQLite transactions are atomic), the run's lease and cache claims die with
     the process, and no thread still inside an agent or a model can hold the exit up.
     """
-    tracker = _budget_tracker(parts.target)
+    tracker = _budget_tracker(session.parts.target)
     loop = asyncio.get_running_loop()
     presses = 0
 
@@ -131,41 +112,12 @@ def _interrupts(parts: ProbeParts) -> Iterator[None]:
         loop.remove_signal_handler(signal.SIGINT)
 
 
-async def _probe(parts: ProbeParts, run_id: str, resume: bool, progress: Any, wait: bool = False) -> Any:
-    from frontier_qa.probing.engine import probe
-
-    try:
-        assert parts.curriculum is not None
-        with _interrupts(parts):
-            return await probe(parts.target, parts.curriculum, parts.settings, store=parts.store, run_id=run_id,
-                           resume=resume, validator=parts.validator, judge=parts.judge, progress=progress,
-                           wait=wait)
-    finally:
-        await parts.aclose()
-
-
-async def _replay(parts: ProbeParts, run_id: str | None, cases: Any, progress: Any, wait: bool = False) -> Any:
-    from frontier_qa.probing.engine import replay
-
-    try:
-        with _interrupts(parts):
-            return await replay(parts.target, parts.store, parts.settings, run_id=run_id, cases=cases,
-                                judge=parts.judge, progress=progress, wait=wait)
-    finally:
-        await parts.aclose()
-
-
 def _interrupted(store: CaseStore, run_id: str, command: str) -> typer.Exit:
     done = len(store.latest(run_id=run_id)) if store.runs_dir.is_dir() else 0
     typer.echo(f"\ninterrupted: {done} classified case(s) of run {run_id} are safe in {store.root}.", err=True)
     if command == "probe":
         typer.echo(f"to continue, run the same command again with: --resume {run_id}", err=True)
     return typer.Exit(EXIT_INTERRUPTED)
-
-
-def _budget_line(parts: ProbeParts) -> str | None:
-    snapshot = getattr(parts.target, "snapshot", None)
-    return snapshot().describe() if callable(snapshot) else None
 
 
 def _resolve(opts: RunOptions, flags: Mapping[str, Any], table: Mapping[str, FlagRule]) -> ProbeConfig | None:
@@ -178,24 +130,45 @@ def _resolve(opts: RunOptions, flags: Mapping[str, Any], table: Mapping[str, Fla
     return cfg
 
 
-@contextlib.contextmanager
-def _closed_on_error(parts: ProbeParts) -> Iterator[None]:
-    """Close the parts' models if the block raises before the run took them over."""
+def _session(cfg: ProbeConfig, opts: RunOptions, *, curriculum: bool, suite: Path | None = None) -> Session:
+    """The command's session; the next steps repeat the flags the user gave."""
+    invocation = Invocation(config=None if opts.config is None else str(opts.config), target=opts.target,
+                            store=None if opts.store is None else str(opts.store),
+                            suite=None if suite is None else str(suite))
+    session = Session(cfg, curriculum=curriculum, invocation=invocation)
+    session.out_dir()  # refused before any model opens
+    return session
+
+
+def _run(session: Session, rid: str, mode: str, bar: Any,
+         run: Callable[[Any], Coroutine[Any, Any, Outcome]]) -> Outcome:
+    """``run(bar)``'s outcome, run to its end under the progress display with Ctrl-C handled, the
+    models closed after; Ctrl-C (the second, or the first once the calls in flight finished) becomes
+    the "interrupted" exit.
+    """
+    async def go() -> Outcome:
+        try:
+            with _interrupts(session):
+                return await run(bar)
+        finally:
+            await session.aclose()
+
     try:
-        yield
-    except BaseException:
-        asyncio.run(parts.aclose())
-        raise
+        with bar:
+            outcome = asyncio.run(go())
+    except KeyboardInterrupt:
+        raise _interrupted(session.store, rid, mode) from None
+    if outcome.stop_reason == StopReason.INTERRUPTED:  # the first Ctrl-C: the calls in flight were let finish
+        raise _interrupted(session.store, rid, mode)
+    return outcome
 
 
-def _report(cfg: ProbeConfig, parts: ProbeParts, result: Any, facts: Any, gate: Any, title: str,
-            replay: Callable[[str], str]) -> int:
-    """Write the run's reports, print its summary; the exit code."""
-    band = (parts.settings.band.low, parts.settings.band.high)
-    written, decision = write_outputs(cfg, result.records, result.run, comparisons=result.comparisons, gate=gate,
-                                      band=band, facts=facts, store=parts.store)
-    return print_summary(title, result.records, result.comparisons, written, decision, _budget_line(parts),
-                         replay=replay)
+def _finish(session: Session, outcome: Outcome, replay: Callable[[str], str]) -> int:
+    """Write the run's reports, print its summary; the exit code (the outcome's)."""
+    written = session.write(outcome)
+    for line in outcome.lines(written, replay=replay):
+        typer.echo(line)
+    return outcome.exit_code
 
 
 # --- commands --------------------------------------------------------------------------------------
@@ -236,23 +209,21 @@ def probe_command(
     cfg = _resolve(opts, flags, FLAGS)
     if cfg is None:
         return
-    check_out_dir(cfg)
-    parts = build_probe(cfg)
-    with _closed_on_error(parts):
-        rid = _resume_id(parts, resume_run or run_id) if resume else (run_id or _new_run_id())
+    session = _session(cfg, opts, curriculum=True)
+    try:
+        rid = session.resume_id(resume_run or run_id) if resume else (run_id or _new_run_id())
+    except BaseException:
+        session.close()
+        raise
     total = cfg.probing.max_candidates
-    if hasattr(parts.curriculum, "__len__"):  # a file curriculum knows how many cases it holds
-        total = len(parts.curriculum) if total is None else min(total, len(parts.curriculum))  # type: ignore[arg-type]
-    result = _run_with_progress(parts, rid, "probe", _progress(opts.progress, "probe", total),
-                                lambda bar: _probe(parts, rid, resume, bar, opts.wait))
-    from frontier_qa.reports import RunFacts
-
-    facts = RunFacts(mode="probe", stop_reason=result.stop_reason, stop_detail=result.stop_detail,
-                     stop_source=result.stop_source, candidates=result.candidates, target=parts.target.id)
-    title = f"frontier-qa probe: run {result.run_id}, target {_shown(parts)}, stopped: {result.stop_reason}"
-    code = _report(cfg, parts, result, facts, cfg.gate, title, _replay_hint(opts, None))
-    if not result.run.finished:
-        typer.echo(f"the run stays open ({result.stop_reason}); continue it with: --resume {result.run_id}")
+    curriculum = session.parts.curriculum
+    if hasattr(curriculum, "__len__"):  # a file curriculum knows how many cases it holds
+        total = len(curriculum) if total is None else min(total, len(curriculum))  # type: ignore[arg-type]
+    outcome = _run(session, rid, "probe", _progress(opts.progress, "probe", total),
+                   lambda bar: session.probe(run_id=rid, resume=resume, progress=bar, wait=opts.wait))
+    code = _finish(session, outcome, _replay_hint(opts, None))
+    if outcome.run is not None and not outcome.run.finished:
+        typer.echo(f"the run stays open ({outcome.stop_reason}); continue it with: --resume {outcome.run_id}")
     raise typer.Exit(code)
 
 
@@ -277,37 +248,18 @@ def replay_command(
     if cfg is None:
         return
     cases = _suite_cases(cfg) if cfg.replay.suite else None
-    check_out_dir(cfg)
-    parts = build_probe(cfg, curriculum=False)
+    committed = suite or (Path(cfg.replay.suite) if cfg.replay.suite else None)
+    session = _session(cfg, opts, curriculum=False, suite=committed)
     if case:
-        with _closed_on_error(parts):
-            cases = _named_cases(parts, cases, case)
+        try:
+            cases = _named_cases(session, cases, case)
+        except BaseException:
+            session.close()
+            raise
     rid = opts.run_id or _new_run_id()
-    result = _run_with_progress(parts, rid, "replay", _progress(opts.progress, "replay", None),
-                                lambda bar: _replay(parts, rid, cases, bar, opts.wait))
-    from frontier_qa.reports import RunFacts
-
-    facts = RunFacts(mode="replay", stop_reason=None if result.stop_reason == StopReason.DONE else result.stop_reason,
-                     stop_detail=result.stop_detail, stop_source="target", planned=result.planned,
-                     target=parts.target.id)
-    title = f"frontier-qa replay: run {result.run_id}, target {_shown(parts)}, {len(result.records)} case(s)"
-    raise typer.Exit(_report(cfg, parts, result, facts, cfg.replay.gate, title, _replay_hint(opts, suite)))
-
-
-def _run_with_progress(parts: ProbeParts, rid: str, mode: str, bar: Any, run: Callable[[Any], Any]) -> Any:
-    """``run(bar)``'s result, run to its end under the progress display; Ctrl-C (the second, or
-    the first once the calls in flight finished) becomes the "interrupted" usage error.
-    """
-    try:
-        with bar:
-            result = asyncio.run(run(bar))
-    except KeyboardInterrupt:
-        raise _interrupted(parts.store, rid, mode) from None
-    from frontier_qa.store.stop_reason import STOP_INTERRUPTED
-
-    if result.stop_reason == STOP_INTERRUPTED:  # the first Ctrl-C: the calls in flight were let finish
-        raise _interrupted(parts.store, rid, mode)
-    return result
+    outcome = _run(session, rid, "replay", _progress(opts.progress, "replay", None),
+                   lambda bar: session.replay(cases=cases, run_id=rid, progress=bar, wait=opts.wait))
+    raise typer.Exit(_finish(session, outcome, _replay_hint(opts, suite)))
 
 
 def _suite_cases(config: ProbeConfig) -> list[Any]:
@@ -323,24 +275,18 @@ def _suite_cases(config: ProbeConfig) -> list[Any]:
     return entries
 
 
-def _named_cases(parts: ProbeParts, suite: list[Any] | None, wanted: Sequence[str]) -> list[Any]:
+def _named_cases(session: Session, suite: list[Any] | None, wanted: Sequence[str]) -> list[Any]:
     """The named cases: from the committed suite when there is one, else the store's latest records."""
     from frontier_qa.store.case_store import latest_by
 
     pool: dict[str, Any] = ({e.case.id: e for e in suite} if suite is not None
-                            else latest_by(parts.store.case_records(), lambda r: r.id))
+                            else latest_by(session.store.case_records(), lambda r: r.id))
     unknown = [c for c in wanted if c not in pool]
     if unknown:
-        where = "the suite" if suite is not None else f"the store {parts.store.root}"
+        where = "the suite" if suite is not None else f"the store {session.store.root}"
         raise ConfigError(f"no case {unknown[0]!r} in {where}", hint="give a case id as report.md or junit.xml "
                           "name it (the part after 'topic/')")
     return [pool[c] for c in dict.fromkeys(wanted)]
-
-
-def _shown(parts: ProbeParts) -> str:
-    version = getattr(parts.target, "version", None)
-    found = version() if callable(version) else None
-    return f"{parts.target.id} (version {found})" if found else parts.target.id
 
 
 def _replay_hint(opts: RunOptions, suite: Path | None) -> Callable[[str], str]:
@@ -367,5 +313,4 @@ def register(app: typer.Typer) -> None:
     app.command("replay")(replay_command)
 
 
-__all__ = ["CASES_FILE", "EXIT_INTERRUPTED", "EXIT_USAGE", "FLAGS", "REPLAY_FLAGS", "overrides", "register",
-           "write_outputs"]
+__all__ = ["CASES_FILE", "EXIT_INTERRUPTED", "EXIT_USAGE", "FLAGS", "REPLAY_FLAGS", "overrides", "register"]

@@ -8,19 +8,18 @@ the config file's JSON Schema.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import typer
 
 from frontier_qa.cli.options import CONFIG, FORMAT, FRONTIER_FAIL, MAX_FAILURES, MAX_FRONTIER, SET, STORE
-from frontier_qa.cli.outputs import print_summary, write_outputs
 from frontier_qa.cli.probe import overrides
 from frontier_qa.config import json_schema, load_config
 from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_OK
+from frontier_qa.session import Invocation, Session
 from frontier_qa.store.case_store import CaseStore
-from frontier_qa.store.records import CLASS_ORDER, CaseClass, RunRecord
+from frontier_qa.store.records import CLASS_ORDER, CaseClass
 
 
 def export_command(
@@ -95,14 +94,14 @@ def merge_command(
     if out is None:
         raise typer.Exit(EXIT_OK)
     records = [r for rid in run_ids for r in target.latest(run_id=rid).values()]
-    written, gate = write_outputs(cfg, records, _merged_run(target, run_ids), gate=cfg.gate, band=None)
-    raise typer.Exit(print_summary(f"frontier-qa merge: {', '.join(run_ids)}", records, (), written, gate, None))
-
-
-def _merged_run(store: CaseStore, run_ids: Sequence[str]) -> RunRecord | None:
-    """The run record to report after a merge: the run's only shard record, else none."""
-    runs = [r for r in store.runs() if r.run_id in run_ids]
-    return runs[0] if len(runs) == 1 else None
+    session = Session(cfg, curriculum=False, invocation=Invocation(config=None if config is None else str(config),
+                                                                     store=None if into is None else str(into)))
+    runs = [r for r in target.runs() if r.run_id in run_ids]  # every shard's: their spend is summed
+    outcome = session.judge("merge", records, (), runs=runs, title=f"frontier-qa merge: {', '.join(run_ids)}")
+    written = session.write(outcome)
+    for line in outcome.lines(written):
+        typer.echo(line)
+    raise typer.Exit(outcome.exit_code)
 
 
 def schema_command(

@@ -48,7 +48,7 @@ from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.scoring.difficulty import CalibrationReport, calibration_report
 from frontier_qa.store.case_store import CaseStore
 from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
-from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord, SuiteCase
+from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, ModelSpend, RunRecord, SuiteCase
 from frontier_qa.store.stop_reason import (
     STOP_BUDGET,
     STOP_DONE,
@@ -152,6 +152,8 @@ async def probe(
     sandbox: Sandbox | None = None,
     progress: Callable[[ProgressEvent], None] | None = None,
     wait: bool | float = False,
+    meter: Callable[[], Mapping[str, ModelSpend]] | None = None,
+    replay_cases: Sequence[CaseRecord | SuiteCase] | None = None,
 ) -> ProbeResult:
     """Probe ``target`` with cases from ``curriculum`` and record every case in ``store``.
 
@@ -176,6 +178,11 @@ async def probe(
         wait: when another live process writes this run shard (one writer per run):
             ``False`` raises :class:`~frontier_qa.store.leases.RunBusyError`, ``True`` waits
             for it, a number waits that many seconds at most.
+        meter: what each model of the run spent since it started, by role (``target``,
+            ``curriculum``...), kept in the run record's totals (a :class:`~frontier_qa.session.Session`
+            passes its models' meter).
+        replay_cases: replay these stored cases (records, or a suite's entries) first, instead of
+            the store's (``settings.replay_first``): a named suite's cases, as the pytest plugin's.
 
     Returns:
         A :class:`ProbeResult`. Cancellation (Ctrl-C) propagates after every classified
@@ -191,12 +198,14 @@ async def probe(
     run = ProbeRun(target, store, settings, judge=judge, sandbox=sandbox, progress=progress)
     await run.start(run_id, resume, getattr(curriculum, "name", type(curriculum).__name__), wait=wait)
     with _held(run):
-        if settings.replay_first:
+        if replay_cases is not None:
+            await run.replay(run.replay_plan(replay_cases, settings.replay_scope == "all"))
+        elif settings.replay_first:
             await run.replay(run.replay_plan(None, settings.replay_scope == "all"))
         if run.stop_reason is None:
             await run.generate(curriculum, validator or Validator())
         reason = run.stop_reason or STOP_EXHAUSTED
-        record = run.finish()
+        record = run.finish(None if meter is None else meter())
     run.emit("stopped", message=reason)
     records = run.records()
     calibration = None
@@ -228,6 +237,7 @@ async def replay(
     judge: Target | None = None,
     progress: Callable[[ProgressEvent], None] | None = None,
     wait: bool | float = False,
+    meter: Callable[[], Mapping[str, ModelSpend]] | None = None,
 ) -> ReplayResult:
     """Only the replay-first part: probe stored cases again with fresh samples and compare.
 
@@ -242,6 +252,7 @@ async def replay(
         judge: as for :func:`probe`.
         progress: as for :func:`probe`.
         wait: as for :func:`probe`.
+        meter: as for :func:`probe`.
     """
     settings = settings or ProbeSettings()
     run = ProbeRun(target, store, settings, judge=judge, sandbox=None, progress=progress)
@@ -249,7 +260,7 @@ async def replay(
     with _held(run):
         await run.replay(run.replay_plan(cases, settings.replay_scope == "all"))
         reason = run.stop_reason or STOP_DONE
-        record = run.finish()
+        record = run.finish(None if meter is None else meter())
     run.emit("stopped", message=reason)
     return ReplayResult(run.run_id, record, tuple(run.records()), tuple(run.comparisons), reason,
                         stop_detail=run.stop_detail, planned=run.replay_size)

@@ -51,11 +51,14 @@ from frontier_qa.store.leases import RunBusyError, describe_holder
 from frontier_qa.store.records import (
     CLASS_ORDER,
     Baseline,
+    Candidates,
     CaseClass,
     CaseRecord,
+    ModelSpend,
     RunRecord,
     SuiteCase,
     run_totals,
+    utc_now,
 )
 from frontier_qa.store.stop_reason import StopReason
 from frontier_qa.target import Case, Target
@@ -168,8 +171,10 @@ class ProbeRun:
         self.stop_detail: str | None = None  # the error behind a budget or unavailable-target stop
         self.stop_source: str | None = None  # which model it came from: "target" or "curriculum"
         self.replay_size = 0  # cases in the replay, all shards' (the suite size of the regression test)
-        self.candidates = 0
-        self.skipped = 0
+        self.candidates = 0  # proposals made (Candidates.proposed)
+        self.skipped = 0  # proposals the difficulty predictor skipped
+        self.fate = {"cases": 0, "invalid": 0, "repeats": 0, "other_shards": 0}  # what became of the rest
+        self.generated = False  # whether the curriculum was asked (a probe; not a replay alone)
         self.predictor = DifficultyPredictor() if settings.predict_difficulty else None
         self.rng = random.Random(settings.seed)
         self.calibration: list[tuple[float, float]] = []
@@ -310,15 +315,31 @@ class ProbeRun:
             if record.id in self.known and record.case_class is not CaseClass.INVALID:
                 self.seen.append(record.case.prompt)
 
-    def finish(self) -> RunRecord:
+    def finish(self, spend: Mapping[str, ModelSpend] | None = None) -> RunRecord:
+        """Record the run's end (unless it stays open to resume) with its totals: counts, what each
+        model spent (``spend``, by role), and what became of the curriculum's proposals.
+        """
         records = self.records()
-        totals = run_totals(records)
-        if self.stop_reason in _OPEN_ENDED:
-            return self.store.run(self.run_id, self.shard.index).model_copy(update={"totals": totals})
+        totals = run_totals(records, spend=spend, candidates=self.proposals() if self.generated else None)
+        if self.stop_reason in _OPEN_ENDED:  # left open to resume; what it did so far is recorded
+            kept = self.store.run(self.run_id, self.shard.index).model_copy(update={"totals": totals,
+                                                                                    "written_at": utc_now()})
+            self.store.append(kept)
+            return kept
         return self.store.finish_run(self.run_id, shard_index=self.shard.index, totals=totals)
 
     def records(self) -> list[CaseRecord]:
         return sorted(self.recorded.values(), key=lambda r: (r.finished_at, r.id))
+
+    def proposals(self) -> Candidates:
+        """What became of the curriculum's proposals so far (``proposed = cases + invalid + removed``)."""
+        f = self.fate
+        reached = f["cases"] + f["invalid"] + f["repeats"] + f["other_shards"] + self.skipped
+        not_reached = max(self.candidates - reached, 0)
+        return Candidates(proposed=self.candidates, cases=f["cases"], invalid=f["invalid"],
+                          removed=f["repeats"] + f["other_shards"] + self.skipped + not_reached,
+                          repeats=f["repeats"], other_shards=f["other_shards"], predicted_skip=self.skipped,
+                          not_reached=not_reached)
 
     # -- replay ---------------------------------------------------------------------------------
 
@@ -442,6 +463,7 @@ class ProbeRun:
     # -- generation -----------------------------------------------------------------------------
 
     async def generate(self, curriculum: Curriculum, validator: Validator) -> None:
+        self.generated = True
         s = self.settings
         flags: deque[bool] = deque(maxlen=s.saturation_window)
         while self.stop_reason is None:
@@ -496,12 +518,16 @@ class ProbeRun:
         names: set[str] = set()
         for i, p in enumerate(proposals):
             if not self.shard.contains(p.case.id):
+                self.fate["other_shards"] += 1
                 continue
             if p.case.id in self.recorded:
                 done[i] = self.recorded[p.case.id]  # resumed, replayed or repeated: no second record
+                self.fate["repeats"] += 1
             elif p.case.id not in names:
                 names.add(p.case.id)
                 fresh.append(i)
+            else:
+                self.fate["repeats"] += 1
         # every shard checks the whole batch, so validity never depends on the sharding
         checked = validator.check(proposals, list(self.seen))
         for r in checked:
@@ -516,6 +542,7 @@ class ProbeRun:
             else:
                 record = self.prober.invalid(result.proposal, result.reason or "invalid", run_id=self.run_id)
                 self.keep(record)
+                self.fate["invalid"] += 1
                 done[i] = record
         verifications = await self._verify([r.proposal for _, r in valid])
         jobs: list[tuple[int, Coroutine[Any, Any, CaseRecord | None]]] = []
@@ -531,6 +558,7 @@ class ProbeRun:
         for i, probed in zip([i for i, _ in jobs], await gather_or_cancel([job for _, job in jobs]), strict=True):
             if probed is not None:
                 done[i] = probed
+                self.fate["cases"] += 1
         outcomes = []
         for i in sorted(done):
             record = done[i]

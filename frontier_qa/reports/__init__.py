@@ -21,7 +21,7 @@ from frontier_qa.reports.junit import junit_xml, write_junit
 from frontier_qa.reports.markdown import markdown_report, write_markdown
 from frontier_qa.reports.summary import Summary, summarize
 from frontier_qa.store.comparison import Comparison, RegressionVerdict, compare, compare_all, count_verdicts
-from frontier_qa.store.records import CaseRecord, RunRecord
+from frontier_qa.store.records import Candidates, CaseRecord, ModelSpend, RunRecord
 
 FORMATS = ("json", "junit", "md", "html")
 FILE_NAMES = {"json": "report.json", "junit": "junit.xml", "md": "report.md", "html": "report.html"}
@@ -39,6 +39,10 @@ def write_reports(
     band: tuple[float, float] | None = None,
     facts: RunFacts | None = None,
     history: Mapping[str, Sequence[CaseRecord]] | None = None,
+    gate: GateResult | None = None,
+    spend: Mapping[str, ModelSpend] | None = None,
+    candidates: Candidates | None = None,
+    next_steps: Sequence[str] = (),
 ) -> tuple[dict[str, Path], GateResult | None]:
     """Write the chosen report formats into ``out_dir``.
 
@@ -53,6 +57,11 @@ def write_reports(
         band: frontier band (low, high) in p̂ units, shaded on the HTML histogram.
         facts: what the run knows beyond its records, for the health checks (:mod:`.health`).
         history: every observation of each case, oldest first (trend lines).
+        gate: the gate's decision when the caller made it (a :class:`~frontier_qa.session.Session`
+            judges a run once); else it is evaluated here from ``thresholds``.
+        spend: what each model spent, by role (default: the run record's).
+        candidates: what became of the proposals (default: the run record's).
+        next_steps: the commands that keep, replay, accept and inspect the findings.
 
     Returns:
         The written paths by format, and the gate result (``None`` without thresholds).
@@ -65,14 +74,16 @@ def write_reports(
             f"unknown report format(s): {', '.join(unknown)}", hint=f"choose from {', '.join(FORMATS)}"
         )
     summary = summarize(records)
-    gate = None if thresholds is None else evaluate_gate(summary, thresholds, comparisons, facts)
-    report = ReportInput.of(summary, run, gate=gate, comparisons=comparisons, history=history)
+    if gate is None and thresholds is not None:
+        gate = evaluate_gate(summary, thresholds, comparisons, facts)
+    report = ReportInput.of(summary, run, gate=gate, comparisons=comparisons, history=history, spend=spend,
+                            candidates=candidates, next_steps=next_steps)
     out = Path(out_dir)
     written: dict[str, Path] = {}
     if "json" in formats:
         written["json"] = write_json_report(out / FILE_NAMES["json"], build_json_report(report))
     if "junit" in formats:
-        written["junit"] = write_junit(out / FILE_NAMES["junit"], summary, run, frontier_as_failure=frontier_as_failure,
+        written["junit"] = write_junit(out / FILE_NAMES["junit"], report, frontier_as_failure=frontier_as_failure,
                                        comparisons=comparisons, gate=gate)
     if "md" in formats:
         written["md"] = write_markdown(out / FILE_NAMES["md"], report)

@@ -40,6 +40,8 @@ class RunFacts:
         candidates: proposals the curriculum made (probe), if known.
         planned: cases a replay set out to judge (replay), if known.
         target: the target's id, for messages.
+        undecided: cases set out to judge that the run stopped before deciding and never recorded
+            (a pytest item whose replay the budget cut off): counted as unresolved.
     """
 
     mode: str = "probe"
@@ -49,6 +51,7 @@ class RunFacts:
     candidates: int | None = None
     planned: int | None = None
     target: str = ""
+    undecided: int = 0
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ def assess(summary: Summary, facts: RunFacts = RunFacts(), *, max_unresolved_sha
     """
     problems: list[HealthProblem] = []
     counts = summary.by_class
-    valid = summary.total - counts[CaseClass.INVALID]
+    valid = summary.total - counts[CaseClass.INVALID] + facts.undecided
     samples = [s for r in summary.records for s in r.samples]
     errors = [s.error for s in samples if s.error]
     who = "the curriculum's model" if facts.stop_source == "curriculum" else f"the target {facts.target}".rstrip()
@@ -112,7 +115,7 @@ def assess(summary: Summary, facts: RunFacts = RunFacts(), *, max_unresolved_sha
                                       + _timeout_hint(timed_out, source, facts.target)))
     elif not summary.total and not problems and facts.mode != "merge":
         problems.append(HealthProblem("no-valid-case", "no case was classified"))
-    unresolved = counts[CaseClass.UNRESOLVED]
+    unresolved = counts[CaseClass.UNRESOLVED] + facts.undecided
     if max_unresolved_share is not None and valid and unresolved / valid > max_unresolved_share + 1e-12:
         why = f" ({facts.stop_reason})" if facts.stop_reason else ""
         problems.append(HealthProblem(

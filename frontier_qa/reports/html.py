@@ -198,20 +198,23 @@ def html_report(
         more = f"<p>{len(regressions) - top} more regressions: see report.json.</p>" if len(regressions) > top else ""
         parts.append(f"<h2>Regressions ({len(regressions)})</h2>{shown}{more}")
     c = s.cost
+    target = report.spend.get("target")
     cards = [
         ("cases", str(s.total)),
         ("frontier share", _pct(s.frontier_share)),
         ("failures", str(s.by_class[CaseClass.FAILURE])),
         ("suspect", str(s.by_class[CaseClass.SUSPECT])),
-        ("target calls", f"{c.calls:,}"),
-        ("tokens", f"{c.tokens:,}"),
-        ("cost", fmt_usd(c.usd)),
+        ("target calls", f"{(target.calls if target else c.calls):,}"),
+        ("tokens", f"{(target.tokens if target else c.tokens):,}"),
+        ("cost", fmt_usd(target.usd if target else c.usd)),
     ]
     parts.append(
         '<div class="cards">'
         + "".join(f"<div class=card><b>{esc(v)}</b><span>{esc(k)}</span></div>" for k, v in cards)
         + "</div>"
     )
+    parts.append('<ul class="headline">' + "".join(f"<li><b>{esc(label)}</b>: {esc(text)}</li>"
+                                                    for label, text in report.headline()) + "</ul>")
     legend = (
         '<div class="legend">'
         + "".join(
@@ -285,6 +288,11 @@ def html_report(
     )
     more = f"<p>{s.total - len(listed)} more cases not listed.</p>" if s.total > len(listed) else ""
     parts.append(f"<h2>All cases</h2>{items}{more}")
+    if report.next_steps:
+        steps = "".join(f"<li>{esc(what)}{': ' if sep else ''}<code>{esc(command)}</code></li>" if sep
+                        else f"<li>{esc(what)}</li>"
+                        for what, sep, command in (step.partition(": ") for step in report.next_steps))
+        parts.append(f"<h2>Next steps</h2><ul>{steps}</ul>")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
 from frontier_qa.reports.gate import GateResult
-from frontier_qa.reports.summary import Summary, summarize, top_cases
+from frontier_qa.reports.summary import Summary, class_counts, spend_line, summarize, top_cases
 from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
-from frontier_qa.store.records import CaseClass, CaseRecord, RunRecord
+from frontier_qa.store.records import Candidates, CaseClass, CaseRecord, ModelSpend, RunRecord
 
 if TYPE_CHECKING:  # typing.Unpack is 3.11+; the package supports 3.10
     from typing_extensions import Unpack
@@ -35,6 +35,9 @@ class ReportParts(TypedDict, total=False):
     gate: GateResult | None
     comparisons: Sequence[Comparison]
     history: Mapping[str, Sequence[CaseRecord]] | None
+    spend: Mapping[str, ModelSpend] | None
+    candidates: Candidates | None
+    next_steps: Sequence[str]
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,10 @@ class ReportInput:
         gate: the gate result to show, if evaluated.
         comparisons: replay verdicts, if any.
         history: every observation of each case, oldest first (trend lines), by case id.
+        spend: what each model of the run spent, by role (``target``, ``curriculum``...); when not
+            given, the run record's (``run.totals.spend``).
+        candidates: what became of the curriculum's proposals; when not given, the run record's.
+        next_steps: the commands that keep, replay, accept and inspect the run's findings.
     """
 
     summary: Summary
@@ -54,6 +61,9 @@ class ReportInput:
     gate: GateResult | None = None
     comparisons: Sequence[Comparison] = ()
     history: Mapping[str, Sequence[CaseRecord]] = field(default_factory=dict)
+    spend: Mapping[str, ModelSpend] = field(default_factory=dict)
+    candidates: Candidates | None = None
+    next_steps: Sequence[str] = ()
 
     @classmethod
     def of(cls, records: ReportInput | Summary | Iterable[CaseRecord], run: RunRecord | None = None,
@@ -73,7 +83,29 @@ class ReportInput:
                 raise TypeError("pass the run, gate, comparisons and history in the ReportInput, not beside it")
             return records
         summary = records if isinstance(records, Summary) else summarize(records)
-        return cls(summary, run, parts.get("gate"), parts.get("comparisons", ()), parts.get("history") or {})
+        spend = parts.get("spend")
+        candidates = parts.get("candidates")
+        if run is not None:  # the run record keeps them: a report written later shows the same numbers
+            spend = run.totals.spend if spend is None else spend
+            candidates = run.totals.candidates if candidates is None else candidates
+        return cls(summary, run, parts.get("gate"), parts.get("comparisons", ()), parts.get("history") or {},
+                   spend or {}, candidates, tuple(parts.get("next_steps", ())))
+
+    def headline(self) -> list[tuple[str, str]]:
+        """The run's numbers as every output words them, ``(label, text)`` in order: the cases by
+        class, what became of the proposals, what each model spent, the replay verdicts. The
+        console, report.md/.html/.json, junit.xml and the pytest summary all show these lines.
+        """
+        s = self.summary
+        lines = [("cases", class_counts(s))]
+        if self.candidates is not None:
+            lines.append(("candidates", self.candidates.describe()))
+        lines.append(("spent", spend_line(self.spend, s.cost)))
+        if self.comparisons:
+            guards = sum(1 for c in self.comparisons if c.role == "guard")
+            verdicts = ", ".join(f"{v.value} {n}" for v, n in self.verdicts().items() if n) or "nothing"
+            lines.append(("replay", verdicts + (f" ({guards} guard case(s) among them)" if guards else "")))
+        return lines
 
     def verdicts(self, role: str | None = None) -> dict[RegressionVerdict, int]:
         """How many replay comparisons got each verdict: all, or one role's (``"finding"``, ``"guard"``)."""

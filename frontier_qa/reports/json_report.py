@@ -23,10 +23,12 @@ from frontier_qa.store.comparison import Comparison, Evidence, RegressionVerdict
 from frontier_qa.store.records import (
     SCHEMA_VERSION,
     Baseline,
+    Candidates,
     CaseClass,
     CaseRecord,
     Cost,
     Interval,
+    ModelSpend,
     RunRecord,
     utc_now,
 )
@@ -165,9 +167,16 @@ class JsonReport(_Model):
     frontier_share: float | None = Field(description="frontier / valid (non-invalid) cases, in [0, 1]")
     by_topic: list[TopicSummary]
     p_hat_histogram: PHatHistogram
-    cost: Cost
+    cost: Cost = Field(description="the cases' own samples (calls not served from the cache, tokens, dollars)")
+    spend: dict[str, ModelSpend] = Field(
+        default_factory=dict, description="what each model of the run spent, by role (target, curriculum, ...)")
+    candidates: Candidates | None = Field(None, description="what became of the curriculum's proposals")
+    headline: list[str] = Field(default_factory=list,
+                                description="the run's numbers as the console, every report and pytest word them")
     gate: GateReport | None = None
     replay: ReplayReport | None = None
+    next_steps: list[str] = Field(default_factory=list,
+                                  description="commands that keep, replay, accept and inspect the findings")
     cases: list[CaseSummary]
 
 
@@ -231,8 +240,12 @@ def build_json_report(
             by_class={c: list(v) for c, v in s.histogram.by_class.items()},
         ),
         cost=s.cost,
+        spend=dict(report.spend),
+        candidates=report.candidates,
+        headline=[f"{label}: {text}" for label, text in report.headline()],
         gate=None if gate is None else gate_report(gate),
         replay=replay,
+        next_steps=list(report.next_steps),
         cases=[
             CaseSummary(
                 id=r.id,

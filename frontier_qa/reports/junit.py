@@ -21,7 +21,8 @@ from typing import Any
 from frontier_qa.reports._text import clean, fmt_p, shorten, write_text
 from frontier_qa.reports.explain import explain
 from frontier_qa.reports.gate import GateResult
-from frontier_qa.reports.summary import Summary, answer_distribution, summarize
+from frontier_qa.reports.inputs import ReportInput
+from frontier_qa.reports.summary import Summary, answer_distribution
 from frontier_qa.store.comparison import Comparison, RegressionVerdict
 from frontier_qa.store.records import CaseClass, CaseRecord, RunRecord
 
@@ -68,7 +69,7 @@ def _message(r: CaseRecord) -> str:
 
 
 def junit_xml(
-    records: Iterable[CaseRecord] | Summary,
+    records: ReportInput | Iterable[CaseRecord] | Summary,
     run: RunRecord | None = None,
     *,
     frontier_as_failure: bool = False,
@@ -80,7 +81,8 @@ def junit_xml(
     """The JUnit XML document (a string starting with the XML declaration).
 
     Args:
-        records: case records (latest per case) or their summary.
+        records: case records (latest per case), their summary, or the report input (which also
+            gives the run, the headline numbers and the next steps as suite properties).
         run: the run, for suite properties and the timestamp.
         frontier_as_failure: report frontier cases as failing tests (type ``frontier``).
         suspect_as_failure: report suspect cases as failing tests (type ``suspect``).
@@ -88,7 +90,8 @@ def junit_xml(
         comparisons: replay verdicts; a regression fails its test case.
         gate: the gate's result; when the run could not judge the agent, an errored test case says why.
     """
-    s = records if isinstance(records, Summary) else summarize(records)
+    report = records if isinstance(records, ReportInput) else ReportInput.of(records, run)
+    s, run = report.summary, report.run
     verdicts = {c.case_id: c for c in comparisons}
     failing = {CaseClass.FAILURE}
     failing |= {CaseClass.FRONTIER} if frontier_as_failure else set()
@@ -111,19 +114,20 @@ def junit_xml(
     }
     root = ET.Element("testsuites", {"name": clean(suite_name), **counts})
     suite = ET.SubElement(root, "testsuite", {"name": clean(suite_name), **counts})
+    items: list[tuple[str, object]] = []
     if run is not None:
         suite.set("timestamp", run.started_at.strftime("%Y-%m-%dT%H:%M:%S"))
-        _props(
-            suite,
-            [
-                ("run_id", run.run_id),
-                ("target", run.target_id),
-                ("target_version", run.target_version),
-                ("seed", run.seed),
-                ("shard", f"{run.shard_index}/{run.shard_count}"),
-                ("config_hash", run.config_hash or None),
-            ],
-        )
+        items += [
+            ("run_id", run.run_id),
+            ("target", run.target_id),
+            ("target_version", run.target_version),
+            ("seed", run.seed),
+            ("shard", f"{run.shard_index}/{run.shard_count}"),
+            ("config_hash", run.config_hash or None),
+        ]
+    items += report.headline()  # the numbers every output shows, worded the same
+    items += [(f"next_step_{i}", step) for i, step in enumerate(report.next_steps, start=1)]
+    _props(suite, items)
     if health:
         errored = ET.SubElement(suite, "testcase", classname="frontier-qa", name="run health", time="0.000")
         error = ET.SubElement(errored, "error", message=clean(shorten(health[0].message, 500)),
@@ -166,7 +170,7 @@ def junit_xml(
 
 def write_junit(
     path: str | os.PathLike[str],
-    records: Iterable[CaseRecord] | Summary,
+    records: ReportInput | Iterable[CaseRecord] | Summary,
     run: RunRecord | None = None,
     **options: Any,
 ) -> Path:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from frontier_qa.reports._text import fmt_p, fmt_usd, md, write_text
+from frontier_qa.reports._text import fmt_p, md, write_text
 from frontier_qa.reports.explain import baseline_votes, removal, votes
 from frontier_qa.reports.inputs import ReportInput, ReportParts
 from frontier_qa.reports.summary import Summary, answer_distribution, invalid_cases
@@ -151,13 +151,7 @@ def markdown_report(
         f"Frontier share of valid cases: {_share(s.frontier_share)} "
         f"({s.by_class[CaseClass.FRONTIER]}/{valid})",
     ]
-    cost = s.cost
-    out += [
-        "",
-        f"Cost: {cost.calls} target calls ({cost.cached} cached), {cost.tokens:,} tokens "
-        f"({cost.prompt_tokens:,} prompt + {cost.completion_tokens:,} completion), {fmt_usd(cost.usd)}",
-        "",
-    ]
+    out += [""] + [f"- {label}: {md(text)}" for label, text in report.headline()] + [""]
     out += ["## Frontier map by topic", ""]
     topic_rows = [
         [md(t.topic, 60)] + [t.counts[c] for c in CLASS_ORDER] + [t.total, _share(t.frontier_share)]
@@ -172,7 +166,18 @@ def markdown_report(
     out += _removed_section(s.records, top_removed)
     if comparisons:
         out += _replay_section(report, by_id, top_verdicts)
+    if report.next_steps:
+        out += ["## Next steps", ""] + [f"- {line}" for line in _steps(report.next_steps)] + [""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _steps(steps: Sequence[str]) -> list[str]:
+    """``what: command`` lines as Markdown: the words, then the command as code."""
+    out = []
+    for step in steps:
+        what, sep, command = step.partition(": ")
+        out.append(f"{md(what)}: `{command}`" if sep else md(step))
+    return out
 
 
 def _removed_section(records: Sequence[CaseRecord], top: int) -> list[str]:

@@ -5,12 +5,13 @@ Pure functions over case records; each writer (JSON, JUnit, Markdown, HTML) rend
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from frontier_qa.reports._text import fmt_usd
 from frontier_qa.store.case_store import latest_by
-from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, Cost
+from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, Cost, ModelSpend
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,32 @@ class Summary:
     cost: Cost
     frontier_share: float | None
     targets: tuple[str, ...]
+
+
+def class_counts(summary: Summary) -> str:
+    """``12 (failure 1, frontier 4, pass 6, invalid 1)``: the cases by class, those with none left out."""
+    parts = [f"{c.value} {summary.by_class[c]}" for c in CLASS_ORDER if summary.by_class[c]]
+    return f"{summary.total}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def spend_line(spend: Mapping[str, ModelSpend], cases: Cost | None = None) -> str:
+    """What each model spent, labelled: ``target 198 calls (12 samples cached), 3,400 tokens, cost
+    unknown; curriculum 12 calls, ...``. Without the models' figures (a run written before they
+    were recorded), the cases' own samples (``cases``), labelled so.
+    """
+    if not spend:
+        if cases is None:
+            return "nothing recorded"
+        return (f"target {cases.calls} calls for the recorded cases ({cases.cached} samples cached), "
+                f"{cases.tokens:,} tokens, cost {fmt_usd(cases.usd)}")
+    parts = []
+    for role in sorted(spend, key=lambda r: (r != "target", r)):
+        m = spend[role]
+        extra = [f"{m.cached} samples cached"] if m.cached else []
+        extra += [f"{m.failed} failed"] if m.failed else []
+        more = f" ({', '.join(extra)})" if extra else ""
+        parts.append(f"{role} {m.calls} calls{more}, {m.tokens:,} tokens, cost {fmt_usd(m.usd)}")
+    return "; ".join(parts)
 
 
 def _share(frontier: int, valid: int) -> float | None:

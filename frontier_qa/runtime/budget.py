@@ -31,6 +31,7 @@ class BudgetSnapshot:
         cost_usd: US dollars of finished calls whose cost is known.
         wall_s: seconds since the first call (0 before it).
         budget: the limits these are measured against.
+        priced_calls: finished calls that reported a cost; none: the cost is unknown, not 0.
     """
 
     calls: int
@@ -40,6 +41,7 @@ class BudgetSnapshot:
     wall_s: float
     budget: Budget
     estimated_tokens: int = 0
+    priced_calls: int = 0
 
     @property
     def remaining_calls(self) -> int | None:
@@ -78,12 +80,14 @@ class BudgetSnapshot:
             return f"{label} {used:{fmt}}" + ("" if limit is None else f"/{limit:{fmt}}")
 
         b = self.budget
+        cost = (f"cost ${self.cost_usd:.4f}" if self.priced_calls else "cost unknown") + (
+            "" if b.max_cost_usd is None else f"/{b.max_cost_usd:.4f}")
         return ", ".join(
             [
                 part("calls", self.calls, b.max_calls, "d"),
                 part("tokens", self.tokens, b.max_tokens, "d")
                 + (f" ({self.estimated_tokens} estimated)" if self.estimated_tokens else ""),
-                part("cost $", self.cost_usd, b.max_cost_usd, ".4f"),
+                cost,
                 part("wall s", self.wall_s, b.max_wall_s, ".1f"),
             ]
         )
@@ -113,6 +117,7 @@ class BudgetTracker:
         self._tokens = 0
         self._estimated = 0
         self._cost = 0.0
+        self._priced = 0
         self._open: set[int] = set()
         self._next_id = 0
         self._interrupted = False
@@ -182,6 +187,7 @@ class BudgetTracker:
                 self._estimated += max(int(tokens), 0)
             if cost_usd is not None:
                 self._cost += max(float(cost_usd), 0.0)
+                self._priced += 1
 
     def can_start(self) -> bool:
         """Whether a new call would be granted now."""
@@ -194,7 +200,7 @@ class BudgetTracker:
             now = self._clock()
             wall = 0.0 if self._started is None else now - self._started
             return BudgetSnapshot(self._calls, len(self._open), self._tokens, self._cost, wall, self.budget,
-                                  estimated_tokens=self._estimated)
+                                  estimated_tokens=self._estimated, priced_calls=self._priced)
 
     def remaining(self) -> dict[str, float | int | None]:
         """Calls, tokens, cost and wall seconds left (``None``: unlimited)."""

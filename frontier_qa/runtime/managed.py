@@ -72,6 +72,8 @@ class RuntimeStats:
             calls, with estimated tokens in the budget.
         failed_samples: samples returned with ``error`` set (retries exhausted).
         slow_calls: calls that ran longer than ``Limits.slow_call_s``.
+        tokens: prompt and completion tokens the calls reported (estimates for abandoned calls).
+        cost_usd: US dollars of the calls that reported a cost; ``None`` while none did.
     """
 
     calls: int = 0
@@ -85,6 +87,8 @@ class RuntimeStats:
     slow_calls: int = 0
     shared: int = 0
     abandoned: int = 0
+    tokens: int = 0
+    cost_usd: float | None = None
 
 
 def _chunks(indices: Sequence[int], max_n: int) -> list[tuple[int, int]]:
@@ -141,6 +145,7 @@ class ManagedTarget:
         )
         self._lock = threading.Lock()
         self._counts = dict.fromkeys(RuntimeStats.__dataclass_fields__, 0)
+        self._cost: float | None = None
         self._consecutive_failures = 0
         self._halted: str | None = None
         self._slow_reported = False
@@ -195,7 +200,7 @@ class ManagedTarget:
     def stats(self) -> RuntimeStats:
         """Calls, retries and samples so far."""
         with self._lock:
-            return RuntimeStats(**self._counts)
+            return RuntimeStats(**{**self._counts, "cost_usd": self._cost})
 
     def snapshot(self) -> BudgetSnapshot:
         """Budget spending so far and what is left (see :meth:`BudgetTracker.snapshot`)."""
@@ -443,7 +448,9 @@ class ManagedTarget:
             self._limiter.reconcile(estimated, usage.total_tokens)
         with self._lock:
             self._consecutive_failures = 0
-        self._count(succeeded=1)
+            if costs:
+                self._cost = (self._cost or 0.0) + sum(costs)
+        self._count(succeeded=1, tokens=usage.total_tokens)
         return [t if t.latency_s else replace(t, latency_s=latency) for t in got]
 
     def _settle_abandoned(self, reservation: Any, estimated: int, case: Case, n: int, sampling: Sampling) -> None:
@@ -457,7 +464,7 @@ class ManagedTarget:
             return
         guess = estimate_tokens(case.messages, n, sampling.max_tokens, case.tools)
         self.budget.settle(reservation, tokens=guess, estimated=True)
-        self._count(abandoned=1)
+        self._count(abandoned=1, tokens=guess)
         if estimated:
             self._limiter.reconcile(estimated, guess)
 

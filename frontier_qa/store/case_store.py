@@ -405,6 +405,11 @@ class CaseStore:
         )
         return sorted(latest.values(), key=lambda r: (r.started_at, r.run_id, r.shard_index))
 
+    def run_records(self, run_id: str) -> list[RunRecord]:
+        """The latest record of each shard of a run in this store (none for a file without one)."""
+        found = (r for r in self.lines(run_id) if isinstance(r, RunRecord))
+        return sorted(latest_by(found, lambda r: r.shard_index).values(), key=lambda r: r.shard_index)
+
     def run(self, run_id: str, shard_index: int | None = None) -> RunRecord:
         """The latest record of a run (of one shard of it when the file holds several)."""
         found = [

@@ -21,7 +21,7 @@ Regression and flaky verdicts between two records of a case live in
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
@@ -338,12 +338,78 @@ class CaseRecord(_Record):
         )
 
 
+class ModelSpend(_Record):
+    """What one model of a run spent (the target, the curriculum's model, the judge, the critic).
+
+    Attributes:
+        calls: backend calls made (retries and failed calls included: what a server counts).
+        cached: samples served from the sample cache instead of a call.
+        failed: calls that failed.
+        tokens: prompt and completion tokens reported (estimates for abandoned calls included).
+        usd: US dollars of the calls that reported a cost; ``None`` when none did (unknown, not 0).
+    """
+
+    calls: int = Field(default=0, ge=0)
+    cached: int = Field(default=0, ge=0)
+    failed: int = Field(default=0, ge=0)
+    tokens: int = Field(default=0, ge=0)
+    usd: float | None = None
+
+
+class Candidates(_Record):
+    """What became of a probe's proposals: ``proposed = cases + invalid + removed``.
+
+    Attributes:
+        proposed: proposals the curriculum made (the candidates).
+        cases: proposals probed and recorded as valid cases.
+        invalid: proposals validation removed (recorded as ``invalid``, with the reason).
+        removed: proposals not recorded by this shard: a repeat of a case this run already has,
+            a case of another shard, one predicted too easy or too hard to be worth sampling, or
+            one the run stopped before (budget, interruption).
+        repeats: of ``removed``, repeats of a case this run already recorded.
+        other_shards: of ``removed``, cases another shard probes.
+        predicted_skip: of ``removed``, cases skipped by the difficulty predictor.
+        not_reached: of ``removed``, cases the run stopped before.
+    """
+
+    proposed: int = Field(default=0, ge=0)
+    cases: int = Field(default=0, ge=0)
+    invalid: int = Field(default=0, ge=0)
+    removed: int = Field(default=0, ge=0)
+    repeats: int = Field(default=0, ge=0)
+    other_shards: int = Field(default=0, ge=0)
+    predicted_skip: int = Field(default=0, ge=0)
+    not_reached: int = Field(default=0, ge=0)
+
+    def describe(self) -> str:
+        """``12 = 10 cases + 1 invalid + 1 removed (1 repeat)``: the one wording every output uses."""
+        why = [f"{n} {what}" for n, what in ((self.repeats, "repeat" if self.repeats == 1 else "repeats"),
+                                              (self.other_shards, "in other shards"),
+                                              (self.predicted_skip, "predicted too easy or too hard"),
+                                              (self.not_reached, "not reached before the run stopped")) if n]
+        removed = f" + {self.removed} removed ({', '.join(why)})" if self.removed else ""
+        return f"{self.proposed} = {self.cases} cases + {self.invalid} invalid{removed}"
+
+
 class RunTotals(_Record):
-    """Totals over the cases of a run: counts by class and cost."""
+    """Totals of a run: counts by class, the cases' summed cost, and (when the run recorded them)
+    what each model spent and what became of the curriculum's proposals. Every output of the run
+    (console, reports, JUnit, the pytest summary) shows these numbers, from here.
+
+    Attributes:
+        cases: cases recorded (invalid ones included).
+        by_class: cases per class.
+        cost: the cases' own samples (calls not served from the cache, tokens, dollars).
+        spend: what each model of the run spent, by role (``target``, ``curriculum``, ``judge``,
+            ``critic``); empty for runs written before frontier-qa recorded it.
+        candidates: what became of the proposals (probe runs); ``None`` for replays.
+    """
 
     cases: int = Field(default=0, ge=0)
     by_class: dict[CaseClass, int] = Field(default_factory=dict)
     cost: Cost = Cost()
+    spend: dict[str, ModelSpend] = Field(default_factory=dict)
+    candidates: Candidates | None = None
 
 
 class RunRecord(_Record):
@@ -617,14 +683,18 @@ def case_record(
     )
 
 
-def run_totals(records: Sequence[CaseRecord]) -> RunTotals:
-    """Counts by class and summed cost over case records (one per case: pass the latest)."""
+def run_totals(records: Sequence[CaseRecord], *, spend: Mapping[str, ModelSpend] | None = None,
+               candidates: Candidates | None = None) -> RunTotals:
+    """Counts by class and summed cost over case records (one per case: pass the latest), with
+    what the run's models spent and what became of its proposals when known.
+    """
     by_class: dict[CaseClass, int] = {}
     cost = Cost()
     for record in records:
         by_class[record.case_class] = by_class.get(record.case_class, 0) + 1
         cost = cost + record.cost
-    return RunTotals(cases=len(records), by_class=by_class, cost=cost)
+    return RunTotals(cases=len(records), by_class=by_class, cost=cost, spend=dict(spend or {}),
+                     candidates=candidates)
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:

@@ -336,7 +336,7 @@ def test_budget_stop_leaves_the_run_open_and_resume_finishes_it(project: Project
     assert out.startswith("could not judge the agent (exit 3):\n  - ")
     assert "stayed unresolved (budget), above the limit of 20%" in out
     assert "stopped: budget" in out and "continue it with: --resume b1" in out
-    assert "spent: calls 11/11" in out
+    assert "budget: calls 11/11" in out
     first = project.report()
     assert first["run"]["finished_at"] is None and first["total"] < 10
     assert first["gate"]["exit_code"] == 3 and first["gate"]["health"][0]["code"] == "unresolved-share"

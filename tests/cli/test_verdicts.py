@@ -84,7 +84,7 @@ def test_export_keeps_guards_and_baselines(project: Project) -> None:
 
 def test_an_edited_agent_file_invalidates_the_cache(project: Project) -> None:
     def calls(out: str) -> int:
-        return int(out.split("spent: calls ")[1].split(",")[0].split("/")[0])
+        return int(out.split("budget: calls ")[1].split(",")[0].split("/")[0])
 
     # each run samples as the first did: no prior learnt from the earlier runs' cases in the store
     alone = ("--store", "store", "--no-replay", "--set", "probing.prior_from_store=false")

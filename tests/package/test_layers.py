@@ -34,6 +34,7 @@ LAYER_OF = {
     "frontier_qa.reports": "reports",
     "frontier_qa.testing": "testing",
     "frontier_qa.config": "config",
+    "frontier_qa.session": "session",
     "frontier_qa.train": "train",
     "frontier_qa.plugins": "plugins",
     "frontier_qa.cli": "cli",
@@ -56,10 +57,13 @@ ALLOWED: dict[str, set[str]] = {
     "reports": {"scoring", "store"},
     "testing": {"scoring", "runtime", "adapters", "store", "curricula.base", "curricula"},
     "config": {"scoring", "runtime", "store", "curricula.base", "probing", "curricula", "reports"},
+    # the one front door: a config opened, runs judged and reported (behind the CLI, the plugin, the API)
+    "session": {"scoring", "runtime", "store", "curricula.base", "probing", "curricula", "reports", "config"},
     "train": {"scoring", "runtime", "adapters", "store", "curricula.base", "probing", "curricula", "config"},
-    "plugins": {"scoring", "runtime", "store", "curricula.base", "probing", "curricula", "reports", "config"},
+    "plugins": {"scoring", "runtime", "store", "curricula.base", "probing", "curricula", "reports", "config",
+                "session"},
     "cli": {"scoring", "runtime", "adapters", "store", "curricula.base", "probing", "curricula", "reports",
-            "config", "train"},
+            "config", "train", "session"},
     "__main__": {"cli"},
 }
 

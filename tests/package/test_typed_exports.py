@@ -15,7 +15,7 @@ import inspect
 import pytest
 
 LAZY_PACKAGES = ["frontier_qa", "frontier_qa.probing", "frontier_qa.runtime", "frontier_qa.curricula",
-                 "frontier_qa.train", "frontier_qa.store"]
+                 "frontier_qa.train", "frontier_qa.store", "frontier_qa.session"]
 
 
 def _type_checking_imports(tree: ast.Module) -> tuple[dict[str, str], list[str]]:

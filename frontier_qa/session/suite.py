@@ -1,0 +1,153 @@
+"""A named suite's cases through a session: found by a probe, replayed one at a time.
+
+The pytest plugin's test items are a suite's cases (:mod:`frontier_qa.store.suites`). New ones
+come from the user's curriculum, tagged with the suite's name and without the cases the suite
+already has (:class:`SuiteCurriculum`); stored ones are replayed by their own test item, when it
+runs, in one run per process (:class:`Replayer`): deselected items cost nothing, and xdist spreads
+the sampling over its workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from frontier_qa.curricula.base import Outcome as ProposalOutcome
+from frontier_qa.curricula.base import Proposal
+from frontier_qa.probing.run import ProbeRun, ReplayItem
+from frontier_qa.session.outcome import Meter
+from frontier_qa.store.case_ids import case_id_for, legacy_case_id
+from frontier_qa.store.comparison import Comparison
+from frontier_qa.store.records import Baseline, CaseRecord, RunRecord, SuiteCase
+from frontier_qa.store.suites import SUITE_KEY
+from frontier_qa.target import Case
+
+MAX_KNOWN_ROUNDS = 50  # proposal batches of only known cases in a row before the curriculum counts as exhausted
+
+
+def tag(case: Case, suite: str) -> Case:
+    """The case, tagged as one of suite ``suite``'s."""
+    return replace(case, metadata={**case.metadata, SUITE_KEY: suite})
+
+
+class SuiteCurriculum:
+    """A curriculum whose proposals are tagged with the suite's name, the suite's known cases skipped
+    (they are replayed, not probed again as new).
+
+    Args:
+        inner: the user's curriculum.
+        suite: the suite's name.
+        known: case ids to skip.
+    """
+
+    def __init__(self, inner: Any, suite: str, known: frozenset[str]) -> None:
+        self.inner = inner
+        self.suite = suite
+        self.known = known
+        self.name = getattr(inner, "name", type(inner).__name__)
+        self.model = getattr(inner, "model", None)  # what the session's meter reads
+        self.skipped = 0
+
+    async def propose(self, n: int) -> Sequence[Proposal]:
+        for _ in range(MAX_KNOWN_ROUNDS):
+            batch = list(await self.inner.propose(n))
+            if not batch:
+                return []
+            fresh = []
+            for p in batch:
+                if not p.case.id:
+                    p = replace(p, case=replace(p.case, id=case_id_for(p.case)), aliases=(legacy_case_id(p.case),))
+                if p.case.id in self.known or any(a in self.known for a in p.aliases):
+                    self.skipped += 1
+                else:
+                    fresh.append(replace(p, case=tag(p.case, self.suite)))
+            if fresh:
+                return fresh
+        return []
+
+    def observe(self, outcomes: Sequence[ProposalOutcome]) -> None:
+        self.inner.observe(outcomes)
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
+class Replayer:
+    """Stored cases replayed one at a time, in one run: each held to its baseline when asked.
+
+    Args:
+        session: the session (its target, judge, store, settings).
+        run_id: the run's id.
+        cases: every case this replayer may be asked for: they share fresh sample indices (after
+            every index the target ever drew for the case), planned once.
+        size: the suite's size, for the regression test's false-alarm correction (every case
+            decides alone, whichever are asked).
+        settings: the engine's settings (default: the session's).
+    """
+
+    def __init__(self, session: Any, run_id: str, cases: Sequence[CaseRecord | SuiteCase], *, size: int,
+                 settings: Any = None) -> None:
+        self.session = session
+        self.run_id = run_id
+        self.cases = list(cases)
+        self.size = size
+        self._settings = settings
+        self._run: ProbeRun | None = None
+        self._plan: dict[str, ReplayItem] = {}
+        self._meter: Meter | None = None
+
+    async def _started(self) -> ProbeRun:
+        if self._run is None:
+            parts = self.session.parts
+            run = ProbeRun(parts.target, self.session.store, self._settings or parts.settings, judge=parts.judge,
+                           sandbox=None, progress=None)
+            self._meter = self.session.meter()
+            await run.start(self.run_id, False, "replay")
+            self._plan = {item.case.id: item for item in run.replay_plan(self.cases, False)}
+            run.replay_size = self.size
+            self._run = run
+        return self._run
+
+    async def replay(self, case_id: str, baseline: Baseline | None = None) -> tuple[CaseRecord | None,
+                                                                                   Comparison | None, str | None]:
+        """Replay one case against ``baseline`` (default: its own, as planned): its new record,
+        the verdict, and why the run stopped before deciding it (budget, target unavailable), if so.
+        """
+        run = await self._started()
+        item = self._plan[case_id]
+        if baseline is not None:
+            item = replace(item, baseline=baseline)
+        await run.replay([item])
+        record = run.recorded.get(case_id)
+        verdict = next((c for c in reversed(run.comparisons) if c.case_id == case_id), None)
+        return record, verdict, run.stop_reason
+
+    @property
+    def stop_detail(self) -> str | None:
+        return None if self._run is None else self._run.stop_detail
+
+    async def accept(self, case_id: str) -> Baseline:
+        """Make what the agent does now on a case its baseline (topped up to ``baseline_samples``)."""
+        from frontier_qa.probing.accept import accept_case
+
+        run = await self._started()
+        parts = self.session.parts
+        done = await accept_case(self.session.store, case_id, run.prober, self._settings or parts.settings,
+                                 target=parts.target, run_id=f"{self.run_id}-accept")
+        self.session.store.append_baselines([done.baseline])
+        return done.baseline
+
+    def finish(self) -> RunRecord | None:
+        """End the run (with what the models spent) and give up its lease; ``None`` if never started."""
+        if self._run is None:
+            return None
+        try:
+            return self._run.finish(None if self._meter is None else self._meter())
+        finally:
+            self._run.release()
+
+
+__all__ = ["MAX_KNOWN_ROUNDS", "Replayer", "SuiteCurriculum", "tag"]
