@@ -4,7 +4,9 @@ An agent may run many model and tool steps per case; frontier-qa only needs its 
 answer, and records its tool calls, steps, messages, usage and cost in the trajectory.
 
 **Python agents** (``python:package.module:attr`` or ``python:path/to/file.py:attr``).
-``attr`` is a sync or async function, an object with an ``arun``/``run``/``__call__``
+An agent file is imported as ``python path/to/file.py`` runs it: its folder goes first on
+``sys.path`` (and stays, for imports at call time), so ``import helpers`` finds ``helpers.py``
+beside it. ``attr`` is a sync or async function, an object with an ``arun``/``run``/``__call__``
 method (looked up in that order), or a class (instantiated with ``agent_kwargs``).
 Arguments are chosen by parameter name:
 
@@ -509,6 +511,7 @@ def _load(target: str) -> tuple[Any, Any]:
         if not path.is_file():
             raise ConfigError(f"agent file {path} does not exist", hint="check the path in the python: spec")
         name = f"frontier_qa_agent_{path.stem}_{abs(hash(str(path))):x}"
+        added = _put_folder_on_path(path.parent)  # every time: the agent may import lazily, at call time
         module = sys.modules.get(name)
         if module is None:
             spec = importlib.util.spec_from_file_location(name, path)
@@ -519,7 +522,15 @@ def _load(target: str) -> tuple[Any, Any]:
                 spec.loader.exec_module(module)
             except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of the user's file
                 del sys.modules[name]
+                if added:
+                    sys.path.remove(str(path.parent))
                 raise _import_failed(path, exc) from None
+            try:
+                _check_siblings(path)
+            except ConfigError:
+                del sys.modules[name]
+                raise
+            _AGENT_FOLDERS.add(path.parent)
     else:
         try:
             module = importlib.import_module(module_ref)
@@ -536,6 +547,46 @@ def _load(target: str) -> tuple[Any, Any]:
     return module, obj
 
 
+_AGENT_FOLDERS: set[Path] = set()
+"""The folders of the agent files loaded in this process (each put on ``sys.path`` by :func:`_load`)."""
+
+
+def _put_folder_on_path(folder: Path) -> bool:
+    """Put an agent file's folder first on ``sys.path``, as ``python agent.py`` does, unless it is
+    there already (as ``''``, relative or absolute); whether it was added.
+
+    It stays there after the import: an agent may import a sibling module lazily, inside the
+    function that answers a case.
+    """
+    cwd = Path.cwd()
+    if any((cwd / entry).resolve() == folder for entry in sys.path if isinstance(entry, str)):
+        return False
+    sys.path.insert(0, str(folder))
+    return True
+
+
+def _check_siblings(path: Path) -> None:
+    """Refuse an agent whose sibling module (``import helpers``) was imported earlier in this
+    process from another agent's folder: Python keeps one module per name, so this agent would
+    silently run the other one's code (``python FILE`` runs each agent alone and never mixes them).
+    """
+    from frontier_qa.adapters.agent_source import sibling_modules
+
+    for name, own in sibling_modules(path).items():
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if not file:
+            continue
+        found = Path(file).resolve()
+        folder = found.parent.parent if found.name == "__init__.py" else found.parent  # where it was found
+        if folder != path.parent and folder in _AGENT_FOLDERS:
+            raise ConfigError(
+                f"agent file {path} imports {name!r} ({own}), but this process already imported {name!r} "
+                f"from {found}, beside another agent: Python keeps one module per name, so this agent would "
+                "run the other one's code",
+                hint=f"give one of the two modules another name, or make {path.parent.name}/ a package "
+                "(an __init__.py) and import it by its package name")
+
+
 def _import_failed(path: Path, exc: BaseException) -> ConfigError:
     """A usage error for an agent file that fails to import, at the file and line that failed."""
     if isinstance(exc, SyntaxError):
@@ -545,18 +596,34 @@ def _import_failed(path: Path, exc: BaseException) -> ConfigError:
     frames = traceback.extract_tb(exc.__traceback__)
     own = [f for f in frames if Path(f.filename).resolve() == path.resolve()] or frames[-1:]
     where = f"{own[-1].filename}:{own[-1].lineno}" if own else str(path)
-    return ConfigError(f"agent file {path} failed while importing, at {where}: {type(exc).__name__}: {exc}",
-                       hint="run `python FILE` to see the whole error; an agent file must import without "
-                       "side effects that fail (no missing packages, files or variables)")
+    message = f"agent file {path} failed while importing, at {where}: {type(exc).__name__}: {exc}"
+    # frontier-qa imports the file as `python FILE` runs it (its folder first on sys.path), with
+    # this interpreter: the same command shows the whole traceback
+    run = f"`{sys.executable} {path}` shows the whole traceback"
+    top = str(getattr(exc, "name", None) or "").split(".")[0] if isinstance(exc, ModuleNotFoundError) else ""
+    if top and not any((path.parent / name).exists() for name in (f"{top}.py", top)):
+        return ConfigError(message, hint=f"{top!r} is neither a module beside the agent ({path.parent / top}.py) "
+                           f"nor installed for {sys.executable}: install it there, or put {top}.py beside "
+                           f"{path.name}; {run}")
+    return ConfigError(message, hint=f"{run}; an agent file must import without side effects that fail "
+                       "(no missing packages, files or variables)")
 
 
 def create_python(rest: str, *, agent_kwargs: Mapping[str, Any] | None = None, **options: Any) -> PythonAgentAdapter:
     """Factory for ``python:MODULE:ATTR`` specs; ``options`` go to :class:`PythonAgentAdapter`.
 
     A class is instantiated with ``agent_kwargs``; the adapter id defaults to ``python:rest``.
-    The version is the declared one (the option, else the agent's or its module's ``version`` /
-    ``__version__``) plus a hash of the agent's source and ``agent_kwargs``
-    (:mod:`frontier_qa.adapters.agent_source`), so an edited agent never reuses cached answers.
+    An agent file's folder goes first on ``sys.path`` (unless it is on it already), as ``python
+    FILE`` puts it, and stays for imports at call time. The version is the declared one (the
+    option, else the agent's or its module's ``version`` / ``__version__``) plus a hash of the
+    agent's source, the modules beside it that it imports, and ``agent_kwargs``
+    (:mod:`frontier_qa.adapters.agent_source`), so an edited agent or helper never reuses cached
+    answers.
+
+    Raises:
+        ConfigError: the spec is malformed, the file or attribute is missing, the file fails to
+            import (the message names the file and line), or a module it imports beside it is
+            another agent's module of the same name, imported earlier in this process.
     """
     module, agent = _load(rest)
     module_version = _field(module, "version", "__version__")

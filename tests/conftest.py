@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 # Set before any test module imports litellm / transformers / vllm (docs/environment.md).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -43,6 +44,22 @@ def cpu_burners() -> Iterator[int]:
         for proc in procs:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture
+def agent_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Agent files loaded in the test leave nothing behind: ``sys.path`` (their folders go first on
+    it, as under ``python agent.py``), the loaded agent folders and the modules from ``tmp_path``
+    are as they were before, so the next test's ``import helpers`` finds its own ``helpers.py``.
+    """
+    from frontier_qa.adapters import workflow
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(workflow, "_AGENT_FOLDERS", set())
+    yield
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
+            del sys.modules[name]
 
 
 def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]

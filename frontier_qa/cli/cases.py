@@ -2,7 +2,8 @@
 
 ``list`` prints the latest record of each stored case (filters ``--class``, ``--topic``,
 ``--run``, ``--target``), failures first, then suspects, frontier, unresolved, pass and invalid
-cases; ``show CASE`` one case's prompt, reference, answers with their votes, every observation
+cases; ``show CASE`` one case's prompt, reference, answers with their votes (failed samples by
+their error: ``3 × call failed: RuntimeError: flaky backend (at agent.py:3 in run)``), every observation
 (runs, agent versions, replay verdicts) and its baselines; ``diff [RUN_A RUN_B]`` two runs (the
 last two by default): class changes, p̂ changes beyond the noise (the replay's own test, run A
 as the baseline), new and vanished cases. A case is named by its id, by ``topic/id`` as pytest
@@ -18,8 +19,9 @@ are only ever added). A case row (``list``'s ``cases``, ``diff``'s ``new`` and `
   ``cases`` [case rows], ``counts`` {class: cases}, ``total``;
 * ``cases.show``: ``store``, ``case`` (the case as recorded: prompt, system, reference, tools,
   metadata...), ``latest`` (a case row plus ``reason``), ``answers`` [{``answer``, ``votes``}],
-  ``history`` [case rows plus ``verdict`` (the replay's verdict record or null)], ``baseline``
-  (the baseline record or null), ``accepted`` [baseline records, oldest first];
+  ``errors`` [{``error``, ``count``}] (the failed samples' errors, most frequent first), ``history``
+  [case rows plus ``verdict`` (the replay's verdict record or null)], ``baseline`` (the baseline
+  record or null), ``accepted`` [baseline records, oldest first];
 * ``cases.diff``: ``store``, ``run_a`` and ``run_b`` {``run_id``, ``started_at``, ``target_id``,
   ``target_version``, ``cases``}, ``changed`` [{``id``, ``topic``, ``class_a``, ``class_b``,
   ``p_hat_a``, ``p_hat_b``, ``k_a``, ``k_b``, ``verdict`` (null where the test cannot judge),
@@ -47,8 +49,8 @@ from frontier_qa.config import load_config, regression_policy
 from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_FINDINGS, EXIT_OK
 from frontier_qa.reports._text import fmt_p, shorten
-from frontier_qa.reports.explain import side
-from frontier_qa.reports.summary import answer_distribution
+from frontier_qa.reports.explain import answer_label, side
+from frontier_qa.reports.summary import answer_distribution, sample_errors
 from frontier_qa.store import views
 from frontier_qa.store.case_store import CaseStore
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, Interval, RunRecord
@@ -189,6 +191,7 @@ def show_command(
                "case": last.model_dump(mode="json", include={"case"})["case"],
                "latest": {**case_row(last), "reason": last.reason},
                "answers": [{"answer": a, "votes": n} for a, n in answer_distribution(last)],
+               "errors": [{"error": e, "count": n} for e, n in sample_errors(last)],
                "history": [{**case_row(r), "verdict": None if r.verdict is None else r.verdict.model_dump(mode="json")}
                            for r in view.history],
                "baseline": None if view.baseline is None else view.baseline.model_dump(mode="json"),
@@ -215,7 +218,7 @@ def _show_lines(view: views.CaseView) -> list[str]:
         lines.append(f"  why:        {_one_line(last.reason, 300)}")
     answers = answer_distribution(last)
     lines.append(f"  answers ({last.k} samples, latest run):" if answers else "  answers:    none (never sampled)")
-    lines += [f"    {n:>3} × {_one_line(a, 100)}" for a, n in answers]
+    lines += [f"    {n:>3} × {answer_label(a, 100)}" for a, n in answers]
     lines.append(f"  history ({len(view.history)} observation(s), oldest first):")
     rows = [[f"{r.finished_at:%Y-%m-%d %H:%M}", r.run_id, r.case_class.value, _p_cell(r), f"k={r.k}",
              f"agent {_agent(r)}", "" if r.verdict is None else f"replay: {r.verdict.verdict}"] for r in view.history]

@@ -152,7 +152,9 @@ def _next_steps(layout: Layout) -> None:
         typer.echo(f"  1. edit FRONTIER_QA_INSTALL in {layout.workflow}: where CI installs frontier-qa from")
     else:
         typer.echo(f"  1. check the install step in {layout.workflow}")
-    typer.echo(f"  2. pytest {layout.test_file}                 # probe, write {layout.suite}")
+    # `python -m`: the pytest of this environment, which has frontier-qa's plugin (a pytest from
+    # elsewhere reports "Unknown pytest.mark.frontier" and "fixture 'frontier_case' not found")
+    typer.echo(f"  2. python -m pytest {layout.test_file}       # probe, write {layout.suite}")
     typer.echo(f"  3. git add {layout.config} {layout.test_file} {layout.suite} {layout.workflow} .gitignore")
     typer.echo("     (pull requests then replay the suite; nightly runs probe for new cases)")
     typer.echo(f"  later: frontier-qa replay --config {layout.config}   # what a pull request runs")

@@ -162,13 +162,13 @@ def _marker_target(layout: Layout) -> str:
 
 
 def _commands(layout: Layout) -> str:
-    rows = [(f"pytest {layout.test_file}", f"1st run: probe, write {layout.suite}"),
+    rows = [(f"python -m pytest {layout.test_file}", f"1st run: probe, write {layout.suite}"),
             (f"git add {layout.suite}", "commit it: CI replays it"),
-            (f"pytest {layout.test_file} --frontier-mode=replay", "the committed cases only"),
-            (f"pytest {layout.test_file} --frontier-mode=generate", "replay, then look for new cases")]
+            (f"python -m pytest {layout.test_file} --frontier-mode=replay", "the committed cases only"),
+            (f"python -m pytest {layout.test_file} --frontier-mode=generate", "replay, then look for new cases")]
     width = max(len(command) for command, _ in rows)
     return ("".join(f"    {command.ljust(width)}   # {why}\n" for command, why in rows)
-            + f"    pytest {layout.test_file} --frontier-mode=replay --frontier-accept\n"
+            + f"    python -m pytest {layout.test_file} --frontier-mode=replay --frontier-accept\n"
             + "        # the agent changed on purpose: its behaviour is the new baseline (commit the suite)\n")
 
 
@@ -271,8 +271,8 @@ def workflow_text(layout: Layout) -> str:
 #   its baseline by a statistical test (at most a 1% chance that an unchanged agent fails the
 #   job). A regression keeps the job red until the agent is fixed or someone accepts the new
 #   behaviour and commits the suite:
-#       pytest {layout.test_file} --frontier-mode=replay --frontier-accept
-#   Create the suite once before the first PR: `pytest {layout.test_file}`, commit {suite}.
+#       python -m pytest {layout.test_file} --frontier-mode=replay --frontier-accept
+#   Create the suite once before the first PR: `python -m pytest {layout.test_file}`, commit {suite}.
 # * Nightly (and by hand): probe for new cases in {SHARDS} shards (each takes the cases whose id
 #   hashes to it), merge the shards' stores, gate the merged run, upload the report and the merged
 #   store. Commit new cases with
@@ -322,7 +322,7 @@ jobs:
 {_setup(layout)}      - name: Replay the committed suite (1 regressions, 2 usage error, 3 could not judge)
         run: |
           if [ ! -f {suite} ]; then
-            echo "::error file={suite}::no committed suite: run 'pytest {layout.test_file}' and commit {suite}"
+            echo "::error file={suite}::no committed suite: run 'python -m pytest {layout.test_file}' and commit {suite}"
             exit 2
           fi
           frontier-qa replay --config {cfg} --suite {suite} --out frontier-qa-report

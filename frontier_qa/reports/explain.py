@@ -13,6 +13,9 @@ validator removed)::
       answers now:       10 × Thursday
       answers baseline:  38 × Friday, 2 × Saturday
       replay it:  pytest 'tests/test_agent.py::test_agent[dates/what-…-3f2a9c]' --frontier-mode=replay
+
+A failed sample is shown with its error, one entry per distinct error with its count
+(``3 × call failed: RuntimeError: flaky backend (at agent.py:3 in run)``), secrets masked.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from frontier_qa.reports._text import fmt_p, shorten
-from frontier_qa.reports.summary import answer_distribution
+from frontier_qa.reports.summary import CALL_FAILED, ERROR_CHARS, answer_distribution
 from frontier_qa.store.comparison import Comparison
 from frontier_qa.store.records import Baseline, CaseRecord, Interval
 
@@ -32,9 +35,18 @@ def _interval(interval: Interval | None) -> str:
     return "" if interval is None else f" [{interval.low:.2f}, {interval.high:.2f}]"
 
 
+def answer_label(answer: str, chars: int) -> str:
+    """An answer of :func:`~frontier_qa.reports.summary.answer_distribution` on one line, at most
+    ``chars`` characters; a failed call's error keeps the length :func:`error_text
+    <frontier_qa.reports.summary.error_text>` gave it (so its location, at the end, stays).
+    """
+    one = " ".join(answer.split())
+    return shorten(one, max(chars, len(CALL_FAILED) + ERROR_CHARS) if one.startswith(CALL_FAILED) else chars)
+
+
 def votes(pairs: Sequence[tuple[str, int]], top: int = TOP_ANSWERS, chars: int = 80) -> str:
     """``"10 × Thursday, 2 × Friday, … 3 more"`` from (answer, votes) pairs, largest first."""
-    shown = [f"{n} × {shorten(' '.join(a.split()), chars)}" for a, n in pairs[:top]]
+    shown = [f"{n} × {answer_label(a, chars)}" for a, n in pairs[:top]]
     rest = sum(n for _, n in pairs[top:])
     if rest:
         shown.append(f"… {rest} more")
@@ -111,4 +123,4 @@ def removal(record: CaseRecord, prompt_chars: int = 60, reason_chars: int = 200)
     return record.id or "(no id)", prompt, reason
 
 
-__all__ = ["TOP_ANSWERS", "baseline_votes", "explain", "removal", "side", "votes"]
+__all__ = ["TOP_ANSWERS", "answer_label", "baseline_votes", "explain", "removal", "side", "votes"]

@@ -18,7 +18,7 @@ from frontier_qa import __version__
 from frontier_qa.redaction import redact_data
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.inputs import ReportInput, ReportParts
-from frontier_qa.reports.summary import Summary, answer_distribution
+from frontier_qa.reports.summary import Summary, answer_distribution, sample_errors
 from frontier_qa.store.comparison import Comparison, Evidence, RegressionVerdict
 from frontier_qa.store.records import (
     SCHEMA_VERSION,
@@ -65,6 +65,13 @@ class AnswerCount(_Model):
     count: int
 
 
+class ErrorCount(_Model):
+    """How many of a case's samples failed with one error (secrets masked, shortened)."""
+
+    error: str
+    count: int
+
+
 class Observation(_Model):
     """One earlier observation of a case (for trend lines)."""
 
@@ -91,7 +98,10 @@ class CaseSummary(_Model):
     k: int
     target_id: str
     target_version: str | None = None
-    answers: list[AnswerCount]
+    answers: list[AnswerCount] = Field(description="extracted answers, then '(no answer)' and one 'call failed: "
+                                       "ERROR' entry per error, each with its samples")
+    errors: list[ErrorCount] = Field(default_factory=list, description="the failed samples' distinct errors, most "
+                                     "frequent first (the same as the answers' 'call failed: ERROR' entries)")
     reason: str | None = Field(None, description="why the case has its class; for an invalid case, why validation "
                                "removed it (near-duplicate, identical copy, bad format, critic...)")
     history: list[Observation] = Field(default_factory=list, description="earlier observations, oldest first")
@@ -261,6 +271,7 @@ def build_json_report(
                 target_id=r.target_id,
                 target_version=r.target_version,
                 answers=[AnswerCount(answer=a, count=n) for a, n in answer_distribution(r)],
+                errors=[ErrorCount(error=e, count=n) for e, n in sample_errors(r)],
                 reason=r.reason,
                 history=[Observation(run_id=h.run_id, at=h.finished_at, case_class=h.case_class, p_hat=h.p_hat,
                                      k=h.k, target_version=h.target_version)

@@ -22,7 +22,7 @@ from frontier_qa.reports._text import clean, fmt_p, shorten, write_text
 from frontier_qa.reports.explain import explain
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.inputs import ReportInput
-from frontier_qa.reports.summary import Summary, answer_distribution
+from frontier_qa.reports.summary import Summary, answer_distribution, sample_errors
 from frontier_qa.store.comparison import Comparison, RegressionVerdict
 from frontier_qa.store.records import CaseClass, CaseRecord, RunRecord
 
@@ -63,6 +63,9 @@ def _message(r: CaseRecord) -> str:
         text = f"frontier case: p̂={fmt_p(r.p_hat)}, the target is unsure"
     elif r.case_class is CaseClass.UNRESOLVED:
         text = f"unresolved after k={r.k} samples: the sampling budget ran out"
+        errors = sample_errors(r)
+        if errors:  # often why: failed calls count in k but never vote
+            text += f"; {sum(n for _, n in errors)} call(s) failed, most often with {errors[0][0]}"
     else:
         text = f"invalid case: {r.reason or 'failed validation'}"
     return clean(shorten(text, 500))

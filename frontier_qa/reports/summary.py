@@ -5,10 +5,13 @@ Pure functions over case records; each writer (JSON, JUnit, Markdown, HTML) rend
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from frontier_qa.redaction import redact
 from frontier_qa.reports._text import fmt_usd
 from frontier_qa.store.case_store import latest_by
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, Cost, ModelSpend
@@ -179,8 +182,67 @@ def timeline(records: Iterable[CaseRecord]) -> list[TimePoint]:
     return points
 
 
+ERROR_CHARS = 100
+"""Characters of one error message shown beside its count (its end, the ``(at agent.py:3 in run)``
+location, is kept when the middle is cut)."""
+
+CALL_FAILED = "call failed: "
+"""How the answer distribution labels the failed samples of one error: ``call failed: <error>``."""
+
+NO_ERROR = "(no error recorded)"
+"""The error of a failed sample that recorded none (a call that returned no text)."""
+
+_WORDING = ("the agent raised ",)  # the Python agent adapter's own words before the exception
+_TAIL = re.compile(r"\s(\([^()]{1,60}\))$")  # "(at agent.py:3 in run)", "(gave up after 4 attempts)"
+
+
+def error_text(error: str, chars: int = ERROR_CHARS) -> str:
+    """One error message as reports show it: secrets masked, on one line, without the adapter's
+    "the agent raised" wording, at most ``chars`` characters with its trailing location kept.
+
+    >>> error_text("the agent raised RuntimeError: flaky backend (at agent.py:3 in run)")
+    'RuntimeError: flaky backend (at agent.py:3 in run)'
+    """
+    text = " ".join(redact(error).split())
+    for wording in _WORDING:
+        text = text.removeprefix(wording)
+    if len(text) <= chars:
+        return text
+    tail = _TAIL.search(text)
+    if tail is None or len(tail.group(1)) > chars // 2:
+        return text[: max(chars - 1, 0)] + "…"
+    keep = chars - len(tail.group(1)) - 2
+    return text[:keep] + "… " + tail.group(1)
+
+
+def sample_errors(record: CaseRecord, chars: int = ERROR_CHARS) -> list[tuple[str, int]]:
+    """The errors of a record's failed samples: (error, samples) pairs, most frequent first.
+
+    Each distinct message (after :func:`error_text`, so secrets are masked and two messages
+    that differ only where they are cut count as one) comes once with the number of samples
+    that failed with it; ties in order of the text. Failed samples that recorded no error
+    (``n_failed`` counts more than carry one) come last as :data:`NO_ERROR`.
+
+    Args:
+        record: a case record.
+        chars: characters kept of each message.
+
+    Returns:
+        ``[("RuntimeError: flaky backend (at agent.py:3 in run)", 40)]``; empty when no sample failed.
+    """
+    counts = Counter(error_text(s.error, chars) for s in record.samples if s.error is not None)
+    pairs = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    silent = record.n_failed - sum(counts.values())
+    if silent > 0:
+        pairs.append((NO_ERROR, silent))
+    return pairs
+
+
 def answer_distribution(record: CaseRecord) -> list[tuple[str, int]]:
-    """(answer, votes) pairs, largest first, then the unparseable and failed samples."""
+    """(answer, votes) pairs, largest first, then the unparseable samples (``(no answer)``) and the
+    failed ones, one pair per error (``call failed: RuntimeError: flaky backend (at agent.py:3 in
+    run)``, :func:`sample_errors`).
+    """
     pairs = [(c.answer, c.count) for c in record.clusters]
     if not pairs:  # records built without a Consistency: count exact answers
         counts: dict[str, int] = {}
@@ -190,6 +252,5 @@ def answer_distribution(record: CaseRecord) -> list[tuple[str, int]]:
         pairs = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     if record.n_unparseable:
         pairs.append(("(no answer)", record.n_unparseable))
-    if record.n_failed:
-        pairs.append(("(call failed)", record.n_failed))
+    pairs += [(CALL_FAILED + error, n) for error, n in sample_errors(record)]
     return pairs

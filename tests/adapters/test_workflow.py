@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 import re
 import socket
+import subprocess
 import sys
 import threading
 import traceback
@@ -354,6 +356,116 @@ def test_python_spec_errors_say_what_to_fix() -> None:
         create_python(f"{AGENTS / 'calculator_agent.py'}:solve", temperature=0.3)
     with pytest.raises(ConfigError, match="not a class"):
         create_python(f"{AGENTS / 'calculator_agent.py'}:solve", agent_kwargs={"x": 1})
+
+
+# ----- Python agent files: their folder is importable, as under `python agent.py` ----------------
+
+
+def _files(folder: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+def test_an_agent_file_imports_the_modules_beside_it_as_python_does(tmp_path: Path, agent_imports: None) -> None:
+    proj = _files(tmp_path / "proj", {
+        "helpers.py": "def shout(text):\n    return text.upper()\n",
+        "late.py": "SUFFIX = '!'\n",
+        "agent.py": "import helpers\n\n\ndef run(task):\n    import late  # at call time\n\n"
+                    "    return helpers.shout(task) + late.SUFFIX\n\n\nif __name__ == '__main__':\n    print(run('hi'))\n",
+        "other.py": "from helpers import shout\n\n\ndef run(task):\n    return shout(task)\n",
+    })
+    assert str(proj) not in sys.path
+    assert subprocess.run([sys.executable, str(proj / "agent.py")], capture_output=True, text=True,
+                          cwd=tmp_path).stdout == "HI!\n"  # what the user sees with python
+    adapter = create_adapter(f"python:{proj / 'agent.py'}:run")
+    assert sys.path[0] == str(proj)  # first, as python puts it
+    (t,) = generate(adapter, case=Case(id="c", prompt="hi"))
+    assert (t.text, t.error) == ("HI!", None)  # `import late` inside run() works too: the folder stayed
+    assert generate(create_adapter(f"python:{proj / 'other.py'}:run"), case=Case(id="c", prompt="yo"))[0].text == "YO"
+    create_adapter(f"python:{proj / 'agent.py'}:run")
+    assert sys.path.count(str(proj)) == 1  # one entry for every agent of the folder, loaded any number of times
+    # a folder already on sys.path (here the current directory, as '') is not added again
+    there = _files(tmp_path / "there", {"agent.py": "import helpers2\n\n\ndef run(task):\n    return helpers2.X\n",
+                                        "helpers2.py": "X = 'two'\n"})
+    os.chdir(there)
+    try:
+        sys.path.insert(0, "")
+        before = list(sys.path)
+        assert generate(create_adapter("python:agent.py:run"))[0].text == "two"
+        assert sys.path == before
+    finally:
+        os.chdir(REPO)
+
+
+def test_an_agent_files_version_covers_the_modules_it_imports_beside_it(tmp_path: Path, agent_imports: None) -> None:
+    from frontier_qa.adapters.agent_source import fingerprint, sibling_modules
+
+    proj = _files(tmp_path / "proj", {
+        "agent.py": "import helpers\nfrom tools.search import find\n\n\ndef run(task):\n    import late\n\n"
+                    "    return helpers.ANSWER + find() + late.X\n",
+        "helpers.py": "import deep\n\nANSWER = 'a' + str(deep.D)\n",
+        "deep.py": "D = 1\n",
+        "late.py": "X = 'x'\n",
+        "tools/__init__.py": "",
+        "tools/search.py": "def find():\n    return 'f'\n",
+        "notes.py": "UNUSED = 1\n",
+    })
+    spec = f"python:{proj / 'agent.py'}:run"
+
+    def version() -> str | None:
+        return create_adapter(spec).version()
+
+    assert sibling_modules(proj / "agent.py") == {
+        "deep": proj / "deep.py", "helpers": proj / "helpers.py", "late": proj / "late.py", "tools": proj / "tools"}
+    first = version()
+    assert re.fullmatch(r"src\.[0-9a-f]{8}", first or "") and version() == first
+    # a change to any module it imports beside it, directly, at call time, through a helper, or in a
+    # package beside it, is a new version: its samples are never replayed from the cache
+    for name in ("helpers.py", "late.py", "deep.py", "tools/search.py", "tools/__init__.py"):
+        before = version()
+        (proj / name).write_text((proj / name).read_text() + "# edited\n")
+        assert version() != before, name
+    before = version()
+    (proj / "notes.py").write_text("UNUSED = 2\n")
+    assert version() == before  # a file of the folder it does not import is no part of it
+    # an agent file that imports nothing beside it keeps the version it had: the hash of its file alone
+    lone = _files(tmp_path / "lone", {"agent.py": "import json\n\n\ndef run(task):\n    return json.dumps(task)\n",
+                                      "json.txt": "not python\n"})
+    assert create_adapter(f"python:{lone / 'agent.py'}:run").version() == f"src.{fingerprint([lone / 'agent.py'])}"
+
+
+def test_an_agent_file_that_fails_to_import_names_the_python_that_shows_why(tmp_path: Path, agent_imports: None) -> None:
+    proj = _files(tmp_path / "proj", {"agent.py": "import no_such_helper_h1\n\n\ndef run(task):\n    return task\n"})
+    with pytest.raises(ConfigError) as caught:
+        create_python(f"{proj / 'agent.py'}:run")
+    error = caught.value
+    assert f"{proj / 'agent.py'}:1: ModuleNotFoundError: No module named 'no_such_helper_h1'" in error.message
+    assert error.hint is not None
+    assert f"'no_such_helper_h1' is neither a module beside the agent ({proj / 'no_such_helper_h1'}.py)" in error.hint
+    assert f"`{sys.executable} {proj / 'agent.py'}` shows the whole traceback" in error.hint
+    assert str(proj) not in sys.path  # a failed import leaves sys.path as it was
+    shown = subprocess.run([sys.executable, str(proj / "agent.py")], capture_output=True, text=True)
+    assert "ModuleNotFoundError: No module named 'no_such_helper_h1'" in shown.stderr  # the hint's command agrees
+    # a module beside it that fails: the agent file's line, the module's error
+    _files(proj, {"agent.py": "import broken\n\n\ndef run(task):\n    return task\n",
+                  "broken.py": "raise KeyError('NO_SUCH_SETTING')\n"})
+    with pytest.raises(ConfigError, match=r"agent\.py:1: KeyError: 'NO_SUCH_SETTING'") as caught:
+        create_python(f"{proj / 'agent.py'}:run")
+    assert "shows the whole traceback" in (caught.value.hint or "")
+
+
+def test_two_agent_folders_with_a_module_of_one_name_are_refused(tmp_path: Path, agent_imports: None) -> None:
+    for name, value in (("a", "1"), ("b", "2")):
+        _files(tmp_path / name, {"helpers.py": f"VALUE = {value!r}\n",
+                                 "agent.py": "import helpers\n\n\ndef run(task):\n    return helpers.VALUE\n"})
+    assert generate(create_adapter(f"python:{tmp_path / 'a' / 'agent.py'}:run"))[0].text == "1"
+    # b's `import helpers` would get a's module (Python keeps one per name): run b's agent with a's code? No.
+    with pytest.raises(ConfigError, match="already imported 'helpers'") as caught:
+        create_adapter(f"python:{tmp_path / 'b' / 'agent.py'}:run")
+    assert str(tmp_path / "a" / "helpers.py") in caught.value.message
+    assert "another name" in (caught.value.hint or "")
 
 
 # ----- HTTP agents ------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ def test_init_writes_a_config_the_loader_accepts_a_test_file_and_a_valid_workflo
     assert (rc, err) == (0, "")
     for name in WRITTEN:
         assert f"wrote {repo / name}" in out
-    assert "edit FRONTIER_QA_INSTALL" in out and "pytest tests/test_frontier.py" in out
+    assert "edit FRONTIER_QA_INSTALL" in out and "2. python -m pytest tests/test_frontier.py " in out
     monkeypatch.chdir(repo)  # store and suite paths are relative to where frontier-qa runs
     cfg = load_config("frontier-qa.yaml", env={})
     # the agent file is found next to the config; the target keeps the id written there

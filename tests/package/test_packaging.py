@@ -84,6 +84,11 @@ def test_built_wheel_imports_subpackages(tmp_path: Path) -> None:
                 for prefix, folder in sources.items() for path in folder.rglob("*.py")}
     assert expected - set(names) == set()
     assert "frontier_qa/py.typed" in names
+    # pytest is a core dependency: the plugin is one of the ways in, `pip install .` included
+    info = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    requires = [line for line in zipfile.ZipFile(wheel).read(info).decode().splitlines()
+                if line.startswith("Requires-Dist: pytest")]
+    assert requires[0] == "Requires-Dist: pytest<10,>=8", requires
     tops = {n.split("/")[0] for n in names}
     assert tops <= {"frontier_qa", f"frontier_qa-{wheel.name.split('-')[1]}.dist-info"}, tops
 
@@ -114,3 +119,35 @@ def test_python_dash_m_runs_the_same_cli(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     for command in ("probe", "replay", "export", "merge", "schema", "score"):
         assert command in out.stdout
+
+
+MARKED = """import pytest
+
+
+@pytest.mark.frontier(target="python:agent.py:run", curriculum="cases.jsonl")
+def test_agent(frontier_case):
+    frontier_case.assert_no_regression()
+"""
+
+
+def test_the_readmes_words_for_a_pytest_without_the_plugin_are_what_pytest_prints(tmp_path: Path) -> None:
+    """A pytest that is not frontier-qa's environment's runs a marked test without the plugin; the
+    README quotes what it prints, so a user who searches for it finds the fix.
+    """
+    readme = (REPO / "README.md").read_text()
+    (tmp_path / "test_agent.py").write_text(MARKED)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def without_plugin(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:frontier_qa", "-p", "no:cacheprovider",
+                               *args, "test_agent.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120)
+
+    plain, strict = without_plugin(), without_plugin("--strict-markers")
+    assert plain.returncode == 1 and strict.returncode == 2, plain.stdout + strict.stdout
+    for line, output in (("PytestUnknownMarkWarning: Unknown pytest.mark.frontier - is this a typo?", plain.stdout),
+                         ("E       fixture 'frontier_case' not found", plain.stdout),
+                         ("'frontier' not found in `markers` configuration option", strict.stdout)):
+        assert line in output, output
+        assert line in readme, line
+    assert "run\n  `python -m pytest` with the `python` of the environment frontier-qa is installed in" in readme

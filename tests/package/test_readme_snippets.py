@@ -121,11 +121,17 @@ def _setup(folder: Path) -> None:
 def _env(folder: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FRONTIER_QA_") and k != "CI"}
     bins = [str(Path(sys.executable).parent)]
-    if shutil.which("pytest", path=bins[0]) is None:  # an environment without the script: this pytest
+    # an environment without the script (or without a `python` beside this interpreter, which the
+    # README's `python -m pytest` needs): this interpreter, under that name
+    shims = {"pytest": f'exec {shlex.quote(sys.executable)} -m pytest "$@"',
+             "python": f'exec {shlex.quote(sys.executable)} "$@"'}
+    missing = {name: body for name, body in shims.items() if shutil.which(name, path=bins[0]) is None}
+    if missing:
         shim = folder.parent / f"{folder.name}-bin"
         shim.mkdir(exist_ok=True)
-        (shim / "pytest").write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m pytest "$@"\n')
-        (shim / "pytest").chmod(0o755)
+        for name, body in missing.items():
+            (shim / name).write_text(f"#!/bin/sh\n{body}\n")
+            (shim / name).chmod(0o755)
         bins.append(str(shim))
     env["PATH"] = os.pathsep.join([*bins, env.get("PATH", "")])
     env["PYTHONPATH"] = ""  # the snippet sees the installed frontier-qa, not this checkout's tests
