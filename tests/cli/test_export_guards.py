@@ -24,6 +24,7 @@ class Workdir:
     def __init__(self, root: Path, capsys: pytest.CaptureFixture[str]) -> None:
         self.root = root
         self.capsys = capsys
+        self.err = ""
         self.store = CaseStore(root / "store")
         self.passes([f"p{i}" for i in range(12)], "run-1", 0)
         for i in range(3):
@@ -42,7 +43,9 @@ class Workdir:
             rc = main(list(args))
         finally:
             os.chdir(here)
-        return rc, self.capsys.readouterr().out
+        captured = self.capsys.readouterr()
+        self.err = captured.err
+        return rc, captured.out
 
     def export(self, *more: str) -> tuple[str, list[SuiteCase]]:
         rc, out = self.cli("export", "--store", "store", "--suite", "suite.yaml", "--guards", "4", *more)
@@ -107,3 +110,13 @@ def test_repick_guards_picks_from_the_cases_stored_now(work: Workdir) -> None:
     work.export("--target-id", TARGET)
     assert [p.reason for p in stored_picks(work.store, export_key(TARGET))] == ["first"]
     assert len(stored_picks(work.store, export_key())) == 2
+
+
+def test_an_unreadable_guard_file_fails_export_but_not_an_accept(work: Workdir) -> None:
+    path = work.root / "store" / "guards.json"
+    path.write_text("{cut")
+    rc, out = work.cli("export", "--store", "store", "--suite", "suite.yaml")
+    assert rc == 2 and not (work.root / "suite.yaml").exists()
+    rc, out = work.cli("accept", "p0", "--store", "store", "--no-sample")
+    assert rc == 0 and "1 baseline(s) accepted into store" in out and work.store.accepted().keys() == {"p0"}
+    assert "guards: store/guards.json: not JSON" in work.err and "fix: restore it, or delete it" in work.err
