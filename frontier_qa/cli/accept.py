@@ -6,6 +6,12 @@ the new normal). Each accepted baseline takes the samples of the case's latest o
 samples the same agent for more until it holds ``regression.baseline_samples`` (40): a strong
 baseline is what lets a replay catch a 0.9 → 0.4 drop at a strict false-alarm rate. Every earlier baseline stays
 in the store as history; ``--suite`` also writes the new baselines into a committed suite.
+
+Accepting is also the one moment a suite's guard cases may change (:mod:`frontier_qa.store.guards`):
+each guard set stored in the store whose suite has one of the accepted cases is picked again the next
+time it is read (the next ``export``, the next pytest session), from the cases stored then, and keeps
+the accept as the reason. The set is not picked here: which cases are a suite's, and which are its
+findings, is known only where the suite is read.
 """
 
 from __future__ import annotations
@@ -36,7 +42,11 @@ def accept_command(
     no_cache: bool = NO_CACHE,
     sets: list[str] = SET,
 ) -> None:
-    """Accept the agent's current behaviour on cases as their new baseline (replays never change one)."""
+    """Accept the agent's current behaviour on cases as their new baseline (replays never change one).
+
+    The guard sets of the suites these cases belong to are picked again at their next read (the
+    next `frontier-qa export`, the next pytest session): accepting is the one moment they change.
+    """
     from frontier_qa.store.case_store import new_run_id
 
     if bool(cases) == all_cases:
@@ -71,7 +81,23 @@ def accept_command(
         export_suite(entries, suite)
         typer.echo(f"wrote {sum(e.case.id in new for e in entries)} baseline(s) into {suite}")
     typer.echo(f"{len(done)} baseline(s) accepted into {cfg.store}; earlier ones stay as history")
+    _say_guards(CaseStore(cfg.store))
     raise typer.Exit(EXIT_OK)
+
+
+def _say_guards(store: CaseStore) -> None:
+    """Name the stored guard sets that an accept makes pick again (module docstring)."""
+    from frontier_qa.store.case_store import StoreError
+    from frontier_qa.store.guards import stored_keys
+
+    try:
+        keys = stored_keys(store)
+    except StoreError as err:  # the baselines are written: say it, do not fail the accept for it
+        typer.echo(f"guards: {err}", err=True)
+        return
+    if keys:
+        typer.echo(f"guards: the stored sets of the suites with these cases ({', '.join(keys)}) are picked "
+                   "again at their next export or pytest session")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,14 +1,16 @@
 """``frontier-qa export``, ``merge`` and ``schema``: the case store and the config file, outside a run.
 
 ``export`` writes a committable suite (findings, guards, baselines) that ``replay --suite``
-holds the agent to; ``merge`` joins CI shards' stores (and reports on them); ``schema`` prints
-the config file's JSON Schema.
+holds the agent to, its guards the set stored in the store (:mod:`frontier_qa.store.guards`);
+``merge`` joins CI shards' stores (and reports on them); ``schema`` prints the config file's
+JSON Schema.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -20,6 +22,9 @@ from frontier_qa.exit_codes import EXIT_OK
 from frontier_qa.session import Invocation, Session
 from frontier_qa.store.case_store import CaseStore
 from frontier_qa.store.records import CLASS_ORDER, CaseClass
+
+if TYPE_CHECKING:
+    from frontier_qa.store.guards import GuardSet
 
 
 def export_command(
@@ -33,17 +38,22 @@ def export_command(
         [], "--class", help="Classes to export as findings (repeatable; default frontier, failure, suspect)."),
     guards: int | None = typer.Option(
         None, "--guards", help="Pass cases kept as guards, spread over topics (default replay.guards: 10)."),
+    repick_guards: bool = typer.Option(
+        False, "--repick-guards", help="Pick the guards again from the cases now stored (default: the stored set)."),
     append: bool = typer.Option(False, "--append", help="Keep the suite's other cases; update those exported again."),
     volatile: bool = typer.Option(False, "--volatile", help="Also write run ids, times and costs (noisy diffs)."),
 ) -> None:
     """Export stored cases with their baselines as a committable suite (replay it with `frontier-qa replay --suite`).
 
     The suite holds the findings (frontier, failure, suspect cases by default) and a sample of
-    pass cases as guards, so that breaking what the agent got right is caught too.
+    pass cases as guards, so that breaking what the agent got right is caught too. The guards
+    are picked once and kept in the store (guards.json, one set per --target-id): every export
+    writes the same ones, also a guard that no longer passes, until `frontier-qa accept` accepts
+    one of the cases (the next export picks again) or --repick-guards asks for a new pick.
     """
     from frontier_qa.store.baselines import base_target_id, resolve
     from frontier_qa.store.case_store import export_suite, import_suite, suite_entries
-    from frontier_qa.store.guards import select_guards
+    from frontier_qa.store.guards import export_key, guards_for
 
     cfg = load_config(config, overrides({"store": store}, []))
     wanted = classes or ["frontier", "failure", "suspect"]
@@ -59,16 +69,32 @@ def export_command(
         raise ConfigError(f"no case store at {source.root}", hint="probe first, or pass --store DIR")
     latest = [r for r in source.latest(run_id=run).values()
               if target_id is None or target_id in (r.target_id, base_target_id(r.target_id, r.target_version))]
-    findings = [r for r in latest if r.case_class in chosen]
     n_guards = cfg.replay.guards if guards is None else guards
-    kept = select_guards([r for r in latest if r.case_class not in chosen], n_guards)
-    entries = suite_entries(findings + kept, volatile=volatile, baselines=resolve(source))
+    kept = guards_for(source, export_key(target_id), latest, n_guards,
+                      exclude={r.id for r in latest if r.case_class in chosen}, repick=repick_guards,
+                      detail="frontier-qa export --repick-guards")
+    findings = [r for r in latest if r.case_class in chosen and r.id not in kept.ids]  # a broken guard stays one
+    entries = suite_entries([*findings, *kept.guards], volatile=volatile, baselines=resolve(source), guards=kept.ids)
     if append and suite.exists():
         fresh = {e.case.id for e in entries}
         entries += [e for e in import_suite(suite) if e.case.id not in fresh]
     count = export_suite(entries, suite)
     typer.echo(f"exported {count} case(s) to {suite}: {len(findings)} finding(s) ({', '.join(wanted)}), "
-               f"{len(kept)} guard(s), each with its baseline")
+               f"{len(kept.guards)} guard(s), each with its baseline")
+    _say_guards(kept, source)
+
+
+def _say_guards(kept: GuardSet, store: CaseStore) -> None:
+    """What the export did with the stored guard set, when it is more than reading it back."""
+    where = store.root / "guards.json"
+    if kept.picked:
+        typer.echo(f"guards {kept.describe()}; kept in {where}")
+    if kept.broken:
+        typer.echo(f"guards that no longer pass, still exported as guards: {', '.join(kept.broken)}")
+    for d in kept.dropped:
+        typer.echo(f"stored guard {d.case_id} not exported: {d.reason}")
+    if kept.note:
+        typer.echo(f"guards: {kept.note} (--repick-guards)")
 
 
 def merge_command(

@@ -4,6 +4,8 @@
   suite entries, case classes);
 * :mod:`~frontier_qa.store.case_store`: the project-local, append-only :class:`CaseStore`
   (``.frontier-qa/``), CI shards, merging, and committable suites (export / import);
+* :mod:`~frontier_qa.store.baselines` and :mod:`~frontier_qa.store.guards`: what a replay holds each
+  case to, and each suite's stored set of guard cases (``guards.json``);
 * :mod:`~frontier_qa.store.comparison`: an old record against a new one (``regression``,
   ``improved``, ``same``, ``flaky``), used by replay, the reports and the pytest plugin;
 * :mod:`~frontier_qa.store.views`: what ``frontier-qa cases list|show|diff`` reads (a filtered

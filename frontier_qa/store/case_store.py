@@ -9,6 +9,7 @@ Layout of a store (default ``.frontier-qa/`` in the project)::
       runs/<run_id>.jsonl   one JSON record per line: RunRecord and CaseRecord lines
       runs/.<run_id>.<shard>.lease   held (flock) by the one process writing that run shard
       baselines.jsonl   Baseline lines written by ``frontier-qa accept`` (the latest per case wins)
+      guards.json       each suite's stored guard set and its picks (:mod:`frontier_qa.store.guards`)
 
 Writes are append-only and atomic per line: each record is one ``os.write`` of a whole
 line to a file opened with ``O_APPEND``, under an exclusive ``flock``, then ``fsync``.
@@ -17,6 +18,10 @@ A crash can leave at most one torn line at the end of a file; loading skips it w
 the torn line so it never swallows a good record. The latest record wins everywhere:
 a case's records are ordered by ``finished_at``, ties broken by the record's content
 hash, so a merge gives the same bytes whatever order its sources come in.
+
+Small state files (``guards.json``) are not logs: :meth:`CaseStore.update_state` rewrites one
+whole, read-modify-write under the exclusive lock, through a temp file, ``fsync`` and rename, so
+a reader sees the old file or the new one, never a mix, and two writers never lose an update.
 
 Nothing here imports torch or any I/O library beyond the standard one and pydantic.
 """
@@ -30,7 +35,7 @@ import os
 import re
 import secrets
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -63,6 +68,7 @@ DEFAULT_DIR = ".frontier-qa"
 STORE_FORMAT = 1
 BASELINES_FILE = "baselines.jsonl"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_STATE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 Line = CaseRecord | RunRecord
 _LINE = TypeAdapter(Annotated[Line, Field(discriminator="kind")])
@@ -396,6 +402,62 @@ class CaseStore:
         """The latest accepted baseline of each case id."""
         return latest_by(self.baseline_lines(), lambda b: b.case_id)
 
+    # -- state files ------------------------------------------------------------------------
+
+    def _state_path(self, name: str) -> Path:
+        if not _STATE_NAME.match(name):
+            raise StoreError(f"state file name {name!r} is not a plain file name in the store",
+                             hint="use letters, digits, '.', '_' and '-', e.g. guards.json")
+        return self.root / name
+
+    def read_state(self, name: str) -> bytes | None:
+        """The bytes of a state file of the store (``guards.json``), read under the shared lock.
+
+        Returns:
+            The file's bytes, ``None`` when there is none.
+        """
+        path = self._state_path(name)
+        with self._locked(exclusive=False):
+            try:
+                return path.read_bytes()
+            except FileNotFoundError:
+                return None
+
+    def update_state(self, name: str, change: Callable[[bytes | None], bytes | None]) -> bytes | None:
+        """Read, change and rewrite a state file, all under the store's exclusive lock.
+
+        The new bytes replace the file atomically (temp file, ``fsync``, rename): readers see the
+        old file or the new one, and a concurrent :meth:`update_state` waits, then changes what
+        this one wrote. ``change`` runs while the lock is held: it must not call other methods of
+        the store that lock (read what it needs first).
+
+        Args:
+            name: the file's name in the store folder.
+            change: gets the current bytes (``None``: no file yet) and returns the new bytes, or
+                ``None`` to leave the file as it is.
+
+        Returns:
+            The bytes the file holds afterwards (``None``: still no file).
+        """
+        path = self._state_path(name)
+        self._ensure()
+        with self._locked(exclusive=True):
+            try:
+                old: bytes | None = path.read_bytes()
+            except FileNotFoundError:
+                old = None
+            new = change(old)
+            if new is None or new == old:
+                return old
+            tmp = path.with_name(f".{name}.{os.getpid()}.tmp")
+            with open(tmp, "wb") as fh:
+                fh.write(new)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+            _fsync_dir(self.root)
+            return new
+
     # -- runs and resume ---------------------------------------------------------------
 
     def runs(self) -> list[RunRecord]:
@@ -618,6 +680,7 @@ def suite_entries(
     *,
     volatile: bool = False,
     baselines: Mapping[str, Baseline] | None = None,
+    guards: Collection[str] | None = None,
 ) -> list[SuiteCase]:
     """Suite entries from case records: the latest per case id, sorted by id.
 
@@ -628,8 +691,10 @@ def suite_entries(
         baselines: each case's baseline by id (:func:`frontier_qa.store.baselines.resolve`),
             written into the entry so that a replay of the committed suite compares with it;
             default: each case's first observation among ``records``.
-
-    A ``pass`` case is written with role ``guard``, every other class with ``finding``.
+        guards: the ids of the guard cases (:func:`frontier_qa.store.guards.guards_for`): these
+            are written with role ``guard`` whatever their class now (a guard that broke is still
+            the guard it was), every other case with ``finding``. Default: a ``pass`` case is a
+            guard, any other class a finding.
     """
     records = list(records)
     if baselines is None:
@@ -642,7 +707,7 @@ def suite_entries(
             case=r.case,
             baseline=baselines.get(r.id),
             observed=r.observed(),
-            role="guard" if r.case_class is CaseClass.PASS else "finding",
+            role="guard" if (r.case_class is CaseClass.PASS if guards is None else r.id in guards) else "finding",
             run_id=r.run_id if volatile else None,
             finished_at=r.finished_at if volatile else None,
             cost=r.cost if volatile else None,
