@@ -27,6 +27,7 @@ from frontier_qa.cli.probe import overrides
 from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_OK
 from frontier_qa.session import Session
+from frontier_qa.store.case_store import CaseStore
 
 
 def accept_command(
@@ -81,7 +82,7 @@ def accept_command(
         export_suite(entries, suite)
         typer.echo(f"wrote {sum(e.case.id in new for e in entries)} baseline(s) into {suite}")
     typer.echo(f"{len(done)} baseline(s) accepted into {cfg.store}; earlier ones stay as history")
-    _say_guards(CaseStore(cfg.store))
+    _say_guards(session.store)
     raise typer.Exit(EXIT_OK)
 
 
