@@ -30,6 +30,7 @@ from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import SandboxError
 from frontier_qa.runtime.sandbox import Sandbox, SandboxResult
 from frontier_qa.scoring.answers import extract_answer
+from frontier_qa.target import Case
 
 TRUSTED_KEY = "reference_verified"
 """Case metadata key: ``True`` means the case's source vouches for its reference."""
@@ -114,7 +115,19 @@ async def verify_reference(
         return Verification(case.reference, False, None, f"sandbox unavailable: {err.message}")
     if not result.ok:
         return Verification(case.reference, False, None, f"solution program failed ({_describe_failure(result)})")
-    printed = solution_answer(result.stdout)
+    return await check_printed(case, solution_answer(result.stdout), same=same)
+
+
+async def check_printed(
+    case: Case, printed: str | None, *, same: Callable[[str, str, str], bool] = _same
+) -> Verification:
+    """What the answer a solution program printed says of the case's reference (the program ran).
+
+    Args:
+        case: the case; ``case.reference`` is the claim.
+        printed: the answer the program printed (:func:`solution_answer`), ``None`` when none.
+        same: as for :func:`verify_reference`.
+    """
     if printed is None:
         return Verification(case.reference, False, None, "solution program printed nothing")
     if case.reference is None:
@@ -140,6 +153,7 @@ __all__ = [
     "SOLUTION_KEY",
     "TRUSTED_KEY",
     "Verification",
+    "check_printed",
     "solution_answer",
     "trusted",
     "verify_reference",
