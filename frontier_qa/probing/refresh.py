@@ -40,7 +40,15 @@ from frontier_qa.probing.run import prepared_case
 from frontier_qa.probing.sequential import BandVerdict, decide_consistency, wilson_interval
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import CriticVerdict, ValidationResult
-from frontier_qa.probing.verify import SOLUTION_KEY, Verification, check_printed, trusted, verify_reference
+from frontier_qa.probing.verify import (
+    AGREES,
+    PRINTED_NOTHING,
+    SOLUTION_KEY,
+    Verification,
+    check_printed,
+    trusted,
+    verify_reference,
+)
 from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.scoring.case import TOOL_CALLS_FORMAT
 from frontier_qa.store.inputs import (
@@ -224,10 +232,9 @@ def _stored_output(record: CaseRecord, solution: str) -> tuple[bool, str | None]
     output = meta.get("solution_output")
     if isinstance(output, str):
         return True, output
-    if note == "solution output agrees with the reference" or (
-            isinstance(note, str) and note.startswith(TAKEN_FROM_SOLUTION)):
+    if note == AGREES or (isinstance(note, str) and note.startswith(TAKEN_FROM_SOLUTION)):
         return True, record.case.reference  # it printed the reference itself (else it would be kept apart)
-    if note == "solution program printed nothing":
+    if note == PRINTED_NOTHING:
         return True, None
     return False, None  # it failed or never ran: run it now
 
@@ -285,11 +292,11 @@ async def _judge(record: CaseRecord, case: Case, check: Verification, settings: 
     p_hat = record.p_hat
     if record.case_class is CaseClass.UNRESOLVED and not rescore:
         # sampling stopped before a decision: no reference makes it decided (classify_case)
-        meta.pop(POSTERIOR_KEY, None)
         if POSTERIOR_KEY in record.case.metadata:
             meta[POSTERIOR_KEY] = record.case.metadata[POSTERIOR_KEY]
+        correct = await _matches(prober, majority, case)
         return (replace(case, metadata=meta), CaseClass.UNRESOLVED, _class_reason(record), check.verified,
-                record.majority_correct, update)
+                correct, update)
     verdict: BandVerdict
     stored = None if rescore else _stored_decision(record.case.metadata)
     if stored is None:
@@ -322,9 +329,7 @@ async def _judge(record: CaseRecord, case: Case, check: Verification, settings: 
         verdict, forced, posterior, confidence = stored
         meta[POSTERIOR_KEY] = record.case.metadata[POSTERIOR_KEY]
     reference, verified = case.reference, check.verified
-    correct = None
-    if reference is not None and majority is not None:
-        correct = await prober.matches(majority, reference, case.answer_format)
+    correct = await _matches(prober, majority, case)
     judged = None
     note = record.case.metadata.get("judge")
     if (verdict is BandVerdict.ABOVE and not forced and not verified and majority is not None
@@ -345,6 +350,13 @@ async def _judge(record: CaseRecord, case: Case, check: Verification, settings: 
         p_hat=p_hat if record.k else None, forced=forced, posterior=posterior, confidence=confidence, k=k,
         fixed=confidence is None)
     return replace(case, reference=reference, metadata=meta), case_class, reason, verified, correct, update
+
+
+async def _matches(prober: CaseProber, majority: str | None, case: Case) -> bool | None:
+    """Whether the majority is equivalent to the case's reference (``None``: one of them is missing)."""
+    if case.reference is None or majority is None:
+        return None
+    return await prober.matches(majority, case.reference, case.answer_format)
 
 
 def _relabelled(record: CaseRecord, proposal: Proposal, new: CaseInputs) -> Case:

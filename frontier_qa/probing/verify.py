@@ -30,10 +30,17 @@ from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import SandboxError
 from frontier_qa.runtime.sandbox import Sandbox, SandboxResult
 from frontier_qa.scoring.answers import extract_answer
+from frontier_qa.store.inputs import TAKEN_FROM_SOLUTION
 from frontier_qa.target import Case
 
 TRUSTED_KEY = "reference_verified"
 """Case metadata key: ``True`` means the case's source vouches for its reference."""
+
+AGREES = "solution output agrees with the reference"
+"""The verification note of a reference the solution printed (kept in the record's metadata)."""
+
+PRINTED_NOTHING = "solution program printed nothing"
+"""The verification note of a solution that ran and printed no answer."""
 
 SOLUTION_KEY = "solution"
 """Case metadata key under which the engine keeps the solution program, so an exported
@@ -129,11 +136,11 @@ async def check_printed(
         same: as for :func:`verify_reference`.
     """
     if printed is None:
-        return Verification(case.reference, False, None, "solution program printed nothing")
+        return Verification(case.reference, False, None, PRINTED_NOTHING)
     if case.reference is None:
-        return Verification(printed, True, printed, f"reference taken from the solution's output {printed!r}")
+        return Verification(printed, True, printed, f"{TAKEN_FROM_SOLUTION} {printed!r}")
     if await asyncio.to_thread(same, printed, case.reference, case.answer_format):
-        return Verification(case.reference, True, printed, "solution output agrees with the reference")
+        return Verification(case.reference, True, printed, AGREES)
     return Verification(
         case.reference,
         False,
@@ -150,6 +157,8 @@ async def verify_references(
 
 
 __all__ = [
+    "AGREES",
+    "PRINTED_NOTHING",
     "SOLUTION_KEY",
     "TRUSTED_KEY",
     "Verification",

@@ -18,6 +18,7 @@ from frontier_qa.probing.engine import ProbeResult, ProbeSettings, probe, replay
 from frontier_qa.probing.reconcile import Reconciliation, reconcile, refresh_store, write_refreshed
 from frontier_qa.probing.refresh import Action
 from frontier_qa.probing.sequential import SequentialConfig
+from frontier_qa.runtime import Budget
 from frontier_qa.runtime.sandbox import SandboxResult
 from frontier_qa.store.baselines import from_record, resolve
 from frontier_qa.store.case_store import CaseStore
@@ -29,6 +30,7 @@ from frontier_qa.testing import ScriptedAdapter, always, open_scripted, static_c
 from tests.factories import probed_record, run
 
 FIXED = ProbeSettings(replay_first=False, k=6, sequential=None)  # six samples a case, no sequential policy
+SEQUENTIAL = ProbeSettings(replay_first=False, k=10, sequential=SequentialConfig(k_max=10, rounds=(3, 2)))
 MUL = {"id": "mul-1", "prompt": "What is 6 * 7?", "reference": "43", "reference_verified": True,
        "topic": "arithmetic"}
 ADD = {"id": "add-1", "prompt": "What is 40 + 2?", "reference": "42", "reference_verified": True,
@@ -95,10 +97,9 @@ def test_fixed_reference_turns_a_failure_into_a_pass_without_calling_the_agent(f
 
 
 def test_the_band_decision_the_record_kept_stands(tmp_path: Path) -> None:
-    sequential = ProbeSettings(replay_first=False, k=10, sequential=SequentialConfig(k_max=10, rounds=(3, 2)))
     cases = write_cases(tmp_path / "cases.jsonl", MUL)
     store = CaseStore(tmp_path / "s")
-    old = probe_file(cases, store, ScriptedAdapter(always("42")), sequential).records[0]
+    old = probe_file(cases, store, ScriptedAdapter(always("42")), SEQUENTIAL).records[0]
     write_cases(cases, {**MUL, "reference": "42"})
 
     # judged again under fixed-k settings: the sequential decision the record kept is not made again
@@ -264,6 +265,23 @@ def test_a_new_topic_is_recorded_and_keeps_class_and_baseline(fixed_reference: A
     assert new.reason is not None and new.reason.endswith(first.records[0].reason or "-")
     assert resolve(store)["mul-1"].run_ids == [first.run_id]  # labels do not move the baseline
     assert len(agent.calls) == 6
+
+
+def test_a_case_cut_short_by_the_budget_stays_unresolved_under_a_fixed_reference(tmp_path: Path) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", MUL)
+    store = CaseStore(tmp_path / "s")
+    agent = ScriptedAdapter(lambda case, i: "42" if i % 3 else "41")  # 41, 42, 42: undecided after 3
+    cut = run(probe(open_scripted(agent, budget=Budget(max_calls=3)), FileCurriculum(cases), SEQUENTIAL,
+                    store=store)).records[0]
+    assert cut.case_class is CaseClass.UNRESOLVED and cut.majority_correct is False and cut.k == 3
+    write_cases(cases, {**MUL, "reference": "42"})
+
+    (changed,) = refresh(cases, store, SEQUENTIAL).refreshed
+
+    new = changed.record
+    assert new is not None and new.case_class is CaseClass.UNRESOLVED and new.majority_correct is True
+    assert new.reason == f"reference changed 43 → 42: judged again from the 3 stored samples, no new calls; {cut.reason}"
+    assert changed.message.endswith("(still unresolved)") and len(agent.calls) == 3
 
 
 def test_a_judges_word_on_the_majority_stands_without_asking_it_again(tmp_path: Path) -> None:

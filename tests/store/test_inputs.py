@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from frontier_qa.probing.verify import SOLUTION_KEY, TRUSTED_KEY, check_printed
+from frontier_qa.probing.verify import AGREES, SOLUTION_KEY, TRUSTED_KEY, check_printed
 from frontier_qa.store import inputs
 from frontier_qa.store.inputs import (
     INPUT_HASH_KEY,
@@ -60,7 +60,7 @@ def test_what_the_engine_adds_to_a_recorded_case_is_not_an_input() -> None:
     source = Case(id="c", prompt="What is 6 * 7?", reference="42", metadata={"level": 2, TRUSTED_KEY: True})
     recorded = replace(source, reference_verified=True, metadata={
         **source.metadata, "source": "file:cases.jsonl", SOLUTION_KEY: "print(6 * 7)",
-        "verification": "solution output agrees with the reference", "predicted_pass_rate": 0.5,
+        "verification": AGREES, "predicted_pass_rate": 0.5,
         "critic": {"score": 0.9, "reason": "ok"}, "band_posterior": {"inside": 0.1},
         "refreshed": {"change": "reference changed 43 → 42"},
     })
