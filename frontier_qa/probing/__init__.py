@@ -7,6 +7,8 @@
 ``case``           one case: sample in rounds, score, ask the judge, classify, build the record
 ``validation``     checks on proposals before any target call (format, tool calls, duplicates)
 ``verify``         a proposal's reference checked by running its solution in the sandbox
+``refresh``        a stored case against its edited source: judged again without calls, or re-probed
+``reconcile``      a suite's stored cases against its cases file: refreshed, re-probed, removed, new
 ``sequential``     when to stop sampling a case (Beta-binomial band decision)
 ``progress``       the progress callback of ``frontier-qa probe`` (a bar, or lines in CI)
 =================  ============================================================================

@@ -157,6 +157,36 @@ def classify_case(
     return CaseClass.SUSPECT, f"answers scattered: {evidence}"
 
 
+POSTERIOR_KEY = "band_posterior"
+"""Case metadata key under which a record keeps where its band decision put p* (:func:`posterior_note`)."""
+
+
+def posterior_note(posterior: BandPosterior, verdict: BandVerdict, *, forced: bool,
+                   confidence: float | None) -> dict[str, Any]:
+    """What a record keeps of its band decision (under :data:`POSTERIOR_KEY`), enough to classify
+    it again without its samples' posterior (a reference fixed later: :mod:`frontier_qa.probing.refresh`).
+
+    Args:
+        posterior: where p* lies relative to the band.
+        verdict: where sampling stopped (the leaning when it was cut short).
+        forced: the verdict is a leaning, below the confidence asked (or sampling was cut short).
+        confidence: the confidence the verdict had to reach; ``None`` with fixed k.
+    """
+    post = posterior
+    return {
+        "below": round(post.below, 4), "inside": round(post.inside, 4), "above": round(post.above, 4),
+        "credible": [round(post.credible[0], 4), round(post.credible[1], 4)], "level": post.level,
+        "leaning": post.leaning, "verdict": verdict.value, "forced": forced, "confidence": confidence,
+    }
+
+
+def confidence_of(policy: SequentialConfig | None, verdict: BandVerdict | None) -> float | None:
+    """The confidence a verdict had to reach under ``policy`` (``None`` with fixed k)."""
+    if policy is None:
+        return None
+    return policy.confidence if verdict in (BandVerdict.IN_BAND, None) else policy.out_confidence
+
+
 def _evidence(band: tuple[float, float], p_hat: float | None, k: int | None, posterior: BandPosterior | None,
               fixed: bool) -> str:
     """p̂ with its k, and the posterior of p* (what a verdict rests on)."""
@@ -457,15 +487,10 @@ class CaseProber:
             fixed=self.policy is None,
         )
         if posterior is not None:
-            post = posterior
             meta = dict(case.metadata)
-            meta["band_posterior"] = {
-                "below": round(post.below, 4), "inside": round(post.inside, 4), "above": round(post.above, 4),
-                "credible": [round(post.credible[0], 4), round(post.credible[1], 4)], "level": post.level,
-                "leaning": post.leaning,
-                "verdict": (BandVerdict.leaning_of(post) if decision is None else decision.verdict).value,
-                "forced": decision is None or decision.forced, "confidence": self._confidence(verdict),
-            }
+            meta[POSTERIOR_KEY] = posterior_note(
+                posterior, BandVerdict.leaning_of(posterior) if decision is None else decision.verdict,
+                forced=decision is None or decision.forced, confidence=self._confidence(verdict))
             case = replace(case, metadata=meta)
         answers = (
             list(consistency.answers)
@@ -493,9 +518,7 @@ class CaseProber:
         return record, stop
 
     def _confidence(self, verdict: BandVerdict | None) -> float | None:
-        if self.policy is None:
-            return None
-        return self.policy.confidence if verdict in (BandVerdict.IN_BAND, None) else self.policy.out_confidence
+        return confidence_of(self.policy, verdict)
 
     def invalid(self, proposal: Proposal, reason: str, *, run_id: str) -> CaseRecord:
         """The record of a proposal that failed validation (never sampled)."""
@@ -514,4 +537,14 @@ class CaseProber:
         )
 
 
-__all__ = ["TOOL_CALLS_FORMAT", "CaseProber", "answers_of", "classify_case", "judge_prompt", "parse_judge_verdict"]
+__all__ = [
+    "POSTERIOR_KEY",
+    "TOOL_CALLS_FORMAT",
+    "CaseProber",
+    "answers_of",
+    "classify_case",
+    "confidence_of",
+    "judge_prompt",
+    "parse_judge_verdict",
+    "posterior_note",
+]

@@ -47,6 +47,7 @@ from frontier_qa.store import baselines
 from frontier_qa.store.case_ids import case_id_for, legacy_case_id
 from frontier_qa.store.case_store import CaseStore, Shard, StoreError, latest_by, new_run_id
 from frontier_qa.store.comparison import Comparison, comparison, from_record, to_record
+from frontier_qa.store.inputs import source_inputs, stamped
 from frontier_qa.store.leases import RunBusyError, describe_holder
 from frontier_qa.store.records import (
     CLASS_ORDER,
@@ -547,7 +548,7 @@ class ProbeRun:
         verifications = await self._verify([r.proposal for _, r in valid])
         jobs: list[tuple[int, Coroutine[Any, Any, CaseRecord | None]]] = []
         for (i, result), check in zip(valid, verifications, strict=True):
-            case = _prepared(result, check)
+            case = prepared_case(result, check)
             prediction = self._predict(result.proposal)
             if prediction is not None and should_skip(prediction, self.settings.explore_rate, self.rng):
                 self.skipped += 1
@@ -591,8 +592,10 @@ class ProbeRun:
         return own if own is not None else proposal.predicted_pass_rate
 
 
-def _prepared(result: ValidationResult, check: Verification) -> Case:
-    """The case as it will be probed and recorded: checked reference, provenance in metadata."""
+def prepared_case(result: ValidationResult, check: Verification) -> Case:
+    """The case as it will be probed and recorded: checked reference, provenance and the hash of
+    its inputs (:mod:`frontier_qa.store.inputs`) in metadata.
+    """
     proposal = result.proposal
     meta = dict(proposal.case.metadata)
     meta.setdefault("source", proposal.source)
@@ -606,7 +609,10 @@ def _prepared(result: ValidationResult, check: Verification) -> Case:
         meta.setdefault("predicted_pass_rate", proposal.predicted_pass_rate)
     if result.critic is not None:
         meta["critic"] = {"score": result.critic.score, "reason": result.critic.reason}
-    return replace(proposal.case, reference=check.reference, metadata=meta)
+    # the hash of the inputs as the source wrote them: a later edit of the source is then seen
+    # (frontier_qa.probing.reconcile), and a baseline is held only while they stay the same
+    source = source_inputs(proposal.case, solution=proposal.solution, predicted_pass_rate=proposal.predicted_pass_rate)
+    return stamped(replace(proposal.case, reference=check.reference, metadata=meta), source)
 
 
 def _version(target: Target) -> str | None:
@@ -619,6 +625,7 @@ __all__ = [
     "ReplayItem",
     "ProbeRun",
     "ProgressEvent",
+    "prepared_case",
     "case_id_for",
     "config_hash",
 ]

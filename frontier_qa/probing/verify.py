@@ -30,9 +30,17 @@ from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import SandboxError
 from frontier_qa.runtime.sandbox import Sandbox, SandboxResult
 from frontier_qa.scoring.answers import extract_answer
+from frontier_qa.store.inputs import TAKEN_FROM_SOLUTION
+from frontier_qa.target import Case
 
 TRUSTED_KEY = "reference_verified"
 """Case metadata key: ``True`` means the case's source vouches for its reference."""
+
+AGREES = "solution output agrees with the reference"
+"""The verification note of a reference the solution printed (kept in the record's metadata)."""
+
+PRINTED_NOTHING = "solution program printed nothing"
+"""The verification note of a solution that ran and printed no answer."""
 
 SOLUTION_KEY = "solution"
 """Case metadata key under which the engine keeps the solution program, so an exported
@@ -114,13 +122,25 @@ async def verify_reference(
         return Verification(case.reference, False, None, f"sandbox unavailable: {err.message}")
     if not result.ok:
         return Verification(case.reference, False, None, f"solution program failed ({_describe_failure(result)})")
-    printed = solution_answer(result.stdout)
+    return await check_printed(case, solution_answer(result.stdout), same=same)
+
+
+async def check_printed(
+    case: Case, printed: str | None, *, same: Callable[[str, str, str], bool] = _same
+) -> Verification:
+    """What the answer a solution program printed says of the case's reference (the program ran).
+
+    Args:
+        case: the case; ``case.reference`` is the claim.
+        printed: the answer the program printed (:func:`solution_answer`), ``None`` when none.
+        same: as for :func:`verify_reference`.
+    """
     if printed is None:
-        return Verification(case.reference, False, None, "solution program printed nothing")
+        return Verification(case.reference, False, None, PRINTED_NOTHING)
     if case.reference is None:
-        return Verification(printed, True, printed, f"reference taken from the solution's output {printed!r}")
+        return Verification(printed, True, printed, f"{TAKEN_FROM_SOLUTION} {printed!r}")
     if await asyncio.to_thread(same, printed, case.reference, case.answer_format):
-        return Verification(case.reference, True, printed, "solution output agrees with the reference")
+        return Verification(case.reference, True, printed, AGREES)
     return Verification(
         case.reference,
         False,
@@ -137,9 +157,12 @@ async def verify_references(
 
 
 __all__ = [
+    "AGREES",
+    "PRINTED_NOTHING",
     "SOLUTION_KEY",
     "TRUSTED_KEY",
     "Verification",
+    "check_printed",
     "solution_answer",
     "trusted",
     "verify_reference",

@@ -8,6 +8,8 @@
   case to, and each suite's stored set of guard cases (``guards.json``);
 * :mod:`~frontier_qa.store.comparison`: an old record against a new one (``regression``,
   ``improved``, ``same``, ``flaky``), used by replay, the reports and the pytest plugin;
+* :mod:`~frontier_qa.store.inputs`: the content hash of a case's inputs each record keeps, so a
+  case edited in its source after it was recorded is seen (and its baseline moves with it);
 * :mod:`~frontier_qa.store.views`: what ``frontier-qa cases list|show|diff`` reads (a filtered
   list, one case's history and baselines, two runs compared with the replay's test).
 

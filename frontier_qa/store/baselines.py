@@ -11,6 +11,11 @@ history. Which baseline a case has (:func:`resolve`):
 3. a case from a committed suite carries its own (a version-1 suite entry has only
    ``observed``; :func:`from_observed` turns that into a baseline, ``source="suite"``).
 
+1 and 2 count only since the case's inputs last changed (:func:`current_inputs`): when a person
+fixes a reference or rewrites a prompt under the same id, the refreshed or re-probed
+observation is the case's first, and what was accepted before no longer holds (it stays in
+``baselines.jsonl`` as history).
+
 The compared quantity is the share of samples equivalent to the *anchor* (:func:`anchor_of`):
 the verified reference when the case has one, else the baseline's majority answer when it
 holds at least :data:`MIN_ANCHOR_SHARE` of the samples; scattered answers without a verified
@@ -29,6 +34,7 @@ from datetime import datetime
 from typing import Any
 
 from frontier_qa.store.case_store import CaseStore, latest_by
+from frontier_qa.store.inputs import recorded_hash
 from frontier_qa.store.records import (
     Baseline,
     BaselineSource,
@@ -160,13 +166,45 @@ def of_entry(entry: SuiteCase) -> Baseline | None:
     return entry.baseline if entry.baseline is not None else from_observed(entry)
 
 
+def current_inputs(records: Iterable[CaseRecord]) -> dict[str, tuple[list[CaseRecord], datetime | None]]:
+    """Each case's records since its inputs last changed, oldest first, and when that was.
+
+    A change is a record whose input hash (:func:`~frontier_qa.store.inputs.recorded_hash`: what
+    the target sees and how answers are judged; not the topic) differs from the one before it;
+    the current inputs are those of the case's latest record.
+
+    Returns:
+        ``{case_id: (records, changed_at)}``; ``changed_at`` is when the first record of the
+        current inputs was written, ``None`` when the case's inputs never changed.
+    """
+    by_case: dict[str, list[CaseRecord]] = {}
+    for r in sorted(records, key=lambda r: (r.finished_at, r.run_id)):
+        by_case.setdefault(r.id, []).append(r)
+    out: dict[str, tuple[list[CaseRecord], datetime | None]] = {}
+    for case_id, mine in by_case.items():
+        keys = [recorded_hash(r.case).observed for r in mine]
+        start = len(mine) - 1
+        while start > 0 and keys[start - 1] == keys[-1]:
+            start -= 1
+        out[case_id] = (mine[start:], mine[start].finished_at if start > 0 else None)
+    return out
+
+
 def first_observations(records: Iterable[CaseRecord]) -> dict[str, CaseRecord]:
-    """Each case's earliest record that is neither invalid nor unresolved."""
-    usable = [r for r in records if r.case_class not in (CaseClass.INVALID, CaseClass.UNRESOLVED)]
+    """Each case's earliest record that is neither invalid nor unresolved, since its inputs last
+    changed (:func:`current_inputs`): an observation of other inputs is no baseline for these.
+    """
     first: dict[str, CaseRecord] = {}
-    for r in sorted(usable, key=lambda r: (r.finished_at, r.run_id)):
-        first.setdefault(r.id, r)
+    for case_id, (mine, _) in current_inputs(records).items():
+        usable = [r for r in mine if r.case_class not in (CaseClass.INVALID, CaseClass.UNRESOLVED)]
+        if usable:
+            first[case_id] = usable[0]
     return first
+
+
+def still_holds(baseline: Baseline, changed_at: datetime | None) -> bool:
+    """Whether an accepted baseline still holds: accepted after the case's inputs last changed."""
+    return changed_at is None or baseline.accepted_at >= changed_at
 
 
 def resolve(
@@ -175,15 +213,17 @@ def resolve(
     *,
     matches: Callable[[CaseRecord], Matcher] | None = None,
 ) -> dict[str, Baseline]:
-    """Every case's baseline: the latest accepted one, else its first observation.
+    """Every case's baseline: the latest accepted one, else its first observation; both only
+    since the case's inputs last changed (a fixed reference, a rewritten prompt under the same id).
 
     Args:
         store: the store (its accepted baselines, and its records when ``records`` is not given).
         records: the case records to look for first observations in (default: the store's).
         matches: the answer matcher to use for a record (default: :func:`same_answer`).
     """
-    accepted = store.accepted()
     pool = store.case_records() if records is None else list(records)
+    changed = {case_id: at for case_id, (_, at) in current_inputs(pool).items()}
+    accepted = {cid: b for cid, b in store.accepted().items() if still_holds(b, changed.get(cid))}
     out: dict[str, Baseline] = {}
     for case_id, record in first_observations(pool).items():
         if case_id not in accepted:
@@ -213,6 +253,7 @@ __all__ = [
     "anchor_of",
     "base_target_id",
     "count_anchor",
+    "current_inputs",
     "first_observations",
     "from_observed",
     "from_record",
@@ -221,4 +262,5 @@ __all__ = [
     "of_entry",
     "resolve",
     "same_answer",
+    "still_holds",
 ]

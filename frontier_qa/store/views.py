@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from frontier_qa.store.baselines import base_target_id, first_observations, from_record
+from frontier_qa.store.baselines import base_target_id, current_inputs, first_observations, from_record, still_holds
 from frontier_qa.store.case_store import CaseStore, StoreError, latest_by
 from frontier_qa.store.comparison import Comparison, RegressionPolicy, Verdict, compare_all
 from frontier_qa.store.records import CLASS_ORDER, Baseline, CaseClass, CaseRecord, RunRecord
@@ -150,7 +150,8 @@ class CaseView:
     Attributes:
         latest: its latest record (the case, the answers shown).
         history: every record of it, oldest first (runs, agent versions, verdicts).
-        baseline: what a replay holds it to now (the latest accepted, else the first observation).
+        baseline: what a replay holds it to now (the latest accepted, else the first observation;
+            both since the case's inputs last changed).
         accepted: every baseline a person accepted for it, oldest first.
     """
 
@@ -168,7 +169,9 @@ def case_view(store: CaseStore, case_id: str) -> CaseView:
     accepted = tuple(sorted((b for b in store.baseline_lines() if b.case_id == case_id),
                             key=lambda b: b.accepted_at))
     first = first_observations(mine).get(case_id)
-    baseline = accepted[-1] if accepted else (None if first is None else from_record(first))
+    changed_at = current_inputs(mine)[case_id][1]
+    holding = [b for b in accepted if still_holds(b, changed_at)]  # accepted before an input change: history
+    baseline = holding[-1] if holding else (None if first is None else from_record(first))
     return CaseView(latest=latest_by(mine, lambda r: r.id)[case_id], history=tuple(mine), baseline=baseline,
                     accepted=accepted)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from datetime import datetime, timedelta, timezone
@@ -103,6 +104,31 @@ def test_accepted_baselines_win_over_first_observations_and_stay_as_history(tmp_
     store.baselines_path.write_text(json.dumps(newer) + "\n")
     with pytest.raises(StoreError, match="newer than this frontier-qa reads"):
         store.accepted()
+
+
+def test_a_baseline_holds_only_while_the_inputs_it_observed_do(tmp_path: Path) -> None:
+    def edited(r: CaseRecord, **change: object) -> CaseRecord:
+        return r.model_copy(update={"case": dataclasses.replace(r.case, **change)})
+
+    store = CaseStore(tmp_path)
+    first = record("c", CaseClass.SUSPECT, ["4"] * 5, reference="5", at=0)
+    store.append(first)
+    stale = baselines.from_record(first, source="accept", accepted_at=T0 + timedelta(seconds=5))
+    store.append_baselines([stale])
+    store.append(edited(record("c", CaseClass.SUSPECT, ["4"] * 5, reference="5", at=10, run_id="r2"), topic="u"))
+    assert baselines.resolve(store)["c"] == stale  # a new topic is no new question: the baseline holds
+    fixed = record("c", CaseClass.PASS, ["4"] * 5, reference="4", at=20, run_id="r3")  # the reference fixed
+    store.append(fixed)
+    store.append(record("c", CaseClass.PASS, ["4"] * 4 + ["3"], reference="4", at=30, run_id="r4"))
+
+    records, changed_at = baselines.current_inputs(store.case_records())["c"]
+    assert [r.run_id for r in records] == ["r3", "r4"] and changed_at == fixed.finished_at
+    now = baselines.resolve(store)["c"]
+    assert (now.source, now.run_ids, now.anchor) == ("first", ["r3"], "4")  # the stale accepted one is history
+    assert not baselines.still_holds(stale, changed_at)
+    again = baselines.from_record(fixed, source="accept", accepted_at=T0 + timedelta(seconds=40))
+    store.append_baselines([again])
+    assert baselines.resolve(store)["c"] == again and store.baseline_lines() == [stale, again]
 
 
 # --- stores and suites written by frontier-qa 0.1 ------------------------------------------------------------
