@@ -63,6 +63,7 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -510,10 +511,19 @@ def _load(target: str) -> tuple[Any, Any]:
         path = Path(module_ref).expanduser().resolve()
         if not path.is_file():
             raise ConfigError(f"agent file {path} does not exist", hint="check the path in the python: spec")
-        name = f"frontier_qa_agent_{path.stem}_{abs(hash(str(path))):x}"
+        from frontier_qa.adapters.agent_source import sibling_modules
+
+        siblings = sibling_modules(path)
+        # the module is named by the sources too: an agent or a helper edited since this process loaded
+        # it runs as it is now (its version, a hash of the same files, already says it changed)
+        files = [path, *(f for p in siblings.values() for f in (sorted(p.rglob("*.py")) if p.is_dir() else [p]))]
+        stamp = hashlib.sha256(b"\0".join(f.read_bytes() for f in files if f.is_file()))
+        name = f"frontier_qa_agent_{path.stem}_{abs(hash(str(path))):x}_{stamp.hexdigest()[:12]}"
         added = _put_folder_on_path(path.parent)  # every time: the agent may import lazily, at call time
         module = sys.modules.get(name)
         if module is None:
+            for loaded in [m for m in sys.modules if m.split(".")[0] in siblings]:
+                del sys.modules[loaded]  # imported again, from their files as they are now
             spec = importlib.util.spec_from_file_location(name, path)
             assert spec is not None and spec.loader is not None
             module = importlib.util.module_from_spec(spec)

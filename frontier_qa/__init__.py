@@ -20,6 +20,9 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.runtime.sandbox": ("Sandbox", "SandboxResult"),
     # target seam
     "frontier_qa.target": ("Case", "Sampling", "Trajectory", "ToolCall", "Target", "Adapter"),
+    # the one front door (the CLI and the pytest plugin use it)
+    "frontier_qa.session.session": ("Session",),
+    "frontier_qa.session.outcome": ("Outcome",),
     # probing
     "frontier_qa.probing.engine": ("probe", "replay", "ProbeResult"),
     "frontier_qa.probing.settings": ("ProbeSettings",),
@@ -109,6 +112,8 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.scoring.rewards import uncertainty_reward as uncertainty_reward
     from frontier_qa.scoring.semantic import semantic_consistency as semantic_consistency
     from frontier_qa.scoring.semantic import semantic_consistency_of as semantic_consistency_of
+    from frontier_qa.session.outcome import Outcome as Outcome
+    from frontier_qa.session.session import Session as Session
     from frontier_qa.target import Adapter as Adapter
     from frontier_qa.target import Case as Case
     from frontier_qa.target import Sampling as Sampling

@@ -127,6 +127,11 @@ class FrontierOptions:
         """``--frontier-accept``: make what the agent does now the baseline of every replayed case."""
         return bool(self.values.get("accept", False))
 
+    @property
+    def repick(self) -> bool:
+        """``--frontier-repick-guards``: pick each suite's guard cases again."""
+        return bool(self.values.get("repick", False))
+
 
 def _convert(option: _Option, raw: str, label: str) -> Any:
     kind = option.kind
@@ -167,9 +172,10 @@ def read_options(config: pytest.Config) -> FrontierOptions:
         options.values[option.dest] = _convert(option, raw, label)
         options.sources[option.dest] = source
         options.labels[option.dest] = label
-    if config.getoption("frontier_accept", default=False):
-        options.values["accept"] = True
-        options.sources["accept"], options.labels["accept"] = "cli", "--frontier-accept"
+    for name, flag in (("accept", "--frontier-accept"), ("repick", "--frontier-repick-guards")):
+        if config.getoption(f"frontier_{name}" if name == "accept" else "frontier_repick_guards", default=False):
+            options.values[name] = True
+            options.sources[name], options.labels[name] = "cli", flag
     return options
 
 
@@ -190,6 +196,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--frontier-accept", dest="frontier_accept", action="store_true", default=False,
                     help="accept what the agent does now as the baseline of every replayed case "
                          "(replays never change a baseline otherwise)")
+    group.addoption("--frontier-repick-guards", dest="frontier_repick_guards", action="store_true", default=False,
+                    help="pick each suite's guard cases again (they stay as stored otherwise, until an accept)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -230,7 +238,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def frontier_case(request: pytest.FixtureRequest) -> Any:
     """One frontier case of the agent named by the test's ``@pytest.mark.frontier``, replayed.
 
-    Returns a :class:`frontier_qa.plugins.pytest_case.FrontierCase`: the case (``prompt``,
+    Returns a :class:`frontier_qa.session.case.FrontierCase`: the case (``prompt``,
     ``topic``, ``reference``), what was stored about it (``stored_class``, ``stored_p_hat``),
     a fresh replay (``replayed``, ``p_hat``, ``interval``, ``case_class``, ``verdict``) and
     ``sample(n)`` / ``answers(n)`` to run the agent on it again.
@@ -376,9 +384,8 @@ def item_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def judge_suites(config: pytest.Config, results: dict[str, dict[str, Any]]) -> list[tuple[str, Any]]:
-    """Each suite's :class:`~frontier_qa.session.Outcome`: its runs in this session, read back from its
-    store, judged by its config's gate (``gate`` when it probed for new cases, ``replay.gate`` when it
-    only replayed), with the items that could not be decided counted as undecided.
+    """Each suite's outcome (:func:`~frontier_qa.session.suite.judge_runs`), from what its items
+    reported: its store and runs, its gates, the items that could not be decided or accepted.
 
     Args:
         config: the pytest config (for the replay command).
@@ -386,54 +393,36 @@ def judge_suites(config: pytest.Config, results: dict[str, dict[str, Any]]) -> l
     """
     import json
 
-    from frontier_qa.reports import RunFacts
     from frontier_qa.reports.gate import GateThresholds
-    from frontier_qa.session import Invocation, judge
-    from frontier_qa.store.case_store import CaseStore, latest_by
-    from frontier_qa.store.comparison import from_record
-    from frontier_qa.store.stop_reason import StopReason
+    from frontier_qa.session import Invocation
+    from frontier_qa.session.suite import judge_runs
+    from frontier_qa.store.case_store import CaseStore
 
     suites: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for nodeid, props in sorted(results.items()):
         suites.setdefault(props["frontier_suite"], []).append((nodeid, props))
     judged = []
+    here = str(config.invocation_params.dir)
     for name, rows in suites.items():
         first = rows[0][1]
-        store = CaseStore(first["frontier_store"])
-        prefix = first["frontier_runs"]
-        run_ids = [rid for rid in store.run_ids() if rid.startswith(prefix)] if store.runs_dir.is_dir() else []
-        runs = [run for rid in run_ids for run in store.run_records(rid)]  # an accept's top-up has none
-        records = [r for rid in run_ids for r in store.case_records(run_id=rid)]
+        store = first["frontier_store"]
+        shown = os.path.relpath(store, here) if os.path.commonpath([here, store]) == here else store
         generated = bool(first.get("frontier_generated"))
-        gates = json.loads(first["frontier_gate"])
-        hard = sorted({p["frontier_unjudged"] for _, p in rows
-                       if p.get("frontier_unjudged_kind") == "run" and p.get("frontier_case_id")})
-        recorded = {r.id for r in records}  # a case cut off mid-sampling is recorded unresolved: counted there
-        undecided = {p["frontier_case_id"] for _, p in rows
-                     if p.get("frontier_unjudged_kind") == "case" and p["frontier_case_id"] not in recorded}
-        proposed = sum(r.totals.candidates.proposed for r in runs if r.totals.candidates is not None)
-        facts = RunFacts(mode="probe" if generated else "replay",
-                         stop_reason=StopReason.UNAVAILABLE if hard else None, stop_detail=hard[0] if hard else None,
-                         stop_source="target", candidates=proposed if generated else None,
-                         planned=int(first.get("frontier_items") or 0), target=first.get("frontier_target", ""),
-                         undecided=len(undecided))
-        functions = sorted({_function_of(nodeid) for nodeid, _ in rows})
-        here = str(config.invocation_params.dir)
-        shown_store = first["frontier_store"]
-        if os.path.commonpath([here, shown_store]) == here:  # named as the user would type it, from here
-            shown_store = os.path.relpath(shown_store, here)
-        invocation = Invocation(store=shown_store, suite=first.get("frontier_suite_file") or None,
-                                pytest=replay_command(config, functions))
-        title = (f"{name}: target {first.get('frontier_target', '?')}, mode {first.get('frontier_mode', '?')}, "
-                 f"{len(rows)} test(s)")
-        thresholds = GateThresholds(**gates["probe" if generated else "replay"])
-        latest = latest_by(records, lambda r: r.id).values()
-        # a case accepted now is held to what it does now: its verdict against the old baseline is history
-        accepted = {p["frontier_case_id"] for _, p in rows if p.get("frontier_accepted") == "1"}
-        found = (from_record(r, None) for r in latest if r.verdict is not None and r.id not in accepted)
-        judged.append((name, judge("probe" if generated else "replay", latest, thresholds,
-                                   comparisons=[c for c in found if c is not None], runs=runs, facts=facts,
-                                   title=title, invocation=invocation)))
+        unavailable = sorted({p["frontier_unjudged"] for _, p in rows
+                              if p.get("frontier_unjudged_kind") == "run" and p.get("frontier_case_id")})
+        invocation = Invocation(store=shown, suite=first.get("frontier_suite_file") or None,
+                                pytest=replay_command(config, sorted({_function_of(n) for n, _ in rows})))
+        judged.append((name, judge_runs(
+            CaseStore(store), first["frontier_runs"],
+            GateThresholds(**json.loads(first["frontier_gate"])["probe" if generated else "replay"]),
+            generated=generated, items=int(first.get("frontier_items") or 0),
+            undecided={p["frontier_case_id"] for _, p in rows if p.get("frontier_unjudged_kind") == "case"},
+            unavailable=unavailable[0] if unavailable else None,
+            accepted={p["frontier_case_id"] for _, p in rows if p.get("frontier_accepted") == "1"},
+            target=first.get("frontier_target", ""), invocation=invocation,
+            title=f"{name}: target {first.get('frontier_target', '?')}, mode {first.get('frontier_mode', '?')}, "
+                  f"{len(rows)} test(s)",
+            changes=next((json.loads(p["frontier_changes"]) for _, p in rows if p.get("frontier_changes")), []))))
     return judged
 
 

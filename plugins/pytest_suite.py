@@ -19,12 +19,9 @@ item (:class:`~frontier_qa.session.suite.Replayer`, run ``pytest-<suite>-<sessio
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import os
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -32,9 +29,9 @@ from typing import Any
 import pytest
 
 from frontier_qa.config import Override, ProbeConfig, load_config
+from frontier_qa.config.keywords import SuiteSpec, absolute_target, suite_key, target_label
 from frontier_qa.errors import FrontierQAError
-from frontier_qa.plugins.pytest_case import FrontierCase
-from frontier_qa.plugins.pytest_marker import SuiteSpec, absolute_target, parse_marker, suite_key, target_label
+from frontier_qa.plugins.pytest_marker import parse_marker
 from frontier_qa.plugins.pytest_plugin import (
     CASE_KEY,
     FIXTURE,
@@ -44,42 +41,27 @@ from frontier_qa.plugins.pytest_plugin import (
     case_test_id,
     replay_command,
 )
-from frontier_qa.redaction import redacted_output
-from frontier_qa.runtime import run_sync as _run_sync
 from frontier_qa.session import Replayer, Session, SuiteCurriculum
+from frontier_qa.session.case import FrontierCase
+from frontier_qa.session.suite import run_masked as run_sync
+from frontier_qa.session.suite import tag
 from frontier_qa.store.comparison import from_record
-from frontier_qa.store.records import Baseline, CaseRecord
+from frontier_qa.store.records import Baseline, CaseRecord, SuiteCase
 from frontier_qa.store.stop_reason import STOP_UNAVAILABLE
-from frontier_qa.store.suites import SuiteView, read_suite, suite_file_entries, tagged, write_accepted, write_suite_file
+from frontier_qa.store.suites import (
+    SuiteView,
+    read_suite,
+    suite_file_entries,
+    suite_lock,
+    tagged,
+    write_accepted,
+    write_suite_file,
+)
 from frontier_qa.target import Case, Sampling, Trajectory
 
 # --frontier-* option -> config key (store and config are handled apart)
 _OPTION_KEYS = {"target": "target.spec", "seed": "probing.seed", "budget_calls": "budget.max_calls",
                 "max_cost_usd": "budget.max_cost_usd", "k": "probing.k"}
-
-
-def run_sync(coro: Any) -> Any:
-    """Run the engine's coroutine to its end; what the agent and its libraries print meanwhile
-    reaches pytest's capture (or the terminal) with every secret masked.
-    """
-    with redacted_output():
-        return _run_sync(coro)
-
-
-@contextlib.contextmanager
-def _flock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: no cross-process lock
-            yield
-            return
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 class Suite:
@@ -99,6 +81,8 @@ class Suite:
         self.empty_reason = ""
         self.unjudged = False  # no items because nothing could be judged
         self._earlier: list[CaseRecord] | None = None
+        self.removed: frozenset[str] = frozenset()  # stored cases gone from the cases file
+        self.reprobe: dict[str, Case] = {}  # stored cases whose task changed in the cases file, as it is now
         self._replayer: Replayer | None = None
         self._accepted: dict[str, Baseline] = {}
 
@@ -144,10 +128,13 @@ class Suite:
         if self.items is not None:
             return self.items
         mode = self.owner.options.mode
-        if mode != "replay" and not self.owner.config.option.collectonly:
-            with _flock(self.store.root / "pytest" / f"{suite_key(self.spec.name)}.lock"):
-                if not any(rid.startswith(self.prefix) for rid in self.store.run_ids()):  # nobody generated yet
-                    view = self._read()
+        stored = self.store.runs_dir.is_dir()
+        if not self.owner.config.option.collectonly and (stored or mode != "replay"):
+            with suite_lock(self.store, suite_key(self.spec.name)):
+                if stored:
+                    self._refresh()
+                if mode != "replay" and not any(rid.startswith(self.prefix) for rid in self.store.run_ids()):
+                    view = self._read()  # nobody of this session generated yet
                     if mode == "generate" or not view.known:
                         self._generate(view)
         self.generated = self.prefix + "gen" in self.store.run_ids()
@@ -157,6 +144,21 @@ class Suite:
         if not self.items:
             self.empty_reason = self._empty_reason(view)
         return self.items
+
+    def _refresh(self) -> None:
+        """The stored cases brought up to the suite's cases file as it is now (a fixed reference is
+        judged again from the stored samples; a changed prompt is probed again; a removed row is no
+        item): what changed is said once, by the process that found it.
+        """
+        if self.spec.curriculum is not None or self.session.cases_file() is None:
+            return
+        try:
+            found = run_sync(self.session.refresh(tag=lambda case: tag(case, self.spec.name)))
+        except FrontierQAError as err:
+            raise FrontierUsageError(f"{self.where()}: {err}") from None
+        if found is not None:
+            self.removed = frozenset(r.id for r in found.removed)
+            self.reprobe = {r.case_id: r.proposal.case for r in found.reprobe if r.proposal is not None}
 
     def _read(self) -> SuiteView:
         if self._earlier is None:  # earlier sessions' records: read the whole store once
@@ -171,8 +173,16 @@ class Suite:
             except FrontierQAError as err:
                 raise FrontierUsageError(f"{self.where()}: suite={self.spec.suite_file}: {err}") from None
         count = self.config.replay.guards if self.spec.guards is None else self.spec.guards
-        return read_suite(self.store, self.spec.name, classes=self.spec.classes, guards=count, entries=entries,
-                          earlier=self._earlier, now=now)
+        view = read_suite(self.store, self.spec.name, classes=self.spec.classes, guards=count, entries=entries,
+                          earlier=self._earlier, now=now, exclude=self.removed, repick=self.owner.options.repick,
+                          request=self.owner.uid)
+        if not self.reprobe:
+            return view
+        # a case whose prompt changed is asked as it is now, held to no baseline (its old one was for the old task)
+        changed = {cid: SuiteCase(case=case) for cid, case in self.reprobe.items()
+                   if cid in view.ids and cid not in view.found}
+        return replace(view, stored={**view.stored, **changed},
+                       baselines={i: b for i, b in view.baselines.items() if i not in changed})
 
     def _generate(self, view: SuiteView) -> None:
         if not self._names_curriculum():
@@ -184,10 +194,11 @@ class Suite:
             inner = self._curriculum()
         except FrontierQAError as err:
             raise FrontierUsageError(f"{self.where()}: {err}") from None
-        curriculum = SuiteCurriculum(inner, self.spec.name, view.ids)
-        olds = [view.stored[i] for i in sorted(view.ids) if i in view.stored]
+        known = view.ids - set(self.reprobe)  # a changed prompt is probed again, as a new observation
+        curriculum = SuiteCurriculum(inner, self.spec.name, known)
+        olds = [view.stored[i] for i in sorted(known) if i in view.stored]
         try:
-            run_sync(self.session.probe(run_id=self.prefix + "gen", curriculum=curriculum,  # type: ignore[arg-type]
+            run_sync(self.session.probe(run_id=self.prefix + "gen", curriculum=curriculum,
                                         settings=replace(self.settings(), replay_first=False), replay_cases=olds))
         except FrontierQAError as err:
             raise FrontierUsageError(f"{self.where()}: probing failed: {err}") from None
@@ -270,13 +281,14 @@ class Suite:
                 ("frontier_mode", self.owner.options.mode), ("frontier_store", str(self.store.root)),
                 ("frontier_runs", self.prefix), ("frontier_generated", "1" if self.generated else ""),
                 ("frontier_items", len(self.items or ())), ("frontier_gate", json.dumps(gates)),
-                ("frontier_suite_file", self.spec.suite_file or "")]
+                ("frontier_suite_file", self.spec.suite_file or ""),
+                ("frontier_changes", json.dumps(list(self.session.changes)) if self.session.changes else "")]
 
     def finish(self) -> None:
         """End this process's replay run, write accepted baselines into the suite file, close the models."""
         try:
             if self.spec.suite_file and self._accepted:
-                with _flock(self.store.root / "pytest" / f"{suite_key(self.spec.name)}.lock"):
+                with suite_lock(self.store, suite_key(self.spec.name)):
                     write_accepted(self.spec.suite_file, self._accepted)
             if self._replayer is not None:
                 self._replayer.finish()

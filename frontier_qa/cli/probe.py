@@ -28,7 +28,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence, Sized
 from pathlib import Path
 from typing import Any
 
@@ -216,9 +216,9 @@ def probe_command(
         session.close()
         raise
     total = cfg.probing.max_candidates
-    curriculum = session.parts.curriculum
-    if hasattr(curriculum, "__len__"):  # a file curriculum knows how many cases it holds
-        total = len(curriculum) if total is None else min(total, len(curriculum))  # type: ignore[arg-type]
+    proposing = session.parts.curriculum
+    if isinstance(proposing, Sized):  # a file curriculum knows how many cases it holds
+        total = len(proposing) if total is None else min(total, len(proposing))
     outcome = _run(session, rid, "probe", _progress(opts.progress, "probe", total),
                    lambda bar: session.probe(run_id=rid, resume=resume, progress=bar, wait=opts.wait))
     code = _finish(session, outcome, _replay_hint(opts, None))

@@ -43,6 +43,7 @@ def write_reports(
     spend: Mapping[str, ModelSpend] | None = None,
     candidates: Candidates | None = None,
     next_steps: Sequence[str] = (),
+    changes: Sequence[str] = (),
 ) -> tuple[dict[str, Path], GateResult | None]:
     """Write the chosen report formats into ``out_dir``.
 
@@ -62,6 +63,7 @@ def write_reports(
         spend: what each model spent, by role (default: the run record's).
         candidates: what became of the proposals (default: the run record's).
         next_steps: the commands that keep, replay, accept and inspect the findings.
+        changes: what changed in the cases' source since they were stored, and what was done.
 
     Returns:
         The written paths by format, and the gate result (``None`` without thresholds).
@@ -77,7 +79,7 @@ def write_reports(
     if gate is None and thresholds is not None:
         gate = evaluate_gate(summary, thresholds, comparisons, facts)
     report = ReportInput.of(summary, run, gate=gate, comparisons=comparisons, history=history, spend=spend,
-                            candidates=candidates, next_steps=next_steps)
+                            candidates=candidates, next_steps=next_steps, changes=changes)
     out = Path(out_dir)
     written: dict[str, Path] = {}
     if "json" in formats:

@@ -215,6 +215,9 @@ def html_report(
     )
     parts.append('<ul class="headline">' + "".join(f"<li><b>{esc(label)}</b>: {esc(text)}</li>"
                                                     for label, text in report.headline()) + "</ul>")
+    if report.changes:
+        parts.append("<h2>Changed since stored</h2><ul>" + "".join(f"<li>{esc(c)}</li>" for c in report.changes)
+                     + "</ul>")
     legend = (
         '<div class="legend">'
         + "".join(

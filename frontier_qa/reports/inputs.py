@@ -38,6 +38,7 @@ class ReportParts(TypedDict, total=False):
     spend: Mapping[str, ModelSpend] | None
     candidates: Candidates | None
     next_steps: Sequence[str]
+    changes: Sequence[str]
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class ReportInput:
             given, the run record's (``run.totals.spend``).
         candidates: what became of the curriculum's proposals; when not given, the run record's.
         next_steps: the commands that keep, replay, accept and inspect the run's findings.
+        changes: what changed in the cases' source since they were stored, and what was done.
     """
 
     summary: Summary
@@ -64,6 +66,7 @@ class ReportInput:
     spend: Mapping[str, ModelSpend] = field(default_factory=dict)
     candidates: Candidates | None = None
     next_steps: Sequence[str] = ()
+    changes: Sequence[str] = ()
 
     @classmethod
     def of(cls, records: ReportInput | Summary | Iterable[CaseRecord], run: RunRecord | None = None,
@@ -89,7 +92,7 @@ class ReportInput:
             spend = run.totals.spend if spend is None else spend
             candidates = run.totals.candidates if candidates is None else candidates
         return cls(summary, run, parts.get("gate"), parts.get("comparisons", ()), parts.get("history") or {},
-                   spend or {}, candidates, tuple(parts.get("next_steps", ())))
+                   spend or {}, candidates, tuple(parts.get("next_steps", ())), tuple(parts.get("changes", ())))
 
     def headline(self) -> list[tuple[str, str]]:
         """The run's numbers as every output words them, ``(label, text)`` in order: the cases by

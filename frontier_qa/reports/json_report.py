@@ -187,6 +187,8 @@ class JsonReport(_Model):
     replay: ReplayReport | None = None
     next_steps: list[str] = Field(default_factory=list,
                                   description="commands that keep, replay, accept and inspect the findings")
+    changes: list[str] = Field(
+        default_factory=list, description="what changed in the cases' source since they were stored, and what was done")
     cases: list[CaseSummary]
 
 
@@ -256,6 +258,7 @@ def build_json_report(
         gate=None if gate is None else gate_report(gate),
         replay=replay,
         next_steps=list(report.next_steps),
+        changes=list(report.changes),
         cases=[
             CaseSummary(
                 id=r.id,

@@ -144,7 +144,7 @@ class ManagedTarget:
             weakref.WeakKeyDictionary()
         )
         self._lock = threading.Lock()
-        self._counts = dict.fromkeys(RuntimeStats.__dataclass_fields__, 0)
+        self._counts = dict.fromkeys((f for f in RuntimeStats.__dataclass_fields__ if f != "cost_usd"), 0)
         self._cost: float | None = None
         self._consecutive_failures = 0
         self._halted: str | None = None
@@ -200,7 +200,7 @@ class ManagedTarget:
     def stats(self) -> RuntimeStats:
         """Calls, retries and samples so far."""
         with self._lock:
-            return RuntimeStats(**{**self._counts, "cost_usd": self._cost})
+            return replace(RuntimeStats(**self._counts), cost_usd=self._cost)
 
     def snapshot(self) -> BudgetSnapshot:
         """Budget spending so far and what is left (see :meth:`BudgetTracker.snapshot`)."""

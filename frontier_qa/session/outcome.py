@@ -50,6 +50,8 @@ class Outcome:
         invocation: how the user ran it (the next steps' and hints' flags).
         budget: the run's budget line: every model's calls, tokens, cost and wall time against the
             limits (``calls 11/11, ...``), when the session's models were open.
+        changes: what changed in the cases' source since they were stored, and what was done
+            (re-judged from stored samples, probed again, no longer replayed): said once.
     """
 
     mode: str
@@ -64,6 +66,7 @@ class Outcome:
     next_steps: tuple[str, ...] = ()
     invocation: Invocation | None = None
     budget: str | None = None
+    changes: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -85,7 +88,8 @@ class Outcome:
     def report(self, history: Mapping[str, Sequence[CaseRecord]] | None = None) -> ReportInput:
         """The input every report format and the console render."""
         return ReportInput.of(self.summary, self.run, gate=self.gate, comparisons=self.comparisons, history=history,
-                              spend=self.spend, candidates=self.candidates, next_steps=self.next_steps)
+                              spend=self.spend, candidates=self.candidates, next_steps=self.next_steps,
+                              changes=self.changes)
 
     def lines(self, written: Mapping[str, Path] | None = None, replay: Callable[[str], str] | None = None) -> list[str]:
         """The console summary (:func:`~frontier_qa.reports.console.console_lines`)."""
@@ -210,7 +214,7 @@ def combine(runs: Iterable[RunRecord]) -> tuple[dict[str, ModelSpend], Candidate
 def judge(mode: str, records: Iterable[CaseRecord], thresholds: GateThresholds, *,
           comparisons: Iterable[Comparison] | None = None, runs: Sequence[RunRecord] = (),
           facts: RunFacts | None = None, title: str | None = None,
-          invocation: Invocation | None = None) -> Outcome:
+          invocation: Invocation | None = None, changes: Sequence[str] = ()) -> Outcome:
     """Judge what one or more runs recorded, once: health, the gate's ``thresholds``, what the runs'
     models spent, the next steps (:meth:`Session.judge` picks the thresholds of its config).
 
@@ -223,6 +227,7 @@ def judge(mode: str, records: Iterable[CaseRecord], thresholds: GateThresholds, 
         facts: what the runs know beyond their records (default: the mode alone).
         title: the summary's first line.
         invocation: how the user runs frontier-qa (for the next steps).
+        changes: what refreshing the stored cases from their source found (said once).
     """
     latest = summarize(records).records
     if comparisons is None:
@@ -236,7 +241,7 @@ def judge(mode: str, records: Iterable[CaseRecord], thresholds: GateThresholds, 
     return Outcome(mode=mode, title=title or f"frontier-qa {mode}", records=latest, comparisons=verdicts,
                    run=runs[0] if len(runs) == 1 else None, facts=facts, gate=gate, spend=spend,
                    candidates=candidates, next_steps=(invocation or Invocation()).steps(summary, verdicts),
-                   invocation=invocation)
+                   invocation=invocation, changes=tuple(changes))
 
 
 __all__ = ["FINDINGS", "Invocation", "Meter", "Outcome", "combine", "judge"]

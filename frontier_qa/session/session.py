@@ -26,11 +26,11 @@ one outcome, so their numbers agree::
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from frontier_qa.config import Override, ProbeConfig, ProbeParts, build_probe, gate_thresholds, load_config
 from frontier_qa.curricula.base import Curriculum
@@ -41,8 +41,12 @@ from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.session.outcome import Invocation, Meter, Outcome, judge
 from frontier_qa.store.case_store import CaseStore, encode_line
 from frontier_qa.store.comparison import Comparison
-from frontier_qa.store.records import CaseRecord, RunRecord, SuiteCase
+from frontier_qa.store.records import CaseClass, CaseRecord, RunRecord, SuiteCase
 from frontier_qa.store.stop_reason import StopReason
+from frontier_qa.target import Case
+
+if TYPE_CHECKING:
+    from frontier_qa.probing.reconcile import Reconciliation
 
 CASES_FILE = "cases.jsonl"
 
@@ -67,6 +71,7 @@ class Session:
         self.invocation = invocation or Invocation()
         self._curriculum = curriculum
         self._parts: ProbeParts | None = None
+        self.changes: tuple[str, ...] = ()  # what refreshing the stored cases from their file found (once)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str] | None = None, overrides: Iterable[Override] = (), *,
@@ -97,6 +102,50 @@ class Session:
         critic = getattr(parts.validator.critic, "model", None)
         return Meter({"target": parts.target, "curriculum": curriculum or parts.curriculum, "judge": parts.judge,
                       "critic": critic})
+
+    # -- current inputs ------------------------------------------------------------------------------
+
+    def cases_file(self) -> Path | None:
+        """The cases file the curriculum reads, if it is one (``curriculum.type: file``)."""
+        c = self.config.curriculum
+        return Path(c.path) if c.type == "file" and c.path else None
+
+    async def refresh(self, *, tag: Callable[[Case], Case] | None = None) -> Reconciliation | None:
+        """Bring the stored cases of the curriculum's cases file up to the file as it is now, before
+        anything is replayed (:func:`~frontier_qa.probing.reconcile.refresh_store`): a changed reference
+        re-judges the stored samples with no new call, a changed prompt is probed again, a removed row
+        is not replayed; what changed is said once (:attr:`changes`). ``None`` without a cases file.
+
+        Args:
+            tag: what the caller does to each case before it is stored (the pytest plugin tags its suite).
+        """
+        from frontier_qa.curricula.file import read_proposals
+        from frontier_qa.probing.reconcile import refresh_store
+
+        path = self.cases_file()
+        if path is None or not path.is_file():
+            return None
+        proposals = read_proposals(path)
+        if tag is not None:
+            proposals = [replace(p, case=tag(p.case)) for p in proposals]
+        parts = self.parts
+        found = await refresh_store(self.store, proposals, parts.settings, target_id=parts.target.id,
+                                    source=f"file:{path.name}")
+        self.changes = tuple(found.messages())
+        return found
+
+    def _replayable(self, found: Reconciliation) -> list[CaseRecord]:
+        """The target's stored cases a probe replays first: every one but those its file dropped or
+        changed past re-judging (those are probed again, as new observations).
+        """
+        from frontier_qa.store.baselines import base_target_id
+        from frontier_qa.store.case_store import latest_by
+
+        skip = {r.id for r in found.removed} | {r.case_id for r in found.reprobe}
+        target = self.parts.target.id
+        mine = (r for r in self.store.case_records() if base_target_id(r.target_id, r.target_version) == target)
+        return [r for r in latest_by(mine, lambda r: r.id).values()
+                if r.id not in skip and r.case_class is not CaseClass.INVALID]
 
     # -- running -------------------------------------------------------------------------------------
 
@@ -145,8 +194,13 @@ class Session:
         if cur is None:
             raise ConfigError("no curriculum to probe with", hint="pass --curriculum FILE (or "
                               "'prompted:MODEL_SPEC'), or set 'curriculum:' in the config")
+        settings = settings or parts.settings
+        if replay_cases is None and curriculum is None and not resume:
+            found = await self.refresh()  # the cases file as it is now, before stored cases are replayed
+            if found is not None and settings.replay_first:
+                replay_cases = self._replayable(found)
         meter = self.meter(cur)
-        result = await probe(parts.target, cur, settings or parts.settings, store=self.store, run_id=run_id,
+        result = await probe(parts.target, cur, settings, store=self.store, run_id=run_id,
                              resume=resume, validator=parts.validator, judge=parts.judge, progress=progress, wait=wait,
                              meter=meter, replay_cases=replay_cases)
         facts = RunFacts(mode="probe", stop_reason=result.stop_reason, stop_detail=result.stop_detail,
@@ -184,7 +238,7 @@ class Session:
         ``"replay"`` picks one).
         """
         return judge(mode, records, self.thresholds(gate_of or mode), comparisons=comparisons, runs=runs,
-                     facts=facts, title=title, invocation=self.invocation)
+                     facts=facts, title=title, invocation=self.invocation, changes=self.changes)
 
     def thresholds(self, mode: str) -> GateThresholds:
         """The gate's limits of a mode: ``replay.gate`` for ``replay``, else ``gate``."""
@@ -228,11 +282,12 @@ class Session:
         from frontier_qa.config import build_settings
 
         band = build_settings(self.config).band
-        out = self.config.output
-        written, _ = write_reports(folder, outcome.records, outcome.run, formats=out.formats,
-                                   comparisons=outcome.comparisons, frontier_as_failure=out.frontier_as_failure,
+        output = self.config.output
+        written, _ = write_reports(folder, outcome.records, outcome.run, formats=output.formats,
+                                   comparisons=outcome.comparisons, frontier_as_failure=output.frontier_as_failure,
                                    band=(band.low, band.high), facts=outcome.facts, history=past, gate=outcome.gate,
-                                   spend=outcome.spend, candidates=outcome.candidates, next_steps=outcome.next_steps)
+                                   spend=outcome.spend, candidates=outcome.candidates, next_steps=outcome.next_steps,
+                                   changes=outcome.changes)
         return {"cases": cases, **written}
 
     # -- baselines -----------------------------------------------------------------------------------

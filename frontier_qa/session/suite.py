@@ -9,21 +9,41 @@ the sampling over its workers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Coroutine, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from frontier_qa.curricula.base import Outcome as ProposalOutcome
 from frontier_qa.curricula.base import Proposal
 from frontier_qa.probing.run import ProbeRun, ReplayItem
-from frontier_qa.session.outcome import Meter
+from frontier_qa.redaction import redacted_output
+from frontier_qa.reports.gate import GateThresholds
+from frontier_qa.runtime.aio import run_sync
+from frontier_qa.session.outcome import Invocation, Meter, judge
+from frontier_qa.session.outcome import Outcome as SessionOutcome
 from frontier_qa.store.case_ids import case_id_for, legacy_case_id
+from frontier_qa.store.case_store import CaseStore
 from frontier_qa.store.comparison import Comparison
 from frontier_qa.store.records import Baseline, CaseRecord, RunRecord, SuiteCase
 from frontier_qa.store.suites import SUITE_KEY
-from frontier_qa.target import Case
+from frontier_qa.target import Case, Sampling, Trajectory
 
+T = TypeVar("T")
 MAX_KNOWN_ROUNDS = 50  # proposal batches of only known cases in a row before the curriculum counts as exhausted
+
+
+class Sampler(Protocol):
+    """What samples the agent again for a :class:`~frontier_qa.session.case.FrontierCase`."""
+
+    def sample(self, case: Case, n: int, start: int, sampling: Sampling | None) -> list[Trajectory]: ...
+
+
+def run_masked(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine of the session to its end from synchronous code (a pytest hook); what the agent
+    and its libraries print meanwhile reaches pytest's capture (or the terminal) with every secret masked.
+    """
+    with redacted_output():
+        return run_sync(coro)
 
 
 def tag(case: Case, suite: str) -> Case:
@@ -150,4 +170,46 @@ class Replayer:
             self._run.release()
 
 
-__all__ = ["MAX_KNOWN_ROUNDS", "Replayer", "SuiteCurriculum", "tag"]
+def judge_runs(store: CaseStore, prefix: str, thresholds: GateThresholds, *, generated: bool, items: int,
+               undecided: Collection[str] = (), unavailable: str | None = None, accepted: Collection[str] = (),
+               target: str = "", title: str, invocation: Invocation,
+               changes: Sequence[str] = ()) -> SessionOutcome:
+    """A suite's outcome in one pytest session: its runs (ids starting with ``prefix``), read back from
+    the store, judged once (:func:`~frontier_qa.session.outcome.judge`): ``thresholds`` are the probe's
+    gate when the session probed for new cases (``generated``), else the replay gate.
+
+    Args:
+        store: the suite's store.
+        prefix: the run ids of the session's runs start with it.
+        thresholds: the gate's limits.
+        generated: whether the session probed for new cases.
+        items: the suite's test items (none and not generated: nothing to replay).
+        undecided: cases whose replay the run stopped before deciding (counted as unresolved).
+        unavailable: why the target stopped answering, if it did.
+        accepted: cases accepted now: held to what they do now, their verdict against the old
+            baseline is history.
+        target: the target, for messages.
+        title: the summary's first line.
+        invocation: how the user runs it (the next steps).
+        changes: what refreshing the stored cases from their file found.
+    """
+    from frontier_qa.reports import RunFacts
+    from frontier_qa.store.case_store import latest_by
+    from frontier_qa.store.comparison import from_record
+    from frontier_qa.store.stop_reason import StopReason
+
+    run_ids = [rid for rid in store.run_ids() if rid.startswith(prefix)] if store.runs_dir.is_dir() else []
+    runs = [run for rid in run_ids for run in store.run_records(rid)]  # an accept's top-up has none
+    latest = list(latest_by((r for rid in run_ids for r in store.case_records(run_id=rid)), lambda r: r.id).values())
+    recorded = {r.id for r in latest}  # a case cut off mid-sampling is recorded unresolved: counted there
+    proposed = sum(r.totals.candidates.proposed for r in runs if r.totals.candidates is not None)
+    mode = "probe" if generated else "replay"
+    facts = RunFacts(mode=mode, stop_reason=StopReason.UNAVAILABLE if unavailable else None, stop_detail=unavailable,
+                     stop_source="target", candidates=proposed if generated else None, planned=items, target=target,
+                     undecided=len(set(undecided) - recorded))
+    found = (from_record(r, None) for r in latest if r.verdict is not None and r.id not in accepted)
+    return judge(mode, latest, thresholds, comparisons=[c for c in found if c is not None], runs=runs, facts=facts,
+                 title=title, invocation=invocation, changes=changes)
+
+
+__all__ = ["MAX_KNOWN_ROUNDS", "Replayer", "Sampler", "SuiteCurriculum", "judge_runs", "run_masked", "tag"]

@@ -11,13 +11,15 @@ accepted in the store, a committed suite entry's own, else the case's first obse
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+import os
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from frontier_qa.store import baselines
 from frontier_qa.store.case_store import CaseStore, export_suite, import_suite, latest_by, suite_entries
-from frontier_qa.store.guards import select_guards
+from frontier_qa.store.guards import guards_for, pytest_suite_key
 from frontier_qa.store.records import Baseline, CaseRecord, SuiteCase
 
 SUITE_KEY = "pytest_suite"
@@ -52,17 +54,25 @@ def tagged(records: Iterable[CaseRecord], name: str) -> list[CaseRecord]:
 
 def read_suite(store: CaseStore, name: str, *, classes: Sequence[str], guards: int,
                entries: Sequence[SuiteCase] = (), earlier: Sequence[CaseRecord] = (),
-               now: Sequence[CaseRecord] = ()) -> SuiteView:
-    """The suite's cases: the tagged cases of ``earlier`` sessions in one of ``classes``, up to
-    ``guards`` guards, and the committed ``entries``; ``now`` are this session's records of them.
+               now: Sequence[CaseRecord] = (), exclude: Collection[str] = (), repick: bool = False,
+               request: str = "") -> SuiteView:
+    """The suite's cases: the tagged cases of ``earlier`` sessions in one of ``classes``, its
+    stored guards (up to ``guards``; picked and stored the first time, again only on ``repick`` or
+    after an accept: :func:`~frontier_qa.store.guards.guards_for`), and the committed ``entries``
+    (their guards too); ``now`` are this session's records of them. Cases in ``exclude`` (gone from
+    the suite's source) are none of them.
     """
-    rows = [*earlier, *now]
-    by_id = {e.case.id: e for e in entries}
+    rows = [r for r in (*earlier, *now) if r.id not in exclude]
+    earlier = [r for r in earlier if r.id not in exclude]
+    by_id = {e.case.id: e for e in entries if e.case.id not in exclude}
     stored: dict[str, CaseRecord | SuiteCase] = dict(by_id)
     stored.update(latest_by(earlier, lambda r: r.id))  # the store is newer than a committed suite
     ids = {r.id for r in rows if r.case_class.value in classes} | set(by_id)
     latest = latest_by(rows, lambda r: r.id)
-    picked = {r.id for r in select_guards([r for cid, r in latest.items() if cid not in ids], guards)}
+    kept = guards_for(store, pytest_suite_key(name), latest.values(), guards, exclude=ids, repick=repick,
+                      detail="pytest --frontier-repick-guards", request=request) if latest else None
+    picked = set() if kept is None else set(kept.ids)
+    picked |= {cid for cid, e in by_id.items() if e.role == "guard"}
     ids |= picked
     held = baselines.resolve(store, earlier)  # accepted, else the first observation
     accepted = store.accepted()
@@ -74,6 +84,26 @@ def read_suite(store: CaseStore, name: str, *, classes: Sequence[str], guards: i
     return SuiteView(frozenset(ids), {i: stored[i] for i in ids if i in stored},
                      {i: held[i] for i in ids if i in held}, {i: found[i] for i in ids if i in found},
                      frozenset(picked), len(stored))
+
+
+@contextlib.contextmanager
+def suite_lock(store: CaseStore, key: str) -> Iterator[None]:
+    """Hold suite ``key``'s lock (``<store>/pytest/<key>.lock``): one process of a session probes for
+    its new cases, or writes its suite file, at a time.
+    """
+    path = store.root / "pytest" / f"{key}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: no cross-process lock
+            yield
+            return
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def suite_file_entries(path: str | Path, name: str) -> list[SuiteCase]:
@@ -101,7 +131,7 @@ def write_suite_file(path: str | Path, view: SuiteView) -> int:
     held = dict(view.baselines)
     for cid, record in view.found.items():
         held.setdefault(cid, baselines.from_record(record))
-    entries = suite_entries(records.values(), baselines=held)
+    entries = suite_entries(records.values(), baselines=held, guards=view.guards)
     entries += [e for i, e in view.stored.items() if isinstance(e, SuiteCase) and i not in records]
     return export_suite(entries, path)
 
@@ -116,5 +146,5 @@ def write_accepted(path: str | Path, accepted: Mapping[str, Baseline]) -> None:
     export_suite(entries, file)
 
 
-__all__ = ["SUITE_KEY", "SuiteView", "read_suite", "suite_file_entries", "tagged", "write_accepted",
+__all__ = ["SUITE_KEY", "SuiteView", "read_suite", "suite_file_entries", "suite_lock", "tagged", "write_accepted",
            "write_suite_file"]

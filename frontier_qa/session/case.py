@@ -33,7 +33,7 @@ from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, Interval
 from frontier_qa.target import Case, Sampling, Trajectory
 
 if TYPE_CHECKING:
-    from frontier_qa.plugins.pytest_suite import Suite
+    from frontier_qa.session.suite import Sampler
 
 NEW = "new"  # the verdict of a case first found in this session: nothing to compare with
 
@@ -60,7 +60,7 @@ class FrontierCase:
         command: the pytest command that replays just this item.
     """
 
-    _suite: Suite
+    _suite: Sampler
     baseline: Baseline | None
     replayed: CaseRecord
     comparison: Comparison | None

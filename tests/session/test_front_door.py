@@ -1,0 +1,293 @@
+"""One front door: the CLI and the pytest plugin run a scenario through the same session and agree on
+its records, verdicts, exit codes and every count they print or write.
+
+Each test uses a real ``python:`` agent file, a cases file and a ``frontier-qa.yaml`` with the gate
+``frontier-qa init`` writes (``gate.max_failures: 0``); the CLI runs in-process (``main``), pytest as a
+real session (``pytester``).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import math_verify  # noqa: F401
+import nltk.translate.bleu_score  # noqa: F401
+import pytest
+import scipy.special  # noqa: F401
+import sklearn.cluster  # noqa: F401
+
+# In-process pytester runs drop every module first imported during the run: load what a probe uses first.
+import frontier_qa.adapters.workflow  # noqa: F401
+import frontier_qa.curricula.file  # noqa: F401
+import frontier_qa.plugins.pytest_suite  # noqa: F401
+import frontier_qa.probing.accept  # noqa: F401
+import frontier_qa.probing.reconcile  # noqa: F401
+import frontier_qa.reports.explain  # noqa: F401
+from frontier_qa.cli.app import main
+from frontier_qa.store.case_store import CaseStore
+
+# answers by sample index: wd-1 is a coin flip of two weekdays (frontier), mul-1 is wrong against its
+# verified reference 43 (a failure), add-1 is right (a pass)
+AGENTS = {
+    "boxed": '''
+def run(case, sample_index):
+    if case.id == "wd-1":
+        return "\\\\boxed{%s}" % ("Monday" if sample_index % 3 != 2 else "Friday")
+    return "\\\\boxed{42}"
+''',
+    "plain": '''
+def run(case, sample_index):
+    return "42"
+''',
+    "raises": '''
+def run(case, sample_index):
+    raise RuntimeError("flaky backend")
+''',
+    "sibling": '''
+import helpers
+
+
+def run(case, sample_index):
+    return "\\\\boxed{%s}" % helpers.answer(case.id, sample_index)
+''',
+}
+HELPERS = '''
+def answer(case_id, sample_index):
+    if case_id == "wd-1":
+        return "Monday" if sample_index % 3 != 2 else "Friday"
+    return "42"
+'''
+CASES = [
+    {"id": "add-1", "prompt": "What is 17 + 25?", "reference": "42", "reference_verified": True, "topic": "arithmetic"},
+    {"id": "mul-1", "prompt": "What is 6 * 7 in this puzzle?", "reference": "43", "reference_verified": True,
+     "topic": "arithmetic"},
+    {"id": "wd-1", "prompt": "Which weekday comes 3 days after Friday?", "reference": "Monday", "topic": "weekdays"},
+]
+CONFIG = """target: python:agent.py:run
+curriculum: {type: file, path: cases.jsonl}
+probing: {k: 6, sequential: false}
+gate: {max_failures: 0}
+"""
+TEST_FILE = '''
+import pytest
+
+
+@pytest.mark.frontier(config="frontier-qa.yaml")
+def test_agent(frontier_case):
+    frontier_case.assert_no_regression()
+'''
+_INSTALLED = any(ep.value == "frontier_qa.plugins.pytest_plugin"
+                 for ep in importlib.metadata.entry_points(group="pytest11"))
+PLUGIN: tuple[str, ...] = () if _INSTALLED else ("-p", "frontier_qa.plugins.pytest_plugin")
+
+
+def project(root: Path, agent: str = "boxed", cases: list[dict] | None = None) -> Path:
+    (root / "agent.py").write_text(AGENTS[agent])
+    (root / "helpers.py").write_text(HELPERS)
+    (root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases or CASES))
+    (root / "frontier-qa.yaml").write_text(CONFIG)
+    (root / "test_agent.py").write_text(TEST_FILE)
+    return root
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main([*args, "--config", "frontier-qa.yaml", "--progress", "off"])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def pytest_run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning", "-v",
+                              *args)
+
+
+def summary(result: pytest.RunResult) -> list[str]:
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if re.match(r"=+ frontier-qa =+", line))
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("="))
+    return [line for line in lines[start + 1:end] if line.strip()]
+
+
+def classes(store: Path) -> dict[str, str]:
+    return {i: r.case_class.value for i, r in CaseStore(store).latest().items()}
+
+
+def verdicts(store: Path, run_prefix: str = "") -> dict[str, str]:
+    records = [r for r in CaseStore(store).case_records() if r.verdict is not None and r.run_id.startswith(run_prefix)]
+    return {r.id: r.verdict.verdict for r in records}  # type: ignore[union-attr]
+
+
+@pytest.fixture
+def both(tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """The same project twice: one for the CLI, one for pytest (pytester's folder)."""
+    monkeypatch.setenv("FRONTIER_QA_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "cli-project"
+    root.mkdir()
+    return project(root), project(pytester.path)
+
+
+# --- item 2: the same gate, the same verdicts, the same exit codes ---------------------------------------
+
+
+def test_the_cli_and_pytest_agree_on_records_verdicts_and_exit_codes(
+        both: tuple[Path, Path], pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cli_root, py_root = both
+    monkeypatch.chdir(cli_root)
+    probe_code, out = cli(capsys, "probe", "--out", "out")
+    monkeypatch.chdir(py_root)
+    first = pytest_run(pytester, *PLUGIN)
+    # the probe found a failure: gate.max_failures 0 fails it, in both ways in
+    assert probe_code == first.ret == 1, out
+    assert "gate: FAILED" in out and "gate: FAILED" in summary(first)
+    assert classes(cli_root / ".frontier-qa") == classes(py_root / ".frontier-qa") == {
+        "add-1": "pass", "mul-1": "failure", "wd-1": "frontier"}
+    # the agent breaks: a replay holds every case to its baseline, in both ways in, with the replay gate
+    for root in (cli_root, py_root):
+        (root / "agent.py").write_text(AGENTS["plain"].replace('"42"', '"\\\\boxed{Sunday}"'))
+    monkeypatch.chdir(cli_root)
+    replay_code, out = cli(capsys, "replay", "--out", "out2")
+    monkeypatch.chdir(py_root)
+    again = pytest_run(pytester, *PLUGIN, "--frontier-mode=replay")
+    assert replay_code == again.ret == 1, out
+    cli_verdicts = verdicts(cli_root / ".frontier-qa")
+    py_verdicts = verdicts(py_root / ".frontier-qa", "pytest-")
+    # mul-1 was wrong and still is (the same failure); the right and the unsure case broke
+    assert cli_verdicts == py_verdicts == {"add-1": "regression", "mul-1": "same", "wd-1": "regression"}
+    assert "  - 2 replay regressions (above the limit of 0)" in out.splitlines()
+    assert "  - 2 replay regressions (above the limit of 0)" in summary(again)
+
+
+# --- item 6: one source of counts ------------------------------------------------------------------------
+
+
+def test_every_output_of_a_run_gives_the_same_counts(
+        both: tuple[Path, Path], pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cli_root, py_root = both
+    monkeypatch.chdir(cli_root)
+    code, out = cli(capsys, "probe", "--out", "out")
+    headline = [line.strip() for line in out.splitlines()
+                if line.startswith(("  cases: ", "  candidates: ", "  spent: "))]
+    assert headline == ["cases: 3 (failure 1, frontier 1, pass 1)", "candidates: 3 = 3 cases + 0 invalid",
+                        "spent: target 18 calls, 0 tokens, cost unknown"]  # 3 cases × k = 6
+    report = json.loads((cli_root / "out" / "report.json").read_text())
+    assert report["headline"] == headline
+    assert report["spend"]["target"]["calls"] == 18 and report["spend"]["target"]["usd"] is None
+    assert report["candidates"]["proposed"] == report["candidates"]["cases"] + report["candidates"]["invalid"] + \
+        report["candidates"]["removed"]
+    markdown = (cli_root / "out" / "report.md").read_text()
+    html = (cli_root / "out" / "report.html").read_text()
+    suite = ET.parse(cli_root / "out" / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    for line in headline:
+        label, text = line.split(": ", 1)
+        assert f"- {label}: {text}" in markdown
+        assert f"<b>{label}</b>: {text}" in html
+        assert props[label] == text
+    # the same scenario in pytest: the same numbers, worded the same
+    monkeypatch.chdir(py_root)
+    result = pytest_run(pytester, *PLUGIN)
+    assert [line.strip() for line in summary(result) if line.startswith(("  cases: ", "  candidates: ", "  spent: "))] \
+        == headline
+    # next steps everywhere
+    assert "next steps:" in out and "## Next steps" in markdown and report["next_steps"]
+    assert any("frontier-qa cases show mul-1" in s for s in report["next_steps"])
+
+
+# --- the agents of the report: plain strings, a sibling module, an exception -----------------------------
+
+
+def test_a_plain_string_agent_under_the_boxed_default_fails_the_gate_in_pytest_too(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FRONTIER_QA_CACHE", str(pytester.path / "cache"))
+    project(pytester.path, "plain")
+    result = pytest_run(pytester, *PLUGIN)
+    lines = summary(result)
+    # every answer unread under the boxed format: failures, and the gate says so (not "3 passed", exit 0)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert lines[lines.index("gate: FAILED") + 1].endswith("failures (above the limit of 0)")
+
+
+def test_an_agent_importing_a_sibling_module_runs_in_both_ways_in(
+        both: tuple[Path, Path], pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cli_root, py_root = both
+    for root in (cli_root, py_root):
+        (root / "agent.py").write_text(AGENTS["sibling"])
+    monkeypatch.chdir(cli_root)
+    code, out = cli(capsys, "probe", "--out", "out")
+    monkeypatch.chdir(py_root)
+    result = pytest_run(pytester, *PLUGIN)
+    assert code == result.ret == 1, out  # the found failure, not a refused agent file (exit 2)
+    assert classes(cli_root / ".frontier-qa") == classes(py_root / ".frontier-qa") == {
+        "add-1": "pass", "mul-1": "failure", "wd-1": "frontier"}
+
+
+def test_the_agents_own_error_is_shown_and_the_run_could_not_judge(
+        both: tuple[Path, Path], pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cli_root, py_root = both
+    for root in (cli_root, py_root):
+        (root / "agent.py").write_text(AGENTS["raises"])
+    monkeypatch.chdir(cli_root)
+    code, out = cli(capsys, "probe", "--out", "out")
+    monkeypatch.chdir(py_root)
+    result = pytest_run(pytester, *PLUGIN)
+    assert code == result.ret == 3, out
+    for text in (out, "\n".join(summary(result))):
+        assert "RuntimeError: flaky backend" in text and "could not judge the agent (exit 3):" in text
+    shown = capsys.readouterr()
+    assert main(["cases", "show", "mul-1", "--store", str(cli_root / ".frontier-qa")]) == 0
+    assert "call failed: RuntimeError: flaky backend" in capsys.readouterr().out + shown.out
+
+
+# --- item 3: the cases file as it is now -------------------------------------------------------------------
+
+
+def test_a_fixed_reference_is_rejudged_without_calls_in_both_ways_in(
+        both: tuple[Path, Path], pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cli_root, py_root = both
+    monkeypatch.chdir(cli_root)
+    assert cli(capsys, "probe", "--out", "out")[0] == 1
+    monkeypatch.chdir(py_root)
+    assert pytest_run(pytester, *PLUGIN).ret == 1
+    fixed = [{**c, "reference": "42"} if c["id"] == "mul-1" else c for c in CASES]
+    for root in (cli_root, py_root):
+        (root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in fixed))
+    monkeypatch.chdir(cli_root)
+    code, out = cli(capsys, "probe", "--out", "out")
+    assert code == 0, out
+    assert "changed: mul-1: reference changed 43 → 42: judged again from the 6 stored samples, no new calls " \
+           "(failure → pass)" in out
+    monkeypatch.chdir(py_root)
+    again = pytest_run(pytester, *PLUGIN)
+    assert again.ret == 0 and "  changed: mul-1: reference changed 43 → 42" in "\n".join(summary(again))
+    assert classes(cli_root / ".frontier-qa")["mul-1"] == classes(py_root / ".frontier-qa")["mul-1"] == "pass"
+    monkeypatch.chdir(cli_root)
+    code, out = cli(capsys, "probe", "--out", "out")
+    assert code == 0 and "changed:" not in out  # said once
+
+
+def test_a_changed_prompt_is_probed_again_and_a_removed_case_is_named(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FRONTIER_QA_CACHE", str(pytester.path / "cache"))
+    project(pytester.path)
+    assert pytest_run(pytester, *PLUGIN).ret == 1
+    edited = [{**CASES[0], "prompt": "What is 20 + 22?"}, CASES[2]]  # add-1 asks something else; mul-1 is gone
+    (pytester.path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in edited))
+    result = pytest_run(pytester, *PLUGIN, "--frontier-mode=replay")
+    text = "\n".join(summary(result))
+    assert "mul-1" not in re.findall(r"test_agent\[(.+?)\]", result.stdout.str())  # no item for the removed case
+    assert "1 stored case(s) removed from cases.jsonl: not replayed (mul-1)" in text
+    assert "add-1" in text and "probe" in text  # the changed task is asked anew, as a new observation
+    latest = CaseStore(pytester.path / ".frontier-qa").latest()
+    assert latest["add-1"].case.prompt == "What is 20 + 22?"
+    assert result.ret == 0  # nothing regressed: the failure is gone with its case
