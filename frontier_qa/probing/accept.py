@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from frontier_qa.probing.case import CaseProber, answers_of
+from frontier_qa.probing.case import CaseProber, answers_of, version_of
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.store import baselines
@@ -146,7 +146,7 @@ async def accept_case(
     case_class, reason, majority_correct = await _classify(prober, case, consistency, latest.case.reference_verified)
     if new:
         record = case_record(case, new, answers_of(case, new), await prober.score(case, new),
-                             case_class=case_class, run_id=run_id, target_id=prober.target.id,
+                             case_class=case_class, run_id=run_id, target_id=prober.target_id,
                              target_version=prober.target_version, started_at=utc_now(),
                              reference_verified=latest.case.reference_verified, majority_correct=majority_correct,
                              reason=f"drawn to strengthen an accepted baseline (pooled: {reason})")
@@ -175,15 +175,6 @@ async def accept_case(
         target_id=agent[0], target_version=agent[1], run_ids=runs, source="accept",
     )
     return Accepted(baseline, pooled, len(new), note)
-
-
-class _NoTarget:
-    """Stands in for a target when none is configured: answers are matched, nothing is sampled."""
-
-    id = ""
-
-    async def sample(self, *args: object, **kwargs: object) -> list[Trajectory]:  # pragma: no cover - never called
-        raise AssertionError("no target to sample")
 
 
 async def accept(
@@ -221,7 +212,8 @@ async def accept(
             whose = f" of target {target.id!r}" if target is not None else ""
             raise StoreError(f"no case{whose} to accept in {store.root}",
                              hint="probe or replay first, or name the cases")
-    prober = CaseProber(target if target is not None else _NoTarget(), settings)
+    prober = CaseProber(settings, target_id="" if target is None else target.id,
+                        target_version=None if target is None else version_of(target))
     top_up = target if sample else None
     done = [await accept_case(store, cid, prober, settings, target=top_up, run_id=run_id, records=records)
             for cid in case_ids]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -228,26 +228,42 @@ def parse_judge_verdict(text: str | None) -> bool | None:
 
 # --- the prober --------------------------------------------------------------------------
 
+Draw = Callable[[Case, int, int], Awaitable[list[Trajectory]]]
+"""``draw(case, n, start)``: ``n`` samples of ``case`` from sample index ``start`` on (the run's target)."""
+
+
+def version_of(target: Target) -> str | None:
+    """A target's version (``version()`` or a ``version`` attribute), as records keep it."""
+    version = getattr(target, "version", None)
+    value = version() if callable(version) else version
+    return None if value is None else str(value)
+
 
 class CaseProber:
-    """Samples, scores and classifies single cases for one run.
+    """Decides single cases for one run: how many samples each round draws, their scores, the
+    population prior, the class. It never holds the target: the run that owns it hands
+    :meth:`probe` the function that draws samples (:data:`Draw`), so the target goes from the run
+    to the runtime and nowhere else.
 
     Args:
-        target: what is probed.
         settings: the run's :class:`~frontier_qa.probing.settings.ProbeSettings`.
+        target_id: the probed target's id, for the records.
+        target_version: its version, if it has one.
         judge: optional stronger target for stable answers without a verified reference.
         on_round: called ``(case, k, p̂)`` after every sampling round.
     """
 
     def __init__(
         self,
-        target: Target,
         settings: ProbeSettings,
         *,
+        target_id: str,
+        target_version: str | None = None,
         judge: Target | None = None,
         on_round: Callable[[Case, int, float], None] | None = None,
     ) -> None:
-        self.target = target
+        self.target_id = target_id
+        self.target_version = target_version
         self.settings = settings
         self.judge = judge
         self.on_round = on_round
@@ -260,9 +276,6 @@ class CaseProber:
         self.observations: dict[str, tuple[tuple[int, ...], int]] = {}
         self._fitted_at = 0
         self._embedder: Any = None
-        version = getattr(target, "version", None)
-        found = version() if callable(version) else None
-        self.target_version = None if found is None else str(found)
         self.stop_detail: str | None = None  # the error that stopped sampling (budget, unavailable target)
 
     # -- the population prior (empirical Bayes on this target's cases) ---------------------------
@@ -365,7 +378,8 @@ class CaseProber:
             return decide_consistency(consistency, self.policy)
         return self.fixed_decision(consistency) if k >= self.settings.k else None
 
-    async def _sample(self, case: Case, start: int, prediction: float | None, judge: ReplayJudge | None = None
+    async def _sample(self, case: Case, draw: Draw, start: int, prediction: float | None,
+                      judge: ReplayJudge | None = None
                       ) -> tuple[list[Trajectory], list[Round], Decision | None, Consistency | None, str | None]:
         """Sample a case round by round until its decision (and the judge's) stops it; the samples,
         the rounds, the decision (``None`` when cut short), the last round's scores and the stop
@@ -386,7 +400,7 @@ class CaseProber:
                     need = max(need, await judge.want(trajectories, answers, consistency, band_of(decision)))
                 if need == 0:
                     break
-                got = await self.target.sample(case, need, self.sampling, start=start + len(trajectories))
+                got = await draw(case, need, start + len(trajectories))
                 if not got:
                     stop = StopReason.NO_SAMPLES
                     break
@@ -424,13 +438,14 @@ class CaseProber:
                         wilson_interval(top, consistency.k, self.level), self._posterior(consistency), False,
                         "fixed k")
 
-    async def probe(self, case: Case, *, run_id: str, verified: bool, start: int = 0,
+    async def probe(self, case: Case, draw: Draw, *, run_id: str, verified: bool, start: int = 0,
                     prediction: float | None = None, judge: ReplayJudge | None = None
                     ) -> tuple[CaseRecord, str | None]:
         """Sample, score and classify one case.
 
         Args:
             case: the case (its reference already checked).
+            draw: draws ``n`` samples of a case from index ``start`` on (:data:`Draw`).
             run_id: the run the record belongs to.
             verified: whether ``case.reference`` is verified.
             start: the first sample index (replays use indices no earlier run drew).
@@ -442,7 +457,7 @@ class CaseProber:
             that ended sampling (the run should stop), else ``None``.
         """
         started = utc_now()
-        trajectories, rounds, decision, scored, stop = await self._sample(case, start, prediction, judge)
+        trajectories, rounds, decision, scored, stop = await self._sample(case, draw, start, prediction, judge)
         verdict = None if decision is None else decision.verdict
         # the last round scored every sample already (text answers: embedded once, not twice)
         consistency = scored if scored is not None and scored.k == len(trajectories) else await self.score(
@@ -504,7 +519,7 @@ class CaseProber:
             consistency,
             case_class=case_class,
             run_id=run_id,
-            target_id=self.target.id,
+            target_id=self.target_id,
             started_at=started,
             target_version=self.target_version,
             seed=self.sampling.seed,
@@ -529,7 +544,7 @@ class CaseProber:
             None,
             case_class=CaseClass.INVALID,
             run_id=run_id,
-            target_id=self.target.id,
+            target_id=self.target_id,
             started_at=utc_now(),
             target_version=self.target_version,
             seed=self.sampling.seed,
@@ -541,10 +556,12 @@ __all__ = [
     "POSTERIOR_KEY",
     "TOOL_CALLS_FORMAT",
     "CaseProber",
+    "Draw",
     "answers_of",
     "classify_case",
     "confidence_of",
     "judge_prompt",
     "parse_judge_verdict",
     "posterior_note",
+    "version_of",
 ]

@@ -74,7 +74,7 @@ from frontier_qa.store.records import (
     Round,
     utc_now,
 )
-from frontier_qa.target import Case, Sampling, Trajectory
+from frontier_qa.target import Case, Trajectory
 
 FIXED_K_LEVEL = 0.9  # the Wilson level of a fixed-k record's interval (as the prober's)
 
@@ -116,19 +116,9 @@ class Refresh:
     record: CaseRecord | None = None
 
 
-class _NoCalls:
-    """The target behind a refresh's prober: never asked (a refresh judges stored samples only)."""
-
-    def __init__(self, target_id: str) -> None:
-        self.id = target_id
-
-    async def sample(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
-        raise AssertionError(f"a refresh makes no target calls (asked for {n} samples of {case.id!r})")
-
-
 def refresh_prober(settings: ProbeSettings) -> CaseProber:
     """A prober that scores and matches answers as the probe does and can call no target."""
-    return CaseProber(_NoCalls("refresh"), settings)
+    return CaseProber(settings, target_id="refresh")
 
 
 async def refresh_case(

@@ -34,7 +34,7 @@ from typing import Any
 
 from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
 from frontier_qa.errors import BudgetExceededError, ConfigError, RunInterruptedError, TargetUnavailableError
-from frontier_qa.probing.case import CaseProber
+from frontier_qa.probing.case import CaseProber, version_of
 from frontier_qa.probing.regression import ReplayJudge
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import ValidationResult, Validator
@@ -62,7 +62,7 @@ from frontier_qa.store.records import (
     utc_now,
 )
 from frontier_qa.store.stop_reason import StopReason
-from frontier_qa.target import Case, Target
+from frontier_qa.target import Case, Target, Trajectory
 
 _OPEN_ENDED = tuple(reason for reason in StopReason if reason.leaves_run_open)  # resume the run to go on
 
@@ -161,7 +161,8 @@ class ProbeRun:
         self.shard = settings.shard or Shard()
         self.progress = progress
         self._sandbox = sandbox
-        self.prober = CaseProber(target, settings, judge=judge, on_round=self._on_round)
+        self.prober = CaseProber(settings, target_id=target.id, target_version=version_of(target), judge=judge,
+                                 on_round=self._on_round)
         self.run_id = ""
         self.recorded: dict[str, CaseRecord] = {}  # this run's latest record per case
         self.known: frozenset[str] = frozenset()  # case ids recorded by earlier runs
@@ -266,7 +267,7 @@ class ProbeRun:
             lease.release()
 
     def _start(self, resume: bool, curriculum_name: str) -> None:
-        target_version = _version(self.target)
+        target_version = version_of(self.target)
         digest = config_hash(self.settings, self.target.id, curriculum_name)
         exists = True
         try:
@@ -435,7 +436,7 @@ class ProbeRun:
         async with self.gate:
             if self.stop_reason is not None:
                 return None
-            record, stop = await self.prober.probe(case, run_id=self.run_id, verified=verified, start=start,
+            record, stop = await self.prober.probe(case, self.draw, run_id=self.run_id, verified=verified, start=start,
                                                    prediction=prediction if hint is None else hint, judge=judge)
             if stop is not None:  # before the gate opens: cases still waiting must not start
                 self.stop(stop, self.prober.stop_detail, "target")
@@ -447,6 +448,10 @@ class ProbeRun:
             self.keep(record)
         self._learn_difficulty(record, prediction)
         return record
+
+    async def draw(self, case: Case, n: int, start: int) -> list[Trajectory]:
+        """``n`` samples of ``case`` from index ``start`` on, from the run's target (the prober's :data:`Draw`)."""
+        return await self.target.sample(case, n, self.prober.sampling, start=start)
 
     def _learn_difficulty(self, record: CaseRecord, prediction: float | None) -> None:
         if self.predictor is None or record.case_class in (CaseClass.INVALID, CaseClass.UNRESOLVED):
@@ -614,11 +619,6 @@ def prepared_case(result: ValidationResult, check: Verification) -> Case:
     source = source_inputs(proposal.case, solution=proposal.solution, predicted_pass_rate=proposal.predicted_pass_rate)
     return stamped(replace(proposal.case, reference=check.reference, metadata=meta), source)
 
-
-def _version(target: Target) -> str | None:
-    version = getattr(target, "version", None)
-    value = version() if callable(version) else version
-    return None if value is None else str(value)
 
 
 __all__ = [

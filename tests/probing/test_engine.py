@@ -507,11 +507,10 @@ def test_the_probe_scores_exactly_as_score_case() -> None:
     from frontier_qa.probing.settings import ProbeSettings
     from frontier_qa.scoring.case import TOOL_CALLS_FORMAT, score_case
     from frontier_qa.target import Case as _Case
-    from frontier_qa.testing import ScriptedAdapter, open_scripted
     from tests.scoring.test_case import GOLD as gold
     from tests.scoring.test_case import _tool_samples
 
-    prober = CaseProber(open_scripted(ScriptedAdapter(lambda case, i: r"\boxed{1}")), ProbeSettings(k=5))
+    prober = CaseProber(ProbeSettings(k=5), target_id="scripted")
     samples = _tool_samples()
     case = _Case("weather", "Weather in Paris?", answer_format=TOOL_CALLS_FORMAT, reference=gold)
     assert run(prober.score(case, samples)) == run(score_case(case, samples))
