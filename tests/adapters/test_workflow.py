@@ -456,12 +456,29 @@ def test_an_agent_file_that_fails_to_import_names_the_python_that_shows_why(tmp_
     assert "shows the whole traceback" in (caught.value.hint or "")
 
 
-def test_two_agent_folders_with_a_module_of_one_name_are_refused(tmp_path: Path, agent_imports: None) -> None:
+def test_two_agent_folders_with_a_module_of_one_name_each_run_their_own(tmp_path: Path, agent_imports: None) -> None:
+    for name, value in (("a", "1"), ("b", "2")):
+        _files(tmp_path / name, {"helpers.py": f"VALUE = {value!r}\n",
+                                 "agent.py": "import helpers\n\n\ndef run(task):\n    return helpers.VALUE\n"})
+    a = create_adapter(f"python:{tmp_path / 'a' / 'agent.py'}:run")
+    assert generate(a)[0].text == "1"
+    # Python keeps one module per name: b's `import helpers` is imported again, from b's folder,
+    # so b never runs a's code, and a keeps the module it imported
+    b = create_adapter(f"python:{tmp_path / 'b' / 'agent.py'}:run")
+    assert generate(b)[0].text == "2"
+    assert generate(a)[0].text == "1"
+    assert a.version != b.version  # the helpers differ, so do the versions
+
+
+def test_an_agent_whose_folder_comes_after_another_agents_module_is_refused(
+        tmp_path: Path, agent_imports: None, monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in (("a", "1"), ("b", "2")):
         _files(tmp_path / name, {"helpers.py": f"VALUE = {value!r}\n",
                                  "agent.py": "import helpers\n\n\ndef run(task):\n    return helpers.VALUE\n"})
     assert generate(create_adapter(f"python:{tmp_path / 'a' / 'agent.py'}:run"))[0].text == "1"
-    # b's `import helpers` would get a's module (Python keeps one per name): run b's agent with a's code? No.
+    # b's folder is on sys.path already, behind a's: its `import helpers` would find a's file
+    monkeypatch.syspath_prepend(str(tmp_path / "a"))
+    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path / "b")])
     with pytest.raises(ConfigError, match="already imported 'helpers'") as caught:
         create_adapter(f"python:{tmp_path / 'b' / 'agent.py'}:run")
     assert str(tmp_path / "a" / "helpers.py") in caught.value.message
