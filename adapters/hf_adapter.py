@@ -32,6 +32,7 @@ from frontier_qa.adapters._batching import BatchStoppedError
 from frontier_qa.adapters.local_batched import BatchRequest, LocalBatchedAdapter, conversation_after, render_prompt
 from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn, find_code
 from frontier_qa.errors import ConfigError
+from frontier_qa.runtime.cpu_share import ThreadFitter
 from frontier_qa.runtime.local_models import resolve_model
 from frontier_qa.target import Case, Sampling, Trajectory, Usage
 
@@ -109,6 +110,7 @@ class HFAdapter(LocalBatchedAdapter[_Request]):
         self.generate_calls = 0
         self._chat_template = chat_template
         self._trust_remote_code = trust_remote_code
+        self._threads: ThreadFitter | None = None
         self._start_batcher("hf", max_batch_rows=max_batch_rows, batch_wait_s=batch_wait_s)
 
     def _load(self) -> None:
@@ -143,6 +145,7 @@ class HFAdapter(LocalBatchedAdapter[_Request]):
             model = peft.PeftModel.from_pretrained(model, str(self.path)).merge_and_unload()
         self.model = model.to(self.device)
         self.model.eval()
+        self._threads = ThreadFitter(torch) if str(self.device) == "cpu" else None
         eos = {self.tokenizer.eos_token_id, *_as_list(self.model.generation_config.eos_token_id)}
         self.eos_ids = sorted(int(token) for token in eos if token is not None)
         pad = self.tokenizer.pad_token_id
@@ -212,6 +215,8 @@ class HFAdapter(LocalBatchedAdapter[_Request]):
             eos_token_id=self.eos_ids,
         )
         self.generate_calls += 1
+        if self._threads is not None:
+            self._threads.fit()  # the cores other processes leave free now (runtime/cpu_share.py)
         with torch.inference_mode():
             sequences = self.model.generate(
                 input_ids=input_ids,
