@@ -35,8 +35,9 @@ class Case:
         prompt: the user-facing task text.
         system: optional system prompt prepended to ``messages``.
         topic: free-form topic label for the frontier map.
-        answer_format: how to read the final answer from a trajectory: ``"boxed"``,
-            ``"final_answer"``, ``"json:<field>"`` or ``"text"`` (open-ended).
+        answer_format: how to read the final answer from a trajectory: ``"auto"`` (the
+            default: a box, a "Final answer:" line, JSON ``answer`` or a short plain reply),
+            ``"boxed"``, ``"final_answer"``, ``"json:<field>"`` or ``"text"`` (open-ended).
         tools: OpenAI-style tool schemas the target may call (tool-calling tasks).
         reference: the curriculum's reference answer, if any (unverified unless said so).
         reference_verified: whether the reference was checked (by executing the generator's
@@ -51,7 +52,7 @@ class Case:
     prompt: str
     system: str | None = None
     topic: str = "general"
-    answer_format: str = "boxed"
+    answer_format: str = "auto"
     tools: tuple[Mapping[str, Any], ...] = ()
     reference: str | None = None
     reference_verified: bool = False

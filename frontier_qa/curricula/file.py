@@ -21,7 +21,8 @@ field                     meaning
 ``prompt`` (``question``)  the task (required)
 ``id``                     stable case id; default: the prompt's slug and a hash
 ``topic``                  label for the frontier map (default ``general``)
-``answer_format``          ``boxed`` (default), ``final_answer``, ``json:<field>``, ``text``
+``answer_format``          ``auto`` (default: box, answer line, JSON or short reply), ``boxed``,
+                           ``final_answer``, ``json:<field>``, ``text``
 ``reference`` (``answer``) the expected answer; unverified unless ``reference_verified``
 ``reference_verified``     ``true``: the source vouches for the reference (benchmark gold)
 ``solution``               Python program printing the answer; the engine runs it to verify
@@ -121,7 +122,7 @@ def proposal_from_row(row: Mapping[str, Any], where: str = "row", *, source: str
         prompt=prompt or "",
         system=_text(row, "system", where),
         topic=_text(row, "topic", where) or "general",
-        answer_format=_text(row, "answer_format", where) or "boxed",
+        answer_format=_text(row, "answer_format", where) or "auto",
         tools=_objects(row, "tools", where),
         reference=reference,
         metadata=metadata,

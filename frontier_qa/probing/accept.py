@@ -86,7 +86,8 @@ async def _classify(prober: CaseProber, case: Case, consistency: Consistency,
     case_class, reason = classify_case(
         None if verdict is BandVerdict.CONTINUE else verdict, majority=majority, reference=reference,
         reference_verified=verified, majority_correct=correct, n_answered=consistency.n_answered,
-        n_unparseable=consistency.n_unparseable, band=prober.band, p_hat=consistency.p_hat)
+        n_unparseable=consistency.n_unparseable, band=prober.band, p_hat=consistency.p_hat,
+        answer_format=case.answer_format)
     return case_class, reason, correct
 
 

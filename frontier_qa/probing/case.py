@@ -77,6 +77,7 @@ def classify_case(
     confidence: float | None = None,
     k: int | None = None,
     fixed: bool = False,
+    answer_format: str | None = None,
 ) -> tuple[CaseClass, str]:
     """The class of a sampled case and why, in words.
 
@@ -100,6 +101,9 @@ def classify_case(
         confidence: the confidence the verdict had to reach (for the reason text).
         k: counted samples, for the reason text.
         fixed: the verdict is Agent0's fixed-k rule (p̂ in the band), not a posterior decision.
+        answer_format: the format the answers were read in, for the reason text. When most
+            samples that ran gave no answer in it, the case is ``unresolved``: "could not judge"
+            (:func:`unreadable_reason`), never ``failure``.
 
     Returns:
         ``(case_class, reason)``. The reason states the posterior (P(below), P(in band),
@@ -113,14 +117,10 @@ def classify_case(
         return CaseClass.UNRESOLVED, f"{stopped}, leaning {posterior.leaning}: {evidence}"
     if n_answered == 0 and n_unparseable == 0:
         return CaseClass.UNRESOLVED, "every target call failed; nothing to score"
-    if n_answered == 0:
-        # No answer to be consistent about: never "frontier", whatever the posterior says.
-        if reference_verified:
-            return CaseClass.FAILURE, (
-                f"no sample gave an answer in the case's format ({n_unparseable} unparseable): "
-                f"verified reference {reference!r}"
-            )
-        return CaseClass.SUSPECT, f"no sample gave an answer in the case's format ({n_unparseable} unparseable)"
+    if n_unparseable > n_answered:
+        # Most answers could not be read: the format in force is the question, not the agent (no
+        # frontier, no failure, whatever the posterior says); the run's health names the fix.
+        return CaseClass.UNRESOLVED, unreadable_reason(n_unparseable, n_answered, answer_format)
     if forced:
         need = "" if confidence is None else f" (needed {confidence:.2f})"
         leaning = {BandVerdict.IN_BAND: "in band", BandVerdict.BELOW: "below the band",
@@ -155,6 +155,18 @@ def classify_case(
         missed = "no sample gave an answer" if majority is None else f"the majority {majority!r} misses it"
         return CaseClass.FAILURE, f"answers scattered ({evidence}) and {missed}: verified reference {reference!r}"
     return CaseClass.SUSPECT, f"answers scattered: {evidence}"
+
+
+UNREADABLE = "could not judge: the agent's answers are not in format"
+"""How the reason of a case whose answers could not be read begins (:func:`unreadable_reason`)."""
+
+
+def unreadable_reason(n_unparseable: int, n_answered: int, answer_format: str | None) -> str:
+    """Why a case whose answers mostly could not be read is not judged, and the setting that fixes it."""
+    fmt = repr(answer_format) if answer_format else "(the case's)"
+    return (f"{UNREADABLE} {fmt}: {n_unparseable} of {n_unparseable + n_answered} gave none; set the case's "
+            "answer_format (a cases file's `answer_format` key): `auto` reads a box, a 'Final answer:' line, "
+            "JSON `answer` or a short plain reply; `json:<field>` a field; `text` compares open answers by meaning")
 
 
 POSTERIOR_KEY = "band_posterior"
@@ -500,6 +512,7 @@ class CaseProber:
             confidence=self._confidence(verdict),
             k=consistency.k - consistency.n_failed,
             fixed=self.policy is None,
+            answer_format=case.answer_format,
         )
         if posterior is not None:
             meta = dict(case.metadata)

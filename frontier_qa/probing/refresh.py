@@ -338,7 +338,7 @@ async def _judge(record: CaseRecord, case: Case, check: Verification, settings: 
         verdict, majority=majority, reference=reference, reference_verified=verified, majority_correct=correct,
         judge_verdict=judged, n_answered=k - n_unparseable, n_unparseable=n_unparseable, band=band,
         p_hat=p_hat if record.k else None, forced=forced, posterior=posterior, confidence=confidence, k=k,
-        fixed=confidence is None)
+        fixed=confidence is None, answer_format=case.answer_format)
     return replace(case, reference=reference, metadata=meta), case_class, reason, verified, correct, update
 
 

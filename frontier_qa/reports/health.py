@@ -11,6 +11,9 @@ A run that got nowhere must not pass. Each problem below ends the run with exit 
 ``unresolved-share``       more cases stayed unresolved than the limit (default 20%)
 ``curriculum-empty``       the curriculum proposed nothing (an empty cases file?)
 ``nothing-to-replay``      a replay found no stored case to judge
+``answers-unreadable``     most valid cases' answers were not in the format in force
+                           (a plain-text agent under ``boxed``): the message shows one
+                           answer and names ``answer_format``
 =========================  ==========================================================
 
 When calls timed out the message says so, and which setting to raise.
@@ -115,18 +118,38 @@ def assess(summary: Summary, facts: RunFacts = RunFacts(), *, max_unresolved_sha
                                       + _timeout_hint(timed_out, source, facts.target)))
     elif not summary.total and not problems and facts.mode != "merge":
         problems.append(HealthProblem("no-valid-case", "no case was classified"))
-    unresolved = counts[CaseClass.UNRESOLVED] + facts.undecided
-    if max_unresolved_share is not None and valid and unresolved / valid > max_unresolved_share + 1e-12:
-        why = f" ({facts.stop_reason})" if facts.stop_reason else ""
+    unreadable = [r for r in summary.records if r.case_class is CaseClass.UNRESOLVED
+                  and r.n_unparseable > r.k - r.n_unparseable - r.n_failed]
+    if unreadable and 2 * len(unreadable) > valid:
+        formats = sorted({r.case.answer_format for r in unreadable})
+        shown = next((s.text for r in unreadable for s in r.samples if s.text and s.error is None), None)
+        example = f"; one of them: {_clip(shown)!r}" if shown else ""
         problems.append(HealthProblem(
-            "unresolved-share", f"{unresolved} of {valid} cases ({unresolved / valid:.0%}) stayed unresolved{why}, "
-            f"above the limit of {max_unresolved_share:.0%}: raise the budget or k, or resume the run "
+            "answers-unreadable", f"the agent's answers could not be read in {len(unreadable)} of {valid} cases "
+            f"(answer_format {', '.join(formats)}){example}. Set `answer_format` on the cases (a cases file's "
+            "`answer_format` key; the default `auto` reads a box, a 'Final answer:' line, JSON `answer` or a short "
+            "plain reply; `json:<field>` reads a field; `text` compares open-ended answers by meaning)"))
+    unresolved = counts[CaseClass.UNRESOLVED] + facts.undecided
+    if problems and problems[-1].code == "answers-unreadable":
+        pass  # the unreadable answers are the run's problem, not its budget
+    elif max_unresolved_share is not None and valid and unresolved / valid > max_unresolved_share + 1e-12:
+        why = f" ({facts.stop_reason})" if facts.stop_reason else ""
+        among = (f" ({len(unreadable)} of them with answers not in their answer_format: see their reasons)"
+                 if unreadable else "")
+        problems.append(HealthProblem(
+            "unresolved-share", f"{unresolved} of {valid} cases ({unresolved / valid:.0%}) stayed unresolved{why}"
+            f"{among}, above the limit of {max_unresolved_share:.0%}: raise the budget or k, or resume the run "
             "(gate.max_unresolved_share sets the limit)"))
     elif valid and unresolved == valid:  # the limit is off (or 100 %), but a run that decided nothing judged nothing
         problems.append(HealthProblem(
             "nothing-judged", f"all {valid} cases stayed unresolved: no case was decided, so the agent was not "
             "judged; raise the budget or k, or resume the run"))
     return tuple(problems)
+
+
+def _clip(text: str, width: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 __all__ = ["HealthProblem", "RunFacts", "assess"]

@@ -11,8 +11,15 @@ such as ``"None"`` that a majority vote could count (the reference code's
 ``"final_answer"``        the last ``Final answer: …`` / ``Answer: …`` line, or ``#### 42``
 ``"json:<field>"``        a field of a JSON object (``answer``, ``result.value``, ``items.0``)
 ``"text"``                the whole text, stripped (open-ended tasks)
-``"auto"``                boxed, then final-answer line, then JSON ``answer``, else ``None``
+``"auto"``                boxed, then final-answer line, then JSON ``answer``, then a reply
+                          that is nothing but a short answer (``42``, ``Saturday``,
+                          ``$1.50``: one line, at most 8 words), else ``None``
 ========================  =============================================================
+
+``auto`` is the default of a case that does not name its format: an agent that answers
+in plain text is read as it answers, and one that boxes or labels its answer is read by
+the box or label. A long reply with no marked answer is none: open-ended answers need
+``"text"`` (compared by meaning).
 """
 
 from __future__ import annotations
@@ -108,7 +115,8 @@ def extract_answer(text: str | None, answer_format: str = "auto") -> str | None:
         for found in (extract_boxed(text), extract_final_answer(text)):
             if found is not None:
                 return found
-        return extract_json_field(text, "answer")
+        found = extract_json_field(text, "answer")
+        return found if found is not None else extract_plain(text)
     return extract_json_field(text, fmt[len("json:") :])
 
 
@@ -194,6 +202,30 @@ def extract_final_answer(text: str) -> str | None:
     if boxed is not None:
         return boxed
     return _EMPHASIS.sub("", value).strip() or None
+
+
+PLAIN_MAX_WORDS = 8
+PLAIN_MAX_CHARS = 64
+_ANSWER_IS = re.compile(r"^(?:the\s+)?answer\s*(?:is\b|[:：])\s*", re.I)
+
+
+def extract_plain(text: str) -> str | None:
+    """Read a reply that is nothing but its answer (``42``, ``Saturday``, ``**$1.50**``, ``The answer is 7.``).
+
+    One line of at most :data:`PLAIN_MAX_WORDS` words and :data:`PLAIN_MAX_CHARS` characters,
+    with emphasis, a leading "the answer is" and a closing full stop removed. A reply holding a
+    box (an unclosed one is a cut-off generation), a JSON value or a code fence is not plain.
+
+    Returns:
+        The answer, or ``None`` for anything longer or marked up.
+    """
+    value = text.strip()
+    if (not value or "\n" in value or len(value) > PLAIN_MAX_CHARS or len(value.split()) > PLAIN_MAX_WORDS
+            or _BOX_OPENER.search(value) or value[0] in "{[" or "```" in value):
+        return None
+    value = _ANSWER_IS.sub("", _EMPHASIS.sub("", value).strip())
+    value = _EMPHASIS.sub("", value.rstrip(".").strip()).strip()
+    return value or None
 
 
 def _next_line(text: str, pos: int) -> str:

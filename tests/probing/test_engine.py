@@ -80,13 +80,20 @@ def test_classification_rules_follow_the_brief() -> None:
     assert cls(BandVerdict.BELOW, reference_verified=True, majority=None, majority_correct=None) is CaseClass.FAILURE
     assert cls(BandVerdict.BELOW) is CaseClass.SUSPECT
     assert cls(BandVerdict.BELOW, reference_verified=True, majority_correct=True) is CaseClass.SUSPECT
-    assert classify_case(BandVerdict.BELOW, majority=None, reference=None, reference_verified=False,
-                         majority_correct=None, n_answered=0, n_unparseable=3)[1].startswith("no sample gave")
-    # no sample answered: never frontier, even when a forced posterior decision says "in band"
-    # (found by the embedded default: six unparseable agent replies came out "p̂ = 0.00 inside the band")
+    reason = classify_case(BandVerdict.BELOW, majority=None, reference=None, reference_verified=False,
+                           majority_correct=None, n_answered=0, n_unparseable=3, answer_format="boxed")[1]
+    assert reason.startswith("could not judge: the agent's answers are not in format 'boxed': 3 of 3 gave none")
+    assert "answer_format" in reason  # the setting that fixes it
+    # most samples unreadable in the format: never frontier (even when a forced posterior decision says
+    # "in band": six unparseable replies once came out "p̂ = 0.00 inside the band"), never failure (a
+    # plain-text agent under `boxed` was scored 100 % failure): could not judge
     unanswered = {"majority": None, "majority_correct": None, "n_answered": 0, "n_unparseable": 6, "p_hat": 0.0}
-    assert cls(BandVerdict.IN_BAND, **unanswered) is CaseClass.SUSPECT
-    assert cls(BandVerdict.IN_BAND, reference_verified=True, **unanswered) is CaseClass.FAILURE
+    assert cls(BandVerdict.IN_BAND, **unanswered) is CaseClass.UNRESOLVED
+    assert cls(BandVerdict.IN_BAND, reference_verified=True, **unanswered) is CaseClass.UNRESOLVED
+    assert cls(BandVerdict.BELOW, reference_verified=True, majority="7", majority_correct=False, n_answered=2,
+               n_unparseable=3) is CaseClass.UNRESOLVED  # most unreadable
+    assert cls(BandVerdict.BELOW, reference_verified=True, majority="7", majority_correct=False, n_answered=3,
+               n_unparseable=3) is CaseClass.FAILURE  # half read: the read half misses the verified reference
     # no decision, or nothing but failed calls → unresolved
     assert cls(None, stopped_by="budget") is CaseClass.UNRESOLVED
     assert cls(BandVerdict.BELOW, n_answered=0, n_unparseable=0) is CaseClass.UNRESOLVED

@@ -204,8 +204,8 @@ def test_a_changed_answer_format_reads_the_stored_texts_again(tmp_path: Path) ->
 
     write_cases(cases, {**MUL, "reference": "42", "answer_format": "boxed"})  # no box in '{"answer": "42"}'
     lost = refresh(cases, store).refreshed[0].record
-    assert lost is not None and lost.case_class is CaseClass.FAILURE and lost.n_unparseable == 6
-    assert "no sample gave an answer in the case's format (6 unparseable)" in (lost.reason or "")
+    assert lost is not None and lost.case_class is CaseClass.UNRESOLVED and lost.n_unparseable == 6
+    assert "could not judge: the agent's answers are not in format 'boxed': 6 of 6 gave none" in (lost.reason or "")
     assert len(agent.calls) == 6
 
 

@@ -273,7 +273,8 @@ def test_frontier_labels_are_mostly_right_on_a_scattered_mix_and_cost_less_than_
     assert adapter.samples < 10 * len(sims)
     for record in result.records:  # a label's side is its posterior's leaning, confidently unless unresolved
         post = record.case.metadata["band_posterior"]
-        assert post["forced"] == (record.case_class.value == "unresolved")
+        unreadable = (record.reason or "").startswith("could not judge")  # most answers unparseable: not judged
+        assert unreadable or post["forced"] == (record.case_class.value == "unresolved")
         if record.case_class.value == "frontier":
             assert post["inside"] >= 0.9 and post["verdict"] == "in_band"
 

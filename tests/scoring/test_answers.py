@@ -14,6 +14,7 @@ from frontier_qa.scoring.answers import (
     extract_boxed,
     extract_final_answer,
     extract_json_field,
+    extract_plain,
 )
 
 # ------------------------------------------------------------------------------- boxed
@@ -159,7 +160,7 @@ def test_extract_answer_dispatch() -> None:
 def test_auto_precedence() -> None:
     assert extract_answer("Final answer: 3\n{\"answer\": 5}", "auto") == "3"
     assert extract_answer('{"answer": 5}', "auto") == "5"
-    assert extract_answer("just prose", "auto") is None
+    assert extract_answer("a reply that is prose, no answer marked in it, and longer than eight words", "auto") is None
     assert extract_answer("\\boxed{1} then \\boxed{2", "auto") is None
     # an unbalanced last box is no box; auto then looks for the other forms
     assert extract_answer("\\boxed{1} then \\boxed{2\nFinal answer: 9", "auto") == "9"
@@ -206,8 +207,9 @@ _NO_ANSWER_TEXT = st.text(
 @settings(max_examples=200, deadline=None)
 @given(_NO_ANSWER_TEXT)
 def test_no_answer_is_none_never_a_placeholder(text: str) -> None:
-    for fmt in ("auto", "boxed", "final_answer", "json:answer"):
+    for fmt in ("boxed", "final_answer", "json:answer"):
         assert extract_answer(text, fmt) is None
+    assert extract_answer(text, "auto") == extract_plain(text)  # a short reply is its own answer
 
 
 @settings(max_examples=200, deadline=None)
@@ -247,3 +249,24 @@ def test_boxed_round_trip(prefix: str, parts: list[str]) -> None:
 )
 def test_final_answer_inside_a_sentence(text: str, expected: str | None) -> None:
     assert extract_answer(text, "final_answer") == expected
+
+
+@pytest.mark.parametrize(("text", "answer"), [
+    ("42", "42"), ("  42\n", "42"), ("Saturday", "Saturday"), ("**$1.50**", "$1.50"), ("3.", "3"),
+    ("The answer is 7.", "7"), ("answer: Paris", "Paris"), ("New York City", "New York City"),
+    ("-0.25", "-0.25"), ("x = 4", "x = 4"),
+])
+def test_auto_reads_a_reply_that_is_only_its_answer(text: str, answer: str) -> None:
+    assert extract_answer(text, "auto") == answer
+
+
+@pytest.mark.parametrize("text", [
+    "First I add 2 and 2.\nSo it is 4",  # two lines: reasoning, not a bare answer
+    "one two three four five six seven eight nine",  # more than eight words
+    "\\boxed{1} then \\boxed{2",  # a box cut off: no answer, never the raw text
+    '{"result": 5}',  # JSON without `answer`
+    "```python\nprint(4)```",
+    "",
+])
+def test_auto_never_takes_reasoning_or_markup_for_a_plain_answer(text: str) -> None:
+    assert extract_answer(text, "auto") is None

@@ -204,15 +204,46 @@ def test_every_output_of_a_run_gives_the_same_counts(
 # --- the agents of the report: plain strings, a sibling module, an exception -----------------------------
 
 
-def test_a_plain_string_agent_under_the_boxed_default_fails_the_gate_in_pytest_too(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FRONTIER_QA_CACHE", str(pytester.path / "cache"))
-    project(pytester.path, "plain")
+def test_a_plain_string_agent_is_read_as_it_answers_and_the_gate_fails_on_its_real_failure(
+        both: tuple[Path, Path], pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cli_root, py_root = both
+    for root in (cli_root, py_root):
+        (root / "agent.py").write_text(AGENTS["plain"])
+    monkeypatch.chdir(cli_root)
+    code, out = cli(capsys, "probe", "--out", "out")
+    monkeypatch.chdir(py_root)
     result = pytest_run(pytester, *PLUGIN)
     lines = summary(result)
-    # every answer unread under the boxed format: failures, and the gate says so (not "3 passed", exit 0)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # "42" read as it is (the default `auto`): right on add-1, wrong on mul-1 (verified 43), a stable
+    # answer that differs from wd-1's unverified reference; the gate fails on mul-1 in both ways in
+    assert code == result.ret == 1, out
+    assert classes(cli_root / ".frontier-qa") == classes(py_root / ".frontier-qa") == {
+        "add-1": "pass", "mul-1": "failure", "wd-1": "suspect"}
     assert lines[lines.index("gate: FAILED") + 1].endswith("failures (above the limit of 0)")
+
+
+def test_answers_not_in_the_cases_format_could_not_be_judged_in_both_ways_in(
+        both: tuple[Path, Path], pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cli_root, py_root = both
+    boxed = [{**c, "answer_format": "boxed"} for c in CASES]
+    for root in (cli_root, py_root):
+        (root / "agent.py").write_text(AGENTS["plain"])
+        (root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in boxed))
+    monkeypatch.chdir(cli_root)
+    code, out = cli(capsys, "probe", "--out", "out")
+    monkeypatch.chdir(py_root)
+    result = pytest_run(pytester, *PLUGIN)
+    # a plain "42" under `boxed`: no failure (it was 100 % failure once), could not judge, with the fix
+    assert code == result.ret == 3, out
+    for text in (out, "\n".join(summary(result))):
+        assert "could not judge the agent (exit 3):" in text
+        assert "the agent's answers could not be read in 3 of 3 cases (answer_format boxed); one of them: '42'" in text
+        assert "Set `answer_format` on the cases" in text
+    assert set(classes(cli_root / ".frontier-qa").values()) == {"unresolved"}
+    report = json.loads((cli_root / "out" / "report.json").read_text())
+    assert [p["code"] for p in report["gate"]["health"]] == ["answers-unreadable"]
 
 
 def test_an_agent_importing_a_sibling_module_runs_in_both_ways_in(
