@@ -24,7 +24,7 @@ equal shares (p̂ = 0.5: the frontier everywhere); ``mock:silent`` never gives a
 
 An answer is a literal string, ``$reference`` (the case's reference) or ``$none`` (no answer:
 an unparseable sample; YAML ``null`` works too; an open-ended ``text`` case gets "I am not sure.",
-which is an answer there). The same mapping may be given inline with
+which is an answer there; other formats get two lines of prose, which none of them reads). The same mapping may be given inline with
 ``mock:inline`` and the target option ``script`` (``target: {spec: "mock:inline", options:
 {script: {...}}}``). Each sample's text is written in the case's answer format (``\\boxed{}``
 by default, the bare answer for ``text``, a ``Final answer:`` line, a JSON object for
@@ -131,8 +131,8 @@ def moody(topic: str, wrong: str = "wrong", share_right: float = 0.5) -> AnswerF
 
 def render(answer: str | None, answer_format: str) -> str:
     """A sample's text that the probe reads back as ``answer`` in ``answer_format``."""
-    if answer is None:
-        return "I am not sure."
+    if answer is None:  # read as an answer only by `text`; `auto` takes a short reply for one
+        return "I am not sure." if answer_format == "text" else "I am not sure; I would need more to go on.\nSorry."
     if answer_format == "text" or answer_format == "json:calls":
         return answer
     if answer_format == "final_answer":

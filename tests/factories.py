@@ -166,4 +166,4 @@ def scripted_agent(case: Case, sample_index: int) -> str:
     a coin flip between the truth and a wrong answer on topic ``weekdays``, right elsewhere.
     """
     answer = moody("weekdays")(case, sample_index)
-    return "I am not sure." if answer is None else f"\\boxed{{{answer}}}"
+    return "I am not sure; I would need more to go on.\nSorry." if answer is None else f"\\boxed{{{answer}}}"

@@ -501,7 +501,7 @@ def test_http_agent_contract_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
     first = sorted(server.requests, key=lambda r: r["sample_index"])[0]
     assert first == {
         "case_id": "c1", "prompt": CASE.prompt, "system": None, "messages": [{"role": "user", "content": CASE.prompt}],
-        "topic": "arithmetic", "answer_format": "boxed", "tools": [], "sample_index": 3, "n": 1,
+        "topic": "arithmetic", "answer_format": "auto", "tools": [], "sample_index": 3, "n": 1,
         "seed": Sampling(seed=100).seed_for(CASE, 3),
         "sampling": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 512, "stop": [], "seed": 100},
         "metadata": {"level": 2},
