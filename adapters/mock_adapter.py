@@ -24,13 +24,13 @@ equal shares (p̂ = 0.5: the frontier everywhere); ``mock:silent`` never gives a
 
 An answer is a literal string, ``$reference`` (the case's reference) or ``$none`` (no answer:
 an unparseable sample; YAML ``null`` works too; an open-ended ``text`` case gets "I am not sure.",
-which is an answer there; other formats get two lines of prose, which none of them reads). The same mapping may be given inline with
-``mock:inline`` and the target option ``script`` (``target: {spec: "mock:inline", options:
-{script: {...}}}``). Each sample's text is written in the case's answer format (``\\boxed{}``
-by default, the bare answer for ``text``, a ``Final answer:`` line, a JSON object for
-``json:<field>``, the call list itself for ``json:calls``), so the probe reads back exactly the
-scripted answer. The target id carries a hash of the script: change the script and cached
-samples of the old one are never reused.
+which is an answer there; other formats get two lines of prose, which none of them reads). The
+same mapping may be given inline with ``mock:inline`` and the target option ``script``
+(``target: {spec: "mock:inline", options: {script: {...}}}``). Each sample's text is written
+in the case's answer format (``\\boxed{}`` by default, the bare answer for ``text``, a
+``Final answer:`` line, a JSON object for ``json:<field>``, the call list itself for
+``json:calls``), so the probe reads back exactly the scripted answer. The target id carries a
+hash of the script: change the script and cached samples of the old one are never reused.
 
 Weighted answers are drawn with a low-discrepancy sequence per case (:func:`pick`): among the
 first k samples each answer's count is within about one of k times its share, so p̂ is what

@@ -14,10 +14,7 @@ the seed ``s + i`` in vLLM (``v1/engine/parallel_sampling.py``), so passing
 from __future__ import annotations
 
 import asyncio
-import gc
-import logging
 import os
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -33,10 +30,6 @@ from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, T
 def _require_vllm() -> Any:
     return require("vllm", extra="vllm", purpose=VLLM_PURPOSE)
 
-
-_log = logging.getLogger(__name__)
-ENGINE_RETRY_WAIT_S = 5.0
-"""Wait before the one more start of an engine that died while starting."""
 
 FENCE = "```"
 
@@ -115,19 +108,7 @@ class VLLMAdapter(LocalBatchedAdapter[BatchRequest]):
 
     def _load(self) -> None:
         with missing_extras("vllm", VLLM_PURPOSE):
-            try:
-                self.llm = self._vllm.LLM(**self._engine_args)
-            except RuntimeError as exc:
-                if "Engine core initialization failed" not in str(exc):
-                    raise
-                # the engine process died while starting: on a loaded machine, most often because
-                # the engine this process closed a moment ago has not yet given back its memory and
-                # shared buffers; one more start after they are gone, and the reason if it fails too
-                _log.warning("vLLM engine for %s failed to start (%s); starting it once more in %.0f s",
-                             self.path, exc, ENGINE_RETRY_WAIT_S)
-                gc.collect()
-                time.sleep(ENGINE_RETRY_WAIT_S)
-                self.llm = self._vllm.LLM(**self._engine_args)
+            self.llm = self._vllm.LLM(**self._engine_args)
         self.tokenizer = self.llm.get_tokenizer()
         if self._chat_template is not None:
             self.tokenizer.chat_template = self._chat_template

