@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
 from frontier_qa.reports.gate import GateResult
-from frontier_qa.reports.summary import Summary, class_counts, spend_line, summarize, top_cases
+from frontier_qa.reports.summary import Summary, answers_line, class_counts, spend_line, summarize, top_cases
 from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
 from frontier_qa.store.records import Candidates, CaseClass, CaseRecord, ModelSpend, RunRecord
 
@@ -101,6 +101,9 @@ class ReportInput:
         """
         s = self.summary
         lines = [("cases", class_counts(s))]
+        read = answers_line(s)
+        if read is not None:
+            lines.append(("answers", read))
         if self.candidates is not None:
             lines.append(("candidates", self.candidates.describe()))
         lines.append(("spent", spend_line(self.spend, s.cost)))

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from frontier_qa.redaction import redact
 from frontier_qa.reports._text import fmt_usd
+from frontier_qa.scoring.answers import answer_form
 from frontier_qa.store.case_store import latest_by
 from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, Cost, ModelSpend
 
@@ -74,6 +75,38 @@ def class_counts(summary: Summary) -> str:
     """``12 (failure 1, frontier 4, pass 6, invalid 1)``: the cases by class, those with none left out."""
     parts = [f"{c.value} {summary.by_class[c]}" for c in CLASS_ORDER if summary.by_class[c]]
     return f"{summary.total}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def answers_line(summary: Summary) -> str | None:
+    """How the agent's answers were read: ``20 of 24 read in format auto (plain reply 14, boxed 6);
+    4 unreadable``. Over the samples that ran (failed calls left out) of the valid cases; ``None``
+    when no sample ran.
+    """
+    forms: dict[str, int] = {}
+    formats: set[str] = set()
+    ran = unreadable = 0
+    for r in summary.records:
+        if r.case_class is CaseClass.INVALID:
+            continue
+        fmt = r.case.answer_format
+        for sample in r.samples:
+            if sample.error is not None:
+                continue
+            ran += 1
+            formats.add(fmt)
+            if sample.answer is None:
+                unreadable += 1
+            elif fmt == "auto":  # which of auto's forms it was: what the agent actually writes
+                form = answer_form(sample.text, fmt) or "other"  # a stored text cut where the answer was
+                forms[form] = forms.get(form, 0) + 1
+            else:
+                forms[fmt] = forms.get(fmt, 0) + 1
+    if not ran:
+        return None
+    parts = ", ".join(f"{form} {n}" for form, n in sorted(forms.items(), key=lambda item: (-item[1], item[0])))
+    name = "format" if len(formats) == 1 else "formats"
+    line = f"{ran - unreadable} of {ran} read in {name} {', '.join(sorted(formats))}" + (f" ({parts})" if parts else "")
+    return line + (f"; {unreadable} unreadable" if unreadable else "")
 
 
 def spend_line(spend: Mapping[str, ModelSpend], cases: Cost | None = None) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from frontier_qa.errors import AnswerError
@@ -112,12 +112,32 @@ def extract_answer(text: str | None, answer_format: str = "auto") -> str | None:
     if fmt == "text":
         return text.strip() or None
     if fmt == "auto":
-        for found in (extract_boxed(text), extract_final_answer(text)):
-            if found is not None:
-                return found
-        found = extract_json_field(text, "answer")
-        return found if found is not None else extract_plain(text)
+        read = _read_auto(text)
+        return None if read is None else read[1]
     return extract_json_field(text, fmt[len("json:") :])
+
+
+def _read_auto(text: str) -> tuple[str, str] | None:
+    """``(form, answer)`` from the first form of :data:`AUTO_FORMS` that ``text`` holds."""
+    for form, reader in AUTO_FORMS:
+        found = reader(text)
+        if found is not None:
+            return form, found
+    return None
+
+
+def answer_form(text: str | None, answer_format: str) -> str | None:
+    """The form an answer was read from: for ``auto`` the form it found (``boxed``, ``answer
+    line``, ``JSON``, ``plain reply``), for any other format the format itself; ``None`` when
+    the text holds no answer in that format (what a report counts as unreadable).
+    """
+    fmt = check_answer_format(answer_format)
+    if text is None:
+        return None
+    if fmt == "auto":
+        read = _read_auto(text)
+        return None if read is None else read[0]
+    return fmt if extract_answer(text, fmt) is not None else None
 
 
 def sample_answers(samples: Iterable[Any], answer_format: str) -> list[str | None]:
@@ -226,6 +246,12 @@ def extract_plain(text: str) -> str | None:
     value = _ANSWER_IS.sub("", _EMPHASIS.sub("", value).strip())
     value = _EMPHASIS.sub("", value.rstrip(".").strip()).strip()
     return value or None
+
+
+AUTO_FORMS: tuple[tuple[str, Callable[[str], str | None]], ...] = (
+    ("boxed", extract_boxed), ("answer line", extract_final_answer),
+    ("JSON", lambda text: extract_json_field(text, "answer")), ("plain reply", extract_plain))
+"""The forms ``auto`` tries, in this order, each with its reader."""
 
 
 def _next_line(text: str, pos: int) -> str:

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from frontier_qa.errors import AnswerError
 from frontier_qa.scoring.answers import (
     ANSWER_FORMATS,
+    answer_form,
     check_answer_format,
     extract_answer,
     extract_boxed,
@@ -270,3 +271,13 @@ def test_auto_reads_a_reply_that_is_only_its_answer(text: str, answer: str) -> N
 ])
 def test_auto_never_takes_reasoning_or_markup_for_a_plain_answer(text: str) -> None:
     assert extract_answer(text, "auto") is None
+
+
+def test_answer_form_names_what_auto_read_and_nothing_it_did_not() -> None:
+    assert [answer_form(t, "auto") for t in ("\\boxed{3}", "Final answer: 4", '{"answer": 5}', "42")] == [
+        "boxed", "answer line", "JSON", "plain reply"]
+    assert answer_form("a reply of prose with no answer marked in it, and far too long", "auto") is None
+    assert answer_form("\\boxed{3}", "boxed") == "boxed" and answer_form("42", "boxed") is None
+    assert answer_form(None, "auto") is None
+    for text in ("\\boxed{3}", "Final answer: 4", '{"answer": 5}', "42", "Final answer: \\boxed{6}"):
+        assert (answer_form(text, "auto") is None) == (extract_answer(text, "auto") is None)

@@ -173,8 +173,10 @@ def test_every_output_of_a_run_gives_the_same_counts(
     monkeypatch.chdir(cli_root)
     code, out = cli(capsys, "probe", "--out", "out")
     headline = [line.strip() for line in out.splitlines()
-                if line.startswith(("  cases: ", "  candidates: ", "  spent: "))]
-    assert headline == ["cases: 3 (failure 1, frontier 1, pass 1)", "candidates: 3 = 3 cases + 0 invalid",
+                if line.startswith(("  cases: ", "  answers: ", "  candidates: ", "  spent: "))]
+    assert headline == ["cases: 3 (failure 1, frontier 1, pass 1)",
+                        "answers: 18 of 18 read in format auto (boxed 18)",  # how the agent's answers were read
+                        "candidates: 3 = 3 cases + 0 invalid",
                         "spent: target 18 calls, 0 tokens, cost unknown"]  # 3 cases × k = 6
     report = json.loads((cli_root / "out" / "report.json").read_text())
     assert report["headline"] == headline
@@ -194,8 +196,8 @@ def test_every_output_of_a_run_gives_the_same_counts(
     # the same scenario in pytest: the same numbers, worded the same
     monkeypatch.chdir(py_root)
     result = pytest_run(pytester, *PLUGIN)
-    assert [line.strip() for line in summary(result) if line.startswith(("  cases: ", "  candidates: ", "  spent: "))] \
-        == headline
+    assert [line.strip() for line in summary(result)
+            if line.startswith(("  cases: ", "  answers: ", "  candidates: ", "  spent: "))] == headline
     # next steps everywhere
     assert "next steps:" in out and "## Next steps" in markdown and report["next_steps"]
     assert any("frontier-qa cases show mul-1" in s for s in report["next_steps"])
@@ -221,6 +223,7 @@ def test_a_plain_string_agent_is_read_as_it_answers_and_the_gate_fails_on_its_re
     assert classes(cli_root / ".frontier-qa") == classes(py_root / ".frontier-qa") == {
         "add-1": "pass", "mul-1": "failure", "wd-1": "suspect"}
     assert lines[lines.index("gate: FAILED") + 1].endswith("failures (above the limit of 0)")
+    assert "  answers: 18 of 18 read in format auto (plain reply 18)" in lines
 
 
 def test_answers_not_in_the_cases_format_could_not_be_judged_in_both_ways_in(
@@ -242,6 +245,7 @@ def test_answers_not_in_the_cases_format_could_not_be_judged_in_both_ways_in(
         assert "the agent's answers could not be read in 3 of 3 cases (answer_format boxed); one of them: '42'" in text
         assert "Set `answer_format` on the cases" in text
     assert set(classes(cli_root / ".frontier-qa").values()) == {"unresolved"}
+    assert "  answers: 0 of 18 read in format boxed; 18 unreadable" in out.splitlines()
     report = json.loads((cli_root / "out" / "report.json").read_text())
     assert [p["code"] for p in report["gate"]["health"]] == ["answers-unreadable"]
 
