@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from frontier_qa.curricula.base import Curriculum
@@ -238,6 +238,7 @@ async def replay(
     progress: Callable[[ProgressEvent], None] | None = None,
     wait: bool | float = False,
     meter: Callable[[], Mapping[str, ModelSpend]] | None = None,
+    skip: Collection[str] = (),
 ) -> ReplayResult:
     """Only the replay-first part: probe stored cases again with fresh samples and compare.
 
@@ -253,12 +254,14 @@ async def replay(
         progress: as for :func:`probe`.
         wait: as for :func:`probe`.
         meter: as for :func:`probe`.
+        skip: ids of stored cases not to replay (their source dropped them, or changed them past
+            judging their samples again); only when ``cases`` is not given.
     """
     settings = settings or ProbeSettings()
     run = ProbeRun(target, store, settings, judge=judge, sandbox=None, progress=progress)
     await run.start(run_id, False, "replay", wait=wait)
     with _held(run):
-        await run.replay(run.replay_plan(cases, settings.replay_scope == "all"))
+        await run.replay(run.replay_plan(cases, settings.replay_scope == "all", skip=skip))
         reason = run.stop_reason or STOP_DONE
         record = run.finish(None if meter is None else meter())
     run.emit("stopped", message=reason)

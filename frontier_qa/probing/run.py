@@ -28,7 +28,7 @@ import json
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -352,8 +352,10 @@ class ProbeRun:
             return records
         return [r for r in records if baselines.base_target_id(r.target_id, r.target_version) == self.target.id]
 
-    def replay_plan(self, olds: Sequence[CaseRecord | SuiteCase] | None, scope_all: bool) -> list[ReplayItem]:
-        """The cases to replay, failures first, each with its baseline and first fresh sample index.
+    def replay_plan(self, olds: Sequence[CaseRecord | SuiteCase] | None, scope_all: bool, *,
+                    skip: Collection[str] = ()) -> list[ReplayItem]:
+        """The cases to replay, failures first, each with its baseline and first fresh sample index;
+        without ``olds``, the stored cases but those in ``skip``.
 
         Baselines (:func:`frontier_qa.store.baselines.resolve`): the latest accepted one, else the
         case's first observation; a committed suite's own baseline unless the store accepted a
@@ -365,7 +367,7 @@ class ProbeRun:
         if olds is None:
             latest = latest_by(history, lambda r: r.id)
             rank = {c: i for i, c in enumerate(CLASS_ORDER)}
-            chosen = sorted((r for r in latest.values() if r.case_class is not CaseClass.INVALID),
+            chosen = sorted((r for r in latest.values() if r.case_class is not CaseClass.INVALID and r.id not in skip),
                             key=lambda r: (rank[r.case_class], r.id))
             everything = self.store.case_records()
             found = baselines.resolve(self.store, everything)

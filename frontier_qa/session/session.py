@@ -212,12 +212,22 @@ class Session:
     async def replay(self, *, cases: Sequence[CaseRecord | SuiteCase] | None = None, run_id: str | None = None,
                      progress: Any = None, wait: bool | float = False,
                      settings: ProbeSettings | None = None) -> Outcome:
-        """Hold stored cases (or ``cases``: records, a committed suite's entries) to their baselines; judged."""
+        """Hold stored cases (or ``cases``: records, a committed suite's entries) to their baselines; judged.
+
+        The stored cases are first brought up to the config's cases file as it is now (:meth:`refresh`):
+        a fixed reference is judged again from the stored samples, and a case the file dropped or
+        changed past that is not replayed, and said so (:attr:`changes`).
+        """
         from frontier_qa.probing.engine import replay
 
         parts = self.parts
+        skip: set[str] = set()
+        if cases is None:
+            found = await self.refresh()
+            if found is not None:
+                skip = {r.id for r in found.removed} | {r.case_id for r in found.reprobe}
         result = await replay(parts.target, self.store, settings or parts.settings, run_id=run_id, cases=cases,
-                              judge=parts.judge, progress=progress, wait=wait, meter=self.meter())
+                              judge=parts.judge, progress=progress, wait=wait, meter=self.meter(), skip=skip)
         stopped = None if result.stop_reason == StopReason.DONE else result.stop_reason
         facts = RunFacts(mode="replay", stop_reason=stopped, stop_detail=result.stop_detail, stop_source="target",
                          planned=result.planned, target=parts.target.id)

@@ -326,3 +326,23 @@ def test_a_changed_prompt_is_probed_again_and_a_removed_case_is_named(
     latest = CaseStore(pytester.path / ".frontier-qa").latest()
     assert latest["add-1"].case.prompt == "What is 20 + 22?"
     assert result.ret == 0  # nothing regressed: the failure is gone with its case
+
+
+def test_the_cli_replay_reads_the_cases_file_as_it_is_now(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FRONTIER_QA_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "proj"
+    root.mkdir()
+    project(root)
+    monkeypatch.chdir(root)
+    assert cli(capsys, "probe", "--out", "out")[0] == 1  # mul-1 fails against its verified 43
+    edited = [{**CASES[0], "prompt": "What is 20 + 22?"}, {**CASES[1], "reference": "42"}]  # wd-1 is gone
+    (root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in edited))
+    code, out = cli(capsys, "replay", "--out", "out")
+    # the fixed reference judged again with no new call, the changed task and the removed one named
+    # and not replayed against answers to another question
+    assert "changed: mul-1: reference changed 43 → 42: judged again from the 6 stored samples, no new calls" in out
+    assert "1 stored case(s) removed from cases.jsonl: not replayed (wd-1)" in out
+    assert re.search(r"changed: add-1: .*probed again", out), out
+    assert verdicts(root / ".frontier-qa") == {"mul-1": "same"}  # the one case replayed
+    assert code == 0, out  # mul-1 now passes: nothing regressed
