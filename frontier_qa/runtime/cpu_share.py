@@ -24,11 +24,14 @@ RECHECK_S = 2.0
 """Seconds between two readings of the machine's load (a generation takes longer than that)."""
 
 
-def others_running(stat: Path = Path("/proc/stat"), samples: int = 5) -> int | None:
-    """Threads running or waiting for a core on this machine, besides the calling one.
+def others_running(stat: Path = Path("/proc/stat"), samples: int = 5,
+                   own: Path = Path("/proc/self/task")) -> int | None:
+    """Threads of other processes running or waiting for a core on this machine.
 
-    The median of a few instant readings of ``procs_running`` (``/proc/stat``) a millisecond
-    apart, minus the caller; ``None`` where the kernel does not say (not Linux).
+    The median of a few instant readings, a millisecond apart, of ``procs_running``
+    (``/proc/stat``) minus this process's own running threads (``own``: the caller, and torch's
+    worker threads, which spin for a while after each operation and would otherwise take the
+    model's own cores for someone else's); ``None`` where the kernel does not say (not Linux).
     """
     readings = []
     for i in range(samples):
@@ -39,10 +42,27 @@ def others_running(stat: Path = Path("/proc/stat"), samples: int = 5) -> int | N
         found = next((line.split()[1] for line in text.splitlines() if line.startswith("procs_running ")), None)
         if found is None:
             return None
-        readings.append(int(found))
+        readings.append(int(found) - max(1, own_running(own)))
         if i + 1 < samples:
             time.sleep(0.001)
-    return max(0, int(statistics.median(readings)) - 1)
+    return max(0, int(statistics.median(readings)))
+
+
+def own_running(tasks: Path = Path("/proc/self/task")) -> int:
+    """This process's threads that are running or runnable now (state ``R``); 0 where unknown."""
+    count = 0
+    try:
+        entries = list(tasks.iterdir())
+    except OSError:
+        return 0
+    for task in entries:
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:  # the thread ended
+            continue
+        if stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] == "R":  # the field after "(name)"
+            count += 1
+    return count
 
 
 def fixed_threads() -> int | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.runtime import cpu_share
-from frontier_qa.runtime.cpu_share import ThreadFitter, fitting_threads, others_running
+from frontier_qa.runtime.cpu_share import ThreadFitter, fitting_threads, others_running, own_running
 
 torch = pytest.importorskip("torch")
 LINUX = Path("/proc/stat").is_file()
@@ -56,6 +56,15 @@ def test_running_threads_are_read_from_the_kernels_count(tmp_path: Path) -> None
     stat = tmp_path / "stat"
     stat.write_text("cpu  1 2 3\nprocs_running 4\nprocs_blocked 0\n")
     assert others_running(stat, samples=3) == 3  # the caller is not another
+    # this process's own running threads are not someone else's: the caller and torch's workers,
+    # which spin after each operation (a thread name may hold spaces and parentheses)
+    own = tmp_path / "task"
+    for tid, state in ((11, "R"), (12, "R"), (13, "S")):
+        (own / str(tid)).mkdir(parents=True)
+        (own / str(tid) / "stat").write_text(f"{tid} (pt_main (thread)) {state} 1 2 3\n")
+    assert own_running(own) == 2
+    assert others_running(stat, samples=3, own=own) == 2
+    assert own_running(tmp_path / "absent") == 0
     stat.write_text("cpu  1 2 3\n")
     assert others_running(stat) is None
     assert others_running(tmp_path / "absent") is None
