@@ -88,7 +88,7 @@ PLUGIN: tuple[str, ...] = () if _INSTALLED else ("-p", "frontier_qa.plugins.pyte
 def project(root: Path, agent: str = "boxed", cases: list[dict] | None = None) -> Path:
     (root / "agent.py").write_text(AGENTS[agent])
     (root / "helpers.py").write_text(HELPERS)
-    (root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases or CASES))
+    write_cases(root, cases or CASES)
     (root / "frontier-qa.yaml").write_text(CONFIG)
     (root / "test_agent.py").write_text(TEST_FILE)
     return root
@@ -129,6 +129,24 @@ def both(tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPa
     root = tmp_path / "cli-project"
     root.mkdir()
     return project(root), project(pytester.path)
+
+
+def write_cases(root: Path, cases: list[dict]) -> None:
+    (root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+
+
+def probe_both(both: tuple[Path, Path], pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
+               monkeypatch: pytest.MonkeyPatch, agent: str, cases: list[dict] | None = None,
+               ) -> tuple[int, str, pytest.RunResult]:
+    """The same agent (and cases) probed by the CLI and by pytest: the CLI's exit code and output, pytest's result."""
+    for root in both:
+        (root / "agent.py").write_text(AGENTS[agent])
+        if cases is not None:
+            write_cases(root, cases)
+    monkeypatch.chdir(both[0])
+    code, out = cli(capsys, "probe", "--out", "out")
+    monkeypatch.chdir(both[1])
+    return code, out, pytest_run(pytester, *PLUGIN)
 
 
 # --- item 2: the same gate, the same verdicts, the same exit codes ---------------------------------------
@@ -210,12 +228,7 @@ def test_a_plain_string_agent_is_read_as_it_answers_and_the_gate_fails_on_its_re
         both: tuple[Path, Path], pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     cli_root, py_root = both
-    for root in (cli_root, py_root):
-        (root / "agent.py").write_text(AGENTS["plain"])
-    monkeypatch.chdir(cli_root)
-    code, out = cli(capsys, "probe", "--out", "out")
-    monkeypatch.chdir(py_root)
-    result = pytest_run(pytester, *PLUGIN)
+    code, out, result = probe_both(both, pytester, capsys, monkeypatch, "plain")
     lines = summary(result)
     # "42" read as it is (the default `auto`): right on add-1, wrong on mul-1 (verified 43), a stable
     # answer that differs from wd-1's unverified reference; the gate fails on mul-1 in both ways in
@@ -229,15 +242,9 @@ def test_a_plain_string_agent_is_read_as_it_answers_and_the_gate_fails_on_its_re
 def test_answers_not_in_the_cases_format_could_not_be_judged_in_both_ways_in(
         both: tuple[Path, Path], pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    cli_root, py_root = both
+    cli_root, _ = both
     boxed = [{**c, "answer_format": "boxed"} for c in CASES]
-    for root in (cli_root, py_root):
-        (root / "agent.py").write_text(AGENTS["plain"])
-        (root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in boxed))
-    monkeypatch.chdir(cli_root)
-    code, out = cli(capsys, "probe", "--out", "out")
-    monkeypatch.chdir(py_root)
-    result = pytest_run(pytester, *PLUGIN)
+    code, out, result = probe_both(both, pytester, capsys, monkeypatch, "plain", boxed)
     # a plain "42" under `boxed`: no failure (it was 100 % failure once), could not judge, with the fix
     assert code == result.ret == 3, out
     for text in (out, "\n".join(summary(result))):
@@ -254,12 +261,7 @@ def test_an_agent_importing_a_sibling_module_runs_in_both_ways_in(
         both: tuple[Path, Path], pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     cli_root, py_root = both
-    for root in (cli_root, py_root):
-        (root / "agent.py").write_text(AGENTS["sibling"])
-    monkeypatch.chdir(cli_root)
-    code, out = cli(capsys, "probe", "--out", "out")
-    monkeypatch.chdir(py_root)
-    result = pytest_run(pytester, *PLUGIN)
+    code, out, result = probe_both(both, pytester, capsys, monkeypatch, "sibling")
     assert code == result.ret == 1, out  # the found failure, not a refused agent file (exit 2)
     assert classes(cli_root / ".frontier-qa") == classes(py_root / ".frontier-qa") == {
         "add-1": "pass", "mul-1": "failure", "wd-1": "frontier"}
@@ -269,12 +271,7 @@ def test_the_agents_own_error_is_shown_and_the_run_could_not_judge(
         both: tuple[Path, Path], pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     cli_root, py_root = both
-    for root in (cli_root, py_root):
-        (root / "agent.py").write_text(AGENTS["raises"])
-    monkeypatch.chdir(cli_root)
-    code, out = cli(capsys, "probe", "--out", "out")
-    monkeypatch.chdir(py_root)
-    result = pytest_run(pytester, *PLUGIN)
+    code, out, result = probe_both(both, pytester, capsys, monkeypatch, "raises")
     assert code == result.ret == 3, out
     for text in (out, "\n".join(summary(result))):
         assert "RuntimeError: flaky backend" in text and "could not judge the agent (exit 3):" in text
@@ -296,7 +293,7 @@ def test_a_fixed_reference_is_rejudged_without_calls_in_both_ways_in(
     assert pytest_run(pytester, *PLUGIN).ret == 1
     fixed = [{**c, "reference": "42"} if c["id"] == "mul-1" else c for c in CASES]
     for root in (cli_root, py_root):
-        (root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in fixed))
+        write_cases(root, fixed)
     monkeypatch.chdir(cli_root)
     code, out = cli(capsys, "probe", "--out", "out")
     assert code == 0, out
@@ -317,7 +314,7 @@ def test_a_changed_prompt_is_probed_again_and_a_removed_case_is_named(
     project(pytester.path)
     assert pytest_run(pytester, *PLUGIN).ret == 1
     edited = [{**CASES[0], "prompt": "What is 20 + 22?"}, CASES[2]]  # add-1 asks something else; mul-1 is gone
-    (pytester.path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in edited))
+    write_cases(pytester.path, edited)
     result = pytest_run(pytester, *PLUGIN, "--frontier-mode=replay")
     text = "\n".join(summary(result))
     assert "mul-1" not in re.findall(r"test_agent\[(.+?)\]", result.stdout.str())  # no item for the removed case
@@ -337,7 +334,7 @@ def test_the_cli_replay_reads_the_cases_file_as_it_is_now(
     monkeypatch.chdir(root)
     assert cli(capsys, "probe", "--out", "out")[0] == 1  # mul-1 fails against its verified 43
     edited = [{**CASES[0], "prompt": "What is 20 + 22?"}, {**CASES[1], "reference": "42"}]  # wd-1 is gone
-    (root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in edited))
+    write_cases(root, edited)
     code, out = cli(capsys, "replay", "--out", "out")
     # the fixed reference judged again with no new call, the changed task and the removed one named
     # and not replayed against answers to another question
