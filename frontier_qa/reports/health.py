@@ -120,7 +120,8 @@ def assess(summary: Summary, facts: RunFacts = RunFacts(), *, max_unresolved_sha
         problems.append(HealthProblem("no-valid-case", "no case was classified"))
     unreadable = [r for r in summary.records if r.case_class is CaseClass.UNRESOLVED
                   and r.n_unparseable > r.k - r.n_unparseable - r.n_failed]
-    if unreadable and 2 * len(unreadable) > valid:
+    mostly_unreadable = bool(unreadable) and 2 * len(unreadable) > valid
+    if mostly_unreadable:
         formats = sorted({r.case.answer_format for r in unreadable})
         shown = next((s.text for r in unreadable for s in r.samples if s.text and s.error is None), None)
         example = f"; one of them: {_clip(shown)!r}" if shown else ""
@@ -130,7 +131,7 @@ def assess(summary: Summary, facts: RunFacts = RunFacts(), *, max_unresolved_sha
             "`answer_format` key; the default `auto` reads a box, a 'Final answer:' line, JSON `answer` or a short "
             "plain reply; `json:<field>` reads a field; `text` compares open-ended answers by meaning)"))
     unresolved = counts[CaseClass.UNRESOLVED] + facts.undecided
-    if problems and problems[-1].code == "answers-unreadable":
+    if mostly_unreadable:
         pass  # the unreadable answers are the run's problem, not its budget
     elif max_unresolved_share is not None and valid and unresolved / valid > max_unresolved_share + 1e-12:
         why = f" ({facts.stop_reason})" if facts.stop_reason else ""
