@@ -69,8 +69,16 @@ def open_scripted(adapter: Adapter, cache_dir: Path | None = None, *, budget: Bu
 
 def case(id: str, prompt: str, *, topic: str = "general", reference: str | None = None,
          truth: str | None = None, answer_format: str = "boxed", **metadata: Any) -> Case:
-    """A case for a scripted target; ``truth`` (kept in ``metadata``) is what :func:`always_right` answers."""
+    """A case for a scripted target; ``truth`` (kept in ``metadata``) is what :func:`always_right` answers.
+
+    You wrote it, so it counts as a checked task, as a cases file's rows do (its author vouches for
+    it: :data:`frontier_qa.probing.validity.AUTHOR`); pass ``validity=None`` for a case that should
+    count as generated and unchecked.
+    """
     meta = dict(metadata)
+    meta.setdefault("validity", {"verdict": None, "judge": "author", "reason": "written with frontier_qa.testing.case"})
+    if meta["validity"] is None:
+        del meta["validity"]
     if truth is not None:
         meta["truth"] = truth
     return Case(id=id, prompt=prompt, topic=topic, reference=reference, answer_format=answer_format, metadata=meta)

@@ -48,9 +48,10 @@ class ProbeParts(NamedTuple):
     judge: Target | None
 
     async def aclose(self) -> None:
-        """Close every model the parts opened (target, curriculum model, critic, judge)."""
+        """Close every model the parts opened (target, curriculum model, critics, judge)."""
         critic = getattr(self.validator.critic, "model", None)
-        for part in (self.curriculum, critic, self.judge, self.target):
+        validity = getattr(self.validator.critic, "own_model", None)  # a validity judge model it opened
+        for part in (self.curriculum, critic, validity, self.judge, self.target):
             close = getattr(part, "aclose", None)
             if close is not None:
                 await close()
@@ -280,6 +281,8 @@ def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleC
             style=c.style,
             examples=examples,
             dedupe_threshold=config.validation.dedupe_threshold,
+            topic_from=c.topic_from,
+            topic_embedder=config.probing.embedder if c.topic_from == "text" else None,
         )
     except ConfigError as err:
         _close_now([opened])
@@ -326,6 +329,24 @@ def build_probe(config: ProbeConfig, *, curriculum: bool = True) -> ProbeParts:
             critic_model = _open(config, "validation.critic", c, tracker, cache)
             opened.append(critic_model)
             critic = SageCritic(critic_model, c.threshold, on_error=c.on_error)
+        validity_model = None
+        v = config.validation.validity
+        if v.judge != "off":
+            from frontier_qa.probing.validity import ModelJudge, ValidityJudge
+
+            model_judge = None
+            if v.judge == "model":
+                assert v.model is not None  # the schema requires it
+                validity_model = _open(config, "validation.validity.model", v.model, tracker, cache)
+                opened.append(validity_model)
+                model_judge = ModelJudge(validity_model)
+            elif v.judge == "curriculum":
+                own = getattr(cur, "model", None)
+                if own is None:
+                    raise config.error("validation.validity.judge", "judge: curriculum needs a prompted curriculum "
+                                       "with a model", "use judge: rules, or judge: model with validity.model")
+                model_judge = ModelJudge(own, name=f"curriculum model {own.id}")
+            critic = ValidityJudge(model=model_judge, then=critic, own_model=validity_model)
         judge = _open(config, "probing.judge", config.probing.judge, tracker, cache) if config.probing.judge else None
         validator = Validator(critic=critic, dedupe_threshold=config.validation.dedupe_threshold)
     except BaseException:

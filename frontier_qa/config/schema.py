@@ -11,6 +11,7 @@ Every section forbids unknown keys, so a misspelt key is an error that names it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
@@ -28,7 +29,8 @@ from frontier_qa.target import Sampling
 
 CONFIG_VERSION: Final = 1
 ENV_PREFIX = "FRONTIER_QA_"
-MODEL_SECTIONS = (("target",), ("curriculum", "model"), ("validation", "critic"), ("probing", "judge"))
+MODEL_SECTIONS = (("target",), ("curriculum", "model"), ("validation", "critic"), ("validation", "validity", "model"),
+                  ("probing", "judge"))
 Path_ = tuple[str | int, ...]
 
 
@@ -84,6 +86,9 @@ class CurriculumConfig(_Section):
     model: ModelConfig | None = Field(None, description="prompted/trained: the model that writes tasks")
     domain: Literal["math", "general", "tools", "open_ended", "workflow"] = "math"
     topics: list[str] = Field(default_factory=list, description="topics to rotate through (empty: the model picks)")
+    topic_from: Literal["text", "asked"] = Field(
+        "text", description="a generated task's topic: the nearest of `topics` to its text (sentence embedding, the "
+                            "embed extra), or the topic it was asked for")
     tools: str | None = Field(None, description="JSON/YAML file of OpenAI tool schemas (domain tools/workflow)")
     agent_description: str | None = Field(None, description="what the agent under test does (domain workflow)")
     answer_format: Literal["text", "final_answer"] | None = Field(None, description="domain workflow only")
@@ -109,10 +114,41 @@ class CriticConfig(ModelConfig):
     on_error: Literal["reject", "accept"] = "reject"
 
 
+VALIDITY_JUDGES = ("rules", "curriculum", "model", "off")
+
+
+class ValidityConfig(_Section):
+    """Who judges whether a generated task is well-posed before the target is called (README: Is the
+    task well-posed?). ``validity: rules`` is short for ``validity: {judge: rules}``; a ``model``
+    without a ``judge`` means ``judge: model``.
+    """
+
+    judge: Literal["rules", "curriculum", "model", "off"] = Field(
+        "rules", description="rules: patterns of ill-posed tasks (free; rejects, never vouches); curriculum: rules, "
+                             "then the curriculum model; model: rules, then validation.validity.model; off: none")
+    model: ModelConfig | None = Field(None, description="judge: model: a stronger model that judges each task")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"judge": value}
+        if isinstance(value, Mapping) and value.get("model") is not None and "judge" not in value:
+            return {**value, "judge": "model"}
+        return value
+
+    @model_validator(mode="after")
+    def _model_given(self) -> ValidityConfig:
+        if self.judge == "model" and self.model is None:
+            raise ValueError("judge: model needs validity.model, a target spec (e.g. litellm:openai/gpt-4o-mini)")
+        return self
+
+
 class ValidationConfig(_Section):
     """Checks on proposals before any target call."""
 
     critic: CriticConfig | None = None
+    validity: ValidityConfig = Field(default_factory=ValidityConfig)
     dedupe_threshold: float | None = Field(
         0.5, ge=0, le=1, description="BLEU distance τ below which a generated proposal repeats an earlier one "
                                      "(cases from a file are removed only when identical); null or 0: off")

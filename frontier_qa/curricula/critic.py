@@ -168,7 +168,8 @@ class SageCritic:
         passed = score >= self.threshold - 1e-12
         relation = "≥" if passed else "<"
         reason = f"SAGE critic score {raw:g}/10 {relation} threshold {self.threshold * 10:g}/10"
-        return CriticVerdict(score, passed, reason)
+        # SAGE's rubric is solvability, soundness and clarity: a pass is its word that the task is well-posed
+        return CriticVerdict(score, passed, reason, "well-posed" if passed else "ill-posed", f"SAGE critic {self.model.id}")
 
     def _error(self, reason: str) -> CriticVerdict:
         accept = self.on_error == "accept"

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -36,9 +37,12 @@ from typing import Any
 from frontier_qa.curricula import few_shot
 from frontier_qa.curricula import templates as tpl
 from frontier_qa.curricula.base import History, Outcome, Proposal
-from frontier_qa.errors import ConfigError
+from frontier_qa.curricula.topics import TOPIC_FROM, TopicAssigner
+from frontier_qa.errors import ConfigError, FrontierQAError
 from frontier_qa.store.case_ids import readable_id
 from frontier_qa.target import Case, Sampling, Target, Trajectory, stable_seed
+
+log = logging.getLogger(__name__)
 
 DOMAINS: tuple[str, ...] = ("math", "general", "tools", "open_ended", "workflow")
 STYLES: tuple[str, ...] = ("instruct", "few_shot")
@@ -148,6 +152,8 @@ class PromptedCurriculum:
         style: str = "instruct",
         examples: Sequence[Mapping[str, Any]] | None = None,
         dedupe_threshold: float | None = 0.5,
+        topic_from: str = "text",
+        topic_embedder: Any = None,
     ) -> None:
         if domain not in DOMAINS:
             raise ConfigError(f"unknown curriculum domain {domain!r}", hint=f"use one of: {', '.join(DOMAINS)}",
@@ -182,6 +188,9 @@ class PromptedCurriculum:
                               hint="only 'workflow' takes answer_format, 'text' or 'final_answer'")
         if history_examples < 0:
             raise ConfigError(f"history_examples={history_examples} must be >= 0")
+        if topic_from not in TOPIC_FROM:
+            raise ConfigError(f"topic_from={topic_from!r} is not understood",
+                              hint=f"use one of: {', '.join(TOPIC_FROM)}", key=("topic_from",))
         self.model = model
         self.domain = domain
         self.agent_description = agent_description
@@ -202,6 +211,11 @@ class PromptedCurriculum:
         self.round = 0
         self._made = 0
         self._topics = list(topics or ())
+        # the topic a task is filed under is read from its text (issue 27: the slot misfiles what a
+        # small model writes); the rotation only steers what the model is asked for
+        self.topic_from = topic_from
+        self._assigner = TopicAssigner(self._topics, domain=domain, embedder=topic_embedder) \
+            if self._topics and topic_from == "text" else None
         random.Random(seed).shuffle(self._topics)
         self._close_model = close_model
         self._shown: dict[int, list[few_shot.Example]] = {}  # few-shot: examples shown, by request seed
@@ -239,8 +253,27 @@ class PromptedCurriculum:
         for result in results:  # every request has finished: nothing is left running
             if isinstance(result, BaseException):
                 raise result
-        return [self._proposal(case, seed, topic, spec, got[0] if got else None)  # type: ignore[index]
-                for (case, seed, topic, spec), got in zip(requests, results, strict=True)]
+        proposals = [self._proposal(case, seed, topic, spec, got[0] if got else None)  # type: ignore[index]
+                     for (case, seed, topic, spec), got in zip(requests, results, strict=True)]
+        return await self._file_by_text(proposals)
+
+    async def _file_by_text(self, proposals: list[Proposal]) -> list[Proposal]:
+        """Each written task under the configured topic its text is about (:class:`TopicAssigner`)."""
+        written = [i for i, p in enumerate(proposals) if p.case.prompt.strip()]
+        if self._assigner is None or not written:
+            return proposals
+        try:
+            topics = await asyncio.to_thread(self._assigner.assign_many, [proposals[i].case.prompt for i in written])
+        except (FrontierQAError, OSError) as err:  # no embedding model here: say so once, keep the topics asked for
+            log.warning("topics are the ones asked for, not read from the tasks (set curriculum.topic_from: asked to "
+                        "say so, or install frontier-qa[embed]): %s", getattr(err, "message", err))
+            self._assigner = None
+            return proposals
+        for i, topic in zip(written, topics, strict=True):
+            case = proposals[i].case
+            meta = {**case.metadata, "asked_topic": case.topic, "topic_from": "text"}
+            proposals[i] = replace(proposals[i], case=replace(case, topic=topic, metadata=meta))
+        return proposals
 
     def observe(self, outcomes: Sequence[Outcome]) -> None:
         """Remember outcomes; the next :meth:`propose` shows the recent ones to the model."""

@@ -75,6 +75,7 @@ async def _classify(prober: CaseProber, case: Case, consistency: Consistency,
     """The probe's class of pooled samples: the band decision on all of them, then the rules."""
     from frontier_qa.probing.case import classify_case
     from frontier_qa.probing.sequential import BandVerdict, decide_consistency
+    from frontier_qa.probing.validity import task_checked, unchecked_why
 
     decision = (decide_consistency(consistency, prober.policy) if prober.policy is not None
                 else prober.fixed_decision(consistency))
@@ -87,7 +88,8 @@ async def _classify(prober: CaseProber, case: Case, consistency: Consistency,
         None if verdict is BandVerdict.CONTINUE else verdict, majority=majority, reference=reference,
         reference_verified=verified, majority_correct=correct, n_answered=consistency.n_answered,
         n_unparseable=consistency.n_unparseable, band=prober.band, p_hat=consistency.p_hat,
-        answer_format=case.answer_format)
+        answer_format=case.answer_format, task_checked=task_checked(case, verified),
+        unchecked_why=unchecked_why(case))
     return case_class, reason, correct
 
 

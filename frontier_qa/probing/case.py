@@ -40,6 +40,7 @@ from frontier_qa.probing.sequential import (
     wilson_interval,
 )
 from frontier_qa.probing.settings import ProbeSettings
+from frontier_qa.probing.validity import UNCHECKED_REASON, task_checked, unchecked_why
 from frontier_qa.redaction import redact
 from frontier_qa.scoring.bands import in_band
 from frontier_qa.scoring.case import TOOL_CALLS_FORMAT, answer_matches, answers_of, score_answers, score_case
@@ -78,6 +79,8 @@ def classify_case(
     k: int | None = None,
     fixed: bool = False,
     answer_format: str | None = None,
+    task_checked: bool = True,
+    unchecked_why: str | None = None,
 ) -> tuple[CaseClass, str]:
     """The class of a sampled case and why, in words.
 
@@ -104,6 +107,9 @@ def classify_case(
         answer_format: the format the answers were read in, for the reason text. When most
             samples that ran gave no answer in it, the case is ``unresolved``: "could not judge"
             (:func:`unreadable_reason`), never ``failure``.
+        task_checked: whether the task is checked (:func:`frontier_qa.probing.validity.task_checked`):
+            in the band on an unchecked task is ``unchecked``, never ``frontier``.
+        unchecked_why: why the task is unchecked and how to check it, for the reason text.
 
     Returns:
         ``(case_class, reason)``. The reason states the posterior (P(below), P(in band),
@@ -132,6 +138,9 @@ def classify_case(
         extra = ""
         if majority_correct is False:
             extra = f"; the majority {majority!r} also differs from the {which} reference"
+        if not task_checked:  # issue 27: an ill-posed task must not pose as the agent's frontier
+            why = f" ({unchecked_why})" if unchecked_why else ""
+            return CaseClass.UNCHECKED, f"{UNCHECKED_REASON}: {evidence}{extra}{why}"
         return CaseClass.FRONTIER, f"unsure: {evidence}{extra}"
     if verdict is BandVerdict.ABOVE:
         if reference_verified and majority_correct is not None:
@@ -513,6 +522,8 @@ class CaseProber:
             k=consistency.k - consistency.n_failed,
             fixed=self.policy is None,
             answer_format=case.answer_format,
+            task_checked=task_checked(case, verified),
+            unchecked_why=unchecked_why(case),
         )
         if posterior is not None:
             meta = dict(case.metadata)

@@ -30,7 +30,7 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.store.records import CLASS_ORDER, CaseClass
 
 MODES = ("auto", "rich", "plain", "off")
-_FINDINGS = (CaseClass.FAILURE, CaseClass.SUSPECT, CaseClass.FRONTIER)
+_FINDINGS = (CaseClass.FAILURE, CaseClass.SUSPECT, CaseClass.FRONTIER, CaseClass.UNCHECKED)
 _LOUD_VERDICTS = ("regression", "flaky")
 
 

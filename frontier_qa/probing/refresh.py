@@ -40,12 +40,15 @@ from frontier_qa.probing.run import prepared_case
 from frontier_qa.probing.sequential import BandVerdict, decide_consistency, wilson_interval
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import CriticVerdict, ValidationResult
+from frontier_qa.probing.validity import VALIDITY_KEY, task_checked, unchecked_why
 from frontier_qa.probing.verify import (
     AGREES,
+    COMPUTES_NOTHING,
     PRINTED_NOTHING,
     SOLUTION_KEY,
     Verification,
     check_printed,
+    computes_nothing,
     trusted,
     verify_reference,
 )
@@ -208,8 +211,12 @@ def _unreadable(record: CaseRecord, answer_format: str) -> str | None:
 def _critic(record: CaseRecord) -> CriticVerdict | None:
     # the critic judged the task the target sees, which a refresh never changes
     note = record.case.metadata.get("critic")
+    validity = record.case.metadata.get(VALIDITY_KEY)
+    said = validity if isinstance(validity, Mapping) else {}
+    verdict, judge = said.get("verdict"), said.get("judge")
     if isinstance(note, Mapping) and isinstance(note.get("score"), (int, float)):
-        return CriticVerdict(float(note["score"]), True, str(note.get("reason", "")))
+        return CriticVerdict(float(note["score"]), True, str(note.get("reason", "")), verdict,
+                             judge if isinstance(judge, str) else None)
     return None
 
 
@@ -238,6 +245,8 @@ async def _verification(proposal: Proposal, record: CaseRecord, settings: ProbeS
     if trusted(proposal) or not proposal.solution or not settings.verify_references:
         ok = trusted(proposal)
         return Verification(case.reference, ok, None, "vouched for by its source" if ok else "not verified")
+    if computes_nothing(proposal.solution):
+        return Verification(case.reference, False, None, COMPUTES_NOTHING)
     known, output = _stored_output(record, proposal.solution)
     if known:
         return await check_printed(case, output)
@@ -338,7 +347,8 @@ async def _judge(record: CaseRecord, case: Case, check: Verification, settings: 
         verdict, majority=majority, reference=reference, reference_verified=verified, majority_correct=correct,
         judge_verdict=judged, n_answered=k - n_unparseable, n_unparseable=n_unparseable, band=band,
         p_hat=p_hat if record.k else None, forced=forced, posterior=posterior, confidence=confidence, k=k,
-        fixed=confidence is None, answer_format=case.answer_format)
+        fixed=confidence is None, answer_format=case.answer_format, task_checked=task_checked(case, verified),
+        unchecked_why=unchecked_why(case))
     return replace(case, reference=reference, metadata=meta), case_class, reason, verified, correct, update
 
 

@@ -38,6 +38,7 @@ from frontier_qa.probing.case import CaseProber, version_of
 from frontier_qa.probing.regression import ReplayJudge
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import ValidationResult, Validator
+from frontier_qa.probing.validity import AUTHOR, VALIDITY_KEY, validity_note
 from frontier_qa.probing.verify import SOLUTION_KEY, Verification, trusted, verify_references
 from frontier_qa.redaction import unresolved
 from frontier_qa.runtime.aio import gather_or_cancel
@@ -616,6 +617,14 @@ def prepared_case(result: ValidationResult, check: Verification) -> Case:
         meta.setdefault("predicted_pass_rate", proposal.predicted_pass_rate)
     if result.critic is not None:
         meta["critic"] = {"score": result.critic.score, "reason": result.critic.reason}
+    note = validity_note(result.critic)
+    said = meta.get(VALIDITY_KEY)
+    if isinstance(said, Mapping) and said.get("verdict") is not None and (note is None or note["verdict"] is None):
+        note = dict(said)  # the source's own verdict (a generator's well-posed) stands where no judge decided
+    if note is None and proposal.written:
+        note = {"verdict": None, "judge": AUTHOR, "reason": "written by a person: its author vouches for it"}
+    if note is not None:
+        meta[VALIDITY_KEY] = note
     # the hash of the inputs as the source wrote them: a later edit of the source is then seen
     # (frontier_qa.probing.reconcile), and a baseline is held only while they stay the same
     source = source_inputs(proposal.case, solution=proposal.solution, predicted_pass_rate=proposal.predicted_pass_rate)

@@ -55,11 +55,16 @@ class CriticVerdict:
         score: the critic's quality score, normalised to [0, 1] (SAGE: s / 10; 0 when none).
         passed: whether the task is good enough to probe.
         reason: one line saying why.
+        validity: the task's validity when the critic judged it (``"well-posed"``, ``"ill-posed"``,
+            ``"unverifiable"``; :mod:`frontier_qa.probing.validity`), ``None`` when it did not say.
+        judge: which judge gave ``validity`` (``"rules"``, ``"model <id>"``, ``"author"``).
     """
 
     score: float
     passed: bool
     reason: str
+    validity: str | None = None
+    judge: str | None = None
 
 
 @dataclass(frozen=True)
@@ -388,6 +393,9 @@ class Validator:
                 verdict = await critic.judge(result.proposal)
             if verdict.passed:
                 return replace(result, critic=verdict)
+            if verdict.validity is not None and verdict.reason.startswith(verdict.validity):
+                # a validity judge (frontier_qa.probing.validity) says why in its own words
+                return ValidationResult(result.proposal, False, f"{verdict.reason} (judge: {verdict.judge})", verdict)
             return ValidationResult(
                 result.proposal, False, f"critic rejected it (score {verdict.score:.2f}): {verdict.reason}", verdict
             )

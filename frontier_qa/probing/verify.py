@@ -86,6 +86,33 @@ def _same(a: str, b: str, answer_format: str) -> bool:
     return comparator("string" if answer_format == "text" else "math")(a, b)
 
 
+COMPUTES_NOTHING = "the solution program prints a constant: it computes nothing, so it verifies nothing"
+"""The verification note of a program such as ``print(2500)`` (issue 27: a reference is verified only
+when a program *computes* it; a small curriculum model often writes its answer as a literal)."""
+
+
+def computes_nothing(program: str) -> bool:
+    """Whether ``program`` only prints literals: no operator, no call but ``print``, no loop or comprehension.
+
+    A program that does not parse is not judged here (running it says what is wrong with it).
+    """
+    import ast
+
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.For, ast.While, ast.comprehension,
+                             ast.Subscript, ast.Attribute, ast.Lambda, ast.IfExp, ast.AugAssign, ast.JoinedStr)):
+            if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+                continue  # -5 is a literal
+            return False
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id == "print"):
+            return False
+    return True
+
+
 def trusted(proposal: Proposal) -> bool:
     """Whether the proposal's source vouches for its reference (see :data:`TRUSTED_KEY`)."""
     return proposal.case.reference is not None and proposal.case.metadata.get(TRUSTED_KEY) is True
@@ -116,6 +143,8 @@ async def verify_reference(
         return Verification(case.reference, True, None, "reference vouched for by its source")
     if not proposal.solution or not proposal.solution.strip():
         return Verification(case.reference, False, None, "no solution program to verify the reference")
+    if computes_nothing(proposal.solution):
+        return Verification(case.reference, False, None, COMPUTES_NOTHING)
     try:
         result = await sandbox.arun(proposal.solution, timeout_s=timeout_s)
     except SandboxError as err:
@@ -158,11 +187,13 @@ async def verify_references(
 
 __all__ = [
     "AGREES",
+    "COMPUTES_NOTHING",
     "PRINTED_NOTHING",
     "SOLUTION_KEY",
     "TRUSTED_KEY",
     "Verification",
     "check_printed",
+    "computes_nothing",
     "solution_answer",
     "trusted",
     "verify_reference",

@@ -46,10 +46,13 @@ def console_lines(report: ReportInput, title: str, *, written: Mapping[str, Path
     out += [f"  {label}: {text}" for label, text in report.headline()]
     if budget:
         out.append(f"  budget: {budget}")
-    rows = [t for t in s.by_topic if t.counts[CaseClass.FRONTIER] or t.counts[CaseClass.FAILURE]]
+    rows = [t for t in s.by_topic
+            if t.counts[CaseClass.FRONTIER] or t.counts[CaseClass.FAILURE] or t.counts[CaseClass.UNCHECKED]]
     for t in sorted(rows, key=lambda t: (-(t.frontier_share or 0.0), t.topic))[:SHOWN_TOPICS]:
+        unchecked = t.counts[CaseClass.UNCHECKED]
+        apart = f" (+{unchecked} uncertain on unchecked tasks)" if unchecked else ""
         out.append(f"  frontier map: {t.topic}: {t.counts[CaseClass.FRONTIER]} frontier, "
-                   f"{t.counts[CaseClass.FAILURE]} failure of {t.total}")
+                   f"{t.counts[CaseClass.FAILURE]} failure of {t.total}{apart}")
     invalid = invalid_cases(s.records)
     if invalid:
         out.append(f"  removed by validation: {len(invalid)}")

@@ -33,6 +33,8 @@ class GateThresholds:
         max_failures: most ``failure`` cases allowed (wrong against a verified reference).
         max_suspects: most ``suspect`` cases allowed (wrong against an unverified reference).
         max_frontier_share: most frontier cases allowed, as a share of valid cases in [0, 1].
+        max_unchecked: most ``unchecked`` cases allowed (uncertain on a task nobody checked; off by
+            default: such a case says nothing certain about the agent).
         max_unresolved_share: most unresolved cases, as a share of valid cases in [0, 1]; above
             it the run could not judge the agent (exit 3, a health problem, not a finding).
         max_regressions: most replay regressions allowed.
@@ -44,6 +46,8 @@ class GateThresholds:
     max_failures: Count = 0
     max_suspects: Count = None
     max_frontier_share: Share = None
+    max_unchecked: Annotated[Count, Field(
+        description="most cases uncertain on an unchecked task (no verified reference, not judged well-posed)")] = None
     max_unresolved_share: Annotated[Share, Field(
         description="above it the run could not judge the agent: exit 3, not a finding")] = 0.2
     max_regressions: Count = 0
@@ -142,6 +146,9 @@ def evaluate_gate(
         checks.append(
             _share("frontier_share", "frontier", counts[CaseClass.FRONTIER], valid, t.max_frontier_share)
         )
+    if t.max_unchecked is not None:
+        checks.append(_count("unchecked", "cases uncertain on unchecked tasks", counts[CaseClass.UNCHECKED],
+                             t.max_unchecked))
     if t.max_regressions is not None:
         checks.append(
             _count("regressions", "replay regressions", verdicts[RegressionVerdict.REGRESSION], t.max_regressions)

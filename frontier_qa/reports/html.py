@@ -204,6 +204,7 @@ def html_report(
         ("frontier share", _pct(s.frontier_share)),
         ("failures", str(s.by_class[CaseClass.FAILURE])),
         ("suspect", str(s.by_class[CaseClass.SUSPECT])),
+        ("unchecked", str(s.by_class[CaseClass.UNCHECKED])),
         ("target calls", f"{(target.calls if target else c.calls):,}"),
         ("tokens", f"{(target.tokens if target else c.tokens):,}"),
         ("cost", fmt_usd(target.usd if target else c.usd)),

@@ -25,6 +25,7 @@ TOP_SECTIONS = (
     (CaseClass.FRONTIER, "Top frontier cases"),
     (CaseClass.FAILURE, "Top failures"),
     (CaseClass.SUSPECT, "Top suspect cases"),
+    (CaseClass.UNCHECKED, "Uncertain on unchecked tasks (the task may be what is unclear)"),
 )
 """The classes whose cases the reports show in detail, in order, with the section titles."""
 

@@ -61,6 +61,8 @@ def _message(r: CaseRecord) -> str:
         text = f"majority {r.majority!r} disagrees with the unverified reference {ref!r} (p̂={fmt_p(r.p_hat)})"
     elif r.case_class is CaseClass.FRONTIER:
         text = f"frontier case: p̂={fmt_p(r.p_hat)}, the target is unsure"
+    elif r.case_class is CaseClass.UNCHECKED:
+        text = f"uncertain on an unchecked task: p̂={fmt_p(r.p_hat)}; the task may be ill-posed, not the agent unsure"
     elif r.case_class is CaseClass.UNRESOLVED:
         text = f"unresolved after k={r.k} samples: the sampling budget ran out"
         errors = sample_errors(r)

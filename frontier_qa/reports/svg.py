@@ -18,6 +18,7 @@ COLORS: dict[CaseClass, str] = {
     CaseClass.FAILURE: "#d1495b",
     CaseClass.SUSPECT: "#8e5ea2",
     CaseClass.FRONTIER: "#e59f00",
+    CaseClass.UNCHECKED: "#f3d27a",
     CaseClass.UNRESOLVED: "#8d99ae",
     CaseClass.PASS: "#2e933c",
     CaseClass.INVALID: "#c8c8c8",
@@ -25,6 +26,7 @@ COLORS: dict[CaseClass, str] = {
 STACK_ORDER = (
     CaseClass.PASS,
     CaseClass.FRONTIER,
+    CaseClass.UNCHECKED,
     CaseClass.SUSPECT,
     CaseClass.FAILURE,
     CaseClass.UNRESOLVED,

@@ -150,6 +150,10 @@ class Invocation:
                              f"{shlex.quote(example)}{args}")
         if example is not None:
             steps.append(f"inspect a case and its history: frontier-qa cases show {shlex.quote(example)}{store}")
+        unchecked = summary.by_class.get(CaseClass.UNCHECKED, 0)
+        if unchecked:
+            steps.append(f"check the {unchecked} task(s) the agent was unsure on before calling them its frontier: "
+                         "set validation.validity.model to a judge model (README: Is the task well-posed?)")
         return tuple(steps)
 
 

@@ -101,7 +101,7 @@ class Session:
         parts = self.parts
         critic = getattr(parts.validator.critic, "model", None)
         return Meter({"target": parts.target, "curriculum": curriculum or parts.curriculum, "judge": parts.judge,
-                      "critic": critic})
+                      "critic": critic, "validity": getattr(parts.validator.critic, "own_model", None)})
 
     # -- current inputs ------------------------------------------------------------------------------
 

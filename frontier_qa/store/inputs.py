@@ -56,7 +56,7 @@ PASS_RATE_KEY: Final = "predicted_pass_rate"
 """Metadata key of the source's guess of p̂ (set by the engine from the proposal)."""
 
 ENGINE_KEYS: Final = frozenset({
-    "source", SOLUTION_KEY, "solution_output", "verification", PASS_RATE_KEY, "critic",  # run._prepared
+    "source", SOLUTION_KEY, "solution_output", "verification", PASS_RATE_KEY, "critic", "validity",  # run._prepared
     "judge", "stated_reference", "band_posterior",  # probing.case.CaseProber.probe
     INPUT_HASH_KEY, REFRESHED_KEY, TRUSTED_KEY,
 })  # fmt: skip

@@ -48,7 +48,9 @@ DEFAULT_MAX_TEXT_CHARS = 4000
 class CaseClass(str, enum.Enum):
     """What the probe engine concluded about a case.
 
-    ``frontier``: p̂ inside the band (the target is unsure: Agent0 §3.3).
+    ``frontier``: p̂ inside the band (the target is unsure: Agent0 §3.3) on a checked task.
+    ``unchecked``: p̂ inside the band on a task nobody checked (no verified reference, not judged
+    well-posed, not written by a person): the task may be what is unclear, not the agent.
     ``failure``: stable and wrong against a *verified* reference.
     ``suspect``: disagrees with an *unverified* reference (the reference may be wrong).
     ``pass``: stable and right (or stable with no reference to contradict it).
@@ -62,12 +64,14 @@ class CaseClass(str, enum.Enum):
     PASS = "pass"
     UNRESOLVED = "unresolved"
     INVALID = "invalid"
+    UNCHECKED = "unchecked"
 
 
 CLASS_ORDER: tuple[CaseClass, ...] = (
     CaseClass.FAILURE,
     CaseClass.SUSPECT,
     CaseClass.FRONTIER,
+    CaseClass.UNCHECKED,
     CaseClass.UNRESOLVED,
     CaseClass.PASS,
     CaseClass.INVALID,

@@ -61,9 +61,16 @@ def test_default_config_probes_the_example_agent_end_to_end(tmp_path: Path, repo
     assert all(row["case"]["topic"] in TOPICS for row in rows)
     sampled = [row for row in rows if row["samples"]]
     assert sampled, "SmolLM2 wrote no valid task in 3 tries"
+    for row in rows:  # each task judged before any call (issue 27), filed under the topic of its text
+        meta = row["case"]["metadata"]
+        assert meta.get("asked_topic") in TOPICS and meta.get("topic_from") == "text" or row["case_class"] == "invalid"
+        if row["case_class"] != "invalid":
+            assert meta["validity"]["judge"] == "rules", meta
     for row in sampled:
-        assert row["case_class"] in {"frontier", "failure", "suspect", "pass", "unresolved"}
+        assert row["case_class"] in {"frontier", "unchecked", "failure", "suspect", "pass", "unresolved"}
         assert row["case"]["metadata"]["template"] == "few-shot-math"
+        if row["case_class"] == "frontier":  # never on a task nobody checked
+            assert row["case"]["reference_verified"], row["reason"]
         assert 1 <= len(row["samples"]) <= 4 and row["p_hat"] is not None
         posterior = row["case"]["metadata"].get("band_posterior")
         if posterior is not None:  # a sampled case with an answer: its class rests on the posterior

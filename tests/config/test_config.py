@@ -303,7 +303,11 @@ def test_build_probe_wires_a_file_curriculum_and_a_python_target(
         assert target.cache.path.resolve() == tmp_path / "st" / "cache" / "samples.sqlite3"  # type: ignore[attr-defined]
         assert curriculum is not None and len(curriculum) == 1  # type: ignore[arg-type]
         assert curriculum.name == "file:cases.jsonl"
-        assert (validator.critic, validator.dedupe_threshold, judge) == (None, None, None)
+        # the default validity judge (rules) is the validator's critic; no SAGE critic, no judge
+        from frontier_qa.probing.validity import ValidityJudge
+
+        assert isinstance(validator.critic, ValidityJudge) and validator.critic.name == "rules"
+        assert (validator.critic.then, validator.dedupe_threshold, judge) == (None, None, None)
         assert store.root == Path("st") and settings.k == 30
         from frontier_qa.target import Sampling
 
@@ -371,7 +375,8 @@ def test_build_probe_wires_a_prompted_tool_curriculum_with_critic_and_judge(
         assert isinstance(parts.curriculum, PromptedCurriculum)
         assert parts.curriculum.domain == "tools" and parts.curriculum.seed == 3
         assert [t["function"]["name"] for t in parts.curriculum.tools] == ["get_weather"]
-        assert isinstance(parts.validator.critic, SageCritic) and parts.validator.critic.threshold == 0.6
+        sage = parts.validator.critic.then  # type: ignore[union-attr]  # asked after the validity rules
+        assert isinstance(sage, SageCritic) and sage.threshold == 0.6
         assert parts.judge is not None and parts.judge.id == "python:writer.py:write"
         # every model of the run spends from one budget
         assert parts.judge.budget is parts.target.budget  # type: ignore[attr-defined]
@@ -417,7 +422,8 @@ def test_committed_schema_is_current_and_the_example_validates() -> None:
 
     documented = present(example)
     missing = {k for k in keys(ProbeConfig) if k not in documented
-               and not k.startswith(("curriculum.model.", "validation.critic.", "probing.judge."))}
+               and not k.startswith(("curriculum.model.", "validation.critic.", "validation.validity.model.",
+                                                 "probing.judge."))}
     assert not missing, f"configs/example.yaml does not show: {sorted(missing)}"
 
 

@@ -77,9 +77,11 @@ def test_threshold_is_sage_alpha_on_score_over_ten() -> None:
     assert SAGE_THRESHOLD == 0.7
     adapter, sage = critic("<score>7</score>")
     verdict = judge(sage, QUESTION)
-    assert verdict == CriticVerdict(0.7, True, "SAGE critic score 7/10 ≥ threshold 7/10")
+    assert verdict == CriticVerdict(0.7, True, "SAGE critic score 7/10 ≥ threshold 7/10", "well-posed",
+                                    "SAGE critic scripted-critic")
     _, sage = critic("<score>6</score>")
-    assert judge(sage, QUESTION) == CriticVerdict(0.6, False, "SAGE critic score 6/10 < threshold 7/10")
+    assert judge(sage, QUESTION) == CriticVerdict(0.6, False, "SAGE critic score 6/10 < threshold 7/10", "ill-posed",
+                                    "SAGE critic scripted-critic")
     _, lenient = critic("<score>6</score>", threshold=0.5)
     assert judge(lenient, QUESTION).passed
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -232,7 +232,7 @@ def test_a_wrong_reference_never_erases_the_in_band_signal(tmp_path: Path) -> No
     proposals = [
         Proposal(case("w-unverified", "Which day comes after Thursday?", topic="days", reference="Sunday")),
         Proposal(case("w-verified", "Which day comes after Thursday, said twice?", topic="days", reference="Sunday"),
-                 solution="print('Sunday')"),
+                 solution="days = ['Friday', 'Saturday', 'Sunday']\nprint(days[-1])"),
     ]
     result = run(probe(open_scripted(ScriptedAdapter(coin)), static_curriculum(proposals), QUIET, store=CaseStore(tmp_path)))
     records = by_id(result.records)

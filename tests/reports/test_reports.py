@@ -87,6 +87,7 @@ def test_summary_counts_histogram_and_cost(records: list[CaseRecord]) -> None:
         CaseClass.FAILURE: 2,
         CaseClass.SUSPECT: 1,
         CaseClass.FRONTIER: 2,
+        CaseClass.UNCHECKED: 0,
         CaseClass.UNRESOLVED: 1,
         CaseClass.PASS: 1,
         CaseClass.INVALID: 1,
@@ -207,8 +208,8 @@ def test_markdown_report(records: list[CaseRecord]) -> None:
     text = markdown_report(records, run_record(), gate=gate)
     assert "**Gate: PASSED**" in text
     assert "| failure | 2 | 25% |" in text and "| **total** | 8 |  |" in text
-    assert "| algebra | 1 | 1 | 1 | 0 | 1 | 1 | 5 | 25% |" in text
-    assert "| geometry | 1 | 0 | 1 | 1 | 0 | 0 | 3 | 33% |" in text
+    assert "| algebra | 1 | 1 | 1 | 0 | 0 | 1 | 1 | 5 | 25% |" in text
+    assert "| geometry | 1 | 0 | 1 | 0 | 1 | 0 | 0 | 3 | 33% |" in text
     assert "Frontier share of valid cases: 29% (2/7)" in text
     assert text.index("## Top frontier cases") < text.index("#### f1") < text.index("#### f2")
     assert "| 4 **(majority)** | 5 | 50% |" in text
