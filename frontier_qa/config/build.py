@@ -22,7 +22,7 @@ from frontier_qa.curricula.base import Curriculum
 from frontier_qa.errors import ConfigError, read_text
 from frontier_qa.probing.sequential import MajorityPrior, policy
 from frontier_qa.probing.settings import ProbeSettings
-from frontier_qa.probing.validation import Validator
+from frontier_qa.probing.validation import Critic, Validator
 from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.runtime.budget import BudgetTracker
 from frontier_qa.runtime.cache import SampleCache
@@ -321,7 +321,7 @@ def build_probe(config: ProbeConfig, *, curriculum: bool = True) -> ProbeParts:
     try:
         cur = build_curriculum(config, tracker, cache) if curriculum else None
         opened.append(cur)
-        critic = None
+        critic: Critic | None = None
         if config.validation.critic is not None:
             from frontier_qa.curricula.critic import SageCritic
 

@@ -210,9 +210,9 @@ def false_premise(text: str) -> Finding | None:
         if int(m.group(1)) > _MONTH_DAYS[m.group(2)]:
             return _ill("false-premise", f"{m.group(2).title()} {m.group(1)} does not exist")
     for pattern, truth, fact in _FACTS:
-        m = re.search(pattern, low)
-        if m is not None:
-            said = _number(m.group(1))
+        claim = re.search(pattern, low)
+        if claim is not None:
+            said = _number(claim.group(1))
             if said is not None and said != truth:
                 return _ill("false-premise", f"it says otherwise, but {fact}")
     for m in re.finditer(r"\b(half|a third|one third|a quarter|one quarter|a fourth)\s+of\s+(?:the|its|his|her|their)?"
@@ -221,10 +221,10 @@ def false_premise(text: str) -> Finding | None:
         parts = {"half": 2}.get(m.group(1), 4 if "quarter" in m.group(1) or "fourth" in m.group(1) else 3)
         if n % parts and noun not in _COUNTABLE_EXCLUDED and _singular(noun) not in _COUNTABLE_EXCLUDED:
             return _ill("false-premise", f"{m.group(1)} of {n} {noun} is not a whole number of {noun}")
-    m = re.search(r"(?:\$|€|£)\s?(" + _NUM + r")[^.?!]*?\b(?:with|using|hands over|gives)\s+(?:a|an|one)\s+(?:\$|€|£)\s?("
-                  + _NUM + r")\s*(?:bill|note)", text, re.I)
-    if m and re.search(r"\bchange\b", text, re.I):
-        price, paid = float(m.group(1).replace(",", "")), float(m.group(2).replace(",", ""))
+    paying = re.search(r"(?:\$|€|£)\s?(" + _NUM + r")[^.?!]*?\b(?:with|using|hands over|gives)\s+(?:a|an|one)\s+(?:\$|€|£)\s?("
+                       + _NUM + r")\s*(?:bill|note)", text, re.I)
+    if paying and re.search(r"\bchange\b", text, re.I):
+        price, paid = float(paying.group(1).replace(",", "")), float(paying.group(2).replace(",", ""))
         if paid < price:
             return _ill("false-premise", f"a {paid:g} note does not pay a price of {price:g}: there is no change")
     return None
@@ -255,14 +255,14 @@ def contradiction(text: str) -> Finding | None:
         if sum(parts) != total:
             return _ill("contradiction", f"{' + '.join(map(str, parts))} is not the {total} {m.group(2)} stated")
     # "A box holds 24 chocolates. Half of them, 14 chocolates, ..."
-    m = re.search(r"\b(" + "|".join(_FRACTION_OF) + r") of (?:them|these|those|the [a-z]+)\s*(?:,|\(|—|-|:)\s*(\d+)\b",
-                  low)
-    if m:
-        before = _numbers(low[: m.start()])
+    share = re.search(r"\b(" + "|".join(_FRACTION_OF) + r") of (?:them|these|those|the [a-z]+)\s*(?:,|\(|—|-|:)\s*(\d+)\b",
+                      low)
+    if share:
+        before = _numbers(low[: share.start()])
         if before:
-            total, said = before[-1], float(m.group(2))
-            if abs(total * _FRACTION_OF[m.group(1)] - said) > 1e-9:
-                return _ill("contradiction", f"{m.group(1)} of {total:g} is not {said:g}")
+            whole, stated = before[-1], float(share.group(2))
+            if abs(whole * _FRACTION_OF[share.group(1)] - stated) > 1e-9:
+                return _ill("contradiction", f"{share.group(1)} of {whole:g} is not {stated:g}")
     # "3 out of 5 (33%)": a share and its percentage
     for m in re.finditer(r"\b(\d+)\s+(?:out of|of|in)\s+(?:every\s+)?(\d+)\s*[a-z]*\s*\(?\s*(?:,|or|is|=|\()?\s*(\d+(?:\.\d+)?)\s?%",
                          low):
@@ -270,14 +270,14 @@ def contradiction(text: str) -> Finding | None:
         if whole and abs(100 * part / whole - pct) > 1.0:
             return _ill("contradiction", f"{part} of {whole} is {100 * part / whole:.0f}%, not {pct:g}%")
     # the same thing given two values: "a box holds 48 eggs ... a box holds 25 eggs"
-    said: dict[tuple[str, str], str] = {}
+    values: dict[tuple[str, str], str] = {}
     for m in re.finditer(r"\b(?:a|an|each|every|one|the)\s+([a-z]+)\s+(holds|costs|contains|weighs|has|is worth|measures)\s+"
                          r"(\$?\d[\d,.]*)\b", low):
         key = (_singular(m.group(1)), m.group(2))
         value = m.group(3).rstrip(".,")
-        if key in said and said[key] != value:
-            return _ill("contradiction", f"{m.group(1)} {m.group(2)} both {said[key]} and {value}")
-        said.setdefault(key, value)
+        if key in values and values[key] != value:
+            return _ill("contradiction", f"{m.group(1)} {m.group(2)} both {values[key]} and {value}")
+        values.setdefault(key, value)
     # length × width against a stated area
     m = re.search(r"(" + _NUM + r")\s*([a-z]+)\s+long\s+and\s+(" + _NUM + r")\s*[a-z]*\s*wide", low)
     area = re.search(r"\barea\s+(?:is|of|was|measures)\s+(" + _NUM + r")", low)
@@ -287,11 +287,11 @@ def contradiction(text: str) -> Finding | None:
             return _ill("contradiction", f"{m.group(1)} × {m.group(3)} is not the stated area {area.group(1)}")
     # two clock times against a stated duration
     clocks = _CLOCK.findall(text)
-    stated = re.search(r"\b(?:a |an )?(?:trip|journey|ride|flight|drive|shift|meeting|game|movie) (?:of|lasting|that "
+    duration = re.search(r"\b(?:a |an )?(?:trip|journey|ride|flight|drive|shift|meeting|game|movie) (?:of|lasting|that "
                        r"(?:took|lasted)) (" + _NUM + r") hours?\b|\b(" + _NUM + r")-hour (?:trip|journey|ride|flight|"
                        r"drive|shift)\b", low)
-    if len(clocks) == 2 and stated:
-        hours = float(stated.group(1) or stated.group(2))
+    if len(clocks) == 2 and duration:
+        hours = float(duration.group(1) or duration.group(2))
         start, end = (_clock_minutes(*c) for c in clocks)
         span = (end - start) % (24 * 60)
         if abs(span - hours * 60) > 1e-6:
@@ -301,9 +301,9 @@ def contradiction(text: str) -> Finding | None:
     bought = re.search(r"\b(?:bought|buys|buy|paid for|purchased)\s+(\d+)\s+(?:of them\s+|[a-z]+\s+)?for\s+(?:\$|€|£)\s?("
                        + _NUM + r")", low)
     if price and bought:
-        unit, count, total = float(price.group(1)), int(bought.group(1)), float(bought.group(2).replace(",", ""))
-        if abs(unit * count - total) > 1e-6:
-            return _ill("contradiction", f"{count} at {unit:g} each is {unit * count:g}, not the {total:g} stated")
+        unit, count, paid_total = float(price.group(1)), int(bought.group(1)), float(bought.group(2).replace(",", ""))
+        if abs(unit * count - paid_total) > 1e-6:
+            return _ill("contradiction", f"{count} at {unit:g} each is {unit * count:g}, not the {paid_total:g} stated")
     return None
 
 
