@@ -43,6 +43,29 @@ def run(case, sample_index):
 def run(case, sample_index):
     return "42"
 ''',
+    "json": '''
+import json
+
+
+def run(case, sample_index):
+    if case.id == "wd-1":
+        return json.dumps({"answer": "Monday" if sample_index % 3 != 2 else "Friday", "confidence": 0.6})
+    return json.dumps({"answer": 42, "steps": ["add", "check"]})
+''',
+    "short": '''
+def run(case, sample_index):
+    if case.id == "wd-1":
+        return "**Monday**" if sample_index % 3 != 2 else "The answer is Friday."
+    return "42."
+''',
+    "open": '''
+def run(case, sample_index):
+    if sample_index % 3 == 2:
+        return "I cannot help with that request."
+    if sample_index % 2:
+        return "Sunlight is scattered by the molecules of the air, and blue light is scattered the most."
+    return "The air's molecules scatter blue sunlight much more strongly than red sunlight."
+''',
     "raises": '''
 def run(case, sample_index):
     raise RuntimeError("flaky backend")
@@ -237,6 +260,35 @@ def test_a_plain_string_agent_is_read_as_it_answers_and_the_gate_fails_on_its_re
         "add-1": "pass", "mul-1": "failure", "wd-1": "suspect"}
     assert lines[lines.index("gate: FAILED") + 1].endswith("failures (above the limit of 0)")
     assert "  answers: 18 of 18 read in format auto (plain reply 18)" in lines
+
+
+@pytest.mark.parametrize(("agent", "forms"), [("json", "JSON 18"), ("short", "plain reply 18")])
+def test_json_and_short_text_agents_are_read_as_they_answer_in_both_ways_in(
+        agent: str, forms: str, both: tuple[Path, Path], pytester: pytest.Pytester,
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    cli_root, py_root = both
+    code, out, result = probe_both(both, pytester, capsys, monkeypatch, agent)
+    # the same findings as the boxed agent's: no format set, no embedding model, each form read as given
+    assert code == result.ret == 1, out
+    assert classes(cli_root / ".frontier-qa") == classes(py_root / ".frontier-qa") == {
+        "add-1": "pass", "mul-1": "failure", "wd-1": "frontier"}
+    assert f"  answers: 18 of 18 read in format auto ({forms})" in summary(result)
+    assert f"  answers: 18 of 18 read in format auto ({forms})" in out.splitlines()
+
+
+def test_an_open_text_agent_is_clustered_by_meaning(
+        both: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    cli_root, _ = both
+    (cli_root / "agent.py").write_text(AGENTS["open"])
+    write_cases(cli_root, [{"id": "sky-1", "prompt": "Why is the sky blue? Answer in one sentence.",
+                            "answer_format": "text", "topic": "science"}])
+    monkeypatch.chdir(cli_root)
+    code, out = cli(capsys, "probe", "--out", "out")
+    # two wordings of Rayleigh scattering are one answer, a refusal another: 4 of 6, in the band
+    (record,) = CaseStore(cli_root / ".frontier-qa").latest().values()
+    assert [c.count for c in record.clusters] == [4, 2], out
+    assert record.case_class.value == "frontier" and code == 0, out
+    assert "  answers: 6 of 6 read in format text (text 6)" in out.splitlines()
 
 
 def test_answers_not_in_the_cases_format_could_not_be_judged_in_both_ways_in(
