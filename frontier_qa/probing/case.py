@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from frontier_qa.curricula.base import Proposal
-from frontier_qa.errors import BudgetExceededError, RunInterruptedError, TargetUnavailableError
+from frontier_qa.errors import BudgetExceededError, FrontierQAError, RunInterruptedError, TargetUnavailableError
 from frontier_qa.probing.regression import ReplayJudge, band_of
 from frontier_qa.probing.sequential import (
     DEFAULT_PRIOR,
@@ -166,6 +166,20 @@ def classify_case(
     return CaseClass.SUSPECT, f"answers scattered: {evidence}"
 
 
+OPEN_TEXT_MAX_WORDS = 60
+"""Longest answer (in words) that ``auto`` takes for an open answer rather than for unfinished reasoning."""
+
+AUTO_TEXT_KEY = "answer_format_from"
+"""Case metadata key saying why a case written ``auto`` was read as open text."""
+
+
+def as_open_text(case: Case) -> Case:
+    """``case`` read as open text, saying why (``auto`` found this target's answers are open text)."""
+    meta = {**case.metadata, AUTO_TEXT_KEY: "auto: this target's first answers were open text, compared by meaning "
+                                            "(set answer_format to pin a format)"}
+    return replace(case, answer_format="text", metadata=meta)
+
+
 UNREADABLE = "could not judge: the agent's answers are not in format"
 """How the reason of a case whose answers could not be read begins (:func:`unreadable_reason`)."""
 
@@ -298,6 +312,8 @@ class CaseProber:
         self._fitted_at = 0
         self._embedder: Any = None
         self.stop_detail: str | None = None  # the error that stopped sampling (budget, unavailable target)
+        # what `auto` reads for this target once its first samples showed open text (issue 27 item 4)
+        self.auto_reads: str | None = None
 
     # -- the population prior (empirical Bayes on this target's cases) ---------------------------
 
@@ -427,6 +443,9 @@ class CaseProber:
                     break
                 trajectories.extend(got)
                 consistency = await self.score(case, trajectories)
+                if self._open_text(case, trajectories, consistency):
+                    case = as_open_text(case)
+                    consistency = await self.score(case, trajectories)
                 rounds.append(self._round(consistency))
                 if self.on_round is not None:
                     self.on_round(case, len(trajectories), consistency.p_hat)
@@ -437,12 +456,38 @@ class CaseProber:
         except TargetUnavailableError as err:
             stop, self.stop_detail = StopReason.UNAVAILABLE, err.message
         if stop == StopReason.NO_SAMPLES:
-            return trajectories, rounds, None, consistency, stop
+            return case, trajectories, rounds, None, consistency, stop
         if stop is not None:
             decision = None
         if judge is not None:
             await judge.finish(consistency, band_of(decision))
-        return trajectories, rounds, decision, consistency, stop
+        return case, trajectories, rounds, decision, consistency, stop
+
+    def _open_text(self, case: Case, trajectories: Sequence[Trajectory], consistency: Consistency) -> bool:
+        """Whether ``auto`` should read this target's answers as open text from now on: the first
+        samples that ran are mostly not in any form ``auto`` reads, and each is a short text (at most
+        :data:`OPEN_TEXT_MAX_WORDS` words), the shape of an open answer rather than of reasoning that
+        never states one. Needs the embedding model (the ``embed`` extra); without it ``auto`` stays
+        and the case says "could not judge" with the fix.
+        """
+        if case.answer_format != "auto":
+            return False
+        if self.auto_reads is not None:  # decided on another case (cases sample side by side)
+            return self.auto_reads == "text"
+        if consistency.n_unparseable <= consistency.n_answered:
+            return False
+        texts = [t.text for t in trajectories if t.ok and t.text and t.text.strip()]
+        if not texts or any(len(t.split()) > OPEN_TEXT_MAX_WORDS for t in texts):
+            return False
+        try:
+            self._embedder_for_text()
+        except FrontierQAError as err:
+            log.warning("the agent answers in open text, but it cannot be compared by meaning here: %s", err.message)
+            self.auto_reads = "auto"
+            return False
+        log.info("the agent answers in open text: `auto` compares its answers by meaning from now on")
+        self.auto_reads = "text"
+        return True
 
     def _posterior(self, consistency: Consistency) -> BandPosterior:
         """Where p* lies relative to the band, given the samples so far and the population prior."""
@@ -478,7 +523,9 @@ class CaseProber:
             that ended sampling (the run should stop), else ``None``.
         """
         started = utc_now()
-        trajectories, rounds, decision, scored, stop = await self._sample(case, draw, start, prediction, judge)
+        if case.answer_format == "auto" and self.auto_reads == "text":
+            case = as_open_text(case)
+        case, trajectories, rounds, decision, scored, stop = await self._sample(case, draw, start, prediction, judge)
         verdict = None if decision is None else decision.verdict
         # the last round scored every sample already (text answers: embedded once, not twice)
         consistency = scored if scored is not None and scored.k == len(trajectories) else await self.score(

@@ -57,7 +57,7 @@ PASS_RATE_KEY: Final = "predicted_pass_rate"
 
 ENGINE_KEYS: Final = frozenset({
     "source", SOLUTION_KEY, "solution_output", "verification", PASS_RATE_KEY, "critic", "validity",  # run._prepared
-    "judge", "stated_reference", "band_posterior",  # probing.case.CaseProber.probe
+    "judge", "stated_reference", "band_posterior", "answer_format_from",  # probing.case.CaseProber.probe
     INPUT_HASH_KEY, REFRESHED_KEY, TRUSTED_KEY,
 })  # fmt: skip
 """Metadata keys the engine writes (or that carry a field of the inputs): not the source's metadata."""

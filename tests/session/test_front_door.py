@@ -280,15 +280,19 @@ def test_an_open_text_agent_is_clustered_by_meaning(
         both: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     cli_root, _ = both
     (cli_root / "agent.py").write_text(AGENTS["open"])
-    write_cases(cli_root, [{"id": "sky-1", "prompt": "Why is the sky blue? Answer in one sentence.",
-                            "answer_format": "text", "topic": "science"}])
+    # no answer_format: `auto` sees open text in the first samples and compares by meaning from then on
+    write_cases(cli_root, [{"id": "sky-1", "prompt": "Why is the sky blue? Answer in one sentence.", "topic": "science"},
+                           {"id": "sky-2", "prompt": "Why is the sea blue? Answer in one sentence.", "topic": "science"}])
     monkeypatch.chdir(cli_root)
     code, out = cli(capsys, "probe", "--out", "out")
     # two wordings of Rayleigh scattering are one answer, a refusal another: 4 of 6, in the band
-    (record,) = CaseStore(cli_root / ".frontier-qa").latest().values()
-    assert [c.count for c in record.clusters] == [4, 2], out
-    assert record.case_class.value == "frontier" and code == 0, out
-    assert "  answers: 6 of 6 read in format text (text 6)" in out.splitlines()
+    records = CaseStore(cli_root / ".frontier-qa").latest()
+    for record in records.values():
+        assert [c.count for c in record.clusters] == [4, 2], out
+        assert record.case_class.value == "frontier", out
+        assert record.case.answer_format == "text"
+        assert record.case.metadata["answer_format_from"].startswith("auto: this target's first answers were open text")
+    assert code == 0 and "  answers: 12 of 12 read in format text (text 12)" in out.splitlines(), out
 
 
 def test_answers_not_in_the_cases_format_could_not_be_judged_in_both_ways_in(
