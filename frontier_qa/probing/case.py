@@ -40,7 +40,7 @@ from frontier_qa.probing.sequential import (
     wilson_interval,
 )
 from frontier_qa.probing.settings import ProbeSettings
-from frontier_qa.probing.validity import UNCHECKED_REASON, task_checked, unchecked_why
+from frontier_qa.probing.validity import UNCHECKED_REASON, ModelJudge, task_checked, unchecked_why
 from frontier_qa.redaction import redact
 from frontier_qa.scoring.bands import in_band
 from frontier_qa.scoring.case import TOOL_CALLS_FORMAT, answer_matches, answers_of, score_answers, score_case
@@ -314,6 +314,8 @@ class CaseProber:
         self.stop_detail: str | None = None  # the error that stopped sampling (budget, unavailable target)
         # what `auto` reads for this target once its first samples showed open text (issue 27 item 4)
         self.auto_reads: str | None = None
+        # the validity judge model, asked whether a frontier case's answers split along readings of an unclear task
+        self.readings: ModelJudge | None = None
 
     # -- the population prior (empirical Bayes on this target's cases) ---------------------------
 
@@ -572,6 +574,8 @@ class CaseProber:
             task_checked=task_checked(case, verified),
             unchecked_why=unchecked_why(case),
         )
+        if case_class is CaseClass.FRONTIER and self.readings is not None and len(consistency.clusters) >= 2:
+            case, case_class, reason = await self._unclear(case, consistency, case_class, reason)
         if posterior is not None:
             meta = dict(case.metadata)
             meta[POSTERIOR_KEY] = posterior_note(
@@ -602,6 +606,23 @@ class CaseProber:
             max_text_chars=self.settings.max_text_chars,
         )
         return record, stop
+
+    async def _unclear(self, case: Case, consistency: Consistency, case_class: CaseClass,
+                       reason: str) -> tuple[Case, CaseClass, str]:
+        """A frontier case whose two biggest answers a judge model says are two readings of an unclear
+        task is ``unchecked`` ("unclear task"), not frontier (issue 27 item 1)."""
+        assert self.readings is not None
+        first, second = (c.representative for c in consistency.clusters[:2])
+        try:
+            unclear, why = await self.readings.readings(case.prompt, first, second)
+        except (BudgetExceededError, TargetUnavailableError) as err:
+            unclear, why = None, f"judge unavailable: {err.message}"
+        meta = {**case.metadata, "readings": {"judge": self.readings.name, "unclear": unclear, "why": why}}
+        case = replace(case, metadata=meta)
+        if not unclear:
+            return case, case_class, reason
+        return case, CaseClass.UNCHECKED, (f"unclear task: the answers split along readings of the task ({first!r} vs "
+                                           f"{second!r}; {self.readings.name}: {why or 'unclear'}); {reason}")
 
     def _confidence(self, verdict: BandVerdict | None) -> float | None:
         return confidence_of(self.policy, verdict)

@@ -472,6 +472,11 @@ class ProbeRun:
     # -- generation -----------------------------------------------------------------------------
 
     async def generate(self, curriculum: Curriculum, validator: Validator) -> None:
+        # a validity judge model also says whether a frontier case's answers split along readings
+        self.prober.readings = getattr(validator.critic, "model_judge", None)
+        await self._generate(curriculum, validator)
+
+    async def _generate(self, curriculum: Curriculum, validator: Validator) -> None:
         self.generated = True
         s = self.settings
         flags: deque[bool] = deque(maxlen=s.saturation_window)

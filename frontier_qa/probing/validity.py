@@ -192,11 +192,48 @@ class ModelJudge:
         said = f"{verdict}" + (f": {reason}" if reason else "")
         return CriticVerdict(1.0 if verdict == WELL_POSED else 0.0, verdict != ILL_POSED, said, verdict, self.name)
 
+    async def readings(self, text: str, first: str, second: str) -> tuple[bool | None, str]:
+        """Whether the answers ``first`` and ``second`` split along readings of an unclear task:
+        ``(True, why)`` unclear, ``(False, why)`` one is a mistake, ``(None, why)`` no verdict.
+        """
+        prompt = READINGS_PROMPT.format(problem=" ".join(text.split()), first=" ".join(first.split())[:300],
+                                        second=" ".join(second.split())[:300])
+        digest = hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16]
+        case = Case(id=f"readings-{digest}", prompt=prompt, topic="validity", answer_format="text")
+        got = await self.model.sample(case, 1, replace(self.sampling, seed=int(digest[:8], 16) & 0x7FFFFFFF), start=0)
+        reply = got[0] if got else None
+        if reply is None or not reply.ok:
+            return None, f"the judge model gave no reply ({reply.error if reply is not None else 'no sample'})"
+        return parse_readings(reply.text)
+
     def _none(self, reason: str) -> CriticVerdict:
         log.warning("the validity judge %s could not judge a task: %s", self.name, reason)
         if self.on_error == ILL_POSED:
             return CriticVerdict(0.0, False, f"{reason}; rejected", ILL_POSED, self.name)
         return CriticVerdict(0.5, True, reason, None, self.name)
+
+
+READINGS_PROMPT = """A test question got two different answers from the same solver.
+
+Question: {problem}
+Answer A: {first}
+Answer B: {second}
+
+Is the question unclear, so that each answer is right under a different reasonable reading of it? Or is the question clear and one answer simply a mistake? Reply with one word, unclear or mistake, then a short reason.
+Verdict:"""
+"""Asked of a judge model about a case whose answers split (:meth:`ModelJudge.readings`)."""
+
+_READINGS_WORD = re.compile(r"\b(unclear|ambiguous|mistake|clear)\b", re.I)
+
+
+def parse_readings(text: str | None) -> tuple[bool | None, str]:
+    """Whether a judge said the split comes from readings of an unclear task (``None``: no verdict)."""
+    if not text:
+        return None, ""
+    m = _READINGS_WORD.search(text)
+    if m is None:
+        return None, " ".join(text.split())[:200]
+    return m.group(1).lower() in ("unclear", "ambiguous"), text[m.end():].strip(" .:-()\t\n")[:200]
 
 
 # --- the chain ----------------------------------------------------------------------------
@@ -275,6 +312,7 @@ __all__ = [
     "UNCHECKED_REASON",
     "UNVERIFIABLE",
     "VALIDITY_KEY",
+    "READINGS_PROMPT",
     "VALIDITY_PROMPT",
     "VERDICTS",
     "WELL_POSED",
@@ -282,6 +320,7 @@ __all__ = [
     "ModelJudge",
     "RuleJudge",
     "ValidityJudge",
+    "parse_readings",
     "parse_validity",
     "rule_findings",
     "task_checked",

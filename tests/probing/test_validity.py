@@ -332,3 +332,22 @@ def test_the_validity_bench_prints_catch_and_false_rejection_on_a_slice(capsys: 
     rows = bench.load("all")[:30]
     assert ill == sum(r["label"] == "ill-posed" for r in rows) and 0 <= caught <= ill
     assert "false rejection" in line and "by kind:" in out
+
+
+def test_answers_split_along_readings_make_an_unclear_task_not_a_frontier(tmp_path: Path) -> None:
+    def judge_answer(case: Case, i: int) -> str:
+        if case.prompt.startswith("A test question got two different answers"):
+            assert {"Answer A: 63", "Answer B: 36"} <= set(case.prompt.splitlines()) or {
+                "Answer A: 36", "Answer B: 63"} <= set(case.prompt.splitlines())
+            return "unclear - rows and columns can be read either way"
+        return "well-posed"
+
+    judge = ModelJudge(open_scripted(ScriptedAdapter(judge_answer)), name="stronger model")
+    result = run(probe(open_scripted(coin_flip()), static_curriculum([generated("c", COIN)]), QUIET,
+                       store=CaseStore(tmp_path), validator=Validator(critic=ValidityJudge(model=judge))))
+    (record,) = result.records
+    assert record.case_class is CaseClass.UNCHECKED
+    assert record.reason.startswith("unclear task: the answers split along readings of the task (")
+    assert "stronger model: rows and columns can be read either way); unsure: p̂ = 0.50" in record.reason
+    assert record.case.metadata["readings"] == {"judge": "stronger model", "unclear": True,
+                                                "why": "rows and columns can be read either way"}
