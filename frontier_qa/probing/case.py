@@ -610,7 +610,8 @@ class CaseProber:
     async def _unclear(self, case: Case, consistency: Consistency, case_class: CaseClass,
                        reason: str) -> tuple[Case, CaseClass, str]:
         """A frontier case whose two biggest answers a judge model says are two readings of an unclear
-        task is ``unchecked`` ("unclear task"), not frontier (issue 27 item 1)."""
+        task is ``unchecked`` ("unclear task"), not frontier (issue 27 item 1).
+        """
         assert self.readings is not None
         first, second = (c.representative for c in consistency.clusters[:2])
         try:
