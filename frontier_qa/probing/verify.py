@@ -94,13 +94,16 @@ when a program *computes* it; a small curriculum model often writes its answer a
 def computes_nothing(program: str) -> bool:
     """Whether ``program`` only prints literals: no operator, no call but ``print``, no loop or comprehension.
 
-    A program that does not parse is not judged here (running it says what is wrong with it).
+    A program that does not parse or prints nothing is not judged here (running it says what is wrong).
     """
     import ast
 
     try:
         tree = ast.parse(program)
     except (SyntaxError, ValueError):
+        return False
+    prints = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "print"]
+    if not prints:
         return False
     for node in ast.walk(tree):
         if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.For, ast.While, ast.comprehension,

@@ -392,7 +392,7 @@ def test_deterministic_by_seed_and_resumed_from_the_cache(tmp_path: Path) -> Non
 def test_topics_rotate_in_a_seeded_order() -> None:
     adapter, model = scripted(numbered)
     topics = ["algebra", "geometry", "probability"]
-    curriculum = PromptedCurriculum(model, domain="math", topics=topics, seed=4)
+    curriculum = PromptedCurriculum(model, domain="math", topics=topics, seed=4, topic_from="asked")
     first = run(curriculum.propose(2))
     second = run(curriculum.propose(2))
     seen = [p.case.topic for p in first + second]

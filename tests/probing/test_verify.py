@@ -69,8 +69,9 @@ def test_failing_programs_never_verify(sandbox: Sandbox) -> None:
 
 
 def test_text_answers_compare_as_normalised_strings(sandbox: Sandbox) -> None:
-    assert verify(proposal("print('Lisbon.')", reference="lisbon", answer_format="text"), sandbox).verified
-    assert not verify(proposal("print('Porto')", reference="Lisbon", answer_format="text"), sandbox).verified
+    # the programs compute their text (a program that prints a literal verifies nothing: test_validity)
+    assert verify(proposal("print('lisbon'.title() + '.')", reference="lisbon", answer_format="text"), sandbox).verified
+    assert not verify(proposal("print('porto'.title())", reference="Lisbon", answer_format="text"), sandbox).verified
 
 
 def test_trusted_and_missing_solutions_do_not_run(sandbox: Sandbox) -> None:
