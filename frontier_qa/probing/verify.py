@@ -102,8 +102,8 @@ def computes_nothing(program: str) -> bool:
         tree = ast.parse(program)
     except (SyntaxError, ValueError):
         return False
-    prints = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "print"]
-    if not prints:
+    calls = [n.func for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    if not any(isinstance(f, ast.Name) and f.id == "print" for f in calls):
         return False
     for node in ast.walk(tree):
         if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.For, ast.While, ast.comprehension,
