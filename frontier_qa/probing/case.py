@@ -419,8 +419,9 @@ class CaseProber:
 
     async def _sample(self, case: Case, draw: Draw, start: int, prediction: float | None,
                       judge: ReplayJudge | None = None
-                      ) -> tuple[list[Trajectory], list[Round], Decision | None, Consistency | None, str | None]:
-        """Sample a case round by round until its decision (and the judge's) stops it; the samples,
+                      ) -> tuple[Case, list[Trajectory], list[Round], Decision | None, Consistency | None, str | None]:
+        """Sample a case round by round until its decision (and the judge's) stops it; the case (read
+        as open text when ``auto`` found this target answers so), the samples,
         the rounds, the decision (``None`` when cut short), the last round's scores and the stop
         reason (``None`` unless the run should stop).
         """
