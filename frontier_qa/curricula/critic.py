@@ -18,12 +18,11 @@ import hashlib
 import logging
 import math
 import re
-from dataclasses import replace
 
 from frontier_qa.curricula.base import Proposal
 from frontier_qa.curricula.templates import tool_description, tool_name
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing.validation import CriticVerdict
+from frontier_qa.probing.validation import CriticVerdict, ask_once
 from frontier_qa.target import Case, Sampling, Target
 
 log = logging.getLogger(__name__)
@@ -153,16 +152,12 @@ class SageCritic:
         """
         if not proposal.case.prompt.strip():
             return CriticVerdict(0.0, False, "empty question: nothing for the critic to judge")
-        case = self.request(proposal)
-        seed = int(case.id.rsplit("-", 1)[-1][:8], 16) & 0x7FFFFFFF
-        got = await self.model.sample(case, 1, replace(self.sampling, seed=seed), start=0)
-        trajectory = got[0] if got else None
-        if trajectory is None or not trajectory.ok:
-            why = trajectory.error if trajectory is not None else "no sample returned"
+        text, why = await ask_once(self.model, self.request(proposal), self.sampling)
+        if text is None:
             return self._error(f"the critic returned no text ({why})")
-        raw = parse_score(trajectory.text)
+        raw = parse_score(text)
         if raw is None:
-            shown = " ".join((trajectory.text or "").split())[-160:]
+            shown = " ".join(text.split())[-160:]
             return self._error(f"the critic gave no score 1-10 (expected <score>N</score>): …{shown!r}")
         score = raw / 10.0
         passed = score >= self.threshold - 1e-12

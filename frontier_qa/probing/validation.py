@@ -36,6 +36,7 @@ from typing import Any, Protocol, runtime_checkable
 from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import AnswerError, ConfigError
 from frontier_qa.scoring.answers import check_answer_format
+from frontier_qa.target import Case, Sampling, Target
 
 Check = Callable[[Proposal], "str | None"]
 """A static check: the reason the proposal is invalid, or ``None`` when it passes."""
@@ -85,6 +86,21 @@ class ValidationResult:
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.proposal, self.ok, self.reason))
+
+
+async def ask_once(model: Target, case: Case, sampling: Sampling) -> tuple[str | None, str]:
+    """One reply of a judging model (a critic, a validity judge) to ``case``, seeded by the case's id
+    (its last ``-``-part, hex), so a rerun asks the same request and hits the cache.
+
+    Returns:
+        ``(text, "")``, or ``(None, why)`` when the model returned no text.
+    """
+    seed = int(case.id.rsplit("-", 1)[-1][:8], 16) & 0x7FFFFFFF
+    got = await model.sample(case, 1, replace(sampling, seed=seed), start=0)
+    reply = got[0] if got else None
+    if reply is None or not reply.ok or reply.text is None:
+        return None, (reply.error or "no text") if reply is not None else "no sample returned"
+    return reply.text, ""
 
 
 @runtime_checkable
@@ -426,6 +442,7 @@ __all__ = [
     "CriticVerdict",
     "ValidationResult",
     "Validator",
+    "ask_once",
     "bleu_distance",
     "check_format",
     "check_tool_calls",

@@ -37,7 +37,7 @@ from typing import Any
 
 from frontier_qa.curricula.base import Proposal
 from frontier_qa.probing.task_rules import ILL_POSED, RULES, UNVERIFIABLE, WELL_POSED, Finding, rule_findings
-from frontier_qa.probing.validation import Critic, CriticVerdict
+from frontier_qa.probing.validation import Critic, CriticVerdict, ask_once
 from frontier_qa.target import Case, Sampling, Target
 
 log = logging.getLogger(__name__)
@@ -179,14 +179,10 @@ class ModelJudge:
         return await self.verdict(proposal.case.prompt)
 
     async def verdict(self, text: str) -> CriticVerdict:
-        case = self.request(text)
-        seed = int(case.id.rsplit("-", 1)[-1][:8], 16) & 0x7FFFFFFF
-        got = await self.model.sample(case, 1, replace(self.sampling, seed=seed), start=0)
-        reply = got[0] if got else None
-        if reply is None or not reply.ok:
-            why = reply.error if reply is not None else "no sample returned"
+        reply, why = await ask_once(self.model, self.request(text), self.sampling)
+        if reply is None:
             return self._none(f"the judge model gave no reply ({why})")
-        verdict, reason = parse_validity(reply.text)
+        verdict, reason = parse_validity(reply)
         if verdict is None:
             return self._none(f"the judge model gave no verdict: {reason!r}")
         said = f"{verdict}" + (f": {reason}" if reason else "")
@@ -200,11 +196,10 @@ class ModelJudge:
                                         second=" ".join(second.split())[:300])
         digest = hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16]
         case = Case(id=f"readings-{digest}", prompt=prompt, topic="validity", answer_format="text")
-        got = await self.model.sample(case, 1, replace(self.sampling, seed=int(digest[:8], 16) & 0x7FFFFFFF), start=0)
-        reply = got[0] if got else None
-        if reply is None or not reply.ok:
-            return None, f"the judge model gave no reply ({reply.error if reply is not None else 'no sample'})"
-        return parse_readings(reply.text)
+        reply, why = await ask_once(self.model, case, self.sampling)
+        if reply is None:
+            return None, f"the judge model gave no reply ({why})"
+        return parse_readings(reply)
 
     def _none(self, reason: str) -> CriticVerdict:
         log.warning("the validity judge %s could not judge a task: %s", self.name, reason)
