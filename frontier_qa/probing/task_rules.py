@@ -53,7 +53,6 @@ _WORD_NUMBERS = {
     "sixty": 60, "hundred": 100,
 }
 _NUM = r"\d[\d,]*(?:\.\d+)?"
-_QUANTITY_WORD = r"(?:\d[\d,]*(?:\.\d+)?|" + "|".join(_WORD_NUMBERS) + r"|a|an|one|half an?)"
 
 # unit words by dimension (singular and plural forms, abbreviations)
 _UNITS: dict[str, tuple[str, ...]] = {
