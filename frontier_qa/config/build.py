@@ -222,9 +222,36 @@ def load_examples(config: ProbeConfig) -> list[dict[str, Any]] | None:
     return loaded
 
 
+def build_generators(config: ProbeConfig) -> Curriculum:
+    """A generators curriculum: the listed task generators, searched for where the target's ability ends."""
+    from frontier_qa.generators.core import GeneratorError
+    from frontier_qa.generators.explore import ExploreSettings, GeneratorCurriculum
+    from frontier_qa.generators.loading import load_generators
+    from frontier_qa.generators.search import SearchSettings
+
+    c = config.curriculum
+    if not c.generators:
+        raise config.error("curriculum.generators", "a generators curriculum lists no generators",
+                           "set curriculum.generators, e.g. [arithmetic, dates] (built in: arithmetic, dates, "
+                           "units, word_problems)")
+    try:
+        generators = load_generators(c.generators)
+    except GeneratorError as err:
+        raise config.error("curriculum.generators", err.message, err.hint or "see configs/generators.yaml") from None
+    s = c.search
+    # the thresholds are the run's band ends (0.8 and 0.3 by default): the explorer sets them from the run
+    search = SearchSettings(confidence=s.confidence, instances=s.instances,
+                            samples=s.samples, min_instances=s.min_instances, max_instances=s.max_instances,
+                            stride=s.stride)
+    return GeneratorCurriculum(generators, ExploreSettings(search=search, evidence=s.evidence, shrink=s.shrink,
+                                                           shrink_tries=s.shrink_tries, seed=config.probing.seed))
+
+
 def build_curriculum(config: ProbeConfig, tracker: BudgetTracker, cache: SampleCache | bool) -> Curriculum:
     """The curriculum: cases from a file, or a (trained) model prompted for tasks."""
     c = config.curriculum
+    if c.type == "generators":
+        return build_generators(config)
     if c.type == "file":
         if not c.path:
             raise config.error("curriculum.type", "a file curriculum needs curriculum.path",

@@ -77,12 +77,37 @@ class TargetConfig(_Section):
         return _spec_shorthand(value)
 
 
+class BoundarySearchConfig(_Section):
+    """How a generators curriculum searches each knob for where P(correct) falls through the band's ends."""
+
+    instances: int = Field(3, ge=1, description="new task instances per batch at a knob value")
+    samples: int = Field(2, ge=1, description="samples per instance (2 or more gives each instance a p̂)")
+    min_instances: int = Field(3, ge=1, description="instances a knob value needs before it is decided")
+    max_instances: int = Field(18, ge=1, description="instances at most per knob value; undecided there: close")
+    confidence: float = Field(0.85, gt=0.5, lt=1.0, description="posterior probability that decides a knob value")
+    stride: int | None = Field(None, ge=1, description="coarse pass stride in knob values (default: a quarter)")
+    evidence: bool = Field(True, description="record a case on each side of each crossing (probed to a verdict)")
+    shrink: bool = Field(True, description="shrink each failure to the smallest knob values where it still fails")
+    shrink_tries: int = Field(2, ge=1, description="fresh instances tried per candidate value while shrinking")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BoundarySearchConfig:
+        if self.max_instances < max(self.min_instances, self.instances):
+            raise ValueError("max_instances must be at least min_instances and instances")
+        return self
+
+
 class CurriculumConfig(_Section):
     """Where cases come from."""
 
-    type: Literal["prompted", "file", "trained"] = Field(
-        "prompted", description="prompted: a model writes tasks; file: cases from path; trained: an hf: checkpoint"
+    type: Literal["prompted", "file", "trained", "generators"] = Field(
+        "prompted", description="prompted: a model writes tasks; file: cases from path; trained: an hf: checkpoint; "
+                                "generators: task generators with difficulty knobs, searched for boundaries"
     )
+    generators: list[str | dict[str, Any]] = Field(
+        default_factory=list, description="generators: built-in names (arithmetic, dates, units, word_problems), "
+                                          "FILE.py:NAME / MODULE:NAME, or {use, knobs} entries")
+    search: BoundarySearchConfig = Field(default_factory=BoundarySearchConfig)
     model: ModelConfig | None = Field(None, description="prompted/trained: the model that writes tasks")
     domain: Literal["math", "general", "tools", "open_ended", "workflow"] = "math"
     topics: list[str] = Field(default_factory=list, description="topics to rotate through (empty: the model picks)")

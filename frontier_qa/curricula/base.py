@@ -83,6 +83,20 @@ class Curriculum(Protocol):
     def observe(self, outcomes: Sequence[Outcome]) -> None: ...
 
 
+@runtime_checkable
+class DrivesRun(Protocol):
+    """A curriculum that runs the generation phase itself (task generators' boundary search).
+
+    The probe run hands it the run (``frontier_qa.probing.run.ProbeRun``: its target's draws,
+    its prober, ``probe_one`` and ``keep``) instead of asking for proposals; what it returns is
+    kept in the run record (its boundaries).
+    """
+
+    name: str
+
+    async def drive(self, run: Any) -> Sequence[Any]: ...
+
+
 @dataclass
 class History:
     """A bounded memory of recent outcomes, by class, for in-context adaptation.

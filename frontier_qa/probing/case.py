@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import BudgetExceededError, FrontierQAError, RunInterruptedError, TargetUnavailableError
+from frontier_qa.generators.core import check_for
 from frontier_qa.probing.regression import ReplayJudge, band_of
 from frontier_qa.probing.sequential import (
     DEFAULT_PRIOR,
@@ -375,6 +376,21 @@ class CaseProber:
         embedder = self._embedder_for_text() if answer_format == "text" else None
         return await answer_matches(answer, reference, answer_format, embedder=embedder)
 
+    async def judge_answer(self, case: Case, answer: str) -> bool | None:
+        """Whether ``answer`` is right: the case's generator check when it has one, else equivalence
+        to the reference (``None`` when there is neither).
+        """
+        check = check_for(case)
+        if check is not None:
+            try:
+                return bool(check(answer))
+            except Exception as err:  # the user's check: a crash is its verdict "wrong", said once in the log
+                log.warning("the check of case %r raised %s: %s", case.id, type(err).__name__, err)
+                return False
+        if case.reference is None:
+            return None
+        return await self.matches(answer, case.reference, case.answer_format)
+
     def _round(self, consistency: Consistency) -> Round:
         top = consistency.clusters[0].size if consistency.clusters else 0
         low, high = wilson_interval(top, consistency.k, self.level)
@@ -538,8 +554,8 @@ class CaseProber:
             posterior = self._posterior(consistency)
         majority, reference = consistency.majority, case.reference
         majority_correct = None
-        if reference is not None and majority is not None:
-            majority_correct = await self.matches(majority, reference, case.answer_format)
+        if majority is not None and (reference is not None or check_for(case) is not None):
+            majority_correct = await self.judge_answer(case, majority)
         judged = None
         confident = decision is not None and not decision.forced
         if (verdict is BandVerdict.ABOVE and confident and not verified and self.judge is not None

@@ -162,6 +162,8 @@ class ProbeProgress:
         if self._bar is None:
             return
         self._bar.update(self._task, completed=self.counts.get("candidates", 0))
+        if event.kind == "boundary":
+            self._bar.console.print(f"  boundary  {event.message}", markup=False, highlight=False)
         if event.kind == "classified" and event.case_class in (CaseClass.FAILURE, CaseClass.SUSPECT):
             self._bar.console.print(f"  {event.case_class.value:<9} {event.case_id}  {_p(event.p_hat)}  "
                                     f"{_short(event.message)}", markup=False, highlight=False)
@@ -176,6 +178,12 @@ class ProbeProgress:
                         f"{why}{budget}")
         elif event.kind == "replayed" and verdict in _LOUD_VERDICTS:
             self._write(f"{stamp} {verdict:<9} {event.case_id} {_short(event.message)}{budget}")
+        elif event.kind in ("axis", "boundary"):  # a generators run: which knob, and what was found on it
+            self._write(f"{stamp} {event.kind:<9} {event.message}{budget if event.kind == 'boundary' else ''}")
+            return
+        elif event.kind == "measured" and now - self._last_line >= self.interval_s:
+            self._write(f"{stamp} measured  {event.message}{budget}")
+            return
         elif event.kind == "stopped":
             self._write(f"{stamp} stopped ({event.message}): {self.status_line()}")
             return

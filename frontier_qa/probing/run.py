@@ -32,7 +32,7 @@ from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
+from frontier_qa.curricula.base import Curriculum, DrivesRun, Outcome, Proposal
 from frontier_qa.errors import BudgetExceededError, ConfigError, RunInterruptedError, TargetUnavailableError
 from frontier_qa.probing.case import CaseProber, version_of
 from frontier_qa.probing.regression import ReplayJudge
@@ -53,6 +53,7 @@ from frontier_qa.store.leases import RunBusyError, describe_holder
 from frontier_qa.store.records import (
     CLASS_ORDER,
     Baseline,
+    BoundaryRecord,
     Candidates,
     CaseClass,
     CaseRecord,
@@ -182,6 +183,7 @@ class ProbeRun:
         self.rng = random.Random(settings.seed)
         self.calibration: list[tuple[float, float]] = []
         self.gate = asyncio.Semaphore(settings.max_concurrent_cases)
+        self.boundaries: list[BoundaryRecord] = []  # a generators curriculum's findings, kept in the run record
 
     # -- bookkeeping ------------------------------------------------------------------------
 
@@ -325,11 +327,14 @@ class ProbeRun:
         records = self.records()
         totals = run_totals(records, spend=spend, candidates=self.proposals() if self.generated else None)
         if self.stop_reason in _OPEN_ENDED:  # left open to resume; what it did so far is recorded
-            kept = self.store.run(self.run_id, self.shard.index).model_copy(update={"totals": totals,
-                                                                                    "written_at": utc_now()})
+            update: dict[str, Any] = {"totals": totals, "written_at": utc_now()}
+            if self.boundaries:
+                update["boundaries"] = self.boundaries
+            kept = self.store.run(self.run_id, self.shard.index).model_copy(update=update)
             self.store.append(kept)
             return kept
-        return self.store.finish_run(self.run_id, shard_index=self.shard.index, totals=totals)
+        return self.store.finish_run(self.run_id, shard_index=self.shard.index, totals=totals,
+                                     boundaries=self.boundaries or None)
 
     def records(self) -> list[CaseRecord]:
         return sorted(self.recorded.values(), key=lambda r: (r.finished_at, r.id))
@@ -474,6 +479,10 @@ class ProbeRun:
     async def generate(self, curriculum: Curriculum, validator: Validator) -> None:
         # a validity judge model also says whether a frontier case's answers split along readings
         self.prober.readings = getattr(validator.critic, "model_judge", None)
+        if isinstance(curriculum, DrivesRun):  # task generators: the boundary search runs the run
+            self.generated = True
+            self.boundaries = list(await curriculum.drive(self))
+            return
         await self._generate(curriculum, validator)
 
     async def _generate(self, curriculum: Curriculum, validator: Validator) -> None:

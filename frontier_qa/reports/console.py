@@ -3,7 +3,8 @@ the pytest plugin's terminal summary shows, from the same :class:`~frontier_qa.r
 the files are written from (so every number agrees with them).
 
 Order: why the run could not judge the agent (first, when it could not), the title, the headline
-numbers (:meth:`ReportInput.headline`), the frontier map, the cases validation removed (each
+numbers (:meth:`ReportInput.headline`), where the ability ends along each knob the run searched (its
+boundaries, and the failures shrunk to smaller knob values), the frontier map, the cases validation removed (each
 named, with the reason), the first regressions explained, the files written, the gate and its
 reasons, and the next steps.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from frontier_qa.reports import boundaries as bd
 from frontier_qa.reports.explain import explain, removal
 from frontier_qa.reports.inputs import ReportInput
 from frontier_qa.reports.summary import invalid_cases
@@ -21,6 +23,7 @@ from frontier_qa.store.records import CaseClass
 SHOWN_VERDICTS = 5  # regressions explained on the console (the reports list them all)
 SHOWN_REMOVED = 5  # cases validation removed, named on the console with the reason
 SHOWN_TOPICS = 10  # rows of the frontier map on the console
+SHOWN_BOUNDARIES = 10  # boundaries on the console (with their shrunk failures; the reports list them all)
 
 
 def console_lines(report: ReportInput, title: str, *, written: Mapping[str, Path] | None = None,
@@ -46,6 +49,11 @@ def console_lines(report: ReportInput, title: str, *, written: Mapping[str, Path
     out += [f"  {label}: {text}" for label, text in report.headline()]
     if budget:
         out.append(f"  budget: {budget}")
+    for b in report.boundaries[:SHOWN_BOUNDARIES]:
+        out.append(f"  boundary: {bd.console_line(b)}")
+        out += [f"    shrunk: {bd.shrunk_short(s)}" for s in b.shrunk if bd.shrunk(s)]
+    if len(report.boundaries) > SHOWN_BOUNDARIES:
+        out.append(f"  … {len(report.boundaries) - SHOWN_BOUNDARIES} more boundaries: see report.md")
     rows = [t for t in s.by_topic
             if t.counts[CaseClass.FRONTIER] or t.counts[CaseClass.FAILURE] or t.counts[CaseClass.UNCHECKED]]
     for t in sorted(rows, key=lambda t: (-(t.frontier_share or 0.0), t.topic))[:SHOWN_TOPICS]:
@@ -81,4 +89,4 @@ def console_lines(report: ReportInput, title: str, *, written: Mapping[str, Path
     return out
 
 
-__all__ = ["SHOWN_REMOVED", "SHOWN_VERDICTS", "console_lines"]
+__all__ = ["SHOWN_BOUNDARIES", "SHOWN_REMOVED", "SHOWN_VERDICTS", "console_lines"]

@@ -13,13 +13,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from frontier_qa.reports import boundaries as bd
 from frontier_qa.reports._text import esc, fmt_p, fmt_usd, shorten, write_text
 from frontier_qa.reports.explain import baseline_votes, removal, votes
 from frontier_qa.reports.inputs import ReportInput, ReportParts
 from frontier_qa.reports.summary import Summary, answer_distribution, invalid_cases, timeline
-from frontier_qa.reports.svg import COLORS, frontier_map_svg, histogram_svg, line_svg
+from frontier_qa.reports.svg import COLORS, boundary_svg, frontier_map_svg, histogram_svg, line_svg
 from frontier_qa.store.comparison import Comparison, RegressionVerdict
-from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
+from frontier_qa.store.records import CLASS_ORDER, BoundaryRecord, CaseClass, CaseRecord, RunRecord
 
 if TYPE_CHECKING:  # typing.Unpack is 3.11+; the package supports 3.10
     from typing_extensions import Unpack
@@ -133,6 +134,36 @@ def _removed_section(records: Sequence[CaseRecord], top: int) -> str:
             f"<th>reason</th></tr>{rows}</table>{more}")
 
 
+def _code(text: str) -> str:
+    return f"<code>{esc(text)}</code>"
+
+
+def _boundaries_section(boundaries: Sequence[BoundaryRecord]) -> str:
+    """Where the ability ends: a row per boundary, then each one's chart, curve, claims and shrunk failures."""
+    if not boundaries:
+        return ""
+    head = "".join(f"<th>{esc(h)}</th>" for h in bd.summary_header(boundaries))
+    rows = "".join("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in cells[:-1])
+                   + f'<td class="n">{esc(cells[-1])}</td></tr>'
+                   for cells in (bd.summary_row(b, boundaries) for b in boundaries))
+    out = ["<h2>Where the ability ends</h2><p>P(correct) along each difficulty knob of the task generators (mean "
+           "accuracy over task instances, 90 % credible interval), the other knobs held fixed; the crossings are "
+           f"where it falls below each threshold.</p><table><tr>{head}</tr>{rows}</table>"]
+    for b in boundaries:
+        curve_head = "".join(f"<th>{esc(h)}</th>" for h in (b.knob, *bd.CURVE_HEADER))
+        curve = "".join(f"<tr><td>{esc(value)}</td>" + "".join(f'<td class="n">{esc(n)}</td>' for n in numbers)
+                        + "</tr>" for value, *numbers in map(bd.curve_row, b.levels))
+        items = [esc(c.text) for c in b.crossings] + [bd.shrunk_text(s, esc, _code) for s in b.shrunk]
+        if b.cases:
+            items.append("cases showing it: " + ", ".join(_code(case_id) for case_id in b.cases))
+        listed = "<ul>" + "".join(f"<li>{item}</li>" for item in items) + "</ul>" if items else ""
+        description = f'<p class="meta">{esc(b.description)}</p>' if b.description else ""
+        out.append(f'<div class="case boundary"><h3>{esc(b.axis)}</h3>{description}'
+                   f'<div class="chart" style="display:inline-block;margin:6px 0">{boundary_svg(b)}</div>'
+                   f'<table style="width:auto;min-width:50%"><tr>{curve_head}</tr>{curve}</table>{listed}</div>')
+    return "".join(out)
+
+
 def _badge_text(text: str) -> str:
     return f'<span class="badge" style="background:#d1495b">{esc(text)}</span>'
 
@@ -219,6 +250,8 @@ def html_report(
     if report.changes:
         parts.append("<h2>Changed since stored</h2><ul>" + "".join(f"<li>{esc(c)}</li>" for c in report.changes)
                      + "</ul>")
+    if report.boundaries:
+        parts.append(_boundaries_section(report.boundaries))
     legend = (
         '<div class="legend">'
         + "".join(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypedDict
 from frontier_qa.reports.gate import GateResult
 from frontier_qa.reports.summary import Summary, answers_line, class_counts, spend_line, summarize, top_cases
 from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
-from frontier_qa.store.records import Candidates, CaseClass, CaseRecord, ModelSpend, RunRecord
+from frontier_qa.store.records import BoundaryRecord, Candidates, CaseClass, CaseRecord, ModelSpend, RunRecord
 
 if TYPE_CHECKING:  # typing.Unpack is 3.11+; the package supports 3.10
     from typing_extensions import Unpack
@@ -94,6 +94,13 @@ class ReportInput:
             candidates = run.totals.candidates if candidates is None else candidates
         return cls(summary, run, parts.get("gate"), parts.get("comparisons", ()), parts.get("history") or {},
                    spend or {}, candidates, tuple(parts.get("next_steps", ())), tuple(parts.get("changes", ())))
+
+    @property
+    def boundaries(self) -> tuple[BoundaryRecord, ...]:
+        """Where the agent's ability ends along each knob the run searched (its run record's
+        boundaries: a generators curriculum's findings); ``()`` without a run.
+        """
+        return () if self.run is None else tuple(self.run.boundaries)
 
     def headline(self) -> list[tuple[str, str]]:
         """The run's numbers as every output words them, ``(label, text)`` in order: the cases by

@@ -23,13 +23,18 @@ from frontier_qa.store.comparison import Comparison, Evidence, RegressionVerdict
 from frontier_qa.store.records import (
     SCHEMA_VERSION,
     Baseline,
+    BoundaryRecord,
     Candidates,
     CaseClass,
     CaseRecord,
     Cost,
+    CrossingRecord,
     Interval,
+    KnobValue,
+    LevelPoint,
     ModelSpend,
     RunRecord,
+    ShrunkFailure,
     utc_now,
 )
 
@@ -163,6 +168,36 @@ class ReplayReport(_Model):
     changed: list[VerdictReport]
 
 
+class BoundaryReport(_Model):
+    """Where the agent's ability ends along one knob of one task generator: the run record's
+    :class:`~frontier_qa.store.records.BoundaryRecord`, field for field, with its ``axis`` spelled out.
+    """
+
+    axis: str = Field(description="what the boundary is about, in a few words: 'arithmetic · digits (op=mul)'")
+    generator: str
+    description: str = ""
+    knob: str = Field(description="the ordinal knob searched")
+    easy: str = Field("low", description="which end of the knob is easy")
+    context: dict[str, KnobValue] = Field(default_factory=dict, description="the other knobs' values, held fixed")
+    levels: list[LevelPoint] = Field(default_factory=list,
+                                     description="the measured curve, every knob value from easy to hard "
+                                                 "(unmeasured ones without accuracy)")
+    crossings: list[CrossingRecord] = Field(default_factory=list, description="one per threshold, high first")
+    cases: list[str] = Field(default_factory=list, description="ids of the recorded cases that show the boundary")
+    shrunk: list[ShrunkFailure] = Field(default_factory=list,
+                                        description="failures shrunk to their minimal knob values")
+    calls: int = Field(0, description="target samples the search drew")
+
+    @classmethod
+    def of(cls, boundary: BoundaryRecord) -> BoundaryReport:
+        """The run record's boundary as the report lists it."""
+        return cls(axis=boundary.axis, **dict(boundary))
+
+    def record(self) -> BoundaryRecord:
+        """The run record's boundary back (``axis`` is derived from it)."""
+        return BoundaryRecord(**{k: v for k, v in dict(self).items() if k != "axis"})
+
+
 class JsonReport(_Model):
     """Everything in ``report.json``."""
 
@@ -189,6 +224,9 @@ class JsonReport(_Model):
                                   description="commands that keep, replay, accept and inspect the findings")
     changes: list[str] = Field(
         default_factory=list, description="what changed in the cases' source since they were stored, and what was done")
+    boundaries: list[BoundaryReport] = Field(
+        default_factory=list, description="where the agent's ability ends along each knob of the task generators the "
+        "run searched, with the measured curves (the run record's boundaries)")
     cases: list[CaseSummary]
 
 
@@ -259,6 +297,7 @@ def build_json_report(
         replay=replay,
         next_steps=list(report.next_steps),
         changes=list(report.changes),
+        boundaries=[BoundaryReport.of(b) for b in report.boundaries],
         cases=[
             CaseSummary(
                 id=r.id,

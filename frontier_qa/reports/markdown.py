@@ -2,7 +2,8 @@
 
 Sections: header (target, run), why the run could not judge the agent (when it could not),
 the gate, the regressions (first, when there are any: baseline against now, the answers, the
-test, the trend), counts by class, cost, the frontier map by topic, the top frontier and
+test, the trend), counts by class, cost, where the ability ends along each difficulty knob (when
+task generators were searched), the frontier map by topic, the top frontier and
 failure cases with their answer distributions, the cases validation removed with the reason,
 and the other replay verdicts, findings and guards apart. Long lists end with "N more". All user
 and model text is escaped (:func:`~frontier_qa.reports._text.md`), so an answer cannot break a table or inject HTML.
@@ -15,12 +16,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from frontier_qa.reports._text import fmt_p, md, write_text
+from frontier_qa.reports import boundaries as bd
+from frontier_qa.reports._text import clean, fmt_p, md, write_text
 from frontier_qa.reports.explain import baseline_votes, removal, votes
 from frontier_qa.reports.inputs import ReportInput, ReportParts
 from frontier_qa.reports.summary import Summary, answer_distribution, invalid_cases
 from frontier_qa.store.comparison import Comparison, RegressionVerdict
-from frontier_qa.store.records import CLASS_ORDER, CaseClass, CaseRecord, RunRecord
+from frontier_qa.store.records import CLASS_ORDER, BoundaryRecord, CaseClass, CaseRecord, RunRecord
 
 if TYPE_CHECKING:  # typing.Unpack is 3.11+; the package supports 3.10
     from typing_extensions import Unpack
@@ -154,6 +156,7 @@ def markdown_report(
         f"({s.by_class[CaseClass.FRONTIER]}/{valid})",
     ]
     out += [""] + [f"- {label}: {md(text)}" for label, text in report.headline()] + [""]
+    out += _boundaries_section(report.boundaries)
     out += ["## Frontier map by topic", ""]
     topic_rows = [
         [md(t.topic, 60)] + [t.counts[c] for c in CLASS_ORDER] + [t.total, _share(t.frontier_share)]
@@ -179,6 +182,41 @@ def _steps(steps: Sequence[str]) -> list[str]:
     for step in steps:
         what, sep, command = step.partition(": ")
         out.append(f"{md(what)}: `{command}`" if sep else md(step))
+    return out
+
+
+def _code(text: object) -> str:
+    """Inline code (a case id): one line, a pipe escaped for the table it may sit in; backticks
+    inside get a longer fence. HTML in a code span stays text.
+    """
+    value = " ".join(clean(text).split()).replace("|", "\\|")
+    fence = "``" if "`" in value else "`"
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{fence}{pad}{value}{pad}{fence}"
+
+
+def _boundaries_section(boundaries: Sequence[BoundaryRecord]) -> list[str]:
+    """Where the ability ends: a row per boundary, then each one's curve, claims and shrunk failures."""
+    if not boundaries:
+        return []
+    out = ["## Where the ability ends", "",
+           "P(correct) along each difficulty knob of the task generators (mean accuracy over task instances, "
+           "90 % credible interval), the other knobs held fixed; the crossings are where it falls below each "
+           "threshold.", ""]
+    out += _table([md(h) for h in bd.summary_header(boundaries)],
+                  ([md(cell) for cell in bd.summary_row(b, boundaries)] for b in boundaries)) + [""]
+    for b in boundaries:
+        out += [f"### {md(b.axis)}", ""]
+        if b.description:
+            out += [md(b.description), ""]
+        rows = ([md(value), *numbers] for value, *numbers in map(bd.curve_row, b.levels))  # numbers: no markup
+        out += _table([md(b.knob), *bd.CURVE_HEADER], rows) + [""]
+        out += [f"- {md(c.text)}" for c in b.crossings]
+        out += [f"- {bd.shrunk_text(s, md, _code)}" for s in b.shrunk]
+        if b.cases:
+            out.append("- cases showing it: " + ", ".join(_code(case_id) for case_id in b.cases))
+        if b.crossings or b.shrunk or b.cases:
+            out.append("")
     return out
 
 

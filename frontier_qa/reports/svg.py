@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from frontier_qa.reports._text import esc, shorten
-from frontier_qa.store.records import CaseClass
+from frontier_qa.store.records import BoundaryRecord, CaseClass, KnobValue
 
 COLORS: dict[CaseClass, str] = {
     CaseClass.FAILURE: "#d1495b",
@@ -236,3 +236,104 @@ def line_svg(
         f'fill="{_AXIS}">time (UTC)</text>'
     )
     return _svg(width, height, title, body)
+
+
+ACCURACY_COLOR = "#1f6fb2"
+P_HAT_COLOR = "#8e5ea2"
+THRESHOLD_COLORS = ("#e59f00", "#d1495b", "#6b4c9a", "#2e933c")  # high threshold first
+
+
+def _same(a: KnobValue | None, b: KnobValue) -> bool:
+    return a is not None and isinstance(a, bool) == isinstance(b, bool) and a == b  # True is not the value 1
+
+
+def boundary_svg(boundary: BoundaryRecord, *, width: int = 560, height: int = 290) -> str:
+    """P(correct) along one knob: the knob values evenly spaced in the record's order (easy to hard),
+    the mean accuracy as a line with dots and whiskers for its 90 % interval, the mean p̂ as a dashed
+    line, a dashed horizontal line at each crossing's threshold and a vertical marker where
+    P(correct) first falls below it. Unmeasured values are gaps: no dot, the line only bridged by
+    a faint dotted stretch.
+
+    Marks carry a ``class`` (``acc``, ``whisker``, ``phat``, ``threshold``, ``crossing``) and a ``<title>``.
+    """
+    left, right, top, bottom = 48, 34, 28, 70
+    pw, ph = width - left - right, height - top - bottom
+    y0 = top + ph
+    levels = boundary.levels
+    body: list[str] = []
+    _y_axis(body, [0.0, 0.2, 0.4, 0.6, 0.8, 1.0], left, left + pw, y0, ph, fmt=lambda v: f"{v:.1f}",
+            label="P(correct)")
+    n = max(len(levels), 1)
+    step = pw / n
+
+    def x_at(i: int) -> float:
+        return left + (i + 0.5) * step
+
+    def y_at(p: float) -> float:
+        return y0 - p * ph
+
+    name = esc(boundary.knob)
+    every = max(1, math.ceil(n * 34 / pw))  # label at most one value per ~34 px
+    for i, level in enumerate(levels):
+        if i % every == 0 or i == n - 1:
+            body.append(f'<text x="{x_at(i):.1f}" y="{y0 + 15:.1f}" text-anchor="middle" fill="{_AXIS}">'
+                        f"<title>{name}={esc(level.value)}</title>{esc(shorten(str(level.value), 8))}</text>")
+    body.append(f'<line x1="{left}" x2="{left + pw}" y1="{y0}" y2="{y0}" stroke="{_AXIS}"/>')
+    easy = "" if boundary.easy == "low" else f" (easy end: {boundary.easy})"
+    body.append(f'<text x="{left + pw / 2:.1f}" y="{y0 + 31:.1f}" text-anchor="middle" fill="{_AXIS}">'
+                f"{name}, easy → hard{esc(easy)}</text>")
+    crossings = sorted(boundary.crossings, key=lambda c: -c.threshold)
+    for j, c in enumerate(crossings):  # under the curve
+        color = THRESHOLD_COLORS[j % len(THRESHOLD_COLORS)]
+        y = y_at(c.threshold)
+        t = f"{c.threshold:g}"
+        body.append(f'<line class="threshold" x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" '
+                    f'stroke="{color}" stroke-dasharray="6 4"><title>threshold {t}: {esc(c.text)}</title></line>')
+        body.append(f'<text x="{left + pw + 3}" y="{y + 4:.1f}" fill="{color}">{t}</text>')
+        at = next((i for i, level in enumerate(levels) if _same(c.first_below, level.value)), None)
+        if at is not None:
+            x = x_at(at)
+            body.append(f'<line class="crossing" x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{y0}" stroke="{color}" '
+                        f'stroke-width="1.5" stroke-dasharray="2 3"><title>{esc(c.text)}</title></line>')
+            body.append(f'<text x="{x + 3:.1f}" y="{top + 10 + 12 * j}" fill="{color}">&lt;{t}</text>')
+    measured = [(i, level, level.accuracy) for i, level in enumerate(levels) if level.accuracy is not None]
+    p_hats = [(x_at(i), y_at(level.p_hat)) for i, level in enumerate(levels) if level.p_hat is not None]
+    if len(p_hats) > 1:
+        body.append(f'<polyline class="phat" fill="none" stroke="{P_HAT_COLOR}" stroke-width="1.5" '
+                    f'stroke-dasharray="5 3" points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in p_hats)}"/>')
+    for (i, _, a), (k, _, b) in zip(measured, measured[1:], strict=False):  # neighbours solid, a gap dotted
+        style = 'stroke-width="2"' if k == i + 1 else 'stroke-width="1" stroke-dasharray="1 3" opacity="0.6"'
+        body.append(f'<line x1="{x_at(i):.1f}" y1="{y_at(a):.1f}" x2="{x_at(k):.1f}" y2="{y_at(b):.1f}" '
+                    f'stroke="{ACCURACY_COLOR}" {style}/>')
+    for i, level, accuracy in measured:
+        x, y = x_at(i), y_at(accuracy)
+        interval = ""
+        if level.low is not None and level.high is not None:
+            interval = f" [{level.low:.2f}–{level.high:.2f}]"
+            body.append(f'<line class="whisker" x1="{x:.1f}" x2="{x:.1f}" y1="{y_at(level.low):.1f}" '
+                        f'y2="{y_at(level.high):.1f}" stroke="{ACCURACY_COLOR}" stroke-width="1.5"/>')
+        p_hat = "" if level.p_hat is None else f", mean p̂ {level.p_hat:.2f}"
+        body.append(f'<circle class="acc" cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{ACCURACY_COLOR}">'
+                    f"<title>{name}={esc(level.value)}: accuracy {accuracy:.2f}{interval} over "
+                    f"{level.instances} instances, {level.samples} samples{p_hat}</title></circle>")
+    if not measured:
+        body.append(f'<text x="{left + pw / 2:.1f}" y="{top + ph / 2:.1f}" text-anchor="middle" '
+                    f'fill="{_AXIS}">nothing measured</text>')
+    ly = height - 12
+    legend = [
+        (f'<line x1="0" x2="18" y1="0" y2="0" stroke="{ACCURACY_COLOR}" stroke-width="2"/>'
+         f'<circle cx="9" cy="0" r="3" fill="{ACCURACY_COLOR}"/>', "accuracy (90 % interval)"),
+        (f'<line x1="0" x2="18" y1="0" y2="0" stroke="{P_HAT_COLOR}" stroke-width="1.5" stroke-dasharray="5 3"/>',
+         "mean p̂"),
+        (f'<line x1="0" x2="18" y1="0" y2="0" stroke="{THRESHOLD_COLORS[0]}" stroke-dasharray="6 4"/>',
+         "threshold"),
+    ]
+    if any(c.first_below is not None for c in crossings):
+        legend.append((f'<line x1="9" x2="9" y1="-6" y2="6" stroke="{THRESHOLD_COLORS[0]}" stroke-width="1.5" '
+                       f'stroke-dasharray="2 3"/>', "first value below it"))
+    x = float(left)
+    for mark, label in legend:
+        body.append(f'<g class="legend" transform="translate({x:.1f} {ly - 4})">{mark}'
+                    f'<text x="22" y="4" fill="{_AXIS}">{label}</text></g>')
+        x += 30 + 6.2 * len(label)
+    return _svg(width, height, shorten(boundary.axis, 80), body)

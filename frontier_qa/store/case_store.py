@@ -50,6 +50,7 @@ from frontier_qa.store.records import (
     CLASS_ORDER,
     SCHEMA_VERSION,
     Baseline,
+    BoundaryRecord,
     CaseClass,
     CaseRecord,
     RunRecord,
@@ -491,7 +492,8 @@ class CaseStore:
         self.append(run)
 
     def finish_run(
-        self, run_id: str, *, shard_index: int | None = None, totals: RunTotals | None = None
+        self, run_id: str, *, shard_index: int | None = None, totals: RunTotals | None = None,
+        boundaries: Sequence[BoundaryRecord] | None = None,
     ) -> RunRecord:
         """Record that a run ended, with totals over its cases (computed when not given).
 
@@ -504,7 +506,10 @@ class CaseStore:
             cases = [r for r in self.latest(run_id=run_id).values() if shard.contains(r.id)]
             totals = run_totals(cases)
         now = utc_now()
-        done = run.model_copy(update={"finished_at": now, "written_at": now, "totals": totals})
+        update: dict[str, Any] = {"finished_at": now, "written_at": now, "totals": totals}
+        if boundaries is not None:
+            update["boundaries"] = list(boundaries)
+        done = run.model_copy(update=update)
         self.append(done)
         return done
 

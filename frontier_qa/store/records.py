@@ -416,6 +416,102 @@ class RunTotals(_Record):
     candidates: Candidates | None = None
 
 
+KnobValue = bool | int | float | str
+"""A task generator's knob value as stored (JSON scalars)."""
+
+
+class LevelPoint(_Record):
+    """What the boundary search measured at one knob value.
+
+    Attributes:
+        value: the knob value.
+        instances: task instances drawn at it; ``samples`` their samples; ``correct`` the right ones.
+        accuracy: mean accuracy over the instances (``None``: nothing measured).
+        low, high: credible interval (90 %) of the level's mean accuracy.
+        p_hat: mean agreement of each instance's answers (self-consistency p̂).
+    """
+
+    value: KnobValue
+    instances: int = Field(default=0, ge=0)
+    samples: int = Field(default=0, ge=0)
+    correct: int = Field(default=0, ge=0)
+    accuracy: float | None = Field(default=None, ge=0.0, le=1.0)
+    low: float | None = Field(default=None, ge=0.0, le=1.0)
+    high: float | None = Field(default=None, ge=0.0, le=1.0)
+    p_hat: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class CrossingRecord(_Record):
+    """Where P(correct) falls through one threshold along a knob (a claim with its interval).
+
+    Attributes:
+        threshold: the P(correct) level (the band's ends: 0.8 and 0.3 by default).
+        status: ``found``, ``not reached`` (above it at every level), ``at the easy end`` (below
+            it even there) or ``undecided`` (the budget ran out first).
+        first_below: the first knob value (from the easy end) below the threshold, if any.
+        last_above: the value before it (reliable up to here), if any.
+        low, high: the values the crossing may lie between (the interval of the claim).
+        text: the claim in words.
+    """
+
+    threshold: float = Field(gt=0.0, lt=1.0)
+    status: str
+    first_below: KnobValue | None = None
+    last_above: KnobValue | None = None
+    low: KnobValue | None = None
+    high: KnobValue | None = None
+    text: str = ""
+
+
+class ShrunkFailure(_Record):
+    """A failure shrunk to the smallest knob values where it still fails.
+
+    Attributes:
+        from_case: the failing case found first; ``to_case`` the minimal one (in the store).
+        from_knobs, knobs: their knob values.
+        steps: candidate cases probed while shrinking; ``accepted`` how many of them still failed.
+    """
+
+    from_case: str
+    to_case: str
+    from_knobs: dict[str, KnobValue] = Field(default_factory=dict)
+    knobs: dict[str, KnobValue] = Field(default_factory=dict)
+    steps: int = Field(default=0, ge=0)
+    accepted: int = Field(default=0, ge=0)
+
+
+class BoundaryRecord(_Record):
+    """Where the target's ability ends along one knob of one task generator.
+
+    Attributes:
+        generator: the generator's name; ``description`` its one line.
+        knob: the ordinal knob searched; ``easy`` which end of it is easy.
+        context: the other knobs' values, held fixed (ordinal ones at their easy end).
+        levels: the measured curve, every knob value from easy to hard (unmeasured ones empty).
+        crossings: one per threshold, high first.
+        cases: ids of the recorded cases that show the boundary (both sides of each crossing).
+        shrunk: failures shrunk to their minimal knob values.
+        calls: target samples the search drew (cases recorded afterwards count on their own).
+    """
+
+    generator: str
+    description: str = ""
+    knob: str
+    easy: str = "low"
+    context: dict[str, KnobValue] = Field(default_factory=dict)
+    levels: list[LevelPoint] = Field(default_factory=list)
+    crossings: list[CrossingRecord] = Field(default_factory=list)
+    cases: list[str] = Field(default_factory=list)
+    shrunk: list[ShrunkFailure] = Field(default_factory=list)
+    calls: int = Field(default=0, ge=0)
+
+    @property
+    def axis(self) -> str:
+        """``arithmetic · digits (op=mul)``: what this boundary is about, in a few words."""
+        ctx = ", ".join(f"{k}={v}" for k, v in self.context.items())
+        return f"{self.generator} · {self.knob}" + (f" ({ctx})" if ctx else "")
+
+
 class RunRecord(_Record):
     """One probe run, or one CI shard of it.
 
@@ -432,6 +528,8 @@ class RunRecord(_Record):
         target_id: the target probed; ``target_version`` its version when known.
         started_at: when the run started (UTC); ``finished_at`` when it ended, if it did.
         totals: counts and cost when it ended.
+        boundaries: where the target's ability ends along each knob of the task generators the
+            run searched (a generators curriculum), with the measured curves.
         written_at: when this record was written (UTC); the latest wins.
         frontier_qa_version: the frontier-qa version that wrote it.
     """
@@ -448,6 +546,7 @@ class RunRecord(_Record):
     started_at: AwareDatetime = Field(default_factory=utc_now)
     finished_at: AwareDatetime | None = None
     totals: RunTotals = RunTotals()
+    boundaries: list[BoundaryRecord] = Field(default_factory=list)
     written_at: AwareDatetime = Field(default_factory=utc_now)
     frontier_qa_version: str = __version__
 

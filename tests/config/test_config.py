@@ -208,7 +208,7 @@ def test_errors_name_key_line_and_fix_sorted_by_line(tmp_path: Path) -> None:
     assert lines[1] == f"{path}:5: target.limits.max_concurency: unknown key"
     assert lines[2] == "fix: did you mean 'max_concurrency'?"
     assert lines[3] == f"{path}:7: curriculum.type: 'fille' is not allowed"
-    assert lines[4] == "fix: did you mean 'file'? use one of: prompted, file, trained"
+    assert lines[4] == "fix: did you mean 'file'? use one of: prompted, file, trained, generators"
     assert lines[5].startswith(f"{path}:9: probing.band: low (0.9) is above high (0.2)")
     assert lines[7] == f"{path}:10: probing.explore_rate: Input should be less than or equal to 1 (got 2)"
     assert lines[8] == "fix: set probing.explore_rate to a number <= 1.0"

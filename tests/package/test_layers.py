@@ -29,6 +29,11 @@ LAYER_OF = {
     "frontier_qa.adapters": "adapters",
     "frontier_qa.store": "store",
     "frontier_qa.curricula.base": "curricula.base",
+    # task generators: declarations, the built-in library and the search are values and pure logic
+    # (the probe engine reads a generator's check); running the search against a target sits above
+    "frontier_qa.generators.core": "generators.core", "frontier_qa.generators.library": "generators.core",
+    "frontier_qa.generators.search": "generators.core", "frontier_qa.generators.loading": "generators.core",
+    "frontier_qa.generators": "generators",
     "frontier_qa.probing": "probing",
     "frontier_qa.curricula": "curricula",
     "frontier_qa.reports": "reports",
@@ -51,19 +56,21 @@ ALLOWED: dict[str, set[str]] = {
     "adapters": {"runtime"},
     "store": {"scoring"},
     "curricula.base": set(),
-    "probing": {"scoring", "runtime", "store", "curricula.base"},
+    "generators.core": set(),
+    "probing": {"scoring", "runtime", "store", "curricula.base", "generators.core"},
+    "generators": {"scoring", "runtime", "store", "curricula.base", "probing", "generators.core"},
     # curricula implement the seam and reuse the engine's validation, verification and case ids
     "curricula": {"scoring", "runtime", "store", "curricula.base", "probing"},
     "reports": {"scoring", "store"},
-    "testing": {"scoring", "runtime", "adapters", "store", "curricula.base", "curricula"},
-    "config": {"scoring", "runtime", "store", "curricula.base", "probing", "curricula", "reports"},
+    "testing": {"scoring", "runtime", "adapters", "store", "curricula.base", "curricula", "generators.core"},
+    "config": {"scoring", "runtime", "store", "curricula.base", "probing", "curricula", "reports", "generators.core", "generators"},
     # the one front door: a config opened, runs judged and reported (behind the CLI, the plugin, the API)
-    "session": {"scoring", "runtime", "store", "curricula.base", "probing", "curricula", "reports", "config"},
-    "train": {"scoring", "runtime", "adapters", "store", "curricula.base", "probing", "curricula", "config"},
+    "session": {"scoring", "runtime", "store", "curricula.base", "probing", "curricula", "reports", "config", "generators.core", "generators"},
+    "train": {"scoring", "runtime", "adapters", "store", "curricula.base", "probing", "curricula", "config", "generators.core", "generators"},
     "plugins": {"scoring", "runtime", "store", "curricula.base", "probing", "curricula", "reports", "config",
-                "session"},
+                "session", "generators.core", "generators"},
     "cli": {"scoring", "runtime", "adapters", "store", "curricula.base", "probing", "curricula", "reports",
-            "config", "train", "session"},
+            "config", "train", "session", "generators.core", "generators"},
     "__main__": {"cli"},
 }
 

@@ -1,0 +1,452 @@
+"""The boundary search and shrinking, run against a target inside a probe run.
+
+:class:`GeneratorCurriculum` is what ``curriculum: {type: generators}`` builds. A probe run
+hands it the run (:meth:`GeneratorCurriculum.drive`) instead of asking it for proposals, and it:
+
+1. **searches** every axis: each ordinal knob of each generator, the other ordinal knobs at their
+   easy end, once per combination of categorical values (:class:`~frontier_qa.generators.search.AxisSearch`).
+   Each batch is a few fresh instances at one knob value, sampled through the run's target (so the
+   rate limits, retries, cache and budget hold); the samples are scored as every case's are, and
+   a generator's ``check`` decides answers that are not one value;
+2. **shows** each crossing with recorded cases: an instance at the last value above the threshold
+   and one at the first value below, each probed to a calibrated verdict (pass / frontier /
+   failure) and stored like any case (so suites, replays and the gate see them);
+3. **shrinks** each failure: the ordinal knobs are lowered towards their easy end (bisection), the
+   categorical ones tried at their simpler choices, then the generator's simplest instance, keeping
+   every step at which a fresh instance still fails at the configured confidence; the minimal failing
+   case is recorded (Hypothesis keeps the minimal example too).
+
+The boundaries go into the run record (:class:`~frontier_qa.store.records.BoundaryRecord`), and from
+there into every report. A resumed run searches again; the cache returns the samples it paid for.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from frontier_qa.curricula.base import Outcome, Proposal
+from frontier_qa.errors import BudgetExceededError, TargetUnavailableError
+from frontier_qa.generators.core import GENERATOR_KEY, Generator, Knob, instance_seed
+from frontier_qa.generators.search import AxisSearch, Crossing, GridSearch, InstanceResult, SearchSettings
+from frontier_qa.runtime.aio import gather_or_cancel
+from frontier_qa.store.records import (
+    BoundaryRecord,
+    CaseClass,
+    CaseRecord,
+    CrossingRecord,
+    KnobValue,
+    LevelPoint,
+    ShrunkFailure,
+)
+from frontier_qa.store.stop_reason import StopReason
+from frontier_qa.target import Case
+
+if TYPE_CHECKING:
+    from frontier_qa.probing.run import ProbeRun
+
+log = logging.getLogger(__name__)
+
+BOUNDARY_KEY = "boundary"
+"""Case metadata of a case recorded to show a boundary: which axis, threshold and side."""
+
+SHRUNK_KEY = "shrunk_from"
+"""Case metadata of a minimal failing case: the case it was shrunk from and its knobs."""
+
+
+@dataclass(frozen=True)
+class ExploreSettings:
+    """How a generators curriculum searches and shrinks.
+
+    Attributes:
+        search: how the boundary search spends samples (its thresholds are the band's ends).
+        evidence: record cases on both sides of each crossing (probed to a calibrated verdict).
+        shrink: shrink each failure to its minimal knob values.
+        shrink_tries: fresh instances tried at each candidate knob value while shrinking (the
+            candidate is kept when any of them still fails).
+        seed: the base of every instance seed (the run's seed).
+    """
+
+    search: SearchSettings = field(default_factory=SearchSettings)
+    evidence: bool = True
+    shrink: bool = True
+    shrink_tries: int = 2
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One boundary search: ``knob`` of ``generator``, the other knobs at ``context``."""
+
+    generator: Generator
+    knob: Knob
+    context: Mapping[str, Any]
+
+    def knobs(self, value: Any) -> dict[str, Any]:
+        out = self.generator.easy_knobs()
+        out.update(self.context)
+        out[self.knob.name] = value
+        return out
+
+    @property
+    def label(self) -> str:
+        ctx = ", ".join(f"{k}={v}" for k, v in self.context.items())
+        return f"{self.generator.name} · {self.knob.name}" + (f" ({ctx})" if ctx else "")
+
+
+def axes_of(generators: Sequence[Generator]) -> list[Axis]:
+    """Every axis to search: each ordinal knob of each generator, per categorical combination."""
+    out = []
+    for gen in generators:
+        for context in gen.contexts():
+            for knob in gen.ordinal:
+                if len(knob.values) >= 2:  # a knob restricted to one value is held, not searched
+                    out.append(Axis(gen, knob, context))
+    return out
+
+
+def _stored(value: Any) -> KnobValue:
+    return value if isinstance(value, (bool, int, float, str)) else str(value)
+
+
+def crossing_record(axis: Axis, crossing: Crossing) -> CrossingRecord:
+    """A :class:`Crossing` in knob values, with the claim in words."""
+    levels = axis.knob.levels
+    name = axis.knob.name
+    t = crossing.threshold
+
+    def at(i: int | None) -> KnobValue | None:
+        return None if i is None or i >= len(levels) else _stored(levels[i])
+
+    first = at(crossing.index)
+    last = at(crossing.index - 1) if crossing.index is not None and crossing.index > 0 else None
+    if crossing.status == "not reached":
+        last = _stored(levels[-1])
+        text = f"P(correct) ≥ {t:g} up to {name}={last}, the hardest value searched"
+    elif crossing.status == "at the easy end":
+        text = f"P(correct) < {t:g} already at {name}={first}, the easiest value"
+    elif crossing.index is None:
+        text = f"undecided: the search stopped before finding where P(correct) falls below {t:g}"
+    else:
+        step = "" if crossing.status == "found" else " (undecided: the search stopped before the bracket closed)"
+        span = ""
+        low, high = at(crossing.low), at(crossing.high)
+        if low is not None and high is not None and low != high:
+            span = f"; between {name}={low} and {name}={high}"
+        elif high is None:
+            span = f"; no value up to {name}={_stored(levels[-1])} is confidently below"
+        text = f"P(correct) falls below {t:g} at {name}={first} (≥ {t:g} up to {name}={last}){span}{step}"
+        if last is None:
+            text = f"P(correct) falls below {t:g} at {name}={first}{span}{step}"
+    return CrossingRecord(threshold=t, status=crossing.status, first_below=first, last_above=last,
+                          low=at(crossing.low), high=at(crossing.high), text=text)
+
+
+class GeneratorCurriculum:
+    """Task generators as a curriculum: the boundary search when a probe run drives it, random
+    instances when asked for proposals (a verified-reference task source, e.g. for training).
+
+    Args:
+        generators: the generators to search.
+        settings: how to search and shrink.
+    """
+
+    name = "generators"
+
+    def __init__(self, generators: Sequence[Generator], settings: ExploreSettings | None = None) -> None:
+        if not generators:
+            from frontier_qa.generators.core import GeneratorError
+
+            raise GeneratorError("a generators curriculum needs at least one generator",
+                                 hint="curriculum: {type: generators, generators: [arithmetic]}")
+        self.generators = list(generators)
+        self.settings = settings or ExploreSettings()
+        self._rng = random.Random(self.settings.seed)
+        self._drawn = 0
+        self.boundaries: list[BoundaryRecord] = []
+        self.searches: list[AxisSearch | GridSearch] = []  # the last drive's searches, level by level
+        self.by_name = {g.name: g for g in self.generators}
+
+    # -- the curriculum seam: random instances ------------------------------------------------------
+
+    async def propose(self, n: int) -> Sequence[Proposal]:
+        """``n`` instances at random knob values (every knob uniformly over its values)."""
+        out = []
+        for _ in range(n):
+            gen = self._rng.choice(self.generators)
+            knobs = {k.name: self._rng.choice(k.values) for k in gen.knobs}
+            seed = instance_seed(self.settings.seed, gen.name, knobs, self._drawn)
+            self._drawn += 1
+            out.append(Proposal(gen.case(seed, knobs), source=f"generator:{gen.name}"))
+        return out
+
+    def observe(self, outcomes: Sequence[Outcome]) -> None:
+        return None
+
+    # -- the run drives it ---------------------------------------------------------------------------
+
+    async def drive(self, run: ProbeRun) -> list[BoundaryRecord]:
+        """Search every axis, record the cases that show each boundary, shrink the failures."""
+        explorer = Explorer(run, self)
+        self.boundaries = await explorer.explore()
+        self.searches = explorer.searches
+        return self.boundaries
+
+
+class Explorer:
+    """One generators curriculum's work inside one probe run."""
+
+    def __init__(self, run: ProbeRun, curriculum: GeneratorCurriculum) -> None:
+        self.run = run
+        self.curriculum = curriculum
+        self.settings = curriculum.settings
+        band = run.settings.band
+        self.search_settings = replace(curriculum.settings.search, thresholds=(band.high, band.low))
+        self.calls = 0
+        self.searches: list[AxisSearch | GridSearch] = []
+
+    def _stopped(self) -> bool:
+        return self.run.stop_reason is not None
+
+    async def explore(self) -> list[BoundaryRecord]:
+        out = []
+        axes = axes_of(self.curriculum.generators)
+        for n, axis in enumerate(axes, 1):
+            if self._stopped():
+                break
+            self.run.emit("axis", message=f"searching {axis.label} ({n}/{len(axes)})")
+            boundary = await self._axis(axis)
+            out.append(boundary)
+            self.run.boundaries = [*out]
+            self.run.emit("boundary", message=f"{boundary.axis}: " + "; ".join(c.text for c in boundary.crossings))
+        return out
+
+    # -- measuring -----------------------------------------------------------------------------------
+
+    async def _instance(self, case: Case) -> tuple[InstanceResult, CaseRecord | None]:
+        """Draw the search's samples of one instance and score them."""
+        s = self.search_settings.samples
+        trajectories = await self.run.draw(case, s, 0)
+        self.calls += len(trajectories)
+        if not trajectories:
+            return InstanceResult(case.id, 0, 0, None), None
+        prober = self.run.prober
+        consistency = await prober.score(case, trajectories)
+        correct = 0
+        for cluster in consistency.clusters:
+            if await prober.judge_answer(case, cluster.representative):
+                correct += cluster.size
+        counted = consistency.k - consistency.n_failed
+        agreement = consistency.p_hat if consistency.n_answered else None
+        return InstanceResult(case.id, correct, counted, agreement), None
+
+    async def _measure(self, axis: Axis, search: AxisSearch | GridSearch, index: int, n: int) -> list[InstanceResult]:
+        value = axis.knob.levels[index]
+        knobs = axis.knobs(value)
+        have = len(search.evidence[index].instances)
+        cases = [axis.generator.case(instance_seed(self.settings.seed, axis.generator.name, knobs, have + j), knobs)
+                 for j in range(n)]
+        got = await gather_or_cancel([self._instance(c) for c in cases])
+        return [r for r, _ in got]
+
+    async def _axis(self, axis: Axis) -> BoundaryRecord:
+        s = self.search_settings
+        search: AxisSearch | GridSearch = (AxisSearch(axis.knob.levels, s) if s.grid is None
+                                           else GridSearch(axis.knob.levels, s, s.grid))
+        self.searches.append(search)
+        self.instances: dict[tuple[int, str], Case] = {}
+        calls_before = self.calls
+        while not self._stopped():
+            batch = search.next_batch()
+            if not batch:
+                break
+            try:
+                results = await gather_or_cancel([self._measure(axis, search, i, n) for i, n in batch])
+            except BudgetExceededError as err:
+                self.run.stop(StopReason.BUDGET, err.message, "target")
+                break
+            except TargetUnavailableError as err:
+                self.run.stop(StopReason.UNAVAILABLE, err.message, "target")
+                break
+            for (i, _), got in zip(batch, results, strict=True):
+                search.add(i, got)
+            self.run.emit("measured", message=self._progress_line(axis, search))
+        crossings = [search.crossing(t) for t in self.search_settings.thresholds]
+        record = BoundaryRecord(
+            generator=axis.generator.name,
+            description=axis.generator.description,
+            knob=axis.knob.name,
+            easy=axis.knob.easy or "low",
+            context={k: _stored(v) for k, v in axis.context.items()},
+            levels=[self._point(search, i) for i in range(len(axis.knob.levels))],
+            crossings=[crossing_record(axis, c) for c in crossings],
+            calls=self.calls - calls_before,
+        )
+        if self.settings.evidence and not self._stopped():
+            record = await self._show(axis, search, crossings, record)
+        return record
+
+    def _progress_line(self, axis: Axis, search: AxisSearch | GridSearch) -> str:
+        shown = []
+        for ev in search.evidence:
+            if ev.accuracy is not None:
+                shown.append(f"{ev.value}:{ev.accuracy:.2f}")
+        marks = []
+        for t in self.search_settings.thresholds:
+            c = search.crossing(t)
+            where = "none yet" if c.index is None else str(axis.knob.levels[c.index])
+            marks.append(f"<{t:g} at {where}")
+        return f"{axis.label}: accuracy {' '.join(shown)}; " + ", ".join(marks)
+
+    def _point(self, search: AxisSearch | GridSearch, i: int) -> LevelPoint:
+        ev = search.evidence[i]
+        if not ev.measured:
+            return LevelPoint(value=_stored(ev.value), instances=len(ev.instances))
+        low, high = ev.interval(0.9)
+        return LevelPoint(value=_stored(ev.value), instances=len(ev.instances), samples=ev.n, correct=ev.correct,
+                          accuracy=ev.accuracy, low=low, high=high, p_hat=ev.p_hat)
+
+    # -- the cases that show it ---------------------------------------------------------------------
+
+    async def _show(self, axis: Axis, search: AxisSearch | GridSearch, crossings: Sequence[Crossing],
+                    record: BoundaryRecord) -> BoundaryRecord:
+        """Record an instance on each side of each crossing, then shrink the failures among them."""
+        picks: dict[int, str] = {}
+        for c in crossings:
+            if c.index is None:
+                continue
+            picks.setdefault(c.index, f"first value below {c.threshold:g}")
+            if c.index > 0:
+                picks.setdefault(c.index - 1, f"last value at or above {c.threshold:g}")
+        shown: list[CaseRecord] = []
+        for index, side in sorted(picks.items()):
+            if self._stopped():
+                break
+            ev = search.evidence[index]
+            # the instances that show the side best first: least right below a crossing, most right above it
+            below = side.startswith("first")
+            ranked = sorted(ev.measured, key=lambda r: (r.correct / r.counted) * (1 if below else -1))
+            knobs = axis.knobs(ev.value)
+            for best in ranked[: self.settings.shrink_tries]:
+                seed = self._seed_of(axis, knobs, ev, best.case_id)
+                case = axis.generator.case(seed, knobs)
+                meta = dict(case.metadata)
+                meta[BOUNDARY_KEY] = {"axis": axis.label, "knob": axis.knob.name, "side": side}
+                probed = await self._probe(replace(case, metadata=meta))
+                if probed is None:
+                    break
+                # a case near a threshold may stay undecided at the sample limit: it shows nothing and
+                # is no test, so the next instance of the level is tried (its samples are counted)
+                if probed.case_class is not CaseClass.UNRESOLVED:
+                    self._keep(probed)
+                    shown.append(probed)
+                    break
+        shrunk = []
+        if self.settings.shrink:
+            for failed in [r for r in shown if r.case_class is CaseClass.FAILURE]:
+                if self._stopped():
+                    break
+                done = await self.shrink(axis.generator, failed)
+                if done is not None:
+                    shrunk.append(done)
+        return record.model_copy(update={"cases": [r.id for r in shown], "shrunk": shrunk})
+
+    def _seed_of(self, axis: Axis, knobs: Mapping[str, Any], ev: Any, case_id: str) -> int:
+        for j in range(len(ev.instances)):
+            seed = instance_seed(self.settings.seed, axis.generator.name, knobs, j)
+            if axis.generator.case(seed, knobs).id == case_id:
+                return seed
+        return instance_seed(self.settings.seed, axis.generator.name, knobs, 0)
+
+    async def _probe(self, case: Case) -> CaseRecord | None:
+        """One case probed to a calibrated verdict (not yet stored); ``None`` when the run stopped."""
+        async with self.run.gate:
+            if self._stopped():
+                return None
+            record, stop = await self.run.prober.probe(case, self.run.draw, run_id=self.run.run_id,
+                                                       verified=case.reference_verified)
+        if stop is not None:
+            self.run.stop(stop, self.run.prober.stop_detail, "target")
+            return None
+        return record
+
+    def _keep(self, record: CaseRecord) -> None:
+        """Store a case that shows a boundary (or a minimal failure): it counts as a proposal and a case."""
+        self.run.candidates += 1
+        self.run.fate["cases"] += 1
+        self.run.keep(record)
+
+    # -- shrinking -----------------------------------------------------------------------------------
+
+    async def _fails(self, gen: Generator, knobs: Mapping[str, Any], salt: str,
+                     simplest: bool = False) -> CaseRecord | None:
+        """A fresh instance at ``knobs`` that still fails at the configured confidence, else ``None``."""
+        tries = 1 if simplest else self.settings.shrink_tries
+        for j in range(tries):
+            if self._stopped():
+                return None
+            seed = instance_seed(self.settings.seed, gen.name, knobs, f"shrink:{salt}:{j}")
+            record = await self._probe(gen.case(seed, knobs, simplest=simplest))
+            self.steps += 1
+            if record is None:
+                return None
+            if record.case_class is CaseClass.FAILURE:
+                return record
+        return None
+
+    async def shrink(self, gen: Generator, failed: CaseRecord) -> ShrunkFailure | None:
+        """Shrink a failing generator case to the smallest knob values where it still fails.
+
+        Ordinal knobs are bisected towards their easy end one after the other (the failing value
+        is the upper end of the bracket, the easy end the lower), categorical knobs tried at each
+        simpler choice, then the generator's simplest instance. A step is kept only when a fresh
+        instance still fails (a calibrated ``failure``), so the result is a failure in its own right.
+        """
+        info = failed.case.metadata.get(GENERATOR_KEY)
+        if not isinstance(info, Mapping):
+            return None
+        start = dict(info.get("knobs") or {})
+        knobs = gen.check_knobs(start)
+        best: CaseRecord = failed
+        self.steps = accepted = 0
+        for knob in gen.ordinal:
+            levels = knob.levels
+            hi = levels.index(knobs[knob.name])
+            lo = -1  # bisection on (lo, hi]: hi fails, everything at or below lo is not known to
+            while hi - lo > 1 and not self._stopped():
+                mid = (lo + hi) // 2
+                trial = {**knobs, knob.name: levels[mid]}
+                got = await self._fails(gen, trial, f"{failed.id}:{knob.name}:{mid}")
+                if got is not None:
+                    hi, best, knobs, accepted = mid, got, trial, accepted + 1
+                else:
+                    lo = mid
+        for knob in gen.categorical:
+            for choice in knob.values[: knob.values.index(knobs[knob.name])]:
+                if self._stopped():
+                    break
+                trial = {**knobs, knob.name: choice}
+                got = await self._fails(gen, trial, f"{failed.id}:{knob.name}:{choice}")
+                if got is not None:
+                    best, knobs, accepted = got, trial, accepted + 1
+                    break
+        if gen.shrink is not None and not self._stopped():
+            got = await self._fails(gen, knobs, f"{failed.id}:simplest", simplest=True)
+            if got is not None:
+                best, accepted = got, accepted + 1
+        if best is failed:
+            return ShrunkFailure(from_case=failed.id, to_case=failed.id, from_knobs=_plain(start),
+                                 knobs=_plain(knobs), steps=self.steps, accepted=0)
+        meta = dict(best.case.metadata)
+        meta[SHRUNK_KEY] = {"case": failed.id, "knobs": _plain(start), "steps": self.steps}
+        kept = best.model_copy(update={"case": replace(best.case, metadata=meta)})
+        self._keep(kept)
+        return ShrunkFailure(from_case=failed.id, to_case=kept.id, from_knobs=_plain(start), knobs=_plain(knobs),
+                             steps=self.steps, accepted=accepted)
+
+
+def _plain(knobs: Mapping[str, Any]) -> dict[str, KnobValue]:
+    return {k: _stored(v) for k, v in knobs.items()}
