@@ -91,7 +91,7 @@ class Suite:
 
     def _names_curriculum(self) -> bool:
         c = self.config.curriculum
-        return bool(self.spec.names_curriculum or c.path or c.model)
+        return bool(self.spec.names_curriculum or c.path or c.model or c.type == "generators")
 
     def _load_config(self) -> ProbeConfig:
         options = self.owner.options
@@ -195,7 +195,7 @@ class Suite:
         except FrontierQAError as err:
             raise FrontierUsageError(f"{self.where()}: {err}") from None
         known = view.ids - set(self.reprobe)  # a changed prompt is probed again, as a new observation
-        curriculum = SuiteCurriculum(inner, self.spec.name, known)
+        curriculum = SuiteCurriculum.of(inner, self.spec.name, known)
         olds = [view.stored[i] for i in sorted(known) if i in view.stored]
         try:
             run_sync(self.session.probe(run_id=self.prefix + "gen", curriculum=curriculum,

@@ -32,6 +32,8 @@ KEYWORDS: dict[str, str] = {
     "target_options": "adapter options, e.g. {'agent_kwargs': {...}, 'id': 'my-agent'}",
     "curriculum": "cases file (*.jsonl / *.yaml), 'prompted:MODEL_SPEC', 'trained:CHECKPOINT', "
                   "a Curriculum object, or a function returning one",
+    "generator": "task generator(s) searched for where the agent's ability ends: a name ('arithmetic'), "
+                 "'file.py:name', a Generator, a {'use': ..., 'knobs': {...}} entry, or a list of these",
     "domain": "prompted curriculum domain: math, general, tools, open_ended, workflow",
     "topics": "topics for a prompted curriculum (a string or a list)",
     "agent_description": "what the agent does (workflow domain)",
@@ -170,6 +172,32 @@ def _curriculum(value: Any, label: str, where: str, base: Path) -> tuple[list[Ov
     return [Override("curriculum.type", "file", label), Override("curriculum.path", full, label)], None
 
 
+def _generators(value: Any, label: str, where: str, base: Path) -> list[Override]:
+    """``generator=`` as config keys: ``curriculum.type: generators`` and its entries (a Generator
+    object by its registered name, a file made absolute against ``base``).
+    """
+    from frontier_qa.generators.core import Generator, add
+
+    def entry(one: Any) -> Any:
+        if isinstance(one, Generator):
+            add(one)  # by name: a case's check is found through the registry
+            return one.name
+        if isinstance(one, str) and one.strip():
+            ref, colon, attr = one.rpartition(":")
+            if colon and (ref.endswith(".py") or "/" in ref) and not Path(ref).expanduser().is_absolute():
+                return f"{os.path.normpath(base / ref)}:{attr}"
+            return one
+        if isinstance(one, Mapping) and "use" in one:
+            return {**one, "use": entry(one["use"])}
+        raise _bad(where, f"generator={one!r} is not understood", f"pass {KEYWORDS['generator']}")
+
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not items:
+        raise _bad(where, "generator=[] names no generator", "write generator='arithmetic'")
+    return [Override("curriculum.type", "generators", label), Override("curriculum.generators",
+                                                                       [entry(v) for v in items], label)]
+
+
 def _fingerprint(kwargs: Mapping[str, Any]) -> str:
     def plain(value: Any) -> str:
         if isinstance(value, (str, int, float, bool, type(None))):
@@ -223,6 +251,11 @@ def parse_suite(args: tuple[Any, ...], kwargs: Mapping[str, Any], where: str, ba
     if "curriculum" in kwargs:
         more, curriculum = _curriculum(kwargs["curriculum"], label("curriculum"), where, base)
         overrides += more
+    if "generator" in kwargs:
+        if "curriculum" in kwargs:
+            raise _bad(where, "both curriculum= and generator= are given",
+                       "pass one: generator= searches task generators, curriculum= probes other cases")
+        overrides += _generators(kwargs["generator"], label("generator"), where, base)
     if "topics" in kwargs:
         topics = kwargs["topics"]
         topics = [topics] if isinstance(topics, str) else topics
@@ -265,7 +298,7 @@ def parse_suite(args: tuple[Any, ...], kwargs: Mapping[str, Any], where: str, ba
         overrides=tuple(overrides),
         config_path=None if config is None else _path(config, "config", where, base, (".yaml", ".yml")),
         curriculum=curriculum,
-        names_curriculum="curriculum" in kwargs,
+        names_curriculum="curriculum" in kwargs or "generator" in kwargs,
         classes=tuple(c.value for c in CLASS_ORDER if c.value in {CaseClass(x).value for x in classes}),
         suite_file=None if suite is None else _path(suite, "suite", where, base, (".yaml", ".yml", ".jsonl", ".json")),
         fingerprint=_fingerprint(kwargs),

@@ -84,7 +84,7 @@ class BoundarySearchConfig(_Section):
     samples: int = Field(2, ge=1, description="samples per instance (2 or more gives each instance a p̂)")
     min_instances: int = Field(3, ge=1, description="instances a knob value needs before it is decided")
     max_instances: int = Field(18, ge=1, description="instances at most per knob value; undecided there: close")
-    confidence: float = Field(0.85, gt=0.5, lt=1.0, description="posterior probability that decides a knob value")
+    confidence: float = Field(0.9, gt=0.5, lt=1.0, description="posterior probability that decides a knob value")
     stride: int | None = Field(None, ge=1, description="coarse pass stride in knob values (default: a quarter)")
     evidence: bool = Field(True, description="record a case on each side of each crossing (probed to a verdict)")
     shrink: bool = Field(True, description="shrink each failure to the smallest knob values where it still fails")

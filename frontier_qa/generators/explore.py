@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from frontier_qa.curricula.base import Outcome, Proposal
 from frontier_qa.errors import BudgetExceededError, TargetUnavailableError
@@ -34,6 +34,7 @@ from frontier_qa.generators.core import GENERATOR_KEY, Generator, Knob, instance
 from frontier_qa.generators.search import AxisSearch, Crossing, GridSearch, InstanceResult, SearchSettings
 from frontier_qa.runtime.aio import gather_or_cancel
 from frontier_qa.store.records import (
+    BoundaryMove,
     BoundaryRecord,
     CaseClass,
     CaseRecord,
@@ -168,6 +169,7 @@ class GeneratorCurriculum:
         self._drawn = 0
         self.boundaries: list[BoundaryRecord] = []
         self.searches: list[AxisSearch | GridSearch] = []  # the last drive's searches, level by level
+        self.tag: Callable[[Case], Case] | None = None  # applied to every case recorded (a pytest suite's name)
         self.by_name = {g.name: g for g in self.generators}
 
     # -- the curriculum seam: random instances ------------------------------------------------------
@@ -190,7 +192,9 @@ class GeneratorCurriculum:
 
     async def drive(self, run: ProbeRun) -> list[BoundaryRecord]:
         """Search every axis, record the cases that show each boundary, shrink the failures."""
-        explorer = Explorer(run, self)
+        # a replay (the run generated nothing) searches fresh task instances and shows, not shrinks
+        fresh = not getattr(run, "generated", True)
+        explorer = Explorer(run, self, fresh=fresh)
         self.boundaries = await explorer.explore()
         self.searches = explorer.searches
         return self.boundaries
@@ -199,10 +203,13 @@ class GeneratorCurriculum:
 class Explorer:
     """One generators curriculum's work inside one probe run."""
 
-    def __init__(self, run: ProbeRun, curriculum: GeneratorCurriculum) -> None:
+    def __init__(self, run: ProbeRun, curriculum: GeneratorCurriculum, *, fresh: bool = False) -> None:
         self.run = run
         self.curriculum = curriculum
-        self.settings = curriculum.settings
+        settings = curriculum.settings
+        if fresh:  # instances no earlier run drew (fresh means fresh), seeded by the run so a resume redraws them
+            settings = replace(settings, seed=instance_seed(settings.seed, "fresh", {}, run.run_id), shrink=False)
+        self.settings = settings
         band = run.settings.band
         self.search_settings = replace(curriculum.settings.search, thresholds=(band.high, band.low))
         self.calls = 0
@@ -211,7 +218,60 @@ class Explorer:
     def _stopped(self) -> bool:
         return self.run.stop_reason is not None
 
+    def _earlier(self) -> dict[Any, tuple[Any, BoundaryRecord]]:
+        """The latest earlier boundary of each knob searched (its run and record), by key."""
+        scope_all = self.run.settings.replay_scope == "all"
+        found: dict[Any, tuple[Any, BoundaryRecord]] = {}
+        try:
+            runs = self.run.store.runs()
+        except Exception:  # noqa: BLE001 - an unreadable history compares nothing; the run goes on
+            log.warning("could not read earlier runs to compare boundaries with", exc_info=True)
+            return found
+        for run in sorted(runs, key=lambda r: r.written_at):
+            if run.run_id == self.run.run_id or not run.boundaries:
+                continue
+            if not scope_all and run.target_id != self.run.target.id:
+                continue
+            for b in run.boundaries:
+                found[b.key] = (run, b)
+        return found
+
+    def _moves(self, axis: Axis, record: BoundaryRecord, earlier: tuple[Any, BoundaryRecord] | None
+               ) -> list[BoundaryMove]:
+        """Crossings that moved by two knob steps or more (the search claims one step) since ``earlier``."""
+        if earlier is None:
+            return []
+        run, old = earlier
+        levels = [_stored(v) for v in axis.knob.levels]
+        n = len(levels)
+
+        def at(c: CrossingRecord) -> int | None:
+            if c.status == "not reached":
+                return n
+            if c.status == "undecided" or c.first_below not in levels:
+                return None
+            return levels.index(c.first_below)
+
+        before = {c.threshold: c for c in old.crossings}
+        out = []
+        for c in record.crossings:
+            prior = before.get(c.threshold)
+            if prior is None:
+                continue
+            was, now = at(prior), at(c)
+            if was is None or now is None or abs(was - now) < 2:
+                continue
+            direction: Literal["easier", "harder"] = "easier" if now < was else "harder"
+            text = (f"P(correct) < {c.threshold:g} now from {_at(axis.knob.name, c.first_below)}, "
+                    f"was from {_at(axis.knob.name, prior.first_below)} (run {run.run_id}): "
+                    + ("it fails at easier tasks than before" if direction == "easier"
+                       else "it holds up to harder tasks than before"))
+            out.append(BoundaryMove(threshold=c.threshold, was=prior.first_below, now=c.first_below,
+                                    direction=direction, run_id=run.run_id, target_id=run.target_id, text=text))
+        return out
+
     async def explore(self) -> list[BoundaryRecord]:
+        earlier = self._earlier()
         out = []
         axes = axes_of(self.curriculum.generators)
         for n, axis in enumerate(axes, 1):
@@ -219,6 +279,12 @@ class Explorer:
                 break
             self.run.emit("axis", message=f"searching {axis.label} ({n}/{len(axes)})")
             boundary = await self._axis(axis)
+            key = (axis.generator.name, axis.knob.name, tuple(sorted((k, _stored(v)) for k, v in axis.context.items())))
+            moved = self._moves(axis, boundary, earlier.get(key))
+            if moved:
+                boundary = boundary.model_copy(update={"moved": moved})
+                for move in moved:
+                    self.run.emit("boundary", message=f"{boundary.axis}: MOVED: {move.text}")
             out.append(boundary)
             self.run.boundaries = [*out]
             self.run.emit("boundary", message=f"{boundary.axis}: " + "; ".join(c.text for c in boundary.crossings))
@@ -363,6 +429,8 @@ class Explorer:
 
     async def _probe(self, case: Case) -> CaseRecord | None:
         """One case probed to a calibrated verdict (not yet stored); ``None`` when the run stopped."""
+        if self.curriculum.tag is not None:
+            case = self.curriculum.tag(case)
         async with self.run.gate:
             if self._stopped():
                 return None
@@ -433,10 +501,11 @@ class Explorer:
                 if got is not None:
                     best, knobs, accepted = got, trial, accepted + 1
                     break
+        simplest = False
         if gen.shrink is not None and not self._stopped():
             got = await self._fails(gen, knobs, f"{failed.id}:simplest", simplest=True)
             if got is not None:
-                best, accepted = got, accepted + 1
+                best, accepted, simplest = got, accepted + 1, True
         if best is failed:
             return ShrunkFailure(from_case=failed.id, to_case=failed.id, from_knobs=_plain(start),
                                  knobs=_plain(knobs), steps=self.steps, accepted=0)
@@ -445,7 +514,11 @@ class Explorer:
         kept = best.model_copy(update={"case": replace(best.case, metadata=meta)})
         self._keep(kept)
         return ShrunkFailure(from_case=failed.id, to_case=kept.id, from_knobs=_plain(start), knobs=_plain(knobs),
-                             steps=self.steps, accepted=accepted)
+                             steps=self.steps, accepted=accepted, simplest=simplest)
+
+
+def _at(name: str, value: KnobValue | None) -> str:
+    return "not reached" if value is None else f"{name}={value}"
 
 
 def _plain(knobs: Mapping[str, Any]) -> dict[str, KnobValue]:

@@ -37,7 +37,7 @@ import contextlib
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from frontier_qa.curricula.base import Curriculum
+from frontier_qa.curricula.base import Curriculum, DrivesRun
 from frontier_qa.probing.case import classify_case, judge_prompt, parse_judge_verdict
 from frontier_qa.probing.run import ProbeRun, ProgressEvent, case_id_for, config_hash
 from frontier_qa.probing.sequential import MajorityPrior
@@ -239,6 +239,7 @@ async def replay(
     wait: bool | float = False,
     meter: Callable[[], Mapping[str, ModelSpend]] | None = None,
     skip: Collection[str] = (),
+    recheck: DrivesRun | None = None,
 ) -> ReplayResult:
     """Only the replay-first part: probe stored cases again with fresh samples and compare.
 
@@ -256,12 +257,17 @@ async def replay(
         meter: as for :func:`probe`.
         skip: ids of stored cases not to replay (their source dropped them, or changed them past
             judging their samples again); only when ``cases`` is not given.
+        recheck: a generators curriculum whose boundaries are searched again after the replay, on
+            fresh task instances, and compared with the latest earlier search of each knob (a moved
+            boundary is a finding, with the cases that show it).
     """
     settings = settings or ProbeSettings()
     run = ProbeRun(target, store, settings, judge=judge, sandbox=None, progress=progress)
     await run.start(run_id, False, "replay", wait=wait)
     with _held(run):
         await run.replay(run.replay_plan(cases, settings.replay_scope == "all", skip=skip))
+        if recheck is not None and run.stop_reason is None:
+            run.boundaries = list(await recheck.drive(run))
         reason = run.stop_reason or STOP_DONE
         record = run.finish(None if meter is None else meter())
     run.emit("stopped", message=reason)

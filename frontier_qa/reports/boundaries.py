@@ -149,8 +149,9 @@ def shrunk_text(s: ShrunkFailure, text: Callable[[str], str], code: Callable[[st
     if not shrunk(s):
         return (f"failure at {text(knobs_text(s.from_knobs))} (case {code(s.from_case)}) already minimal "
                 f"({probed})")
+    to = text(knobs_text(s.knobs)) + (", its simplest instance" if s.simplest else "")
     return (f"failure at {text(knobs_text(s.from_knobs))} (case {code(s.from_case)}) shrunk to "
-            f"{text(knobs_text(s.knobs))} (case {code(s.to_case)}, {probed}, {s.accepted} still failing)")
+            f"{to} (case {code(s.to_case)}, {probed}, {s.accepted} still failing)")
 
 
 def shrunk_short(s: ShrunkFailure) -> str:
@@ -158,7 +159,8 @@ def shrunk_short(s: ShrunkFailure) -> str:
     probed = f"{s.steps} candidate{'' if s.steps == 1 else 's'} probed"
     if not shrunk(s):
         return f"{knobs_text(s.from_knobs)} already minimal (case {s.from_case}, {probed})"
-    return f"{knobs_text(s.from_knobs)} → {knobs_text(s.knobs)} (case {s.to_case}, {probed})"
+    simplest = ", simplest instance" if s.simplest else ""
+    return f"{knobs_text(s.from_knobs)} → {knobs_text(s.knobs)}{simplest} (case {s.to_case}, {probed})"
 
 
 def console_line(boundary: BoundaryRecord) -> str:

@@ -52,6 +52,7 @@ def console_lines(report: ReportInput, title: str, *, written: Mapping[str, Path
     for b in report.boundaries[:SHOWN_BOUNDARIES]:
         out.append(f"  boundary: {bd.console_line(b)}")
         out += [f"    shrunk: {bd.shrunk_short(s)}" for s in b.shrunk if bd.shrunk(s)]
+        out += [f"    MOVED: {m.text}" for m in b.moved]
     if len(report.boundaries) > SHOWN_BOUNDARIES:
         out.append(f"  … {len(report.boundaries) - SHOWN_BOUNDARIES} more boundaries: see report.md")
     rows = [t for t in s.by_topic

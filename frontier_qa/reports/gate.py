@@ -19,7 +19,7 @@ from frontier_qa.exit_codes import EXIT_FINDINGS, EXIT_NO_JUDGEMENT, EXIT_OK
 from frontier_qa.reports.health import HealthProblem, RunFacts, assess
 from frontier_qa.reports.summary import Summary, summarize
 from frontier_qa.store.comparison import Comparison, RegressionVerdict, count_verdicts
-from frontier_qa.store.records import CaseClass, CaseRecord
+from frontier_qa.store.records import BoundaryRecord, CaseClass, CaseRecord
 
 Count = Annotated["int | None", Field(ge=0)]
 Share = Annotated["float | None", Field(ge=0, le=1)]
@@ -41,6 +41,8 @@ class GateThresholds:
         max_flaky: most flaky failures allowed on replay.
         max_inconclusive: most replay verdicts left undecided at the sample cap (off by default:
             "could not tell yet" is not a finding).
+        max_boundary_regressions: most crossings (task generators) that moved toward the easy end
+            of their knob since the latest earlier run searched it: the agent now fails easier tasks.
     """
 
     max_failures: Count = 0
@@ -53,6 +55,8 @@ class GateThresholds:
     max_regressions: Count = 0
     max_flaky: Count = None
     max_inconclusive: Annotated[Count, Field(description="replay verdicts left undecided at the cap")] = None
+    max_boundary_regressions: Annotated[Count, Field(
+        description="most boundaries that moved toward the easy end since the last search of the same knob")] = 0
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,7 @@ def evaluate_gate(
     thresholds: GateThresholds = GateThresholds(),
     comparisons: Sequence[Comparison] = (),
     facts: RunFacts | None = None,
+    boundaries: Sequence[BoundaryRecord] = (),
 ) -> GateResult:
     """Decide pass or fail, or that the run could not judge the agent.
 
@@ -132,6 +137,7 @@ def evaluate_gate(
         comparisons: replay verdicts (:func:`~frontier_qa.store.comparison.compare_all`).
         facts: what the run knows beyond its records (stop reason, proposals, planned
             replays), for the health checks; ``None`` checks the records alone.
+        boundaries: the task generators' boundaries the run found (their moves are counted).
     """
     summary = records if isinstance(records, Summary) else summarize(records)
     t, counts = thresholds, summary.by_class
@@ -158,5 +164,9 @@ def evaluate_gate(
     if t.max_inconclusive is not None:
         checks.append(_count("inconclusive", "inconclusive replays", verdicts[RegressionVerdict.INCONCLUSIVE],
                              t.max_inconclusive))
+    if t.max_boundary_regressions is not None and boundaries:
+        moved = sum(1 for b in boundaries for m in b.moved if m.direction == "easier")
+        checks.append(_count("boundary_regressions", "boundary crossings moved toward the easy end", moved,
+                             t.max_boundary_regressions))
     health = assess(summary, facts or RunFacts(mode="unknown"), max_unresolved_share=t.max_unresolved_share)
     return GateResult(passed=not health and all(c.passed for c in checks), checks=tuple(checks), health=health)

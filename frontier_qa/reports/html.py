@@ -153,7 +153,8 @@ def _boundaries_section(boundaries: Sequence[BoundaryRecord]) -> str:
         curve_head = "".join(f"<th>{esc(h)}</th>" for h in (b.knob, *bd.CURVE_HEADER))
         curve = "".join(f"<tr><td>{esc(value)}</td>" + "".join(f'<td class="n">{esc(n)}</td>' for n in numbers)
                         + "</tr>" for value, *numbers in map(bd.curve_row, b.levels))
-        items = [esc(c.text) for c in b.crossings] + [bd.shrunk_text(s, esc, _code) for s in b.shrunk]
+        items = ([esc(c.text) for c in b.crossings] + [bd.shrunk_text(s, esc, _code) for s in b.shrunk]
+                 + [f"<strong>moved</strong>: {esc(mv.text)}" for mv in b.moved])
         if b.cases:
             items.append("cases showing it: " + ", ".join(_code(case_id) for case_id in b.cases))
         listed = "<ul>" + "".join(f"<li>{item}</li>" for item in items) + "</ul>" if items else ""

@@ -23,6 +23,7 @@ from frontier_qa.store.comparison import Comparison, Evidence, RegressionVerdict
 from frontier_qa.store.records import (
     SCHEMA_VERSION,
     Baseline,
+    BoundaryMove,
     BoundaryRecord,
     Candidates,
     CaseClass,
@@ -187,6 +188,8 @@ class BoundaryReport(_Model):
     shrunk: list[ShrunkFailure] = Field(default_factory=list,
                                         description="failures shrunk to their minimal knob values")
     calls: int = Field(0, description="target samples the search drew")
+    moved: list[BoundaryMove] = Field(default_factory=list,
+                                      description="crossings that moved since the latest earlier search of this knob")
 
     @classmethod
     def of(cls, boundary: BoundaryRecord) -> BoundaryReport:

@@ -213,6 +213,7 @@ def _boundaries_section(boundaries: Sequence[BoundaryRecord]) -> list[str]:
         out += _table([md(b.knob), *bd.CURVE_HEADER], rows) + [""]
         out += [f"- {md(c.text)}" for c in b.crossings]
         out += [f"- {bd.shrunk_text(s, md, _code)}" for s in b.shrunk]
+        out += [f"- **moved**: {md(mv.text)}" for mv in b.moved]
         if b.cases:
             out.append("- cases showing it: " + ", ".join(_code(case_id) for case_id in b.cases))
         if b.crossings or b.shrunk or b.cases:

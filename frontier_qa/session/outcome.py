@@ -240,7 +240,7 @@ def judge(mode: str, records: Iterable[CaseRecord], thresholds: GateThresholds, 
     verdicts = tuple(sorted(comparisons, key=lambda c: c.case_id))
     summary = summarize(latest)
     facts = facts or RunFacts(mode=mode)
-    gate = evaluate_gate(summary, thresholds, verdicts, facts)
+    gate = evaluate_gate(summary, thresholds, verdicts, facts, boundaries=[b for r in runs for b in r.boundaries])
     spend, candidates = combine(runs)
     return Outcome(mode=mode, title=title or f"frontier-qa {mode}", records=latest, comparisons=verdicts,
                    run=runs[0] if len(runs) == 1 else None, facts=facts, gate=gate, spend=spend,

@@ -227,13 +227,27 @@ class Session:
             if found is not None:
                 skip = {r.id for r in found.removed} | {r.case_id for r in found.reprobe}
         result = await replay(parts.target, self.store, settings or parts.settings, run_id=run_id, cases=cases,
-                              judge=parts.judge, progress=progress, wait=wait, meter=self.meter(), skip=skip)
+                              judge=parts.judge, progress=progress, wait=wait, meter=self.meter(), skip=skip,
+                              recheck=self.generators() if cases is None else None)
         stopped = None if result.stop_reason == StopReason.DONE else result.stop_reason
         facts = RunFacts(mode="replay", stop_reason=stopped, stop_detail=result.stop_detail, stop_source="target",
                          planned=result.planned, target=parts.target.id)
         title = f"frontier-qa replay: run {result.run_id}, target {self.shown()}, {len(result.records)} case(s)"
         return self._budgeted(self.judge("replay", result.records, result.comparisons, runs=[result.run], facts=facts,
                                          title=title))
+
+    def generators(self) -> Any:
+        """The config's generators curriculum, whose boundaries a replay searches again; ``None`` for
+        any other curriculum (a replay builds no curriculum that needs a model).
+        """
+        if self.config.curriculum.type != "generators":
+            return None
+        parts = self.parts
+        if parts.curriculum is not None:
+            return parts.curriculum
+        from frontier_qa.config.build import build_generators
+
+        return build_generators(self.config)
 
     def _budgeted(self, outcome: Outcome) -> Outcome:
         """The outcome with the run's budget line (every model shares one budget)."""

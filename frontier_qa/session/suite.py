@@ -13,8 +13,8 @@ from collections.abc import Collection, Coroutine, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
+from frontier_qa.curricula.base import DrivesRun, Proposal
 from frontier_qa.curricula.base import Outcome as ProposalOutcome
-from frontier_qa.curricula.base import Proposal
 from frontier_qa.probing.run import ProbeRun, ReplayItem
 from frontier_qa.redaction import redacted_output
 from frontier_qa.reports.gate import GateThresholds
@@ -89,10 +89,25 @@ class SuiteCurriculum:
     def observe(self, outcomes: Sequence[ProposalOutcome]) -> None:
         self.inner.observe(outcomes)
 
+    @classmethod
+    def of(cls, inner: Any, suite: str, known: frozenset[str]) -> SuiteCurriculum:
+        """The suite's curriculum around ``inner``; one that drives the run (task generators) stays one."""
+        return (SuiteGenerators if isinstance(inner, DrivesRun) else cls)(inner, suite, known)
+
     async def aclose(self) -> None:
         close = getattr(self.inner, "aclose", None)
         if close is not None:
             await close()
+
+
+class SuiteGenerators(SuiteCurriculum):
+    """A suite's task generators: the boundary search drives the run, and every case it records (the
+    cases that show a boundary, the minimal failures) is tagged with the suite's name.
+    """
+
+    async def drive(self, run: Any) -> Sequence[Any]:
+        self.inner.tag = lambda case: tag(case, self.suite)
+        return list(await self.inner.drive(run))
 
 
 class Replayer:
@@ -212,4 +227,5 @@ def judge_runs(store: CaseStore, prefix: str, thresholds: GateThresholds, *, gen
                  title=title, invocation=invocation, changes=changes)
 
 
-__all__ = ["MAX_KNOWN_ROUNDS", "Replayer", "Sampler", "SuiteCurriculum", "judge_runs", "run_masked", "tag"]
+__all__ = ["MAX_KNOWN_ROUNDS", "Replayer", "Sampler", "SuiteCurriculum", "SuiteGenerators", "judge_runs",
+           "run_masked", "tag"]

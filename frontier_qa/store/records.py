@@ -470,6 +470,7 @@ class ShrunkFailure(_Record):
         from_case: the failing case found first; ``to_case`` the minimal one (in the store).
         from_knobs, knobs: their knob values.
         steps: candidate cases probed while shrinking; ``accepted`` how many of them still failed.
+        simplest: the minimal case is the generator's simplest instance at those knob values.
     """
 
     from_case: str
@@ -478,6 +479,27 @@ class ShrunkFailure(_Record):
     knobs: dict[str, KnobValue] = Field(default_factory=dict)
     steps: int = Field(default=0, ge=0)
     accepted: int = Field(default=0, ge=0)
+    simplest: bool = False
+
+
+class BoundaryMove(_Record):
+    """A crossing that moved since an earlier run searched the same knob (a finding with its evidence).
+
+    Attributes:
+        threshold: the P(correct) level.
+        was, now: the first knob value below it then and now (``None``: not reached).
+        direction: ``easier`` (it now fails at an easier value: a regression) or ``harder``.
+        run_id: the earlier run; ``target_id`` the target it probed.
+        text: the move in words.
+    """
+
+    threshold: float = Field(gt=0.0, lt=1.0)
+    was: KnobValue | None = None
+    now: KnobValue | None = None
+    direction: Literal["easier", "harder"]
+    run_id: str
+    target_id: str = ""
+    text: str = ""
 
 
 class BoundaryRecord(_Record):
@@ -492,6 +514,9 @@ class BoundaryRecord(_Record):
         cases: ids of the recorded cases that show the boundary (both sides of each crossing).
         shrunk: failures shrunk to their minimal knob values.
         calls: target samples the search drew (cases recorded afterwards count on their own).
+        moved: crossings that moved by more than the search's resolution (one knob step) since the
+            latest earlier run that searched this knob (of the same target, or of any with
+            ``replay_scope: all``).
     """
 
     generator: str
@@ -504,6 +529,12 @@ class BoundaryRecord(_Record):
     cases: list[str] = Field(default_factory=list)
     shrunk: list[ShrunkFailure] = Field(default_factory=list)
     calls: int = Field(default=0, ge=0)
+    moved: list[BoundaryMove] = Field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, str, tuple[tuple[str, KnobValue], ...]]:
+        """What identifies the knob searched across runs: generator, knob and the values held."""
+        return self.generator, self.knob, tuple(sorted(self.context.items()))
 
     @property
     def axis(self) -> str:

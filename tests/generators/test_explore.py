@@ -1,0 +1,210 @@
+"""The boundary search against a target through the real engine, runtime, store, CLI and reports.
+
+The scripted agent answers the built-in ``arithmetic`` generator from its knobs: right up to a
+number of digits, right on even samples only one digit further (p̂ 0.5: a frontier), and stably
+wrong (the reference plus one) beyond. So the crossings are known exactly: with ``RIGHT_UP_TO = 3``,
+P(correct) ≥ 0.8 up to 3 digits, 0.5 at 4 (below 0.8), 0 from 5 (below 0.3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from frontier_qa.generators.core import GENERATOR_KEY, Task, generator, get, ordinal
+from frontier_qa.generators.explore import BOUNDARY_KEY, SHRUNK_KEY, Explorer, ExploreSettings, GeneratorCurriculum
+from frontier_qa.generators.loading import load_generator
+from frontier_qa.probing import ProbeSettings, probe
+from frontier_qa.probing.run import ProbeRun
+from frontier_qa.runtime.limits import Budget
+from frontier_qa.store import CaseStore
+from frontier_qa.store.records import CaseClass
+from frontier_qa.target import Case
+from frontier_qa.testing import ScriptedAdapter, open_scripted
+
+
+def digits_agent(right_up_to: int, *, op: str = "mul"):
+    def answer(case: Case, i: int) -> str:
+        knobs = case.metadata[GENERATOR_KEY]["knobs"]
+        d = int(knobs["digits"])
+        if knobs["op"] != op or d <= right_up_to or (d == right_up_to + 1 and i % 2 == 0):
+            return f"\\boxed{{{case.reference}}}"
+        return f"\\boxed{{{int(case.reference or 0) + 1}}}"
+
+    return answer
+
+
+def _probe(store: Path, adapter: ScriptedAdapter, *, knobs: dict[str, Any] | None = None, **settings: Any):
+    gen = load_generator({"use": "arithmetic", "knobs": knobs or {"op": ["mul"]}})
+    curriculum = GeneratorCurriculum([gen], ExploreSettings(**settings))
+    result = asyncio.run(probe(open_scripted(adapter), curriculum, ProbeSettings(), store=CaseStore(store)))
+    return result, curriculum
+
+
+def test_the_boundaries_are_found_shown_by_recorded_cases_and_kept_in_the_run_record(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter(digits_agent(3))
+    result, _ = _probe(tmp_path / "store", adapter)
+    (boundary,) = result.run.boundaries
+    assert boundary.axis == "arithmetic · digits (op=mul)"
+    high, low = boundary.crossings
+    assert (high.threshold, high.first_below, high.last_above, high.status) == (0.8, 4, 3, "found")
+    assert (low.threshold, low.first_below, low.last_above, low.status) == (0.3, 5, 4, "found")
+    points = {p.value: p for p in boundary.levels}
+    assert points[1].accuracy == 1.0 and points[4].accuracy == 0.5 and points[8].accuracy == 0.0
+    assert points[4].p_hat == 0.5 and points[1].p_hat == 1.0
+    assert boundary.calls == sum(p.samples for p in boundary.levels)
+    # each side of each crossing is a recorded case with its calibrated verdict
+    records = {r.id: r for r in result.records}
+    shown = {records[i].case.metadata[GENERATOR_KEY]["knobs"]["digits"]: records[i].case_class for i in boundary.cases}
+    assert shown == {3: CaseClass.PASS, 4: CaseClass.FRONTIER, 5: CaseClass.FAILURE}
+    assert all(BOUNDARY_KEY in records[i].case.metadata for i in boundary.cases)
+    # the failure at 5 digits has minimal knobs (4 digits is a frontier, not a failure); what shrinks is the
+    # instance: the generator's simplest one at 5 digits still fails, and is kept
+    (shrunk,) = boundary.shrunk
+    assert shrunk.knobs == shrunk.from_knobs == {"digits": 5, "op": "mul"}
+    assert shrunk.accepted == 1 and shrunk.to_case != shrunk.from_case
+    minimal = CaseStore(tmp_path / "store").latest()[shrunk.to_case]
+    assert minimal.case_class is CaseClass.FAILURE and minimal.case.prompt.startswith("What is 1000")
+    # kept in the store: the run record read back has the same boundaries
+    stored = CaseStore(tmp_path / "store").run(result.run_id)
+    assert stored.boundaries == result.run.boundaries
+    # every target call is a sample of the search or of a recorded or shrinking case
+    assert len(adapter.calls) >= boundary.calls + sum(r.k for r in result.records)
+
+
+def test_a_failure_is_shrunk_to_the_smallest_knob_values_where_it_still_fails(tmp_path: Path) -> None:
+    gen = get("arithmetic")
+    adapter = ScriptedAdapter(digits_agent(3))  # mul fails stably from 5 digits; add and sub never fail
+
+    async def go() -> Any:
+        run = ProbeRun(open_scripted(adapter), CaseStore(tmp_path), ProbeSettings(), judge=None, sandbox=None,
+                       progress=None)
+        await run.start(None, False, "test")
+        try:
+            failed, _ = await run.prober.probe(gen.case(1, {"digits": 8, "op": "mul"}), run.draw,
+                                               run_id=run.run_id, verified=True)
+            assert failed.case_class is CaseClass.FAILURE
+            return await Explorer(run, GeneratorCurriculum([gen])).shrink(gen, failed), run.records()
+        finally:
+            run.release()
+
+    shrunk, records = asyncio.run(go())
+    assert shrunk.from_knobs == {"digits": 8, "op": "mul"}
+    assert shrunk.knobs == {"digits": 5, "op": "mul"}  # add at 5 digits passes: the op stays
+    assert shrunk.accepted >= 1
+    (kept,) = records  # only the minimal failing case is recorded
+    assert kept.id == shrunk.to_case and kept.case_class is CaseClass.FAILURE
+    assert kept.case.metadata[SHRUNK_KEY]["case"] == shrunk.from_case
+    assert kept.case.metadata[GENERATOR_KEY]["knobs"] == {"digits": 5, "op": "mul"}
+
+
+def test_a_generators_check_decides_answers_written_in_another_form(tmp_path: Path) -> None:
+    def long_dates(case: Case, i: int) -> str:  # right, but never in the reference's ISO form
+        import datetime as dt
+
+        day = dt.date.fromisoformat(case.reference or "")
+        return day.strftime("%B %d, %Y") if case.metadata[GENERATOR_KEY]["knobs"]["days"] < 60 else "2001-01-01"
+
+    gen = load_generator({"use": "dates", "knobs": {"crosses": ["month"]}})
+    curriculum = GeneratorCurriculum([gen], ExploreSettings(shrink=False))
+    result = asyncio.run(probe(open_scripted(ScriptedAdapter(long_dates)), curriculum, ProbeSettings(),
+                               store=CaseStore(tmp_path)))
+    (boundary,) = result.run.boundaries
+    assert boundary.crossings[0].first_below == 60 and boundary.crossings[0].last_above == 30
+    assert {r.case_class for r in result.records} == {CaseClass.PASS, CaseClass.FAILURE}
+
+
+def test_a_budget_ends_the_search_gracefully_with_what_it_found(tmp_path: Path) -> None:
+    gen = load_generator({"use": "arithmetic", "knobs": {"op": ["mul"]}})
+    adapter = ScriptedAdapter(digits_agent(3))
+    target = open_scripted(adapter, budget=Budget(max_calls=20))
+    result = asyncio.run(probe(target, GeneratorCurriculum([gen]), ProbeSettings(), store=CaseStore(tmp_path)))
+    assert result.stop_reason == "budget"
+    assert len(adapter.calls) <= 20
+    (boundary,) = result.run.boundaries
+    assert boundary.calls <= 20 and any(c.status == "undecided" for c in boundary.crossings)
+
+
+def test_the_same_search_again_pays_nothing_twice_from_the_cache(tmp_path: Path) -> None:
+    gen = load_generator({"use": "arithmetic", "knobs": {"op": ["mul"]}})
+    adapter = ScriptedAdapter(digits_agent(3))
+
+    def once() -> Any:
+        target = open_scripted(adapter, tmp_path / "cache")
+        try:
+            return asyncio.run(probe(target, GeneratorCurriculum([gen], ExploreSettings(evidence=False)),
+                                     ProbeSettings(), store=CaseStore(tmp_path / "store")))
+        finally:
+            target.flush()
+
+    first = once()
+    paid = len(adapter.calls)
+    second = once()
+    assert paid > 0 and len(adapter.calls) == paid
+    assert second.run.boundaries[0].crossings == first.run.boundaries[0].crossings
+
+
+def test_a_boundary_that_moved_toward_the_easy_end_is_a_finding_that_fails_the_gate(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "mode.txt").write_text("3")
+    (project / "agent.py").write_text(
+        "from pathlib import Path\n"
+        "def run(case, sample_index):\n"
+        "    up_to = int(Path(__file__).with_name('mode.txt').read_text())\n"
+        "    d = case.metadata['generator']['knobs']['digits']\n"
+        "    right = d <= up_to or (d == up_to + 1 and sample_index % 2 == 0)\n"
+        "    return '\\\\boxed{%s}' % (case.reference if right else int(case.reference) + 1)\n")
+    (project / "probe.yaml").write_text(
+        "target: python:agent.py:run\n"
+        "curriculum: {type: generators, generators: [{use: arithmetic, knobs: {op: [mul]}}],"
+        " search: {shrink: false}}\n"
+        "gate: {max_failures: null}\n")
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "frontier_qa", *args], cwd=project, capture_output=True,
+                              text=True, timeout=300, env={**os.environ, "CI": "true"})
+
+    first = cli("probe", "--config", "probe.yaml", "--out", "out1")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "boundary: arithmetic · digits (op=mul): ≥0.8 up to 3; <0.8 at 4" in first.stdout
+    assert "boundary  arithmetic · digits (op=mul): P(correct) falls below 0.8 at digits=4" in first.stderr
+    report = json.loads((project / "out1" / "report.json").read_text())
+    assert report["boundaries"][0]["crossings"][0]["first_below"] == 4
+    assert "Where the ability ends" in (project / "out1" / "report.md").read_text()
+    assert (project / "out1" / "report.html").read_text().count("<svg") >= 1
+    # the agent gets worse: right only up to 1 digit; a replay searches again on fresh instances
+    (project / "mode.txt").write_text("1")
+    again = cli("replay", "--config", "probe.yaml", "--out", "out2")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "2 boundary crossings moved toward the easy end (above the limit of 0)" in again.stdout
+    moved = json.loads((project / "out2" / "report.json").read_text())["boundaries"][0]["moved"]
+    assert {(m["threshold"], m["was"], m["now"], m["direction"]) for m in moved} == {
+        (0.8, 4, 2, "easier"), (0.3, 5, 3, "easier")}
+
+
+def test_random_instances_are_a_verified_task_source() -> None:
+    curriculum = GeneratorCurriculum([get("arithmetic"), get("units")], ExploreSettings(seed=3))
+    proposals = asyncio.run(curriculum.propose(20))
+    assert len(proposals) == 20 and len({p.case.id for p in proposals}) == 20
+    assert all(p.case.reference_verified and p.case.reference for p in proposals)
+    again = asyncio.run(GeneratorCurriculum([get("arithmetic"), get("units")], ExploreSettings(seed=3)).propose(20))
+    assert [p.case.id for p in again] == [p.case.id for p in proposals]
+
+
+def test_a_generator_raising_mid_search_stops_the_run_with_its_name(tmp_path: Path) -> None:
+    @generator(knobs=[ordinal("n", 1, 6, easy="low")], name="t_breaks_at_5")
+    def breaks(rng: Any, n: int) -> Task:
+        if n >= 5:
+            raise KeyError("no table for n")
+        return Task(f"What is {n} + {n}?", reference=str(2 * n))
+
+    with pytest.raises(Exception, match="generator 't_breaks_at_5' at n=5 .* raised KeyError"):
+        asyncio.run(probe(open_scripted(ScriptedAdapter()), GeneratorCurriculum([breaks]), ProbeSettings(),
+                          store=CaseStore(tmp_path)))
