@@ -208,3 +208,40 @@ def test_a_generator_raising_mid_search_stops_the_run_with_its_name(tmp_path: Pa
     with pytest.raises(Exception, match="generator 't_breaks_at_5' at n=5 .* raised KeyError"):
         asyncio.run(probe(open_scripted(ScriptedAdapter()), GeneratorCurriculum([breaks]), ProbeSettings(),
                           store=CaseStore(tmp_path)))
+
+
+def test_the_shipped_generators_config_builds_its_four_generators() -> None:
+    from frontier_qa.config.build import build_generators
+    from frontier_qa.config.layers import Override, load_config
+    from tests.factories import REPO
+
+    config = load_config(REPO / "configs" / "generators.yaml", [Override("target.spec", "mock:right", "--target")],
+                         env={})
+    curriculum = build_generators(config)
+    assert [g.name for g in curriculum.generators] == ["arithmetic", "dates", "units", "word_problems"]
+    assert curriculum.settings.search.confidence == 0.9 and curriculum.settings.shrink
+
+
+def test_a_config_naming_no_generator_or_a_missing_one_says_so(tmp_path: Path) -> None:
+    from frontier_qa.config.build import build_generators
+    from frontier_qa.config.layers import load_config
+    from frontier_qa.errors import ConfigError
+
+    (tmp_path / "a.yaml").write_text("curriculum: {type: generators}\n")
+    with pytest.raises(ConfigError, match="lists no generators"):
+        build_generators(load_config(tmp_path / "a.yaml", env={}))
+    (tmp_path / "b.yaml").write_text("curriculum: {type: generators, generators: [arithmatic]}\n")
+    with pytest.raises(ConfigError, match="no generator named 'arithmatic'") as err:
+        build_generators(load_config(tmp_path / "b.yaml", env={}))
+    assert "curriculum.generators" in str(err.value) or err.value.key == ("curriculum", "generators")
+
+
+def test_the_boundary_benchmark_runs_and_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.factories import load_benchmark
+
+    bench = load_benchmark("boundary_bench")
+    assert bench.main(["--quick", "--grid-max", "8"]) == 0
+    out = capsys.readouterr().out
+    for name in ("monotone", "non-monotone", "noisy"):
+        assert f"\n{name} " in out
+    assert "shrinking: planted minimal failing knob values returned in" in out
