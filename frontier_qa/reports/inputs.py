@@ -30,6 +30,18 @@ TOP_SECTIONS = (
 """The classes whose cases the reports show in detail, in order, with the section titles."""
 
 
+def boundaries_line(boundaries: Sequence[BoundaryRecord]) -> str:
+    """``2 knob(s) searched: 4 crossings found, 0 undecided; 1 moved toward the easy end``."""
+    crossings = [c for b in boundaries for c in b.crossings]
+    undecided = sum(1 for c in crossings if c.status == "undecided")
+    easier = sum(1 for b in boundaries for m in b.moved if m.direction == "easier")
+    harder = sum(1 for b in boundaries for m in b.moved if m.direction == "harder")
+    line = f"{len(boundaries)} knob(s) searched: {len(crossings) - undecided} crossings found, {undecided} undecided"
+    if easier or harder:
+        line += f"; moved since the last search: {easier} toward the easy end, {harder} toward the hard end"
+    return line
+
+
 class ReportParts(TypedDict, total=False):
     """The keywords every report builder takes besides the records and the run (see :class:`ReportInput`)."""
 
@@ -115,6 +127,8 @@ class ReportInput:
         if self.candidates is not None:
             lines.append(("candidates", self.candidates.describe()))
         lines.append(("spent", spend_line(self.spend, s.cost)))
+        if self.boundaries:
+            lines.append(("boundaries", boundaries_line(self.boundaries)))
         if self.comparisons:
             guards = sum(1 for c in self.comparisons if c.role == "guard")
             verdicts = ", ".join(f"{v.value} {n}" for v, n in self.verdicts().items() if n) or "nothing"

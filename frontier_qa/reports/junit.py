@@ -94,6 +94,9 @@ def junit_xml(
         suite_name: the ``<testsuite>`` name.
         comparisons: replay verdicts; a regression fails its test case.
         gate: the gate's result; when the run could not judge the agent, an errored test case says why.
+
+    Each knob a generators run searched is one more test case (classname ``boundary``): it fails
+    when a crossing moved toward the easy end since the last search, else its claims are its output.
     """
     report = records if isinstance(records, ReportInput) else ReportInput.of(records, run)
     s, run = report.summary, report.run
@@ -106,12 +109,14 @@ def junit_xml(
     def regressed(r: CaseRecord) -> bool:
         return r.id in verdicts and verdicts[r.id].verdict is RegressionVerdict.REGRESSION
 
-    n_fail = sum(1 for r in s.records if r.case_class in failing or regressed(r))
+    boundaries = list(report.boundaries)
+    moved = {b.axis: [m for m in b.moved if m.direction == "easier"] for b in boundaries}
+    n_fail = sum(1 for r in s.records if r.case_class in failing or regressed(r)) + sum(1 for m in moved.values() if m)
     n_skip = sum(1 for r in s.records if r.case_class in skipping and not regressed(r))
     health = gate.health if gate is not None else ()
     seconds = [max((r.finished_at - r.started_at).total_seconds(), 0.0) for r in s.records]
     counts = {
-        "tests": str(s.total + (1 if health else 0)),
+        "tests": str(s.total + (1 if health else 0) + len(boundaries)),
         "failures": str(n_fail),
         "errors": str(1 if health else 0),
         "skipped": str(n_skip),
@@ -139,6 +144,16 @@ def junit_xml(
                               type="could-not-judge")
         problems = "\n".join(f"- {p.message}" for p in health)
         error.text = clean("the run could not judge the agent (exit 3):\n" + problems)
+    for b in boundaries:  # one test per knob searched: it fails when a crossing moved toward the easy end
+        case = ET.SubElement(suite, "testcase", classname="boundary", name=clean(b.axis), time="0.000")
+        _props(case, [(f"below_{c.threshold:g}", c.first_below) for c in b.crossings] + [("calls", b.calls)])
+        claims = "\n".join(c.text for c in b.crossings)
+        if moved[b.axis]:
+            failure = ET.SubElement(case, "failure", message=clean(shorten(moved[b.axis][0].text, 500)),
+                                    type="boundary-regression")
+            failure.text = clean("\n".join(m.text for m in moved[b.axis]) + "\n" + claims)
+        else:
+            ET.SubElement(case, "system-out").text = clean(claims)
     for r, secs in zip(s.records, seconds, strict=True):
         case = ET.SubElement(
             suite, "testcase", classname=clean(r.topic), name=clean(r.id), time=f"{secs:.3f}"

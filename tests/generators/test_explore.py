@@ -184,6 +184,10 @@ def test_a_boundary_that_moved_toward_the_easy_end_is_a_finding_that_fails_the_g
     again = cli("replay", "--config", "probe.yaml", "--out", "out2")
     assert again.returncode == 1, again.stdout + again.stderr
     assert "2 boundary crossings moved toward the easy end (above the limit of 0)" in again.stdout
+    junit = (project / "out2" / "junit.xml").read_text()
+    assert 'classname="boundary" name="arithmetic · digits (op=mul)"' in junit and 'type="boundary-regression"' in junit
+    assert "boundaries: 1 knob(s) searched: 2 crossings found, 0 undecided; moved since the last search: 2 toward " \
+           "the easy end, 0 toward the hard end" in again.stdout
     moved = json.loads((project / "out2" / "report.json").read_text())["boundaries"][0]["moved"]
     assert {(m["threshold"], m["was"], m["now"], m["direction"]) for m in moved} == {
         (0.8, 4, 2, "easier"), (0.3, 5, 3, "easier")}

@@ -209,7 +209,8 @@ def test_console_lines(cases: list[CaseRecord]) -> None:
         f"  boundary: lists · length (order={EVIL}, dupes=True): ≥0.8 up to 16 (hardest searched)",
     ]
     spent = next(i for i, line in enumerate(lines) if line.startswith("  spent: "))
-    assert lines[spent + 1] == found[0]  # right after the headline
+    assert lines[spent + 1] == "  boundaries: 2 knob(s) searched: 4 crossings found, 0 undecided"  # in the headline
+    assert lines[spent + 2] == found[0]  # then one line per knob
 
 
 def test_console_line_other_states() -> None:
@@ -227,13 +228,17 @@ def test_no_boundaries_no_section(cases: list[CaseRecord]) -> None:
     text = markdown_report(cases, without)
     assert "Where the ability ends" not in text
     shown = markdown_report(cases, with_them)
-    assert shown.replace(section(shown, "Where the ability ends"), "") == text  # nothing else changes
+    headline = "- boundaries: 2 knob(s) searched: 4 crossings found, 0 undecided\n"
+    assert headline in shown  # the headline says it too, as every output's does
+    assert shown.replace(section(shown, "Where the ability ends"), "").replace(headline, "") == text
     page = html_report(cases, without)
     assert "Where the ability ends" not in page and "boundary" not in page
     shown_page = html_report(cases, with_them)
+    start, end = shown_page.index("<h2>Where the ability ends</h2>"), shown_page.index("<h2>Overview</h2>")
+    shown_page = re.sub(r"<li><b>boundaries</b>[^<]*</li>", "", shown_page)
     start, end = shown_page.index("<h2>Where the ability ends</h2>"), shown_page.index("<h2>Overview</h2>")
     assert shown_page[:start] + shown_page[end:] == page
     lines = console_lines(ReportInput.of(cases, without), "title")
     assert not [line for line in lines if "boundary" in line or "shrunk" in line]
     shown_lines = console_lines(ReportInput.of(cases, with_them), "title")
-    assert [line for line in shown_lines if not line.startswith(("  boundary: ", "    shrunk: "))] == lines
+    assert [line for line in shown_lines if not line.startswith(("  boundary: ", "    shrunk: ", "  boundaries: "))] == lines
