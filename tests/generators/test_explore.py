@@ -249,3 +249,26 @@ def test_the_boundary_benchmark_runs_and_prints_its_table(capsys: pytest.Capture
     for name in ("monotone", "non-monotone", "noisy"):
         assert f"\n{name} " in out
     assert "shrinking: planted minimal failing knob values returned in" in out
+
+
+def test_a_run_stopped_by_its_budget_resumes_and_pays_no_sample_twice(tmp_path: Path) -> None:
+    gen = load_generator({"use": "arithmetic", "knobs": {"op": ["add", "mul"]}})
+    adapter = ScriptedAdapter(digits_agent(3))
+
+    def run(budget: int | None, *, resume: str | None = None) -> Any:
+        target = open_scripted(adapter, tmp_path / "cache", budget=None if budget is None else Budget(max_calls=budget))
+        try:
+            return asyncio.run(probe(target, GeneratorCurriculum([gen]), ProbeSettings(), store=CaseStore(tmp_path / "s"),
+                                     run_id=resume, resume=resume is not None))
+        finally:
+            target.flush()
+
+    first = run(70)
+    assert first.stop_reason == "budget" and len(adapter.calls) == 70
+    done = run(None, resume=first.run_id)
+    assert done.stop_reason != "budget" and len(done.run.boundaries) == 2
+    fresh = ScriptedAdapter(digits_agent(3))
+    target = open_scripted(fresh, tmp_path / "cache-2")
+    once = asyncio.run(probe(target, GeneratorCurriculum([gen]), ProbeSettings(), store=CaseStore(tmp_path / "t")))
+    assert len(adapter.calls) == len(fresh.calls)  # stopped and resumed: the calls of one uninterrupted run
+    assert [b.crossings for b in done.run.boundaries] == [b.crossings for b in once.run.boundaries]
