@@ -392,8 +392,12 @@ def get(name: str) -> Generator:
     """The registered generator ``name``."""
     found = registered()
     if name not in found:
+        from frontier_qa.errors import closest_name
+
+        close = closest_name(name, found)
+        guess = f"did you mean {close!r}? " if close else ""
         raise GeneratorError(f"no generator named {name!r}",
-                             hint=f"registered: {', '.join(sorted(found))}; or load yours with "
+                             hint=f"{guess}registered: {', '.join(sorted(found))}; or load yours with "
                              "'path/to/file.py:name' or 'package.module:name'")
     return found[name]
 

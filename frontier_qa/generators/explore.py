@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from frontier_qa.curricula.base import Outcome, Proposal
 from frontier_qa.errors import BudgetExceededError, TargetUnavailableError
-from frontier_qa.generators.core import GENERATOR_KEY, Generator, Knob, instance_seed
+from frontier_qa.generators.core import GENERATOR_KEY, Generator, GeneratorError, Knob, check_for, instance_seed
 from frontier_qa.generators.search import AxisSearch, Crossing, GridSearch, InstanceResult, SearchSettings
 from frontier_qa.runtime.aio import gather_or_cancel
 from frontier_qa.store.records import (
@@ -214,6 +214,7 @@ class Explorer:
         self.search_settings = replace(curriculum.settings.search, thresholds=(band.high, band.low))
         self.calls = 0
         self.searches: list[AxisSearch | GridSearch] = []
+        self.unread_example: str | None = None
 
     def _stopped(self) -> bool:
         return self.run.stop_reason is not None
@@ -293,7 +294,10 @@ class Explorer:
     # -- measuring -----------------------------------------------------------------------------------
 
     async def _instance(self, case: Case) -> tuple[InstanceResult, CaseRecord | None]:
-        """Draw the search's samples of one instance and score them."""
+        """Draw the search's samples of one instance and score them: each answer judged by the
+        generator's check when it has one, else by equivalence to the reference; an answer the
+        format cannot read is counted apart (``unread``), never as wrong.
+        """
         s = self.search_settings.samples
         trajectories = await self.run.draw(case, s, 0)
         self.calls += len(trajectories)
@@ -301,13 +305,21 @@ class Explorer:
             return InstanceResult(case.id, 0, 0, None), None
         prober = self.run.prober
         consistency = await prober.score(case, trajectories)
+        check = check_for(case)
         correct = 0
-        for cluster in consistency.clusters:
-            if await prober.judge_answer(case, cluster.representative):
-                correct += cluster.size
-        counted = consistency.k - consistency.n_failed
-        agreement = consistency.p_hat if consistency.n_answered else None
-        return InstanceResult(case.id, correct, counted, agreement), None
+        if check is not None:
+            for answer in consistency.answers:
+                correct += answer is not None and bool(await prober.judge_answer(case, answer))
+        else:
+            for cluster in consistency.clusters:
+                if await prober.judge_answer(case, cluster.representative):
+                    correct += cluster.size
+        counted = consistency.n_answered
+        agreement = consistency.p_hat * consistency.k / counted if counted else None
+        if consistency.n_unparseable and self.unread_example is None:
+            self.unread_example = next((t.text for t, a in zip(trajectories, consistency.answers, strict=False)
+                                        if t.ok and a is None and t.text), None)
+        return InstanceResult(case.id, correct, counted, agreement, consistency.n_unparseable), None
 
     async def _measure(self, axis: Axis, search: AxisSearch | GridSearch, index: int, n: int) -> list[InstanceResult]:
         value = axis.knob.levels[index]
@@ -323,8 +335,9 @@ class Explorer:
         search: AxisSearch | GridSearch = (AxisSearch(axis.knob.levels, s) if s.grid is None
                                            else GridSearch(axis.knob.levels, s, s.grid))
         self.searches.append(search)
-        self.instances: dict[tuple[int, str], Case] = {}
         calls_before = self.calls
+        problem: str | None = None
+        self.unread_example = None
         while not self._stopped():
             batch = search.next_batch()
             if not batch:
@@ -337,9 +350,15 @@ class Explorer:
             except TargetUnavailableError as err:
                 self.run.stop(StopReason.UNAVAILABLE, err.message, "target")
                 break
+            except GeneratorError as err:  # the user's generator: this knob is not judged, the others go on
+                problem = f"{err.message} (fix: {err.hint})" if err.hint else err.message
+                self.run.emit("boundary", message=f"{axis.label}: could not judge: {problem}")
+                break
             for (i, _), got in zip(batch, results, strict=True):
                 search.add(i, got)
             self.run.emit("measured", message=self._progress_line(axis, search))
+        note, unread_problem = self._unread(axis, search)
+        problem = problem or unread_problem
         crossings = [search.crossing(t) for t in self.search_settings.thresholds]
         record = BoundaryRecord(
             generator=axis.generator.name,
@@ -350,10 +369,27 @@ class Explorer:
             levels=[self._point(search, i) for i in range(len(axis.knob.levels))],
             crossings=[crossing_record(axis, c) for c in crossings],
             calls=self.calls - calls_before,
+            note=note,
+            problem=problem,
         )
-        if self.settings.evidence and not self._stopped():
+        if self.settings.evidence and not self._stopped() and problem is None:
             record = await self._show(axis, search, crossings, record)
         return record
+
+    def _unread(self, axis: Axis, search: AxisSearch | GridSearch) -> tuple[str | None, str | None]:
+        """A note on values whose answers could not be read (and a problem when most could not)."""
+        unread = sum(ev.unread for ev in search.evidence)
+        if not unread:
+            return None, None
+        read = sum(ev.n for ev in search.evidence)
+        where = [str(ev.value) for ev in search.evidence if ev.unread > ev.n]
+        fmt = axis.generator.case(0, axis.knobs(axis.knob.easiest)).answer_format
+        example = f"; one of them: {self.unread_example[:120]!r}" if self.unread_example else ""
+        text = (f"{unread} of {unread + read} samples gave no answer that answer_format {fmt!r} reads"
+                + (f" (mostly at {axis.knob.name}={', '.join(where)})" if where else "") + example
+                + "; they count neither as right nor as wrong. Fix: give the generator's Task an answer_format "
+                "that reads them (json:<field>, final_answer, boxed) or ask for a shorter answer in its prompt")
+        return text, (text if unread > read else None)
 
     def _progress_line(self, axis: Axis, search: AxisSearch | GridSearch) -> str:
         shown = []
@@ -370,10 +406,10 @@ class Explorer:
     def _point(self, search: AxisSearch | GridSearch, i: int) -> LevelPoint:
         ev = search.evidence[i]
         if not ev.measured:
-            return LevelPoint(value=_stored(ev.value), instances=len(ev.instances))
+            return LevelPoint(value=_stored(ev.value), instances=len(ev.instances), unread=ev.unread)
         low, high = ev.interval(0.9)
         return LevelPoint(value=_stored(ev.value), instances=len(ev.instances), samples=ev.n, correct=ev.correct,
-                          accuracy=ev.accuracy, low=low, high=high, p_hat=ev.p_hat)
+                          accuracy=ev.accuracy, low=low, high=high, p_hat=ev.p_hat, unread=ev.unread)
 
     # -- the cases that show it ---------------------------------------------------------------------
 
@@ -383,6 +419,10 @@ class Explorer:
         picks: dict[int, str] = {}
         for c in crossings:
             if c.index is None:
+                if c.status == "not reached":  # reliable across the range: the hardest value shows it
+                    hardest = max((ev.index for ev in search.evidence if ev.measured), default=None)
+                    if hardest is not None:
+                        picks.setdefault(hardest, f"hardest value searched, still at or above {c.threshold:g}")
                 continue
             picks.setdefault(c.index, f"first value below {c.threshold:g}")
             if c.index > 0:
@@ -394,6 +434,8 @@ class Explorer:
             ev = search.evidence[index]
             # the instances that show the side best first: least right below a crossing, most right above it
             below = side.startswith("first")
+            if not ev.measured:
+                continue
             ranked = sorted(ev.measured, key=lambda r: (r.correct / r.counted) * (1 if below else -1))
             knobs = axis.knobs(ev.value)
             for best in ranked[: self.settings.shrink_tries]:

@@ -151,9 +151,13 @@ def load_generator(entry: Entry, base: Path | None = None) -> Generator:
                 raise GeneratorError(f"{ref!r} is a plain function, so its knobs must be declared",
                                      hint="decorate it with @generator(knobs=[...]), or give knobs: "
                                           "{digits: {range: [1, 8], easy: low}} in the entry")
-            gen = validate(Generator(str(name or getattr(obj, "__name__", ref)), obj,
-                                     tuple(_declared(k, v) for k, v in knobs.items()),
-                                     str(entry.get("description", "")) if isinstance(entry, Mapping) else ""))
+            try:
+                gen = validate(Generator(str(name or getattr(obj, "__name__", ref)), obj,
+                                         tuple(_declared(k, v) for k, v in knobs.items()),
+                                         str(entry.get("description", "")) if isinstance(entry, Mapping) else ""))
+            except GeneratorError as err:  # declared in YAML: the fix is written in YAML too
+                raise GeneratorError(err.message, hint="declare each knob in the entry: {range: [1, 8], easy: low}, "
+                                     "{values: [1, 7, 30], easy: low} or {choices: [a, b]}") from None
             return add(gen)
         else:
             raise GeneratorError(f"{ref!r} is a {type(obj).__name__}, not a generator",

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Status = Literal["above", "below", "open", "close", "unmeasured"]
+Status = Literal["above", "below", "open", "close", "unmeasured", "unread"]
 
 
 @dataclass(frozen=True)
@@ -82,14 +82,17 @@ class InstanceResult:
     Attributes:
         case_id: the instance's case id.
         correct: samples whose answer was right.
-        counted: samples that ran (a failed call is not counted; an unreadable answer is wrong).
+        counted: samples whose answer was read (a failed call or an answer the format cannot read
+            decides nothing, so it is not counted: it is in ``unread``).
         agreement: the majority share of its answers (p̂), ``None`` with no answer.
+        unread: samples that ran but whose answer could not be read.
     """
 
     case_id: str
     correct: int
     counted: int
     agreement: float | None = None
+    unread: int = 0
 
 
 @dataclass
@@ -107,6 +110,10 @@ class LevelEvidence:
     @property
     def correct(self) -> int:
         return sum(r.correct for r in self.instances)
+
+    @property
+    def unread(self) -> int:
+        return sum(r.unread for r in self.instances)
 
     @property
     def measured(self) -> list[InstanceResult]:
@@ -208,6 +215,8 @@ class AxisSearch:
     def status(self, index: int, threshold: float) -> Status:
         ev = self.evidence[index]
         if not ev.measured:
+            if len(ev.instances) >= self.settings.min_instances:
+                return "unread"  # instances were drawn, no answer could be read: more would not help
             return "unmeasured" if not self.full(index) else "close"
         if len(ev.measured) >= self.settings.min_instances:
             p = ev.prob_above(threshold)
@@ -252,7 +261,7 @@ class AxisSearch:
             if not self.evidence[i].instances:
                 if self.settings.first_crossing:
                     need.append(i)
-            elif self.status(i, threshold) != "above":
+            elif self.status(i, threshold) not in ("above", "unread"):
                 need.append(i)
         n = len(self.levels)
         if c < n:

@@ -18,6 +18,7 @@ case is then ``unresolved`` with the samples it got, and the engine stops the ru
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import BudgetExceededError, FrontierQAError, RunInterruptedError, TargetUnavailableError
-from frontier_qa.generators.core import check_for
+from frontier_qa.generators.core import GENERATOR_KEY, check_for
 from frontier_qa.probing.regression import ReplayJudge, band_of
 from frontier_qa.probing.sequential import (
     DEFAULT_PRIOR,
@@ -45,7 +46,7 @@ from frontier_qa.probing.validity import UNCHECKED_REASON, ModelJudge, task_chec
 from frontier_qa.redaction import redact
 from frontier_qa.scoring.bands import in_band
 from frontier_qa.scoring.case import TOOL_CALLS_FORMAT, answer_matches, answers_of, score_answers, score_case
-from frontier_qa.scoring.consistency import Consistency
+from frontier_qa.scoring.consistency import Consistency, self_consistency
 from frontier_qa.store.records import CaseClass, CaseRecord, Interval, Round, case_record, utc_now
 from frontier_qa.store.stop_reason import StopReason
 from frontier_qa.target import Case, Target, Trajectory
@@ -56,6 +57,33 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FIXED_K_LEVEL = 0.9  # Wilson interval level with fixed k (the sequential policy has its own)
+
+
+# --- generator checks ------------------------------------------------------------------------
+
+
+def _checked(case: Case) -> bool:
+    """Whether the case's generator decides its answers with a check (not the reference's equivalence)."""
+    return GENERATOR_KEY in case.metadata and case.answer_format not in ("text", TOOL_CALLS_FORMAT) \
+        and check_for(case) is not None
+
+
+def _by_check(check: Callable[[str], bool], answers: list[str | None], failed: list[bool]) -> Consistency:
+    verdicts: dict[str, bool] = {}
+
+    def right(answer: str) -> bool:
+        if answer not in verdicts:
+            try:
+                verdicts[answer] = bool(check(answer))
+            except Exception:  # noqa: BLE001 - the user's check: a crash counts as "not right"
+                verdicts[answer] = False
+        return verdicts[answer]
+
+    def key(answer: str) -> str:
+        return " ".join(answer.split())
+
+    return self_consistency(answers, failed=failed, key=key,
+                            equivalent=lambda a, b: key(a) == key(b) or (right(a) and right(b)))
 
 
 # --- classification (the rules of the probe brief) --------------------------------------
@@ -363,11 +391,22 @@ class CaseProber:
 
     async def score(self, case: Case, trajectories: Sequence[Trajectory]) -> Consistency:
         """Self-consistency of the samples so far (:func:`frontier_qa.scoring.case.score_case`)."""
+        if _checked(case):
+            return await self.score_answers(case, answers_of(case, trajectories), [not t.ok for t in trajectories])
         embedder = self._embedder_for_text() if case.answer_format == "text" else None
         return await score_case(case, trajectories, embedder=embedder)
 
     async def score_answers(self, case: Case, answers: Sequence[str | None], failed: Sequence[bool]) -> Consistency:
-        """Self-consistency of extracted answers (e.g. pooled from several records of a case)."""
+        """Self-consistency of extracted answers (e.g. pooled from several records of a case).
+
+        A case whose generator gives a ``check`` is clustered by it: every answer the check accepts
+        is one cluster (right in any form), and the others merge only when they are the same text.
+        The math equivalence would merge "12, 21" with "21, 12" as sets, which a check that wants
+        the order does not.
+        """
+        check = check_for(case) if _checked(case) else None
+        if check is not None:
+            return await asyncio.to_thread(_by_check, check, list(answers), list(failed))
         embedder = self._embedder_for_text() if case.answer_format == "text" else None
         return await score_answers(case.answer_format, answers, failed, embedder=embedder)
 
@@ -489,7 +528,9 @@ class CaseProber:
         never states one. Needs the embedding model (the ``embed`` extra); without it ``auto`` stays
         and the case says "could not judge" with the fix.
         """
-        if case.answer_format != "auto":
+        if case.answer_format != "auto" or GENERATOR_KEY in case.metadata:
+            # a generator's reference is one computed value: never compared "by meaning"; answers auto
+            # cannot read stay unread, and the boundary says so with the fix (Task(answer_format=...))
             return False
         if self.auto_reads is not None:  # decided on another case (cases sample side by side)
             return self.auto_reads == "text"
@@ -542,7 +583,7 @@ class CaseProber:
             that ended sampling (the run should stop), else ``None``.
         """
         started = utc_now()
-        if case.answer_format == "auto" and self.auto_reads == "text":
+        if case.answer_format == "auto" and self.auto_reads == "text" and GENERATOR_KEY not in case.metadata:
             case = as_open_text(case)
         case, trajectories, rounds, decision, scored, stop = await self._sample(case, draw, start, prediction, judge)
         verdict = None if decision is None else decision.verdict

@@ -136,6 +136,11 @@ def curve_row(level: LevelPoint) -> list[str]:
     ]
 
 
+P_HAT_NOTE = ("Mean p̂ is how often an instance's answers agree with each other (the majority's share, "
+              "Agent0's self-consistency), right or wrong: a stable wrong answer has p̂ 1.00 and accuracy 0.00.")
+"""What the curve's second line is, said wherever the curve is shown."""
+
+
 def shrunk(s: ShrunkFailure) -> bool:
     """Whether shrinking found a smaller failing case (else the failure was already minimal)."""
     return s.to_case != s.from_case
@@ -149,6 +154,9 @@ def shrunk_text(s: ShrunkFailure, text: Callable[[str], str], code: Callable[[st
     if not shrunk(s):
         return (f"failure at {text(knobs_text(s.from_knobs))} (case {code(s.from_case)}) already minimal "
                 f"({probed})")
+    if s.simplest and s.knobs == s.from_knobs:
+        return (f"failure at {text(knobs_text(s.from_knobs))} (case {code(s.from_case)}): no smaller knob value "
+                f"fails, and the generator's simplest instance there still does (case {code(s.to_case)}, {probed})")
     to = text(knobs_text(s.knobs)) + (", its simplest instance" if s.simplest else "")
     return (f"failure at {text(knobs_text(s.from_knobs))} (case {code(s.from_case)}) shrunk to "
             f"{to} (case {code(s.to_case)}, {probed}, {s.accepted} still failing)")
@@ -159,6 +167,8 @@ def shrunk_short(s: ShrunkFailure) -> str:
     probed = f"{s.steps} candidate{'' if s.steps == 1 else 's'} probed"
     if not shrunk(s):
         return f"{knobs_text(s.from_knobs)} already minimal (case {s.from_case}, {probed})"
+    if s.simplest and s.knobs == s.from_knobs:
+        return f"{knobs_text(s.knobs)}: minimal knobs; its simplest instance still fails (case {s.to_case}, {probed})"
     simplest = ", simplest instance" if s.simplest else ""
     return f"{knobs_text(s.from_knobs)} → {knobs_text(s.knobs)}{simplest} (case {s.to_case}, {probed})"
 

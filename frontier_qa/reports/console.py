@@ -53,6 +53,8 @@ def console_lines(report: ReportInput, title: str, *, written: Mapping[str, Path
         out.append(f"  boundary: {bd.console_line(b)}")
         out += [f"    shrunk: {bd.shrunk_short(s)}" for s in b.shrunk if bd.shrunk(s)]
         out += [f"    MOVED: {m.text}" for m in b.moved]
+        out += [f"    could not judge: {b.problem}"] if b.problem else []
+        out += [f"    note: {b.note}"] if b.note and b.note != b.problem else []
     if len(report.boundaries) > SHOWN_BOUNDARIES:
         out.append(f"  … {len(report.boundaries) - SHOWN_BOUNDARIES} more boundaries: see report.md")
     rows = [t for t in s.by_topic

@@ -168,5 +168,6 @@ def evaluate_gate(
         moved = sum(1 for b in boundaries for m in b.moved if m.direction == "easier")
         checks.append(_count("boundary_regressions", "boundary crossings moved toward the easy end", moved,
                              t.max_boundary_regressions))
-    health = assess(summary, facts or RunFacts(mode="unknown"), max_unresolved_share=t.max_unresolved_share)
+    health = assess(summary, facts or RunFacts(mode="unknown"), max_unresolved_share=t.max_unresolved_share,
+                    boundaries=boundaries)
     return GateResult(passed=not health and all(c.passed for c in checks), checks=tuple(checks), health=health)

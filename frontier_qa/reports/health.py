@@ -14,6 +14,8 @@ A run that got nowhere must not pass. Each problem below ends the run with exit 
 ``answers-unreadable``     most valid cases' answers were not in the format in force
                            (a plain-text agent under ``boxed``): the message shows one
                            answer and names ``answer_format``
+``boundary-not-judged``    a task generator's knob could not be searched: the generator
+                           raised, or most of its answers could not be read (the fix named)
 =========================  ==========================================================
 
 When calls timed out the message says so, and which setting to raise.
@@ -22,10 +24,11 @@ When calls timed out the message says so, and which setting to raise.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from frontier_qa.reports.summary import Summary
-from frontier_qa.store.records import CaseClass
+from frontier_qa.store.records import BoundaryRecord, CaseClass
 from frontier_qa.store.stop_reason import StopReason
 
 _TIMEOUT = re.compile(r"(local_)?timeout_s = ([0-9.]+) s|timed? ?out", re.IGNORECASE)
@@ -79,16 +82,22 @@ def _timeout_hint(text: str, source: str | None, target: str) -> str:
     return f" The calls timed out{why}: raise {key}{now}, e.g. --set {key}={suggest}."
 
 
-def assess(summary: Summary, facts: RunFacts = RunFacts(), *, max_unresolved_share: float | None = 0.2
-           ) -> tuple[HealthProblem, ...]:
+def assess(summary: Summary, facts: RunFacts = RunFacts(), *, max_unresolved_share: float | None = 0.2,
+           boundaries: Sequence[BoundaryRecord] = ()) -> tuple[HealthProblem, ...]:
     """Every reason the run could not judge the agent (empty when it could).
 
     Args:
         summary: the run's cases.
         facts: what the run knows beyond its records.
         max_unresolved_share: the most unresolved cases, as a share of valid ones (``None``: off).
+        boundaries: the task generators' boundaries the run searched: a knob measured is a judgement
+            even with no case recorded (an agent reliable across the range); a knob that could not be
+            judged (its generator raised, its answers could not be read) is a problem, with its fix.
     """
-    problems: list[HealthProblem] = []
+    problems: list[HealthProblem] = [HealthProblem("boundary-not-judged", f"{b.axis}: {b.problem}")
+                                     for b in boundaries if b.problem]
+    if any(level.samples for b in boundaries for level in b.levels) and not summary.total:
+        return tuple(problems)  # the boundaries are what the run judged
     counts = summary.by_class
     valid = summary.total - counts[CaseClass.INVALID] + facts.undecided
     samples = [s for r in summary.records for s in r.samples]

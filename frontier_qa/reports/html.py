@@ -148,13 +148,15 @@ def _boundaries_section(boundaries: Sequence[BoundaryRecord]) -> str:
                    for cells in (bd.summary_row(b, boundaries) for b in boundaries))
     out = ["<h2>Where the ability ends</h2><p>P(correct) along each difficulty knob of the task generators (mean "
            "accuracy over task instances, 90 % credible interval), the other knobs held fixed; the crossings are "
-           f"where it falls below each threshold.</p><table><tr>{head}</tr>{rows}</table>"]
+           f"where it falls below each threshold. {esc(bd.P_HAT_NOTE)}</p><table><tr>{head}</tr>{rows}</table>"]
     for b in boundaries:
         curve_head = "".join(f"<th>{esc(h)}</th>" for h in (b.knob, *bd.CURVE_HEADER))
         curve = "".join(f"<tr><td>{esc(value)}</td>" + "".join(f'<td class="n">{esc(n)}</td>' for n in numbers)
                         + "</tr>" for value, *numbers in map(bd.curve_row, b.levels))
         items = ([esc(c.text) for c in b.crossings] + [bd.shrunk_text(s, esc, _code) for s in b.shrunk]
-                 + [f"<strong>moved</strong>: {esc(mv.text)}" for mv in b.moved])
+                 + [f"<strong>moved</strong>: {esc(mv.text)}" for mv in b.moved]
+                 + ([f"<strong>could not judge</strong>: {esc(b.problem)}"] if b.problem else [])
+                 + ([f"note: {esc(b.note)}"] if b.note and b.note != b.problem else []))
         if b.cases:
             items.append("cases showing it: " + ", ".join(_code(case_id) for case_id in b.cases))
         listed = "<ul>" + "".join(f"<li>{item}</li>" for item in items) + "</ul>" if items else ""

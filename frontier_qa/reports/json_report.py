@@ -190,6 +190,8 @@ class BoundaryReport(_Model):
     calls: int = Field(0, description="target samples the search drew")
     moved: list[BoundaryMove] = Field(default_factory=list,
                                       description="crossings that moved since the latest earlier search of this knob")
+    note: str | None = Field(None, description="what the claims rest on besides the curve (unread answers, the fix)")
+    problem: str | None = Field(None, description="why this knob could not be judged, with the fix")
 
     @classmethod
     def of(cls, boundary: BoundaryRecord) -> BoundaryReport:

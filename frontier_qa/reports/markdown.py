@@ -202,7 +202,7 @@ def _boundaries_section(boundaries: Sequence[BoundaryRecord]) -> list[str]:
     out = ["## Where the ability ends", "",
            "P(correct) along each difficulty knob of the task generators (mean accuracy over task instances, "
            "90 % credible interval), the other knobs held fixed; the crossings are where it falls below each "
-           "threshold.", ""]
+           f"threshold. {bd.P_HAT_NOTE}", ""]
     out += _table([md(h) for h in bd.summary_header(boundaries)],
                   ([md(cell) for cell in bd.summary_row(b, boundaries)] for b in boundaries)) + [""]
     for b in boundaries:
@@ -214,6 +214,8 @@ def _boundaries_section(boundaries: Sequence[BoundaryRecord]) -> list[str]:
         out += [f"- {md(c.text)}" for c in b.crossings]
         out += [f"- {bd.shrunk_text(s, md, _code)}" for s in b.shrunk]
         out += [f"- **moved**: {md(mv.text)}" for mv in b.moved]
+        out += [f"- **could not judge**: {md(b.problem)}"] if b.problem else []
+        out += [f"- note: {md(b.note)}"] if b.note and b.note != b.problem else []
         if b.cases:
             out.append("- cases showing it: " + ", ".join(_code(case_id) for case_id in b.cases))
         if b.crossings or b.shrunk or b.cases:

@@ -429,6 +429,7 @@ class LevelPoint(_Record):
         accuracy: mean accuracy over the instances (``None``: nothing measured).
         low, high: credible interval (90 %) of the level's mean accuracy.
         p_hat: mean agreement of each instance's answers (self-consistency p̂).
+        unread: samples whose answer could not be read (not counted in ``samples``).
     """
 
     value: KnobValue
@@ -439,6 +440,7 @@ class LevelPoint(_Record):
     low: float | None = Field(default=None, ge=0.0, le=1.0)
     high: float | None = Field(default=None, ge=0.0, le=1.0)
     p_hat: float | None = Field(default=None, ge=0.0, le=1.0)
+    unread: int = Field(default=0, ge=0)
 
 
 class CrossingRecord(_Record):
@@ -517,6 +519,10 @@ class BoundaryRecord(_Record):
         moved: crossings that moved by more than the search's resolution (one knob step) since the
             latest earlier run that searched this knob (of the same target, or of any with
             ``replay_scope: all``).
+        note: what the claims rest on besides the curve, in words (values whose answers could not
+            be read, and the fix).
+        problem: why the search could not judge this knob (the generator raised, most answers could
+            not be read), with the fix; the run is then "could not judge" (exit 3).
     """
 
     generator: str
@@ -530,6 +536,8 @@ class BoundaryRecord(_Record):
     shrunk: list[ShrunkFailure] = Field(default_factory=list)
     calls: int = Field(default=0, ge=0)
     moved: list[BoundaryMove] = Field(default_factory=list)
+    note: str | None = None
+    problem: str | None = None
 
     @property
     def key(self) -> tuple[str, str, tuple[tuple[str, KnobValue], ...]]:

@@ -202,16 +202,80 @@ def test_random_instances_are_a_verified_task_source() -> None:
     assert [p.case.id for p in again] == [p.case.id for p in proposals]
 
 
-def test_a_generator_raising_mid_search_stops_the_run_with_its_name(tmp_path: Path) -> None:
+def test_a_generator_raising_mid_search_is_named_and_the_other_knobs_are_still_searched(tmp_path: Path) -> None:
     @generator(knobs=[ordinal("n", 1, 6, easy="low")], name="t_breaks_at_5")
     def breaks(rng: Any, n: int) -> Task:
         if n >= 5:
             raise KeyError("no table for n")
         return Task(f"What is {n} + {n}?", reference=str(2 * n))
 
-    with pytest.raises(Exception, match="generator 't_breaks_at_5' at n=5 .* raised KeyError"):
-        asyncio.run(probe(open_scripted(ScriptedAdapter()), GeneratorCurriculum([breaks]), ProbeSettings(),
-                          store=CaseStore(tmp_path)))
+    from frontier_qa.reports.gate import GateThresholds, evaluate_gate
+
+    result = asyncio.run(probe(open_scripted(ScriptedAdapter()), GeneratorCurriculum([breaks, get("units")]),
+                               ProbeSettings(), store=CaseStore(tmp_path)))
+    broken, units = result.run.boundaries
+    assert broken.problem is not None and "generator 't_breaks_at_5' at n=5" in broken.problem
+    assert "raised KeyError" in broken.problem and "fix:" in broken.problem
+    assert units.problem is None and units.crossings[0].status == "not reached"
+    gate = evaluate_gate(result.records, GateThresholds(), facts=None, boundaries=result.run.boundaries)
+    assert gate.exit_code == 3 and "t_breaks_at_5" in gate.health[0].message
+
+
+def test_a_check_that_wants_the_order_is_not_fooled_by_answers_equal_as_sets(tmp_path: Path) -> None:
+    @generator(knobs=[ordinal("n", 2, 7, easy="low")], name="t_sort")
+    def sort_numbers(rng: Any, n: int) -> Task:
+        values = rng.sample(range(10, 99), n)
+        ref = ", ".join(map(str, sorted(values)))
+        return Task(f"Sort ascending: {', '.join(map(str, values))}", reference=ref,
+                    check=lambda answer: " ".join(answer.split()) == ref)
+
+    def swaps(case: Case, i: int) -> str:  # right up to 3 numbers; beyond, the first two swapped on odd samples
+        ordered = (case.reference or "").split(", ")
+        if len(ordered) > 3 and i % 2:
+            ordered[0], ordered[1] = ordered[1], ordered[0]
+        return "\\boxed{" + ", ".join(ordered) + "}"
+
+    result = asyncio.run(probe(open_scripted(ScriptedAdapter(swaps)), GeneratorCurriculum([sort_numbers]),
+                               ProbeSettings(), store=CaseStore(tmp_path)))
+    (boundary,) = result.run.boundaries
+    points = {p.value: p for p in boundary.levels if p.accuracy is not None}
+    assert points[2].accuracy == 1.0 and points[7].accuracy == 0.5  # not 1.0: the order is checked
+    assert boundary.crossings[0].first_below == 4 and boundary.crossings[1].status == "not reached"
+    shown = [r for r in result.records if r.case.metadata[GENERATOR_KEY]["knobs"]["n"] == 4]
+    assert shown and shown[0].case_class is CaseClass.FRONTIER and shown[0].p_hat == 0.5
+
+
+def test_answers_the_format_cannot_read_count_neither_way_and_are_named_with_the_fix(tmp_path: Path) -> None:
+    def rambles(case: Case, i: int) -> str | None:  # right up to 5 digits; beyond, a reply auto cannot read
+        d = case.metadata[GENERATOR_KEY]["knobs"]["digits"]
+        return None if d >= 6 else case.reference  # the scripted adapter renders None as an unreadable reply
+
+    gen = load_generator({"use": "arithmetic", "knobs": {"op": ["mul"]}})
+    result = asyncio.run(probe(open_scripted(ScriptedAdapter(rambles)), GeneratorCurriculum([gen]), ProbeSettings(),
+                               store=CaseStore(tmp_path)))
+    (boundary,) = result.run.boundaries
+    assert all(c.status != "found" or c.first_below is None for c in boundary.crossings)  # no false boundary
+    assert {p.value for p in boundary.levels if p.unread} >= {6}
+    # a value whose answers cannot be read is given up after min_instances, not sampled to the limit
+    assert all(p.instances <= 3 for p in boundary.levels if p.unread and not p.samples)
+    assert boundary.note is not None and "answer_format 'auto'" in boundary.note and "Fix:" in boundary.note
+    assert "I am not sure" in boundary.note  # one of the agent's own replies
+    assert boundary.problem is None  # most answers were read
+    assert all(r.case.answer_format == "auto" for r in result.records)  # never re-read "by meaning"
+
+
+def test_an_agent_reliable_across_the_range_passes_with_a_case_at_the_hardest_value(tmp_path: Path) -> None:
+    from frontier_qa.reports.gate import GateThresholds, evaluate_gate
+
+    gen = load_generator({"use": "arithmetic", "knobs": {"op": ["add"]}})
+    result = asyncio.run(probe(open_scripted(ScriptedAdapter()), GeneratorCurriculum([gen]), ProbeSettings(),
+                               store=CaseStore(tmp_path)))
+    (boundary,) = result.run.boundaries
+    assert [c.status for c in boundary.crossings] == ["not reached", "not reached"]
+    (shown,) = result.records
+    assert shown.case.metadata[GENERATOR_KEY]["knobs"]["digits"] == 8 and shown.case_class is CaseClass.PASS
+    gate = evaluate_gate(result.records, GateThresholds(), boundaries=result.run.boundaries)
+    assert gate.exit_code == 0
 
 
 def test_the_shipped_generators_config_builds_its_four_generators() -> None:
