@@ -31,12 +31,18 @@ TOP_SECTIONS = (
 
 
 def boundaries_line(boundaries: Sequence[BoundaryRecord]) -> str:
-    """``2 knob(s) searched: 4 crossings found, 0 undecided; 1 moved toward the easy end``."""
+    """``2 knob(s) searched: 4 crossings found, 0 undecided; 12 of 60 search samples unread; moved since
+    the last search: 1 toward the easy end, 0 toward the hard end`` (the parts after the first when they apply).
+    """
     crossings = [c for b in boundaries for c in b.crossings]
     undecided = sum(1 for c in crossings if c.status == "undecided")
     easier = sum(1 for b in boundaries for m in b.moved if m.direction == "easier")
     harder = sum(1 for b in boundaries for m in b.moved if m.direction == "harder")
     line = f"{len(boundaries)} knob(s) searched: {len(crossings) - undecided} crossings found, {undecided} undecided"
+    unread = sum(level.unread for b in boundaries for level in b.levels)
+    if unread:
+        read = sum(level.samples for b in boundaries for level in b.levels)
+        line += f"; {unread} of {unread + read} search samples unread (see each knob's note)"
     if easier or harder:
         line += f"; moved since the last search: {easier} toward the easy end, {harder} toward the hard end"
     return line
