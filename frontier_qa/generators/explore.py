@@ -32,6 +32,7 @@ from frontier_qa.curricula.base import Outcome, Proposal
 from frontier_qa.errors import BudgetExceededError, TargetUnavailableError
 from frontier_qa.generators.core import GENERATOR_KEY, Generator, GeneratorError, Knob, check_for, instance_seed
 from frontier_qa.generators.search import AxisSearch, Crossing, GridSearch, InstanceResult, SearchSettings
+from frontier_qa.redaction import redact
 from frontier_qa.runtime.aio import gather_or_cancel
 from frontier_qa.store.records import (
     BoundaryMove,
@@ -215,6 +216,7 @@ class Explorer:
         self.calls = 0
         self.searches: list[AxisSearch | GridSearch] = []
         self.unread_example: str | None = None
+        self.error_example: str | None = None
 
     def _stopped(self) -> bool:
         return self.run.stop_reason is not None
@@ -319,7 +321,10 @@ class Explorer:
         if consistency.n_unparseable and self.unread_example is None:
             self.unread_example = next((t.text for t, a in zip(trajectories, consistency.answers, strict=False)
                                         if t.ok and a is None and t.text), None)
-        return InstanceResult(case.id, correct, counted, agreement, consistency.n_unparseable), None
+        if consistency.n_failed and self.error_example is None:  # the agent's own error, shown (redacted)
+            self.error_example = next((t.error for t in trajectories if t.error), None)
+        return InstanceResult(case.id, correct, counted, agreement, consistency.n_unparseable,
+                              consistency.n_failed), None
 
     async def _measure(self, axis: Axis, search: AxisSearch | GridSearch, index: int, n: int) -> list[InstanceResult]:
         value = axis.knob.levels[index]
@@ -337,7 +342,7 @@ class Explorer:
         self.searches.append(search)
         calls_before = self.calls
         problem: str | None = None
-        self.unread_example = None
+        self.unread_example = self.error_example = None
         while not self._stopped():
             batch = search.next_batch()
             if not batch:
@@ -377,19 +382,33 @@ class Explorer:
         return record
 
     def _unread(self, axis: Axis, search: AxisSearch | GridSearch) -> tuple[str | None, str | None]:
-        """A note on values whose answers could not be read (and a problem when most could not)."""
+        """A note on samples that judged nothing (unreadable answers, failed calls), with one of them
+        quoted and the fix; a problem too when they outnumber the samples that were read.
+        """
         unread = sum(ev.unread for ev in search.evidence)
-        if not unread:
+        failed = sum(ev.failed for ev in search.evidence)
+        if not unread and not failed:
             return None, None
         read = sum(ev.n for ev in search.evidence)
-        where = [str(ev.value) for ev in search.evidence if ev.unread > ev.n]
-        fmt = axis.generator.case(0, axis.knobs(axis.knob.easiest)).answer_format
-        example = f"; one of them: {self.unread_example[:120]!r}" if self.unread_example else ""
-        text = (f"{unread} of {unread + read} samples gave no answer that answer_format {fmt!r} reads"
-                + (f" (mostly at {axis.knob.name}={', '.join(where)})" if where else "") + example
-                + "; they count neither as right nor as wrong. Fix: give the generator's Task an answer_format "
-                "that reads them (json:<field>, final_answer, boxed) or ask for a shorter answer in its prompt")
-        return text, (text if unread > read else None)
+        total = unread + failed + read
+        parts = []
+        if failed:
+            where = [str(ev.value) for ev in search.evidence if ev.failed > ev.n]
+            example = f": {redact(self.error_example)[:200]!r}" if self.error_example else ""
+            parts.append(f"{failed} of {total} samples failed"
+                         + (f" (mostly at {axis.knob.name}={', '.join(where)})" if where else "") + example
+                         + "; fix the agent's error, or raise the target's retries if it is transient")
+        if unread:
+            where = [str(ev.value) for ev in search.evidence if ev.unread > ev.n]
+            fmt = axis.generator.case(0, axis.knobs(axis.knob.easiest)).answer_format
+            example = f"; one of them: {redact(self.unread_example)[:120]!r}" if self.unread_example else ""
+            parts.append(f"{unread} of {total} samples gave no answer that answer_format {fmt!r} reads"
+                         + (f" (mostly at {axis.knob.name}={', '.join(where)})" if where else "") + example
+                         + "; they count neither as right nor as wrong. Fix: give the generator's Task an "
+                         "answer_format that reads them (json:<field>, final_answer, boxed) or ask for a shorter "
+                         "answer in its prompt")
+        text = "; ".join(parts)
+        return text, (text if unread + failed > read else None)
 
     def _progress_line(self, axis: Axis, search: AxisSearch | GridSearch) -> str:
         shown = []
@@ -406,10 +425,11 @@ class Explorer:
     def _point(self, search: AxisSearch | GridSearch, i: int) -> LevelPoint:
         ev = search.evidence[i]
         if not ev.measured:
-            return LevelPoint(value=_stored(ev.value), instances=len(ev.instances), unread=ev.unread)
+            return LevelPoint(value=_stored(ev.value), instances=len(ev.instances), unread=ev.unread, failed=ev.failed)
         low, high = ev.interval(0.9)
         return LevelPoint(value=_stored(ev.value), instances=len(ev.instances), samples=ev.n, correct=ev.correct,
-                          accuracy=ev.accuracy, low=low, high=high, p_hat=ev.p_hat, unread=ev.unread)
+                          accuracy=ev.accuracy, low=low, high=high, p_hat=ev.p_hat, unread=ev.unread,
+                          failed=ev.failed)
 
     # -- the cases that show it ---------------------------------------------------------------------
 

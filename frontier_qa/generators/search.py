@@ -86,6 +86,7 @@ class InstanceResult:
             decides nothing, so it is not counted: it is in ``unread``).
         agreement: the majority share of its answers (p̂), ``None`` with no answer.
         unread: samples that ran but whose answer could not be read.
+        failed: samples whose call failed (the agent raised, the target errored).
     """
 
     case_id: str
@@ -93,6 +94,7 @@ class InstanceResult:
     counted: int
     agreement: float | None = None
     unread: int = 0
+    failed: int = 0
 
 
 @dataclass
@@ -114,6 +116,10 @@ class LevelEvidence:
     @property
     def unread(self) -> int:
         return sum(r.unread for r in self.instances)
+
+    @property
+    def failed(self) -> int:
+        return sum(r.failed for r in self.instances)
 
     @property
     def measured(self) -> list[InstanceResult]:
@@ -216,7 +222,7 @@ class AxisSearch:
         ev = self.evidence[index]
         if not ev.measured:
             if len(ev.instances) >= self.settings.min_instances:
-                return "unread"  # instances were drawn, no answer could be read: more would not help
+                return "unread"  # instances were drawn, no answer was read (or every call failed): more won't help
             return "unmeasured" if not self.full(index) else "close"
         if len(ev.measured) >= self.settings.min_instances:
             p = ev.prob_above(threshold)

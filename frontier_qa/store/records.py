@@ -430,6 +430,7 @@ class LevelPoint(_Record):
         low, high: credible interval (90 %) of the level's mean accuracy.
         p_hat: mean agreement of each instance's answers (self-consistency p̂).
         unread: samples whose answer could not be read (not counted in ``samples``).
+        failed: samples whose call failed (not counted in ``samples``).
     """
 
     value: KnobValue
@@ -441,6 +442,7 @@ class LevelPoint(_Record):
     high: float | None = Field(default=None, ge=0.0, le=1.0)
     p_hat: float | None = Field(default=None, ge=0.0, le=1.0)
     unread: int = Field(default=0, ge=0)
+    failed: int = Field(default=0, ge=0)
 
 
 class CrossingRecord(_Record):
@@ -519,8 +521,8 @@ class BoundaryRecord(_Record):
         moved: crossings that moved by more than the search's resolution (one knob step) since the
             latest earlier run that searched this knob (of the same target, or of any with
             ``replay_scope: all``).
-        note: what the claims rest on besides the curve, in words (values whose answers could not
-            be read, and the fix).
+        note: what the claims rest on besides the curve, in words (samples whose answers could not
+            be read or whose calls failed, one of them quoted, and the fix).
         problem: why the search could not judge this knob (the generator raised, most answers could
             not be read), with the fix; the run is then "could not judge" (exit 3).
     """

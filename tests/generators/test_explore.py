@@ -339,3 +339,28 @@ def test_a_run_stopped_by_its_budget_resumes_and_pays_no_sample_twice(tmp_path: 
     once = asyncio.run(probe(target, GeneratorCurriculum([gen]), ProbeSettings(), store=CaseStore(tmp_path / "t")))
     assert len(adapter.calls) == len(fresh.calls)  # stopped and resumed: the calls of one uninterrupted run
     assert [b.crossings for b in done.run.boundaries] == [b.crossings for b in once.run.boundaries]
+
+
+def test_the_agents_own_error_is_shown_redacted_and_no_secret_reaches_a_file(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from frontier_qa.reports import write_reports
+    from frontier_qa.runtime import open_target
+
+    secret = "sk-boundary-planted-0123456789abcdef"
+    monkeypatch.setenv("MY_SERVICE_API_KEY", secret)
+    (tmp_path / "raising_agent.py").write_text(
+        "import os\n"
+        "def run(case, sample_index):\n"
+        "    if case.metadata['generator']['knobs']['digits'] == 4:\n"
+        "        raise RuntimeError('upstream refused key ' + os.environ['MY_SERVICE_API_KEY'])\n"
+        "    return case.reference\n")
+    target = open_target(f"python:{tmp_path / 'raising_agent.py'}:run", cache=tmp_path / "cache")
+    gen = load_generator({"use": "arithmetic", "knobs": {"op": ["mul"]}})
+    result = asyncio.run(probe(target, GeneratorCurriculum([gen]), ProbeSettings(), store=CaseStore(tmp_path / "store")))
+    (boundary,) = result.run.boundaries
+    assert boundary.note is not None and "failed (mostly at digits=4)" in boundary.note
+    assert "RuntimeError: upstream refused key ***" in boundary.note and secret not in boundary.note
+    assert {p.value: p.failed for p in boundary.levels}[4] >= 6
+    write_reports(tmp_path / "out", result.records, result.run)
+    leaked = [p for p in tmp_path.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    assert leaked == []

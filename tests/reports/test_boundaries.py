@@ -164,7 +164,7 @@ def test_json_boundaries_round_trip(tmp_path: Path, cases: list[CaseRecord]) -> 
     assert data["boundaries"][1]["context"] == {"order": EVIL, "dupes": True}
     assert data["boundaries"][1]["levels"][2] == {"value": 8, "instances": 4, "samples": 0, "correct": 0,
                                                   "accuracy": None, "low": None, "high": None, "p_hat": None,
-                                                  "unread": 0}
+                                                  "unread": 0, "failed": 0}
     report = JsonReport.model_validate(data)
     assert [b.record() for b in report.boundaries] == [MUL, SORT]
     assert report.boundaries[1].context["dupes"] is True
