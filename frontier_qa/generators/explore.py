@@ -171,7 +171,6 @@ class GeneratorCurriculum:
         self.boundaries: list[BoundaryRecord] = []
         self.searches: list[AxisSearch | GridSearch] = []  # the last drive's searches, level by level
         self.tag: Callable[[Case], Case] | None = None  # applied to every case recorded (a pytest suite's name)
-        self.by_name = {g.name: g for g in self.generators}
 
     # -- the curriculum seam: random instances ------------------------------------------------------
 
@@ -217,6 +216,7 @@ class Explorer:
         self.searches: list[AxisSearch | GridSearch] = []
         self.unread_example: str | None = None
         self.error_example: str | None = None
+        self.seeds: dict[str, int] = {}  # the instance seed of every case the search drew, by case id
 
     def _stopped(self) -> bool:
         return self.run.stop_reason is not None
@@ -295,7 +295,7 @@ class Explorer:
 
     # -- measuring -----------------------------------------------------------------------------------
 
-    async def _instance(self, case: Case) -> tuple[InstanceResult, CaseRecord | None]:
+    async def _instance(self, case: Case) -> InstanceResult:
         """Draw the search's samples of one instance and score them: each answer judged by the
         generator's check when it has one, else by equivalence to the reference; an answer the
         format cannot read is counted apart (``unread``), never as wrong.
@@ -304,7 +304,7 @@ class Explorer:
         trajectories = await self.run.draw(case, s, 0)
         self.calls += len(trajectories)
         if not trajectories:
-            return InstanceResult(case.id, 0, 0, None), None
+            return InstanceResult(case.id, 0, 0, None)
         prober = self.run.prober
         consistency = await prober.score(case, trajectories)
         check = check_for(case)
@@ -324,16 +324,16 @@ class Explorer:
         if consistency.n_failed and self.error_example is None:  # the agent's own error, shown (redacted)
             self.error_example = next((t.error for t in trajectories if t.error), None)
         return InstanceResult(case.id, correct, counted, agreement, consistency.n_unparseable,
-                              consistency.n_failed), None
+                              consistency.n_failed)
 
     async def _measure(self, axis: Axis, search: AxisSearch | GridSearch, index: int, n: int) -> list[InstanceResult]:
         value = axis.knob.levels[index]
         knobs = axis.knobs(value)
         have = len(search.evidence[index].instances)
-        cases = [axis.generator.case(instance_seed(self.settings.seed, axis.generator.name, knobs, have + j), knobs)
-                 for j in range(n)]
-        got = await gather_or_cancel([self._instance(c) for c in cases])
-        return [r for r, _ in got]
+        seeds = [instance_seed(self.settings.seed, axis.generator.name, knobs, have + j) for j in range(n)]
+        cases = [axis.generator.case(seed, knobs) for seed in seeds]
+        self.seeds.update((c.id, seed) for c, seed in zip(cases, seeds, strict=True))
+        return list(await gather_or_cancel([self._instance(c) for c in cases]))
 
     async def _axis(self, axis: Axis) -> BoundaryRecord:
         s = self.search_settings
@@ -459,8 +459,7 @@ class Explorer:
             ranked = sorted(ev.measured, key=lambda r: (r.correct / r.counted) * (1 if below else -1))
             knobs = axis.knobs(ev.value)
             for best in ranked[: self.settings.shrink_tries]:
-                seed = self._seed_of(axis, knobs, ev, best.case_id)
-                case = axis.generator.case(seed, knobs)
+                case = axis.generator.case(self.seeds[best.case_id], knobs)
                 meta = dict(case.metadata)
                 meta[BOUNDARY_KEY] = {"axis": axis.label, "knob": axis.knob.name, "side": side}
                 probed = await self._probe(replace(case, metadata=meta))
@@ -481,13 +480,6 @@ class Explorer:
                 if done is not None:
                     shrunk.append(done)
         return record.model_copy(update={"cases": [r.id for r in shown], "shrunk": shrunk})
-
-    def _seed_of(self, axis: Axis, knobs: Mapping[str, Any], ev: Any, case_id: str) -> int:
-        for j in range(len(ev.instances)):
-            seed = instance_seed(self.settings.seed, axis.generator.name, knobs, j)
-            if axis.generator.case(seed, knobs).id == case_id:
-                return seed
-        return instance_seed(self.settings.seed, axis.generator.name, knobs, 0)
 
     async def _probe(self, case: Case) -> CaseRecord | None:
         """One case probed to a calibrated verdict (not yet stored); ``None`` when the run stopped."""
