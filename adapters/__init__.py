@@ -44,6 +44,7 @@ _BUILTIN: dict[str, str] = {
     "vllm": "frontier_qa.adapters.vllm_adapter:create_inprocess",
     "vllm-server": "frontier_qa.adapters.vllm_adapter:create_server",
     "hf": "frontier_qa.adapters.hf_adapter:create",
+    "ct2": "frontier_qa.adapters.ct2_adapter:create",
     "python": "frontier_qa.adapters.workflow:create_python",
     "http": "frontier_qa.adapters.workflow:create_http",
     "https": "frontier_qa.adapters.workflow:create_http",
