@@ -420,7 +420,8 @@ class Explorer:
             c = search.crossing(t)
             where = "none yet" if c.index is None else str(axis.knob.levels[c.index])
             marks.append(f"<{t:g} at {where}")
-        return f"{axis.label}: accuracy {' '.join(shown)}; " + ", ".join(marks)
+        tasks = sum(len(ev.instances) for ev in search.evidence)
+        return f"{axis.label}: {tasks} tasks sampled, accuracy {' '.join(shown)}; " + ", ".join(marks)
 
     def _point(self, search: AxisSearch | GridSearch, i: int) -> LevelPoint:
         ev = search.evidence[i]

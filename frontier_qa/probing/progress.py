@@ -12,6 +12,12 @@
   ``CI`` is set (GitHub Actions, GitLab and most CI services set ``CI=true``);
 * ``off``: nothing.
 
+A run is never silent: ``plain`` writes a ``started`` line the moment the run begins and a
+heartbeat line whenever ``heartbeat_s`` (30 s) passed without one — the phase (which knob is
+being searched, cases being sampled), the cases decided, the calls so far (read live from the
+target's budget) and the last boundary estimate — so a model that loads or a long batch shows
+as work, not as a hang; ``rich`` keeps the same line live under its bar.
+
 Every line carries the budget line of the target (``target.snapshot().describe()``,
 e.g. ``calls 40/500, tokens 6200, cost $ 0.0000, wall s 12.3``): how much is left is the
 first thing to know about a run that pays per call.
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -62,6 +69,8 @@ class ProbeProgress:
         total: candidates expected (``probing.max_candidates``), for the bar; ``None``: unknown.
         title: the bar's label (``probe`` or ``replay``).
         interval_s: plain mode: least seconds between two counters lines.
+        heartbeat_s: plain mode: most seconds without a line (a heartbeat fills the gap);
+            ``None``: no heartbeat.
         clock: monotonic clock in seconds (tests pass a fake one).
     """
 
@@ -73,6 +82,7 @@ class ProbeProgress:
         total: int | None = None,
         title: str = "probe",
         interval_s: float = 10.0,
+        heartbeat_s: float | None = 30.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.stream = stream if stream is not None else sys.stderr
@@ -90,6 +100,17 @@ class ProbeProgress:
         self._live: Any = None
         self._bar: Any = None
         self._task: Any = None
+        self.heartbeat_s = heartbeat_s
+        self.phase = "starting: opening the target, waiting for its first answers"
+        self.estimate: str | None = None  # the last boundary estimate of a generators run
+        self._live_budget: Callable[[], str | None] | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+
+    def attach(self, budget: Callable[[], str | None]) -> None:
+        """Read the budget line live (the run calls this): a heartbeat shows calls made since the last event."""
+        self._live_budget = budget
 
     # -- context -------------------------------------------------------------------------------
 
@@ -119,18 +140,54 @@ class ProbeProgress:
 
             self._live = Live(Group(self._bar, _Status()), console=console, refresh_per_second=4, transient=False)
             self._live.__enter__()
+        elif self.mode == "plain":
+            self._write(f"{self._stamp()} started   {self.title}; a line at least every "
+                        f"{self.heartbeat_s or self.interval_s:g} s until it ends")
+            if self.heartbeat_s is not None:
+                self._beat = threading.Thread(target=self._heartbeats, name="frontier-qa-progress", daemon=True)
+                self._beat.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join(timeout=5)
+            self._beat = None
         if self._live is not None:
             self._live.__exit__(*exc)
             self._live = None
+
+    def _heartbeats(self) -> None:
+        assert self.heartbeat_s is not None
+        while not self._stop.wait(min(1.0, self.heartbeat_s)):
+            if self.clock() - self._last_line >= self.heartbeat_s:
+                self._write(f"{self._stamp()} working   {self.heartbeat_line()}")
+
+    def heartbeat_line(self) -> str:
+        """Phase, cases decided, calls so far and the last boundary estimate, in one line."""
+        parts = [self.phase]
+        if any(self.counts.get(c.value, 0) for c in CLASS_ORDER) or not self.estimate:
+            parts.append(counts_line(self.counts))  # a generators search counts tasks in its estimate
+        budget = self._budget()
+        if budget:
+            parts.append(budget)
+        if self.estimate:
+            parts.append(f"so far: {self.estimate}")
+        return " | ".join(parts)
+
+    def _budget(self) -> str | None:
+        if self._live_budget is not None:
+            try:
+                return self._live_budget() or self.budget
+            except Exception:  # noqa: BLE001 - a progress line must never break the run
+                return self.budget
+        return self.budget
 
     # -- events ----------------------------------------------------------------------------------
 
     def status_line(self) -> str:
         """Counters, replay verdicts and budget in one line."""
-        parts = [counts_line(self.counts)]
+        parts = [self.phase, counts_line(self.counts)] if self.mode == "rich" else [counts_line(self.counts)]
         if self.counts.get("candidates"):
             parts.append(f"{self.counts['candidates']} candidates")
         if self.verdicts:
@@ -150,6 +207,7 @@ class ProbeProgress:
             self.verdicts[verdict] += 1
         if event.kind == "stopped":
             self.stop_reason = event.message
+        self._track_phase(event)
         if event.kind == "waiting" and self.mode != "off":  # before the bar has anything to show
             print(f"frontier-qa: {event.message}", file=self.stream, flush=True)
             return
@@ -157,6 +215,23 @@ class ProbeProgress:
             self._rich(event)
         elif self.mode == "plain":
             self._plain(event, verdict)
+
+    def _track_phase(self, event: Any) -> None:
+        if event.kind == "axis":
+            self.phase, self.estimate = event.message, None
+        elif event.kind == "measured":
+            self.estimate = event.message
+        elif event.kind == "boundary":
+            self.estimate = f"found {event.message}"
+        elif event.kind == "proposed":
+            self.phase = "proposing and sampling cases"
+        elif event.kind == "replayed":
+            self.phase = "replaying the stored cases"
+        elif event.kind in ("sampled", "classified") and self.phase.startswith("starting"):
+            self.phase = "sampling cases"
+
+    def _stamp(self) -> str:
+        return f"[{self.title} {self.clock() - self._started:7.1f}s]"
 
     def _rich(self, event: Any) -> None:
         if self._bar is None:
@@ -191,8 +266,9 @@ class ProbeProgress:
             self._write(f"{stamp} {self.status_line()}")
 
     def _write(self, line: str) -> None:
-        self._last_line = self.clock()
-        print(line, file=self.stream, flush=True)
+        with self._lock:  # the heartbeat thread writes too
+            self._last_line = self.clock()
+            print(line, file=self.stream, flush=True)
 
 
 def _p(p_hat: float | None) -> str:

@@ -162,6 +162,9 @@ class ProbeRun:
         self.settings = settings
         self.shard = settings.shard or Shard()
         self.progress = progress
+        attach = getattr(progress, "attach", None)
+        if callable(attach):  # a progress display that shows the budget between events reads it live
+            attach(self._budget_line)
         self._sandbox = sandbox
         self.prober = CaseProber(settings, target_id=target.id, target_version=version_of(target), judge=judge,
                                  on_round=self._on_round)
@@ -194,12 +197,14 @@ class ProbeRun:
         out["candidates"], out["skipped"] = self.candidates, self.skipped
         return out
 
+    def _budget_line(self) -> str | None:
+        snapshot = getattr(self.target, "snapshot", None)
+        return snapshot().describe() if callable(snapshot) else None
+
     def emit(self, kind: str, **fields: Any) -> None:
         if self.progress is None:
             return
-        snapshot = getattr(self.target, "snapshot", None)
-        budget = snapshot().describe() if callable(snapshot) else None
-        self.progress(ProgressEvent(kind, counts=self.counts(), budget=budget, **fields))
+        self.progress(ProgressEvent(kind, counts=self.counts(), budget=self._budget_line(), **fields))
 
     def _on_round(self, case: Case, k: int, p_hat: float) -> None:
         self.emit("sampled", case_id=case.id, p_hat=p_hat, k=k)

@@ -493,7 +493,7 @@ class ManagedTarget:
         else:
             why = f"it is abandoned and retried at {self.timeout_s:g} s"
         log.warning("a call to %s has run %g s and is still going; %s. The run goes on "
-                    "(Ctrl-C stops it and keeps what is done). Later slow calls are counted, not shown.",
+                    "(Ctrl-C stops it and keeps what is done). Later slow calls to this target are counted, not shown.",
                     target, after, why)
 
     def _classify(self, exc: BaseException) -> ErrorClass:

@@ -471,7 +471,7 @@ def test_plain_progress_prints_findings_periodic_counters_and_budget() -> None:
     with progress:
         progress(_event("classified", case_id="a", case_class=CaseClass.PASS, p_hat=1.0, k=3,
                         counts={"pass": 1, "candidates": 2}))
-        assert stream.getvalue() == ""  # passes are quiet
+        assert stream.getvalue().count("\n") == 1  # the started line only: passes are quiet
         now[0] = 2.0
         progress(_event("classified", case_id="b", case_class=CaseClass.FAILURE, p_hat=0.9, k=6,
                         message="majority wrong", counts={"pass": 1, "failure": 1, "candidates": 2}))
@@ -481,10 +481,47 @@ def test_plain_progress_prints_findings_periodic_counters_and_budget() -> None:
         progress(_event("stopped", message="budget", counts={"pass": 2, "failure": 1, "candidates": 3}))
     lines = stream.getvalue().splitlines()
     assert lines == [
+        "[probe     0.0s] started   probe; a line at least every 30 s until it ends",
         "[probe     2.0s] failure   b p̂=0.90 k=6 — majority wrong | calls 12/100, tokens 0",
         "[probe    13.0s] 3 cases: failure 1, pass 2 | 3 candidates | calls 12/100, tokens 0",
         "[probe    13.0s] stopped (budget): 3 cases: failure 1, pass 2 | 3 candidates | calls 12/100, tokens 0",
     ]
+
+
+def test_a_quiet_run_still_writes_a_line_every_heartbeat_with_phase_calls_and_the_estimate_so_far() -> None:
+    import io
+    import threading
+
+    now = [0.0]
+    stream = io.StringIO()
+    calls = iter(range(1, 100))
+    progress = ProbeProgress("plain", stream=stream, heartbeat_s=0.05, clock=lambda: now[0])
+    progress.attach(lambda: f"calls {next(calls)}/100")  # read live, not from the last event
+    with progress:
+        assert stream.getvalue().startswith("[probe     0.0s] started   probe")  # the first line, at once
+        wrote = threading.Event()
+        now[0] = 31.0  # 31 s pass without an event (a model loading, a long batch)
+        for _ in range(100):
+            if "working" in stream.getvalue():
+                wrote.set()
+                break
+            threading.Event().wait(0.02)
+        assert wrote.is_set()
+        first = [line for line in stream.getvalue().splitlines() if "working" in line][0]
+        assert first.startswith("[probe    31.0s] working   starting: opening the target")
+        assert "0 cases" in first and "calls " in first
+        progress(_event("axis", message="searching arithmetic digits (1/2)"))
+        progress(_event("measured", message="arithmetic digits: accuracy 1:1.00 4:0.50; <0.8 at 4"))
+        now[0] = 70.0
+        for _ in range(100):
+            if stream.getvalue().count("working") >= 2:
+                break
+            threading.Event().wait(0.02)
+    beats = [line for line in stream.getvalue().splitlines() if "working" in line]
+    assert len(beats) >= 2
+    assert "searching arithmetic digits (1/2)" in beats[1]
+    assert "so far: arithmetic digits: accuracy 1:1.00 4:0.50; <0.8 at 4" in beats[1]
+    assert progress._beat is None  # the heartbeat thread ended with the run
 
 
 def test_progress_reports_replay_regressions_and_renders_a_rich_bar() -> None:
@@ -501,6 +538,7 @@ def test_progress_reports_replay_regressions_and_renders_a_rich_bar() -> None:
             progress(_event("replayed", case_id=c.case_id, case_class=c.new_class, p_hat=1.0, k=3,
                             message=f"{c.verdict.value}: {c.reason}", comparison=c, counts={"failure": 1}))
     assert stream.getvalue().splitlines() == [
+        "[replay     0.0s] started   replay; a line at least every 30 s until it ends",
         "[replay     0.0s] regression add-1 regression: pass → failure | calls 12/100, tokens 0"]
     assert progress.verdicts == {"regression": 1, "same": 1}
     assert progress.status_line() == "1 cases: failure 1 | replay regression 1, same 1 | calls 12/100, tokens 0"
@@ -512,7 +550,7 @@ def test_progress_reports_replay_regressions_and_renders_a_rich_bar() -> None:
                    counts={"failure": 1, "candidates": 2}))
     text = rich_stream.getvalue()
     assert "probe: candidates" in text and "2/4" in text and "failure   a" in text
-    assert "1 cases: failure 1 | 2 candidates | calls 12/100, tokens 0" in text
+    assert "proposing and sampling cases | 1 cases: failure 1 | 2 candidates | calls 12/100," in text
 
 
 def test_progress_mode_is_plain_in_ci_and_off_a_terminal() -> None:
