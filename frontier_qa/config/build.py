@@ -232,8 +232,8 @@ def build_generators(config: ProbeConfig) -> Curriculum:
     c = config.curriculum
     if not c.generators:
         raise config.error("curriculum.generators", "a generators curriculum lists no generators",
-                           "set curriculum.generators, e.g. [arithmetic, dates] (built in: arithmetic, dates, "
-                           "units, word_problems)")
+                           "set curriculum.generators, e.g. [arithmetic, dates] (built in: arithmetic, number_words, "
+                           "dates, units, word_problems)")
     try:
         generators = load_generators(c.generators)
     except GeneratorError as err:

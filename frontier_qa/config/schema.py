@@ -105,8 +105,8 @@ class CurriculumConfig(_Section):
                                 "generators: task generators with difficulty knobs, searched for boundaries"
     )
     generators: list[str | dict[str, Any]] = Field(
-        default_factory=list, description="generators: built-in names (arithmetic, dates, units, word_problems), "
-                                          "FILE.py:NAME / MODULE:NAME, or {use, knobs} entries")
+        default_factory=list, description="generators: built-in names (arithmetic, number_words, dates, units, "
+                                          "word_problems), FILE.py:NAME / MODULE:NAME, or {use, knobs} entries")
     search: BoundarySearchConfig = Field(default_factory=BoundarySearchConfig)
     model: ModelConfig | None = Field(None, description="prompted/trained: the model that writes tasks")
     domain: Literal["math", "general", "tools", "open_ended", "workflow"] = "math"

@@ -1,4 +1,4 @@
-"""The built-in task generators: four skills with a difficulty knob each, references computed exactly.
+"""The built-in task generators: five skills with a difficulty knob each, references computed exactly.
 
 Each generator is the solution program of its tasks: it draws an instance from the seeded
 ``rng`` it is given (and nothing else, so a seed names one task) and computes the answer, so the
@@ -7,6 +7,8 @@ answer and ends with a short instruction on the answer's form ("Give only the fi
 
 * :func:`arithmetic`: ``a + b``, ``a - b`` or ``a × b`` with operands of exactly ``digits``
   digits; its ``shrink`` draws the smallest such operands.
+* :func:`number_words`: the same arithmetic with the operands written in words ("forty-seven
+  plus twelve"), so reading the numbers is the skill; its ``shrink`` draws the shortest spellings.
 * :func:`dates`: the date ``days`` after a start date whose span crosses a month end or a year
   end (years 1990-2030, leap years included); its check reads the date in several forms.
 * :func:`units`: a chain of ``chain`` conversion facts between invented units, so nothing can be
@@ -64,6 +66,66 @@ def arithmetic(rng: random.Random, digits: int, op: str) -> Task:
     """
     a, b = (rng.randrange(10 ** (digits - 1), 10**digits) for _ in range(2))
     return _arithmetic_task(a, b, op)
+
+
+# -- arithmetic on numbers written in words --------------------------------------------------------
+
+_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+         "sixteen seventeen eighteen nineteen").split()
+_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+_SCALES = ((10**9, "billion"), (10**6, "million"), (1000, "thousand"), (100, "hundred"))
+_OP_WORD = {"add": "plus", "sub": "minus", "mul": "times"}
+
+
+def spell(n: int) -> str:
+    """``n`` (0 ≤ n < 10**12) in English words: 342 → "three hundred forty-two"."""
+    if not 0 <= n < 10**12:
+        raise ValueError(f"spell() takes 0 <= n < 10**12, not {n}")
+    if n < 20:
+        return _ONES[n]
+    if n < 100:
+        return _TENS[n // 10] + ("" if n % 10 == 0 else "-" + _ONES[n % 10])
+    for scale, name in _SCALES:
+        if n >= scale:
+            rest = n % scale
+            return f"{spell(n // scale)} {name}" + ("" if rest == 0 else f" {spell(rest)}")
+    raise AssertionError("unreachable")
+
+
+def _words_task(a: int, b: int, op: str) -> Task:
+    if op == "sub":
+        a, b = max(a, b), min(a, b)
+    value = a + b if op == "add" else a - b if op == "sub" else a * b
+    return Task(f"What is {spell(a)} {_OP_WORD[op]} {spell(b)}? {_INSTRUCTION}", reference=str(value),
+                metadata={"operands": [a, b], "op": op})
+
+
+def _words_simplest(rng: random.Random, digits: int, op: str) -> Task:
+    """The simplest instance at ``digits``: the shortest spellings (1-digit: 2-4; else round numbers)."""
+    low = 10 ** (digits - 1)
+    a, b = ((rng.randint(2, 4) if digits == 1 else low * rng.randint(1, 3)) for _ in range(2))
+    return _words_task(a, b, op)
+
+
+@generator(knobs=[ordinal("digits", 1, 6, easy="low"), categorical("op", ["add", "sub", "mul"])],
+           shrink=_words_simplest)
+def number_words(rng: random.Random, digits: int, op: str) -> Task:
+    """Arithmetic on numbers written in words: "What is forty-seven plus twelve?".
+
+    The computation is what :func:`arithmetic` asks; reading the numbers is the skill. An agent
+    with a calculator tool finds :func:`arithmetic` easy at any size and can still fail here,
+    where it must turn "three hundred forty-three" into 343 before it can compute.
+
+    Args:
+        rng: the instance's random source.
+        digits: the digit count of both operands (1-6).
+        op: ``add`` (plus), ``sub`` (minus, the larger first) or ``mul`` (times).
+
+    Returns:
+        The question in words, with the exact integer (in digits) as the reference.
+    """
+    a, b = (rng.randrange(10 ** (digits - 1), 10**digits) for _ in range(2))
+    return _words_task(a, b, op)
 
 
 # -- dates -----------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 
 from frontier_qa.generators.core import Generator, registered
 
-NAMES = ("arithmetic", "dates", "units", "word_problems")
+NAMES = ("arithmetic", "number_words", "dates", "units", "word_problems")
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def all_knobs(gen: Generator) -> list[dict[str, object]]:
 # -- declarations and determinism ------------------------------------------------------------------
 
 
-def test_the_four_generators_are_registered_with_their_knobs(gens: dict[str, Generator]) -> None:
+def test_the_built_in_generators_are_registered_with_their_knobs(gens: dict[str, Generator]) -> None:
     assert set(NAMES) <= set(gens)
     declared = {name: {k.name: (k.kind, k.values, k.easy) for k in gens[name].knobs} for name in NAMES}
     assert declared == {
@@ -40,6 +40,8 @@ def test_the_four_generators_are_registered_with_their_knobs(gens: dict[str, Gen
         "units": {"chain": ("ordinal", tuple(range(1, 7)), "low")},
         "word_problems": {"steps": ("ordinal", tuple(range(1, 7)), "low"),
                           "distractors": ("ordinal", (0, 1, 2, 3), "low")},
+        "number_words": {"digits": ("ordinal", tuple(range(1, 7)), "low"),
+                         "op": ("categorical", ("add", "sub", "mul"), None)},
     }
     assert gens["arithmetic"].easy_knobs() == {"digits": 1, "op": "add"}
     assert gens["arithmetic"].shrink is not None
@@ -99,6 +101,55 @@ def test_arithmetic_shrink_draws_smaller_operands_of_the_same_length(gens: dict[
             normal += [x, y]
         assert mean(small) < mean(normal), (digits, op)
         assert max(small) < 10 ** (digits - 1) + 10
+
+
+# -- number words ----------------------------------------------------------------------------------
+
+WORD_VALUES = {**{w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve "
+                                             "thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split())},
+               **{w: 10 * i for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split())
+                  if w != "_"}}
+
+
+def read_words(text: str) -> int:
+    """An independent reader of the spellings (the test's own, not the generator's)."""
+    total, group = 0, 0
+    for word in text.replace("-", " ").split():
+        if word == "hundred":
+            group *= 100
+        elif word in ("thousand", "million", "billion"):
+            total += group * {"thousand": 1000, "million": 10**6, "billion": 10**9}[word]
+            group = 0
+        else:
+            group += WORD_VALUES[word]
+    return total + group
+
+
+@pytest.mark.parametrize("n", [0, 7, 13, 20, 42, 100, 105, 343, 1000, 7006, 12345, 999999, 1000001, 10**9 + 7])
+def test_spell_round_trips_through_an_independent_reader(n: int) -> None:
+    from frontier_qa.generators.library import spell
+
+    assert read_words(spell(n)) == n
+    assert spell(42) == "forty-two" and spell(343) == "three hundred forty-three"
+
+
+def test_number_words_references_digit_counts_and_shrink(gens: dict[str, Generator]) -> None:
+    gen = gens["number_words"]
+    question = re.compile(r"What is ([a-z -]+) (plus|minus|times) ([a-z -]+)\? Give only the final number\.")
+    for knobs in all_knobs(gen):
+        for seed in range(10):
+            for simplest in (False, True):
+                case = gen.case(seed, knobs, simplest=simplest)
+                m = question.fullmatch(case.prompt)
+                assert m is not None, case.prompt
+                a, b = read_words(m[1]), read_words(m[3])
+                assert len(str(a)) == len(str(b)) == knobs["digits"]
+                assert m[2] == {"add": "plus", "sub": "minus", "mul": "times"}[knobs["op"]]
+                assert case.reference == str(a + b if m[2] == "plus" else a - b if m[2] == "minus" else a * b)
+                assert int(case.reference) >= 0
+    long = gen.case(0, {"digits": 5, "op": "add"}).prompt
+    short = gen.case(0, {"digits": 5, "op": "add"}, simplest=True).prompt
+    assert len(short) < len(long)  # "twenty thousand" is the simpler reading
 
 
 # -- dates -----------------------------------------------------------------------------------------
