@@ -458,12 +458,20 @@ def test_the_embedded_default_config_validates() -> None:
     config = load_config(REPO / "configs" / "default.yaml", env={})
     assert config.target.spec == f"python:{REPO / 'examples' / 'agents' / 'smol_agent.py'}:solve"
     assert config.target.options["id"] == "python:examples/agents/smol_agent.py:solve"
+    # task generators: every failure and frontier case has a computed reference (issue 29)
+    assert config.curriculum.type == "generators"
+    assert [g["use"] for g in config.curriculum.generators] == ["number_words"]  # type: ignore[index]
+    # bounded by the work (the searches, calls), never by the clock: a loaded CI machine made the
+    # 900 s wall budget end the README's main command with exit 3
+    assert config.budget.max_wall_s is None and config.budget.max_calls is not None
+
+
+def test_the_agent0_style_smol_curriculum_config_validates() -> None:
+    config = load_config(REPO / "configs" / "smol-curriculum.yaml", env={})
+    assert config.target.options["id"] == "python:examples/agents/smol_agent.py:solve"
     assert config.curriculum.model is not None and config.curriculum.model.spec == "hf:smollm2"
     assert config.curriculum.style == "few_shot" and config.curriculum.type == "prompted"
-    # bounded by the work (candidates, k, calls), never by the clock: a loaded CI machine made the
-    # 900 s wall budget end the README's main command with exit 3
     assert config.budget.max_wall_s is None and config.probing.max_candidates is not None
-    assert config.budget.max_calls is not None
 
 
 def test_policies_are_chosen_by_name_and_tuned_by_keys(tmp_path: Path) -> None:
