@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,10 +40,11 @@ from frontier_qa.adapters._batching import BatchStoppedError
 from frontier_qa.adapters.local_batched import BatchRequest, LocalBatchedAdapter, conversation_after
 from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn, find_code
 from frontier_qa.errors import ConfigError
-from frontier_qa.runtime.local_models import build_cached, is_complete, model_info, resolve_model
+from frontier_qa.runtime.local_models import build_cached, is_complete, model_info, quiet_progress_bars, resolve_model
 from frontier_qa.target import Case, Sampling, Trajectory, Usage
 
 _PURPOSE = "A CTranslate2 target (ct2:...)"
+log = logging.getLogger(__name__)
 QUANTIZATION = "float32"  # int8 changed SmolLM2-135M's answers (module doc)
 QUANTIZATION_ENV = "FRONTIER_QA_CT2_QUANTIZATION"  # the default when no option is given
 
@@ -73,8 +75,10 @@ def ct2_folder(source: Path, quantization: str = QUANTIZATION) -> Path:
     ctranslate2 = require("ctranslate2", extra="local", purpose=_PURPOSE)
 
     def convert(build: Path, scratch: Path) -> dict[str, str]:
+        log.warning("converting %s for CTranslate2 (%s) once, into %s: a few seconds", source.name, quantization,
+                    target)
         out = build / "model"
-        with missing_extras("local", _PURPOSE):
+        with missing_extras("local", _PURPOSE), quiet_progress_bars():
             converter = ctranslate2.converters.TransformersConverter(str(source), low_cpu_mem_usage=True)
             converter.convert(str(out), quantization=quantization, force=True)
         record = {"source": f"{source.name}", "quantization": quantization, "engine": "ctranslate2",

@@ -33,7 +33,7 @@ from frontier_qa.adapters.local_batched import BatchRequest, LocalBatchedAdapter
 from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn, find_code
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime.cpu_share import ThreadFitter
-from frontier_qa.runtime.local_models import resolve_model
+from frontier_qa.runtime.local_models import quiet_progress_bars, resolve_model
 from frontier_qa.target import Case, Sampling, Trajectory, Usage
 
 _PURPOSE = "A local transformers target (hf:...)"
@@ -134,12 +134,13 @@ class HFAdapter(LocalBatchedAdapter[_Request]):
                 f"the tokenizer in {str(self.path)!r} has no chat template",
                 hint="use an instruct/chat model, or pass chat_template='<jinja template>' as an option",
             )
-        model = transformers.AutoModelForCausalLM.from_pretrained(
-            str(weights),
-            dtype=getattr(torch, self.dtype_name),
-            local_files_only=True,
-            trust_remote_code=self._trust_remote_code,
-        )
+        with quiet_progress_bars():  # a "Loading weights" bar per load fills CI logs
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                str(weights),
+                dtype=getattr(torch, self.dtype_name),
+                local_files_only=True,
+                trust_remote_code=self._trust_remote_code,
+            )
         if self.base is not None:  # merged once at load: generation then runs at full speed
             peft = require("peft", extra="train", purpose="Loading a LoRA adapter folder")
             model = peft.PeftModel.from_pretrained(model, str(self.path)).merge_and_unload()

