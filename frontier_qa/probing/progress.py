@@ -159,8 +159,9 @@ class ProbeProgress:
 
     def _heartbeats(self) -> None:
         assert self.heartbeat_s is not None
-        while not self._stop.wait(min(1.0, self.heartbeat_s)):
-            if self.clock() - self._last_line >= self.heartbeat_s:
+        due = max(self.heartbeat_s * 0.95, self.heartbeat_s - 1.0)  # a little early: never over heartbeat_s
+        while not self._stop.wait(min(0.5, self.heartbeat_s)):
+            if self.clock() - self._last_line >= due:
                 self._write(f"{self._stamp()} working   {self.heartbeat_line()}")
 
     def heartbeat_line(self) -> str:
