@@ -30,6 +30,7 @@ import asyncio
 import inspect
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,11 +41,13 @@ from frontier_qa.adapters._batching import BatchStoppedError
 from frontier_qa.adapters.local_batched import BatchRequest, LocalBatchedAdapter, conversation_after
 from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn, find_code
 from frontier_qa.errors import ConfigError
+from frontier_qa.runtime.cpu_share import fitting_threads, fixed_threads, others_running
 from frontier_qa.runtime.local_models import build_cached, is_complete, model_info, quiet_progress_bars, resolve_model
 from frontier_qa.target import Case, Sampling, Trajectory, Usage
 
 _PURPOSE = "A CTranslate2 target (ct2:...)"
 log = logging.getLogger(__name__)
+REFIT_S = 10.0  # least seconds between two readings of the machine's load
 QUANTIZATION = "float32"  # int8 changed SmolLM2-135M's answers (module doc)
 QUANTIZATION_ENV = "FRONTIER_QA_CT2_QUANTIZATION"  # the default when no option is given
 
@@ -100,7 +103,8 @@ class CT2Adapter(LocalBatchedAdapter[BatchRequest]):
         name: identity used in :attr:`id` (default: the folder's absolute path).
         quantization: CTranslate2 weight type: ``float32`` (default; ``$FRONTIER_QA_CT2_QUANTIZATION``
             when set), ``int8``, ``int8_float32``; each is converted once and cached.
-        threads: CPU threads CTranslate2 uses (default: every core of this machine).
+        threads: CPU threads CTranslate2 uses (default: the cores other processes leave free,
+            re-read every 10 s; ``FRONTIER_QA_CPU_THREADS`` fixes it).
         max_batch_rows: most samples (rows) in one ``generate_batch`` call.
         batch_wait_s: seconds to wait for concurrent requests to join a batch.
         max_n: most samples one call may ask for.
@@ -129,8 +133,10 @@ class CT2Adapter(LocalBatchedAdapter[BatchRequest]):
         self._ctranslate2 = require("ctranslate2", extra="local", purpose=_PURPOSE)
         self._transformers = require("transformers", extra="local", purpose=_PURPOSE)
         self.quantization = quantization or os.environ.get(QUANTIZATION_ENV) or QUANTIZATION
-        self.threads = threads or os.cpu_count() or 1
-        self.id = f"ct2:{name or self.path}?quantization={quantization}"
+        self.fixed_threads = threads or fixed_threads()  # None: fitted to the free cores (runtime/cpu_share.py)
+        self.threads = self.fixed_threads or os.cpu_count() or 1
+        self._fitted_at = float("-inf")
+        self.id = f"ct2:{name or self.path}?quantization={self.quantization}"
         self.max_n = max_n
         self.max_batch_rows = max_batch_rows
         self.generate_calls = 0
@@ -147,17 +153,37 @@ class CT2Adapter(LocalBatchedAdapter[BatchRequest]):
                 f"the tokenizer in {str(self.path)!r} has no chat template",
                 hint="use an instruct/chat model, or pass chat_template='<jinja template>' as an option",
             )
-        folder = ct2_folder(self.path, self.quantization)
-        self.generator = self._ctranslate2.Generator(
-            str(folder / "model"), device="cpu", compute_type=self.quantization,
-            intra_threads=self.threads, inter_threads=1,
-        )
+        self._folder = ct2_folder(self.path, self.quantization) / "model"
+        self._fit_threads(force=True)
         eos = {self.tokenizer.eos_token_id}
         eos |= {int(t) for t in _generation_eos(self.path)}
         self.eos_ids = sorted(int(token) for token in eos if token is not None)
         # where a chat turn ends: a shared prefix is cut back to one, so it is the same from call to
         # call (the system turn) and its cached state is reused, not one cache entry per batch
         self.turn_ends = frozenset(int(t) for t in (*self.eos_ids, *getattr(self.tokenizer, "all_special_ids", ())))
+
+    def _fit_threads(self, *, force: bool = False) -> None:
+        """(Re)open the generator with the cores other processes leave free.
+
+        CTranslate2's threads wait for each other like torch's (``runtime/cpu_share.py``): beside
+        eight busy processes on 2 cores, two threads made a first run's calls last minutes. Its
+        thread count is fixed when the model opens, so a change of the fitted count reopens it
+        (at most every ``REFIT_S``; the float32 SmolLM2 reopens in well under a second).
+        """
+        if self.fixed_threads is not None and not force:
+            return
+        now = time.monotonic()
+        if not force and now - self._fitted_at < REFIT_S:
+            return
+        self._fitted_at = now
+        ceiling = os.cpu_count() or 1
+        wanted = self.fixed_threads or fitting_threads(ceiling, others_running())
+        if not force and wanted == self.threads:
+            return
+        self.threads = wanted
+        self.generator = self._ctranslate2.Generator(
+            str(self._folder), device="cpu", compute_type=self.quantization, intra_threads=wanted, inter_threads=1,
+        )
 
     def version(self) -> str | None:
         info = model_info(self.path)
@@ -215,6 +241,7 @@ class CT2Adapter(LocalBatchedAdapter[BatchRequest]):
         static = self.tokenizer.convert_ids_to_tokens(rows[0].prompt_ids[:cut]) if cut else None
         tokens = [self.tokenizer.convert_ids_to_tokens(row.prompt_ids[cut:]) for row in rows]
         self.generate_calls += 1
+        self._fit_threads()
         results = self.generator.generate_batch(
             tokens,
             static_prompt=static,  # the shared turns (the system prompt): their state is computed once and cached

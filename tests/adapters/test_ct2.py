@@ -7,6 +7,7 @@ compared with plain transformers', token for token.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -129,6 +130,29 @@ def test_prompts_sharing_a_system_turn_give_what_they_give_alone(exact: CT2Adapt
 
     assert [out[0].text for out in run(together())] == alone
     assert alone[0] == reference_greedy(tiny, list(cases[0].messages), 10)[0]
+
+
+def test_threads_fit_the_cores_other_processes_leave_free(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import frontier_qa.adapters.ct2_adapter as ct2_module
+
+    busy = [64]  # threads of other processes running: more than this machine's cores
+    monkeypatch.setattr(ct2_module, "others_running", lambda: busy[0])
+    monkeypatch.setattr(ct2_module, "REFIT_S", 0.0)
+    monkeypatch.delenv("FRONTIER_QA_CPU_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    adapter = CT2Adapter(tiny, quantization="float32")
+    try:
+        greedy = Sampling(temperature=0.0, max_tokens=4)
+        first = run(adapter.generate(CASE, 1, greedy))[0].text
+        assert adapter.threads == 1  # a loaded machine: one thread, no barrier waits on descheduled ones
+        busy[0] = 0
+        again = run(adapter.generate(CASE, 1, greedy))[0].text
+        assert adapter.threads == (os.cpu_count() or 1)  # reopened with every core once they are free
+        assert again == first  # the same model, greedy: the same text
+    finally:
+        asyncio.run(adapter.aclose())
+    monkeypatch.setenv("FRONTIER_QA_CPU_THREADS", "1")
+    assert CT2Adapter(tiny, quantization="float32").fixed_threads == 1
 
 
 def test_spec_options_and_errors(tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
