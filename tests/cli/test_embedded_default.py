@@ -55,11 +55,14 @@ def test_default_config_finds_where_the_example_agent_stops_reading_numbers(tmp_
     assert re.fullmatch(r"4\.(ct2|hf)\+src\.[0-9a-f]{8}", report["run"]["target_version"])
     (boundary,) = report["boundaries"]
     assert boundary["generator"] == "number_words" and boundary["knob"] == "digits" and boundary["problem"] is None
-    high = boundary["crossings"][0]
-    # the agent reads one-digit number words (1.00 in benchmarks/engine_bench.py-style runs) and
-    # fails on four-digit ones (0.00): the 0.8 crossing is decided, inside the knob's range
-    assert high["threshold"] == 0.8 and high["status"] == "found", high
-    assert 1 <= high["last_above"] < high["first_below"] <= 4
+    high, low = boundary["crossings"]
+    # one-digit number words are right 0.8-1.0 of the time (an unseeded sampler: runs differ, README),
+    # so the 0.8 crossing is decided at 2 digits or already at 1; every run so far fell below 0.3 at 3
+    # digits (none right from 3 on): that crossing is decided inside the knob's range
+    assert high["threshold"] == 0.8 and high["status"] in ("found", "at the easy end"), high
+    assert high["first_below"] in (1, 2), high
+    assert low["threshold"] == 0.3 and low["status"] == "found", low
+    assert 1 <= low["last_above"] < low["first_below"] <= 4, low
     assert '<circle class="acc"' in (out / "report.html").read_text()  # the accuracy-by-knob plot
     rows = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
     for row in rows:  # every frontier and failure case rests on a computed reference
@@ -68,5 +71,5 @@ def test_default_config_finds_where_the_example_agent_stops_reading_numbers(tmp_
     assert any(row["case_class"] == "failure" for row in rows)
     # the agent used its Python tool
     assert sum(s["n_tool_calls"] for row in rows for s in row["samples"]) >= len(rows)
-    report_measurement("embedded_default", f"embedded default (number_words digits 1-4): {high['text']}; "
+    report_measurement("embedded_default", f"embedded default (number_words digits 1-4): {high['text']}; {low['text']}; "
                                            f"{boundary['calls']} calls in {wall:.0f} s beside {cpu_burners} CPU burners")
