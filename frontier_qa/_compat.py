@@ -40,7 +40,8 @@ MOVED: dict[str, str] = {
     "frontier_qa.sandbox": "frontier_qa.runtime.sandbox",
     "frontier_qa.local_models": "frontier_qa.runtime.local_models",
     # the curriculum seam
-    "frontier_qa.curriculum": "frontier_qa.curricula.base",
+    "frontier_qa.curriculum": "frontier_qa.probing.curriculum",
+    "frontier_qa.curricula.base": "frontier_qa.probing.curriculum",
     # the probe engine
     "frontier_qa.engine": "frontier_qa.probing.engine",
     "frontier_qa.probe_run": "frontier_qa.probing.run",

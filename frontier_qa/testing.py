@@ -48,8 +48,8 @@ from frontier_qa.adapters.mock_adapter import (
     script_answers,
     truth_of,
 )
-from frontier_qa.curricula.base import Outcome, Proposal
 from frontier_qa.curricula.file import StaticCurriculum
+from frontier_qa.probing.curriculum import Outcome, Proposal
 from frontier_qa.runtime.budget import BudgetTracker
 from frontier_qa.runtime.cache import SampleCache
 from frontier_qa.runtime.limits import Backoff, Budget, Limits

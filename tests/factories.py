@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-from frontier_qa.curricula.base import Proposal
+from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.scoring.consistency import self_consistency
 from frontier_qa.store.records import CaseClass, CaseRecord, Interval, case_record
 from frontier_qa.target import Case, Trajectory, Usage

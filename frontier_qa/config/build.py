@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 import yaml
 
 from frontier_qa.config.schema import BandRange, CurriculumConfig, ModelConfig, ProbeConfig, ProbingConfig, TargetConfig
-from frontier_qa.curricula.base import Curriculum
 from frontier_qa.errors import ConfigError, read_text
+from frontier_qa.probing.curriculum import Curriculum
 from frontier_qa.probing.sequential import MajorityPrior, policy
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import Critic, Validator

@@ -1,9 +1,9 @@
 """Curricula: where the cases a probe run tries come from.
 
-Every curriculum implements :class:`frontier_qa.curricula.base.Curriculum` (``name``,
-``async propose(n)``, ``observe(outcomes)``); ``base`` is the seam the probe engine sees
-(proposals in, outcomes back) and sits below it, while the curricula themselves sit above
-the engine and may use its validation and verification. Built in:
+Every curriculum implements :class:`frontier_qa.probing.curriculum.Curriculum` (``name``,
+``async propose(n)``, ``observe(outcomes)``); that protocol is the seam the probe engine sees
+(proposals in, outcomes back) and is the engine's own input contract, while the curricula
+themselves sit above the engine and may use its validation and verification. Built in:
 
 * :class:`~frontier_qa.curricula.file.FileCurriculum`: cases from a JSONL/YAML file, hand
   written or exported from the case store (:func:`frontier_qa.store.export_suite`);
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from frontier_qa import _lazy_exports
 
 _BY_MODULE: dict[str, tuple[str, ...]] = {
-    "frontier_qa.curricula.base": ("Curriculum", "Proposal", "Outcome", "History"),
+    "frontier_qa.probing.curriculum": ("Curriculum", "Proposal", "Outcome", "History"),
     "frontier_qa.curricula.file": ("FileCurriculum", "StaticCurriculum", "proposal_from_row", "read_proposals"),
     "frontier_qa.curricula.prompted": ("PromptedCurriculum",),
     "frontier_qa.curricula.critic": ("SageCritic",),
@@ -32,16 +32,16 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
-    from frontier_qa.curricula.base import Curriculum as Curriculum
-    from frontier_qa.curricula.base import History as History
-    from frontier_qa.curricula.base import Outcome as Outcome
-    from frontier_qa.curricula.base import Proposal as Proposal
     from frontier_qa.curricula.critic import SageCritic as SageCritic
     from frontier_qa.curricula.file import FileCurriculum as FileCurriculum
     from frontier_qa.curricula.file import StaticCurriculum as StaticCurriculum
     from frontier_qa.curricula.file import proposal_from_row as proposal_from_row
     from frontier_qa.curricula.file import read_proposals as read_proposals
     from frontier_qa.curricula.prompted import PromptedCurriculum as PromptedCurriculum
+    from frontier_qa.probing.curriculum import Curriculum as Curriculum
+    from frontier_qa.probing.curriculum import History as History
+    from frontier_qa.probing.curriculum import Outcome as Outcome
+    from frontier_qa.probing.curriculum import Proposal as Proposal
     from frontier_qa.probing.validation import CriticVerdict as CriticVerdict
 else:
     __getattr__, __dir__, __all__ = _lazy_exports(__name__, _BY_MODULE, globals())

@@ -30,8 +30,8 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
 
 from frontier_qa._compat import renamed
-from frontier_qa.curricula.base import Outcome, Proposal
 from frontier_qa.errors import ConfigError
+from frontier_qa.probing.curriculum import Outcome, Proposal
 from frontier_qa.target import Case, Sampling, Target
 
 CARD_FILE = "frontier-qa-curriculum.json"

@@ -19,9 +19,9 @@ import logging
 import math
 import re
 
-from frontier_qa.curricula.base import Proposal
 from frontier_qa.curricula.templates import tool_description, tool_name
 from frontier_qa.errors import ConfigError
+from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.probing.validation import CriticVerdict, ask_once
 from frontier_qa.target import Case, Sampling, Target
 

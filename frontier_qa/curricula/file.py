@@ -49,8 +49,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from frontier_qa.curricula.base import History, Outcome, Proposal
 from frontier_qa.errors import ConfigError, check_unicode, read_text
+from frontier_qa.probing.curriculum import History, Outcome, Proposal
 from frontier_qa.probing.verify import SOLUTION_KEY, TRUSTED_KEY
 from frontier_qa.target import Case
 

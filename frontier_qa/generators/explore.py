@@ -28,10 +28,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from frontier_qa.curricula.base import Outcome, Proposal
 from frontier_qa.errors import BudgetExceededError, TargetUnavailableError
 from frontier_qa.generators.core import GENERATOR_KEY, Generator, GeneratorError, Knob, check_for, instance_seed
 from frontier_qa.generators.search import AxisSearch, Crossing, GridSearch, InstanceResult, SearchSettings
+from frontier_qa.probing.curriculum import Outcome, Proposal
 from frontier_qa.redaction import redact
 from frontier_qa.runtime.aio import gather_or_cancel
 from frontier_qa.store.records import (

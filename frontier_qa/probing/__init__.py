@@ -5,6 +5,7 @@
 ``settings``       :class:`ProbeSettings`: band, k, sequential policy, sampling, stop rules
 ``run``            one run step by step (start / resume, replay, generate, record, finish)
 ``case``           one case: sample in rounds, score, ask the judge, classify, build the record
+``curriculum``     the engine's input contract: :class:`Curriculum` proposes, hears :class:`Outcome` s
 ``validation``     checks on proposals before any target call (format, tool calls, duplicates)
 ``verify``         a proposal's reference checked by running its solution in the sandbox
 ``refresh``        a stored case against its edited source: judged again without calls, or re-probed
@@ -13,8 +14,8 @@
 ``progress``       the progress callback of ``frontier-qa probe`` (a bar, or lines in CI)
 =================  ============================================================================
 
-The engine imports the scoring core, the runtime's sandbox, the store and the curriculum seam
-(:mod:`frontier_qa.curricula.base`); the curricula, the config, the CLI, the plugin and the
+The engine imports the scoring core, the runtime's sandbox and the store; the curriculum seam
+(:mod:`frontier_qa.probing.curriculum`) is its own; the curricula, the config, the CLI, the plugin and the
 trainers sit above it. The package is named ``probing`` because ``frontier_qa.probe`` is the
 :func:`probe` function. Names are imported on first use (PEP 562).
 """

@@ -25,9 +25,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import BudgetExceededError, FrontierQAError, RunInterruptedError, TargetUnavailableError
 from frontier_qa.generators.core import GENERATOR_KEY, check_for
+from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.probing.regression import ReplayJudge, band_of
 from frontier_qa.probing.sequential import (
     DEFAULT_PRIOR,

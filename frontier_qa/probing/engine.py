@@ -37,8 +37,8 @@ import contextlib
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from frontier_qa.curricula.base import Curriculum, DrivesRun
 from frontier_qa.probing.case import classify_case, judge_prompt, parse_judge_verdict
+from frontier_qa.probing.curriculum import Curriculum, DrivesRun
 from frontier_qa.probing.run import ProbeRun, ProgressEvent, case_id_for, config_hash
 from frontier_qa.probing.sequential import MajorityPrior
 from frontier_qa.probing.settings import ProbeSettings

@@ -33,8 +33,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from frontier_qa import __version__
-from frontier_qa.curricula.base import Proposal
 from frontier_qa.probing.case import POSTERIOR_KEY, CaseProber, answers_of, classify_case, confidence_of, posterior_note
+from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.probing.posterior import BandPosterior
 from frontier_qa.probing.run import prepared_case
 from frontier_qa.probing.sequential import BandVerdict, decide_consistency, wilson_interval

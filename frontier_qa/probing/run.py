@@ -32,9 +32,9 @@ from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from frontier_qa.curricula.base import Curriculum, DrivesRun, Outcome, Proposal
 from frontier_qa.errors import BudgetExceededError, ConfigError, RunInterruptedError, TargetUnavailableError
 from frontier_qa.probing.case import CaseProber, version_of
+from frontier_qa.probing.curriculum import Curriculum, DrivesRun, Outcome, Proposal
 from frontier_qa.probing.regression import ReplayJudge
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validation import ValidationResult, Validator

@@ -33,8 +33,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
-from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import AnswerError, ConfigError
+from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.scoring.answers import check_answer_format
 from frontier_qa.target import Case, Sampling, Target
 

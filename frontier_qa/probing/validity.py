@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from frontier_qa.curricula.base import Proposal
+from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.probing.task_rules import ILL_POSED, RULES, UNVERIFIABLE, WELL_POSED, Finding, rule_findings
 from frontier_qa.probing.validation import Critic, CriticVerdict, ask_once
 from frontier_qa.target import Case, Sampling, Target

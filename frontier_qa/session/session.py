@@ -33,8 +33,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from frontier_qa.config import Override, ProbeConfig, ProbeParts, build_probe, gate_thresholds, load_config
-from frontier_qa.curricula.base import Curriculum
 from frontier_qa.errors import ConfigError
+from frontier_qa.probing.curriculum import Curriculum
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.reports import RunFacts, write_reports
 from frontier_qa.reports.gate import GateThresholds

@@ -12,9 +12,9 @@ import random
 import pytest
 
 from frontier_qa.curricula import few_shot
-from frontier_qa.curricula.base import Outcome
 from frontier_qa.curricula.prompted import PromptedCurriculum
 from frontier_qa.errors import ConfigError
+from frontier_qa.probing.curriculum import Outcome
 from frontier_qa.runtime import open_target
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory
 

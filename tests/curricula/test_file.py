@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.curricula import FileCurriculum, StaticCurriculum, read_proposals
-from frontier_qa.curricula.base import Curriculum, Outcome
 from frontier_qa.errors import ConfigError
+from frontier_qa.probing.curriculum import Curriculum, Outcome
 from frontier_qa.probing.engine import ProbeSettings, case_id_for, probe
 from frontier_qa.probing.verify import TRUSTED_KEY
 from frontier_qa.store.case_store import CaseStore, export_suite

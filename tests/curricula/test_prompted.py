@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.curricula import templates as tpl
-from frontier_qa.curricula.base import Curriculum, Outcome, Proposal
 from frontier_qa.curricula.prompted import (
     DEFAULT_SAMPLING,
     PromptedCurriculum,
@@ -26,6 +25,7 @@ from frontier_qa.curricula.prompted import (
     sample_tool_spec,
 )
 from frontier_qa.errors import ConfigError
+from frontier_qa.probing.curriculum import Curriculum, Outcome, Proposal
 from frontier_qa.runtime import open_target
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory
 from tests.factories import run

@@ -28,7 +28,6 @@ LAYER_OF = {
     "frontier_qa.runtime": "runtime",
     "frontier_qa.adapters": "adapters",
     "frontier_qa.store": "store",
-    "frontier_qa.curricula.base": "curricula.base",
     # task generators: declarations, the built-in library and the search are values and pure logic
     # (the probe engine reads a generator's check); running the search against a target sits above
     "frontier_qa.generators.core": "generators.core", "frontier_qa.generators.library": "generators.core",
@@ -55,21 +54,20 @@ ALLOWED: dict[str, set[str]] = {
     "runtime": {"adapters"},
     "adapters": {"runtime"},
     "store": {"scoring"},
-    "curricula.base": set(),
     "generators.core": set(),
-    "probing": {"scoring", "runtime", "store", "curricula.base", "generators.core"},
-    "generators": {"scoring", "runtime", "store", "curricula.base", "probing", "generators.core"},
+    "probing": {"scoring", "runtime", "store", "generators.core"},
+    "generators": {"scoring", "runtime", "store", "probing", "generators.core"},
     # curricula implement the seam and reuse the engine's validation, verification and case ids
-    "curricula": {"scoring", "runtime", "store", "curricula.base", "probing"},
+    "curricula": {"scoring", "runtime", "store", "probing"},
     "reports": {"scoring", "store"},
-    "testing": {"scoring", "runtime", "adapters", "store", "curricula.base", "curricula", "generators.core"},
-    "config": {"scoring", "runtime", "store", "curricula.base", "probing", "curricula", "reports", "generators.core", "generators"},
+    "testing": {"scoring", "runtime", "adapters", "store", "probing", "curricula", "generators.core"},
+    "config": {"scoring", "runtime", "store", "probing", "curricula", "reports", "generators.core", "generators"},
     # the one front door: a config opened, runs judged and reported (behind the CLI, the plugin, the API)
-    "session": {"scoring", "runtime", "store", "curricula.base", "probing", "curricula", "reports", "config", "generators.core", "generators"},
-    "train": {"scoring", "runtime", "adapters", "store", "curricula.base", "probing", "curricula", "config", "generators.core", "generators"},
-    "plugins": {"scoring", "runtime", "store", "curricula.base", "probing", "curricula", "reports", "config",
+    "session": {"scoring", "runtime", "store", "probing", "curricula", "reports", "config", "generators.core", "generators"},
+    "train": {"scoring", "runtime", "adapters", "store", "probing", "curricula", "config", "generators.core", "generators"},
+    "plugins": {"scoring", "runtime", "store", "probing", "curricula", "reports", "config",
                 "session", "generators.core", "generators"},
-    "cli": {"scoring", "runtime", "adapters", "store", "curricula.base", "probing", "curricula", "reports",
+    "cli": {"scoring", "runtime", "adapters", "store", "probing", "curricula", "reports",
             "config", "train", "session", "generators.core", "generators"},
     "__main__": {"cli"},
 }
@@ -158,3 +156,17 @@ def test_the_check_sees_lazy_and_type_checking_imports(tmp_path: Path) -> None:
     assert [(line, target) for line, target in found] == [(3, "frontier_qa.store.records"),
                                                           (5, "frontier_qa.probing.engine")]
     assert {layer_of(t) for _, t in found} - ALLOWED["scoring"] == {"store", "probing"}
+
+
+def test_no_layer_is_carved_out_of_a_package() -> None:
+    """The curricula/probing cycle is broken: the seam moved into the engine, no exception entry is left.
+
+    ``frontier_qa.curricula.base`` used to be a layer of its own ("curricula.base") that the engine
+    and the generators could import while the rest of ``curricula`` sat above the engine. Only the
+    task generators' pure core still splits a package (it is values and logic below the engine).
+    """
+    assert "frontier_qa.curricula.base" not in LAYER_OF and "curricula.base" not in ALLOWED
+    carved = {prefix for prefix in LAYER_OF if prefix.count(".") > 1 and LAYER_OF[prefix] != BASE}
+    assert {LAYER_OF[p] for p in carved} <= {"generators.core"}, carved
+    assert not any(prefix.startswith("frontier_qa.curricula.") for prefix in LAYER_OF)
+    assert "curricula" not in ALLOWED["probing"] and "curricula" not in ALLOWED["generators"]

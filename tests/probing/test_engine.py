@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.case import classify_case, parse_judge_verdict
+from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.probing.engine import ProbeSettings, ProgressEvent, case_id_for, config_hash, probe, replay
 from frontier_qa.probing.sequential import DEFAULT_PRIOR, BandVerdict, SequentialConfig
 from frontier_qa.reports import RegressionVerdict as ReplayVerdict

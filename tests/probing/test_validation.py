@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from frontier_qa.curricula.base import Proposal
 from frontier_qa.errors import ConfigError
+from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.probing.validation import (
     CriticVerdict,
     ValidationResult,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.curricula.base import Proposal
+from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.probing.engine import ProbeSettings, probe
 from frontier_qa.probing.task_rules import ILL_POSED, UNVERIFIABLE, rule_findings
 from frontier_qa.probing.validation import Validator

@@ -5,6 +5,9 @@ engine asks a curriculum for a batch of :class:`Proposal` s, validates them, sam
 target, classifies each case and hands the result back through :meth:`Curriculum.observe`,
 so a curriculum can adapt (in context for a prompted one, not at all for a file).
 
+The seam is the engine's input contract, so it lives in the engine's package; the curricula
+(:mod:`frontier_qa.curricula`, which re-exports these names) implement it from above.
+
 Values only: nothing here imports an I/O or ML library.
 """
 
