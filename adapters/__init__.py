@@ -45,9 +45,9 @@ _BUILTIN: dict[str, str] = {
     "vllm-server": "frontier_qa.adapters.vllm_adapter:create_server",
     "hf": "frontier_qa.adapters.hf_adapter:create",
     "ct2": "frontier_qa.adapters.ct2_adapter:create",
-    "python": "frontier_qa.adapters.workflow:create_python",
-    "http": "frontier_qa.adapters.workflow:create_http",
-    "https": "frontier_qa.adapters.workflow:create_http",
+    "python": "frontier_qa.adapters.python_agent:create_python",
+    "http": "frontier_qa.adapters.http_agent:create_http",
+    "https": "frontier_qa.adapters.http_agent:create_http",
     "mock": "frontier_qa.adapters.mock_adapter:create",
 }
 _REGISTERED: dict[str, AdapterFactory] = {}

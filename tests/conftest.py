@@ -52,10 +52,10 @@ def agent_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     it, as under ``python agent.py``), the loaded agent folders and the modules from ``tmp_path``
     are as they were before, so the next test's ``import helpers`` finds its own ``helpers.py``.
     """
-    from frontier_qa.adapters import workflow
+    from frontier_qa.adapters import python_agent
 
     monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setattr(workflow, "_AGENT_FOLDERS", set())
+    monkeypatch.setattr(python_agent, "_AGENT_FOLDERS", set())
     yield
     for name, module in list(sys.modules.items()):
         if str(getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
