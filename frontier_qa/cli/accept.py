@@ -74,7 +74,7 @@ def accept_command(
         if a.note:
             typer.echo(f"  note: {a.note}")
     if suite is not None:
-        from frontier_qa.store.case_store import export_suite, import_suite
+        from frontier_qa.store.suites import export_suite, import_suite
 
         new = {a.baseline.case_id: a.baseline for a in done}
         entries = [e.model_copy(update={"baseline": new[e.case.id]}) if e.case.id in new else e

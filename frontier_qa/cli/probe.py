@@ -263,7 +263,7 @@ def replay_command(
 
 
 def _suite_cases(config: ProbeConfig) -> list[Any]:
-    from frontier_qa.store.case_store import import_suite
+    from frontier_qa.store.suites import import_suite
 
     entries = import_suite(config.replay.suite or "")
     blind = [e.case.id for e in entries if e.observed is None]

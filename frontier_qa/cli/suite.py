@@ -52,8 +52,8 @@ def export_command(
     one of the cases (the next export picks again) or --repick-guards asks for a new pick.
     """
     from frontier_qa.store.baselines import base_target_id, resolve
-    from frontier_qa.store.case_store import export_suite, import_suite, suite_entries
     from frontier_qa.store.guards import export_key, guards_for
+    from frontier_qa.store.suites import export_suite, import_suite, suite_entries
 
     cfg = load_config(config, overrides({"store": store}, []))
     wanted = classes or ["frontier", "failure", "suspect"]

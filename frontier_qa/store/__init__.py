@@ -3,7 +3,9 @@
 * :mod:`~frontier_qa.store.records`: the versioned record schema (case and run records,
   suite entries, case classes);
 * :mod:`~frontier_qa.store.case_store`: the project-local, append-only :class:`CaseStore`
-  (``.frontier-qa/``), CI shards, merging, and committable suites (export / import);
+  (``.frontier-qa/``), resuming and merging; :mod:`~frontier_qa.store.lines` its line encoding
+  and :mod:`~frontier_qa.store.shards` its CI shards;
+* :mod:`~frontier_qa.store.suites`: a named suite's cases, and committable suite files (export / import);
 * :mod:`~frontier_qa.store.baselines` and :mod:`~frontier_qa.store.guards`: what a replay holds each
   case to, and each suite's stored set of guard cases (``guards.json``);
 * :mod:`~frontier_qa.store.comparison`: an old record against a new one (``regression``,
@@ -26,10 +28,12 @@ from frontier_qa import _lazy_exports
 
 _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.store.case_store": (
-        "DEFAULT_DIR", "STORE_FORMAT", "CaseStore", "MergeResult", "ResumeState", "Shard", "StoreError",
-        "TornLineWarning", "encode_line", "export_suite", "import_suite", "latest_by", "new_run_id",
-        "parse_lines", "shard_of", "suite_entries",
+        "DEFAULT_DIR", "STORE_FORMAT", "CaseStore", "MergeResult", "ResumeState", "new_run_id",
     ),
+    "frontier_qa.store.errors": ("StoreError",),
+    "frontier_qa.store.lines": ("TornLineWarning", "encode_line", "latest_by", "parse_lines"),
+    "frontier_qa.store.shards": ("Shard", "shard_of"),
+    "frontier_qa.store.suites": ("export_suite", "import_suite", "suite_entries"),
 }
 
 
@@ -39,16 +43,16 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.store.case_store import CaseStore as CaseStore
     from frontier_qa.store.case_store import MergeResult as MergeResult
     from frontier_qa.store.case_store import ResumeState as ResumeState
-    from frontier_qa.store.case_store import Shard as Shard
-    from frontier_qa.store.case_store import StoreError as StoreError
-    from frontier_qa.store.case_store import TornLineWarning as TornLineWarning
-    from frontier_qa.store.case_store import encode_line as encode_line
-    from frontier_qa.store.case_store import export_suite as export_suite
-    from frontier_qa.store.case_store import import_suite as import_suite
-    from frontier_qa.store.case_store import latest_by as latest_by
     from frontier_qa.store.case_store import new_run_id as new_run_id
-    from frontier_qa.store.case_store import parse_lines as parse_lines
-    from frontier_qa.store.case_store import shard_of as shard_of
-    from frontier_qa.store.case_store import suite_entries as suite_entries
+    from frontier_qa.store.errors import StoreError as StoreError
+    from frontier_qa.store.lines import TornLineWarning as TornLineWarning
+    from frontier_qa.store.lines import encode_line as encode_line
+    from frontier_qa.store.lines import latest_by as latest_by
+    from frontier_qa.store.lines import parse_lines as parse_lines
+    from frontier_qa.store.shards import Shard as Shard
+    from frontier_qa.store.shards import shard_of as shard_of
+    from frontier_qa.store.suites import export_suite as export_suite
+    from frontier_qa.store.suites import import_suite as import_suite
+    from frontier_qa.store.suites import suite_entries as suite_entries
 else:
     __getattr__, __dir__, __all__ = _lazy_exports(__name__, _BY_MODULE, globals())

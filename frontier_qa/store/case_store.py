@@ -29,36 +29,36 @@ Nothing here imports torch or any I/O library beyond the standard one and pydant
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
 import secrets
-import warnings
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import yaml
-from pydantic import Field, TypeAdapter, ValidationError
-
-from frontier_qa.errors import FrontierQAError
-from frontier_qa.redaction import protect, redact_data, restore
 from frontier_qa.store import leases
+from frontier_qa.store.errors import StoreError as StoreError
+from frontier_qa.store.lines import _BASELINE, Line, _digest, _order_key
+from frontier_qa.store.lines import TornLineWarning as TornLineWarning
+from frontier_qa.store.lines import encode_line as encode_line
+from frontier_qa.store.lines import latest_by as latest_by
+from frontier_qa.store.lines import parse_lines as parse_lines
+from frontier_qa.store.lines import stored_form as stored_form
 from frontier_qa.store.records import (
     CLASS_ORDER,
-    SCHEMA_VERSION,
     Baseline,
     BoundaryRecord,
     CaseClass,
     CaseRecord,
     RunRecord,
     RunTotals,
-    SuiteCase,
     run_totals,
     utc_now,
 )
+from frontier_qa.store.shards import Shard as Shard
+from frontier_qa.store.shards import shard_of as shard_of
 
 try:  # POSIX; on other systems appends are still single writes but not cross-process locked
     import fcntl
@@ -70,170 +70,6 @@ STORE_FORMAT = 1
 BASELINES_FILE = "baselines.jsonl"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _STATE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-
-Line = CaseRecord | RunRecord
-_LINE = TypeAdapter(Annotated[Line, Field(discriminator="kind")])
-
-
-class StoreError(FrontierQAError):
-    """The case store or a suite file cannot be read or written as asked."""
-
-
-class TornLineWarning(UserWarning):
-    """A store line was cut by a crash mid-write (or is not a record) and was skipped."""
-
-
-# --- shards ---------------------------------------------------------------------------
-
-
-def shard_of(case_id: str, n: int) -> int:
-    """The shard (1-based, as in ``--shard i/n``) a case belongs to among ``n`` shards.
-
-    Stable across processes, machines and Python versions (SHA-256 of the id, not
-    ``hash()``), and balanced: ids spread uniformly over the shards.
-    """
-    if n < 1:
-        raise StoreError(f"shard count must be at least 1, got {n}", hint="use --shard i/n with n >= 1")
-    digest = hashlib.sha256(case_id.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % n + 1
-
-
-@dataclass(frozen=True)
-class Shard:
-    """One of ``count`` CI shards, ``index`` 1-based (``--shard 2/4``)."""
-
-    index: int = 1
-    count: int = 1
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.index <= self.count:
-            raise StoreError(
-                f"shard {self.index}/{self.count} is out of range",
-                hint="write --shard i/n with 1 <= i <= n, e.g. --shard 1/4",
-            )
-
-    @classmethod
-    def parse(cls, text: str) -> Shard:
-        """Parse ``"i/n"``."""
-        match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
-        if match is None:
-            raise StoreError(f"cannot read shard {text!r}", hint="write it as i/n, e.g. --shard 1/4")
-        return cls(int(match.group(1)), int(match.group(2)))
-
-    def contains(self, case_id: str) -> bool:
-        """Whether this shard probes the case."""
-        return self.count == 1 or shard_of(case_id, self.count) == self.index
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.count}"
-
-
-# --- line encoding --------------------------------------------------------------------
-
-
-def encode_line(record: Line | Any) -> bytes:
-    """One record as one JSON line (UTF-8, ending in ``\\n``), as every file of records is
-    written (the store, suites, ``cases.jsonl``, training runs): no secret in it
-    (:func:`stored_form`).
-
-    Lone surrogates (from a model's malformed output) are written as JSON ``\\uXXXX``
-    escapes, so the file stays valid UTF-8 and the text round-trips unchanged.
-    """
-    return _json_line(stored_form(record.model_dump(mode="json") if hasattr(record, "model_dump") else record))
-
-
-def _json_line(data: Any) -> bytes:
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.encode("utf-8", "backslashreplace") + b"\n"
-
-
-def stored_form(data: Any) -> Any:
-    """A record's JSON data as a file of records keeps it: every secret masked
-    (:func:`~frontier_qa.redaction.redact_data`), except in the case's inputs (``"case"``), which a
-    replay must send unchanged: there each known secret is a ``${secret:NAME}`` reference to the
-    environment variable holding it (:func:`~frontier_qa.redaction.protect`), put back on reading.
-    """
-    if not isinstance(data, dict):
-        return redact_data(data)
-    return {key: protect(value) if key == "case" else redact_data(value) for key, value in data.items()}
-
-
-def _digest(record: Line | Baseline) -> str:
-    # the record's own content, not its stored form: ordering needs no redaction (and reads stay fast)
-    return hashlib.sha256(_json_line(record.model_dump(mode="json"))).hexdigest()
-
-
-def _order_key(record: Line | Baseline) -> tuple[Any, str]:
-    """Latest wins: by timestamp, ties by content hash (independent of file or source order)."""
-    if isinstance(record, Baseline):
-        stamp = record.accepted_at
-    else:
-        stamp = record.finished_at if isinstance(record, CaseRecord) else record.written_at
-    return (stamp, _digest(record))
-
-
-_BASELINE = TypeAdapter(Baseline)
-
-
-def parse_lines(data: bytes, source: str, adapter: TypeAdapter[Any] = _LINE) -> Iterator[Any]:
-    """Parse a store file's bytes, skipping torn or foreign lines with a :class:`TornLineWarning`.
-
-    Args:
-        data: the file's bytes.
-        source: the file's name, for messages.
-        adapter: what each line is (case and run records by default; baselines for
-            ``baselines.jsonl``).
-
-    Raises:
-        StoreError: a record has a newer ``schema_version`` than this frontier-qa knows.
-    """
-    lines = data.split(b"\n")
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        last = number == len(lines)  # no newline after it: the write may have been cut
-        try:
-            obj = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            where = "its last line" if last else f"line {number}"
-            warnings.warn(
-                f"{source}: skipped {where}, cut by an interrupted write ({len(raw)} bytes); "
-                "every other record was kept",
-                TornLineWarning,
-                stacklevel=3,
-            )
-            continue
-        version = obj.get("schema_version") if isinstance(obj, dict) else None
-        if isinstance(version, int) and version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{source}:{number}: record schema_version {version} is newer than this "
-                f"frontier-qa reads ({SCHEMA_VERSION})",
-                hint="upgrade frontier-qa: reinstall it from its repository "
-                     "(git pull, then pip install -e . in the checkout)",
-            )
-        if isinstance(obj, dict) and isinstance(obj.get("case"), dict):
-            obj["case"] = restore(obj["case"])  # ${secret:NAME} in a case's inputs: its value again
-        try:
-            yield adapter.validate_python(obj)
-        except ValidationError as err:
-            warnings.warn(
-                f"{source}:{number}: skipped a line that is not a valid record: "
-                f"{err.errors()[0].get('msg')} at {err.errors()[0].get('loc')}",
-                TornLineWarning,
-                stacklevel=3,
-            )
-
-
-def latest_by(records: Iterable[Any], key: Any) -> dict[Any, Any]:
-    """Keep the latest record for each ``key(record)`` (see :func:`_order_key`)."""
-    best: dict[Any, tuple[tuple[Any, str], Line]] = {}
-    for record in records:
-        k = key(record)
-        order = _order_key(record)
-        if k not in best or order > best[k][0]:
-            best[k] = (order, record)
-    return {k: v[1] for k, v in best.items()}
-
 
 def new_run_id() -> str:
     """A fresh, sortable run id: UTC time and 8 random hex digits (``20250131T120000Z-1a2b3c4d``)."""
@@ -666,163 +502,3 @@ class CaseStore:
         if new:
             ordered = sorted(new.values(), key=_order_key)
             self._append_locked(self.baselines_path, b"".join(encode_line(b) for b in ordered))
-
-
-# --- committable suites -----------------------------------------------------------------
-
-
-def _suite_format(path: Path) -> str:
-    suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".json"):
-        return "jsonl"
-    if suffix in (".yaml", ".yml"):
-        return "yaml"
-    raise StoreError(f"cannot tell the suite format of {path}", hint="name it *.jsonl or *.yaml")
-
-
-def suite_entries(
-    records: Iterable[CaseRecord],
-    *,
-    volatile: bool = False,
-    baselines: Mapping[str, Baseline] | None = None,
-    guards: Collection[str] | None = None,
-) -> list[SuiteCase]:
-    """Suite entries from case records: the latest per case id, sorted by id.
-
-    Args:
-        records: case records (several per case allowed; the latest wins).
-        volatile: also keep the run id, finish time and cost (off for committed suites,
-            so re-exporting an unchanged suite gives an unchanged file).
-        baselines: each case's baseline by id (:func:`frontier_qa.store.baselines.resolve`),
-            written into the entry so that a replay of the committed suite compares with it;
-            default: each case's first observation among ``records``.
-        guards: the ids of the guard cases (:func:`frontier_qa.store.guards.guards_for`): these
-            are written with role ``guard`` whatever their class now (a guard that broke is still
-            the guard it was), every other case with ``finding``. Default: a ``pass`` case is a
-            guard, any other class a finding.
-    """
-    records = list(records)
-    if baselines is None:
-        from frontier_qa.store.baselines import first_observations, from_record
-
-        baselines = {cid: from_record(r) for cid, r in first_observations(records).items()}
-    latest = latest_by(records, lambda r: r.id)
-    return [
-        SuiteCase(
-            case=r.case,
-            baseline=baselines.get(r.id),
-            observed=r.observed(),
-            role="guard" if (r.case_class is CaseClass.PASS if guards is None else r.id in guards) else "finding",
-            run_id=r.run_id if volatile else None,
-            finished_at=r.finished_at if volatile else None,
-            cost=r.cost if volatile else None,
-        )
-        for _, r in sorted(latest.items())
-        if isinstance(r, CaseRecord)
-    ]
-
-
-class _SuiteDumper(yaml.SafeDumper):
-    """Writes multi-line strings as literal blocks so prompts stay readable in diffs."""
-
-
-def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_SuiteDumper.add_representer(str, _str_presenter)
-
-
-def export_suite(
-    records: Iterable[CaseRecord] | Iterable[SuiteCase],
-    path: str | os.PathLike[str],
-    *,
-    volatile: bool = False,
-) -> int:
-    """Write a committable suite (JSONL or YAML by suffix), stable order; returns the case count.
-
-    The file is written atomically (temp file + rename). ``None`` fields are left out.
-    """
-    path = Path(path)
-    fmt = _suite_format(path)
-    items = list(records)
-    entries = [e for e in items if isinstance(e, SuiteCase)]
-    entries += suite_entries([r for r in items if isinstance(r, CaseRecord)], volatile=volatile)
-    entries.sort(key=lambda e: e.case.id)
-    # which runs a baseline pooled, and the frontier-qa that wrote it, would churn a committed file
-    churn = None if volatile else {"baseline": {"run_ids", "frontier_qa_version"}}
-    dumped = [stored_form(e.model_dump(mode="json", exclude_none=True, exclude=churn)) for e in entries]
-    if fmt == "jsonl":
-        data = b"".join(_json_line(d) for d in dumped)
-    else:
-        text = yaml.dump(dumped, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=100)
-        data = text.encode("utf-8", "backslashreplace")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    return len(entries)
-
-
-def import_suite(path: str | os.PathLike[str]) -> list[SuiteCase]:
-    """Read a suite written by :func:`export_suite` (or by hand), in file order.
-
-    Raises:
-        StoreError: the file is missing, malformed, has an invalid entry or a repeated case id.
-    """
-    path = Path(path)
-    fmt = _suite_format(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise StoreError(f"cannot read suite {path}: {err.strerror}", hint="check the path") from err
-    raw: list[tuple[str, Any]] = []
-    if fmt == "jsonl":
-        for number, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    raw.append((f"{path}:{number}", json.loads(line)))
-                except ValueError as err:
-                    raise StoreError(
-                        f"{path}:{number}: not JSON: {err}", hint="one JSON object per line"
-                    ) from err
-    else:
-        try:
-            loaded = yaml.safe_load(text) or []
-        except yaml.YAMLError as err:
-            raise StoreError(f"{path}: not valid YAML: {err}", hint="fix the YAML syntax") from err
-        if not isinstance(loaded, list):
-            raise StoreError(
-                f"{path}: a suite is a YAML list of entries", hint="start each entry with '- case:'"
-            )
-        raw = [(f"{path} entry {i + 1}", obj) for i, obj in enumerate(loaded)]
-    entries: list[SuiteCase] = []
-    seen: set[str] = set()
-    for where, obj in raw:
-        if (
-            isinstance(obj, dict)
-            and isinstance(obj.get("schema_version"), int)
-            and obj["schema_version"] > SCHEMA_VERSION
-        ):
-            raise StoreError(
-                f"{where}: schema_version {obj['schema_version']} is newer than this frontier-qa reads",
-                hint="upgrade frontier-qa",
-            )
-        if isinstance(obj, dict) and isinstance(obj.get("case"), dict):
-            obj["case"] = restore(obj["case"])
-        try:
-            entry = SuiteCase.model_validate(obj)
-        except ValidationError as err:
-            first = err.errors()[0]
-            loc = ".".join(str(p) for p in first.get("loc", ()))
-            raise StoreError(
-                f"{where}: {loc}: {first.get('msg')}", hint="fix that field of the entry"
-            ) from err
-        if entry.case.id in seen:
-            raise StoreError(
-                f"{where}: case id {entry.case.id!r} appears twice", hint="give each case a unique id"
-            )
-        seen.add(entry.case.id)
-        entries.append(entry)
-    return entries

@@ -12,15 +12,23 @@ accepted in the store, a committed suite entry's own, else the case's first obse
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+import yaml
+from pydantic import ValidationError
+
+from frontier_qa.redaction import restore
 from frontier_qa.store import baselines
-from frontier_qa.store.case_store import CaseStore, export_suite, import_suite, latest_by, suite_entries
+from frontier_qa.store.case_store import CaseStore
+from frontier_qa.store.errors import StoreError
 from frontier_qa.store.guards import guards_for, pytest_suite_key
-from frontier_qa.store.records import Baseline, CaseRecord, SuiteCase
+from frontier_qa.store.lines import _json_line, latest_by, stored_form
+from frontier_qa.store.records import SCHEMA_VERSION, Baseline, CaseClass, CaseRecord, SuiteCase
 
 SUITE_KEY = "pytest_suite"
 """Case metadata key naming the suite that found (or replayed) a case."""
@@ -112,8 +120,6 @@ def suite_file_entries(path: str | Path, name: str) -> list[SuiteCase]:
     Raises:
         StoreError: the file cannot be read, or an entry has no observed result.
     """
-    from frontier_qa.store.case_store import StoreError
-
     entries = import_suite(path)
     blind = [e.case.id for e in entries if e.observed is None]
     if blind:
@@ -148,3 +154,163 @@ def write_accepted(path: str | Path, accepted: Mapping[str, Baseline]) -> None:
 
 __all__ = ["SUITE_KEY", "SuiteView", "read_suite", "suite_file_entries", "suite_lock", "tagged", "write_accepted",
            "write_suite_file"]
+
+
+# --- committable suite files -------------------------------------------------------------
+
+
+def _suite_format(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        return "jsonl"
+    if suffix in (".yaml", ".yml"):
+        return "yaml"
+    raise StoreError(f"cannot tell the suite format of {path}", hint="name it *.jsonl or *.yaml")
+
+
+def suite_entries(
+    records: Iterable[CaseRecord],
+    *,
+    volatile: bool = False,
+    baselines: Mapping[str, Baseline] | None = None,
+    guards: Collection[str] | None = None,
+) -> list[SuiteCase]:
+    """Suite entries from case records: the latest per case id, sorted by id.
+
+    Args:
+        records: case records (several per case allowed; the latest wins).
+        volatile: also keep the run id, finish time and cost (off for committed suites,
+            so re-exporting an unchanged suite gives an unchanged file).
+        baselines: each case's baseline by id (:func:`frontier_qa.store.baselines.resolve`),
+            written into the entry so that a replay of the committed suite compares with it;
+            default: each case's first observation among ``records``.
+        guards: the ids of the guard cases (:func:`frontier_qa.store.guards.guards_for`): these
+            are written with role ``guard`` whatever their class now (a guard that broke is still
+            the guard it was), every other case with ``finding``. Default: a ``pass`` case is a
+            guard, any other class a finding.
+    """
+    records = list(records)
+    if baselines is None:
+        from frontier_qa.store.baselines import first_observations, from_record
+
+        baselines = {cid: from_record(r) for cid, r in first_observations(records).items()}
+    latest = latest_by(records, lambda r: r.id)
+    return [
+        SuiteCase(
+            case=r.case,
+            baseline=baselines.get(r.id),
+            observed=r.observed(),
+            role="guard" if (r.case_class is CaseClass.PASS if guards is None else r.id in guards) else "finding",
+            run_id=r.run_id if volatile else None,
+            finished_at=r.finished_at if volatile else None,
+            cost=r.cost if volatile else None,
+        )
+        for _, r in sorted(latest.items())
+        if isinstance(r, CaseRecord)
+    ]
+
+
+class _SuiteDumper(yaml.SafeDumper):
+    """Writes multi-line strings as literal blocks so prompts stay readable in diffs."""
+
+
+def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_SuiteDumper.add_representer(str, _str_presenter)
+
+
+def export_suite(
+    records: Iterable[CaseRecord] | Iterable[SuiteCase],
+    path: str | os.PathLike[str],
+    *,
+    volatile: bool = False,
+) -> int:
+    """Write a committable suite (JSONL or YAML by suffix), stable order; returns the case count.
+
+    The file is written atomically (temp file + rename). ``None`` fields are left out.
+    """
+    path = Path(path)
+    fmt = _suite_format(path)
+    items = list(records)
+    entries = [e for e in items if isinstance(e, SuiteCase)]
+    entries += suite_entries([r for r in items if isinstance(r, CaseRecord)], volatile=volatile)
+    entries.sort(key=lambda e: e.case.id)
+    # which runs a baseline pooled, and the frontier-qa that wrote it, would churn a committed file
+    churn = None if volatile else {"baseline": {"run_ids", "frontier_qa_version"}}
+    dumped = [stored_form(e.model_dump(mode="json", exclude_none=True, exclude=churn)) for e in entries]
+    if fmt == "jsonl":
+        data = b"".join(_json_line(d) for d in dumped)
+    else:
+        text = yaml.dump(dumped, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=100)
+        data = text.encode("utf-8", "backslashreplace")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return len(entries)
+
+
+def import_suite(path: str | os.PathLike[str]) -> list[SuiteCase]:
+    """Read a suite written by :func:`export_suite` (or by hand), in file order.
+
+    Raises:
+        StoreError: the file is missing, malformed, has an invalid entry or a repeated case id.
+    """
+    path = Path(path)
+    fmt = _suite_format(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise StoreError(f"cannot read suite {path}: {err.strerror}", hint="check the path") from err
+    raw: list[tuple[str, Any]] = []
+    if fmt == "jsonl":
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    raw.append((f"{path}:{number}", json.loads(line)))
+                except ValueError as err:
+                    raise StoreError(
+                        f"{path}:{number}: not JSON: {err}", hint="one JSON object per line"
+                    ) from err
+    else:
+        try:
+            loaded = yaml.safe_load(text) or []
+        except yaml.YAMLError as err:
+            raise StoreError(f"{path}: not valid YAML: {err}", hint="fix the YAML syntax") from err
+        if not isinstance(loaded, list):
+            raise StoreError(
+                f"{path}: a suite is a YAML list of entries", hint="start each entry with '- case:'"
+            )
+        raw = [(f"{path} entry {i + 1}", obj) for i, obj in enumerate(loaded)]
+    entries: list[SuiteCase] = []
+    seen: set[str] = set()
+    for where, obj in raw:
+        if (
+            isinstance(obj, dict)
+            and isinstance(obj.get("schema_version"), int)
+            and obj["schema_version"] > SCHEMA_VERSION
+        ):
+            raise StoreError(
+                f"{where}: schema_version {obj['schema_version']} is newer than this frontier-qa reads",
+                hint="upgrade frontier-qa",
+            )
+        if isinstance(obj, dict) and isinstance(obj.get("case"), dict):
+            obj["case"] = restore(obj["case"])
+        try:
+            entry = SuiteCase.model_validate(obj)
+        except ValidationError as err:
+            first = err.errors()[0]
+            loc = ".".join(str(p) for p in first.get("loc", ()))
+            raise StoreError(
+                f"{where}: {loc}: {first.get('msg')}", hint="fix that field of the entry"
+            ) from err
+        if entry.case.id in seen:
+            raise StoreError(
+                f"{where}: case id {entry.case.id!r} appears twice", hint="give each case a unique id"
+            )
+        seen.add(entry.case.id)
+        entries.append(entry)
+    return entries

@@ -13,8 +13,9 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.probing.curriculum import Curriculum, Outcome
 from frontier_qa.probing.engine import ProbeSettings, case_id_for, probe
 from frontier_qa.probing.verify import TRUSTED_KEY
-from frontier_qa.store.case_store import CaseStore, export_suite
+from frontier_qa.store.case_store import CaseStore
 from frontier_qa.store.records import CaseClass
+from frontier_qa.store.suites import export_suite
 from frontier_qa.testing import ScriptedAdapter, always, open_scripted
 
 TOOLS = [{"type": "function", "function": {"name": "book", "parameters": {

@@ -37,7 +37,8 @@ import frontier_qa.plugins.pytest_suite  # noqa: F401
 import frontier_qa.probing.accept  # noqa: F401
 import frontier_qa.reports.explain  # noqa: F401
 from frontier_qa.store import baselines
-from frontier_qa.store.case_store import CaseStore, import_suite
+from frontier_qa.store.case_store import CaseStore
+from frontier_qa.store.suites import import_suite
 from tests.factories import REPO
 
 PLUGIN = "frontier_qa.plugins.pytest_plugin"

@@ -15,10 +15,11 @@ from frontier_qa.probing.engine import ProbeSettings, probe, replay
 from frontier_qa.runtime import open_target
 from frontier_qa.store import baselines
 from frontier_qa.store.case_ids import case_id_for, legacy_case_id, readable_id, slug
-from frontier_qa.store.case_store import CaseStore, StoreError, import_suite
+from frontier_qa.store.case_store import CaseStore, StoreError
 from frontier_qa.store.comparison import RegressionVerdict
 from frontier_qa.store.guards import select_guards
 from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, CaseSpec, ClusterCount, SampleRecord
+from frontier_qa.store.suites import import_suite
 from frontier_qa.target import Case
 from tests.factories import REPO, run
 

@@ -16,16 +16,9 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.scoring.consistency import Cluster, Consistency
-from frontier_qa.store.case_store import (
-    CaseStore,
-    Shard,
-    StoreError,
-    TornLineWarning,
-    encode_line,
-    export_suite,
-    import_suite,
-    shard_of,
-)
+from frontier_qa.store.case_store import CaseStore
+from frontier_qa.store.errors import StoreError
+from frontier_qa.store.lines import TornLineWarning, encode_line
 from frontier_qa.store.records import (
     CaseClass,
     CaseRecord,
@@ -37,6 +30,8 @@ from frontier_qa.store.records import (
     run_totals,
     truncate_text,
 )
+from frontier_qa.store.shards import Shard, shard_of
+from frontier_qa.store.suites import export_suite, import_suite
 from frontier_qa.target import Case, ToolCall, Trajectory, Usage, case_seed
 from tests.factories import T0, TARGET, probed_record
 
