@@ -5,6 +5,7 @@
 ``settings``       :class:`ProbeSettings`: band, k, sequential policy, sampling, stop rules
 ``run``            one run step by step (start / resume, replay, generate, record, finish)
 ``case``           one case: sample in rounds, score, ask the judge, classify, build the record
+``classify``       a sampled case's class and why (:func:`classify_case` of a :class:`CaseEvidence`)
 ``curriculum``     the engine's input contract: :class:`Curriculum` proposes, hears :class:`Outcome` s
 ``validation``     checks on proposals before any target call (format, tool calls, duplicates)
 ``verify``         a proposal's reference checked by running its solution in the sandbox
@@ -30,7 +31,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.probing.engine": ("probe", "replay", "ProbeResult", "ReplayResult"),
     "frontier_qa.probing.settings": ("ProbeSettings",),
     "frontier_qa.probing.run": ("ProgressEvent", "case_id_for"),
-    "frontier_qa.probing.case": ("classify_case",),
+    "frontier_qa.probing.classify": ("CaseEvidence", "classify_case"),
     "frontier_qa.probing.validation": ("Validator", "ValidationResult"),
     "frontier_qa.probing.sequential": ("SequentialConfig",),
     "frontier_qa.probing.progress": ("ProbeProgress",),
@@ -38,7 +39,8 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
-    from frontier_qa.probing.case import classify_case as classify_case
+    from frontier_qa.probing.classify import CaseEvidence as CaseEvidence
+    from frontier_qa.probing.classify import classify_case as classify_case
     from frontier_qa.probing.engine import ProbeResult as ProbeResult
     from frontier_qa.probing.engine import ReplayResult as ReplayResult
     from frontier_qa.probing.engine import probe as probe

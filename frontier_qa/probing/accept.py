@@ -73,7 +73,7 @@ def _pool(records: Sequence[CaseRecord]) -> tuple[list[str | None], list[bool], 
 async def _classify(prober: CaseProber, case: Case, consistency: Consistency,
                     verified: bool) -> tuple[CaseClass, str, bool | None]:
     """The probe's class of pooled samples: the band decision on all of them, then the rules."""
-    from frontier_qa.probing.case import classify_case
+    from frontier_qa.probing.classify import CaseEvidence, classify_case
     from frontier_qa.probing.sequential import BandVerdict, decide_consistency
     from frontier_qa.probing.validity import task_checked, unchecked_why
 
@@ -84,12 +84,12 @@ async def _classify(prober: CaseProber, case: Case, consistency: Consistency,
     correct = None
     if majority is not None and reference is not None:
         correct = await prober.matches(majority, reference, case.answer_format)
-    case_class, reason = classify_case(
-        None if verdict is BandVerdict.CONTINUE else verdict, majority=majority, reference=reference,
+    case_class, reason = classify_case(CaseEvidence(
+        verdict=None if verdict is BandVerdict.CONTINUE else verdict, majority=majority, reference=reference,
         reference_verified=verified, majority_correct=correct, n_answered=consistency.n_answered,
         n_unparseable=consistency.n_unparseable, band=prober.band, p_hat=consistency.p_hat,
         answer_format=case.answer_format, task_checked=task_checked(case, verified),
-        unchecked_why=unchecked_why(case))
+        unchecked_why=unchecked_why(case)))
     return case_class, reason, correct
 
 

@@ -9,7 +9,7 @@ the latest record of a case with the case as its source has it now (the hashes o
 * the reference, whether the source vouches for it, its solution program or the answer format
   changed → ``refreshed``: the record's stored samples are judged again against the new
   inputs, with the probe's own equivalence and classification
-  (:class:`~frontier_qa.probing.case.CaseProber`, :func:`~frontier_qa.probing.case.classify_case`)
+  (:class:`~frontier_qa.probing.case.CaseProber`, :func:`~frontier_qa.probing.classify.classify_case`)
   and **no target call**: a new :class:`~frontier_qa.store.records.CaseRecord` whose reason says
   what changed ("reference changed 43 → 42: judged again from the 6 stored samples, no new
   calls; …"). The band decision does not depend on the reference, so the one the record kept
@@ -33,7 +33,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from frontier_qa import __version__
-from frontier_qa.probing.case import POSTERIOR_KEY, CaseProber, answers_of, classify_case, confidence_of, posterior_note
+from frontier_qa.probing.case import POSTERIOR_KEY, CaseProber, answers_of, confidence_of, posterior_note
+from frontier_qa.probing.classify import CaseEvidence, classify_case
 from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.probing.posterior import BandPosterior
 from frontier_qa.probing.run import prepared_case
@@ -343,12 +344,12 @@ async def _judge(record: CaseRecord, case: Case, check: Verification, settings: 
         elif judged is False:
             correct = False
     k = record.k - n_failed
-    case_class, reason = classify_case(
-        verdict, majority=majority, reference=reference, reference_verified=verified, majority_correct=correct,
+    case_class, reason = classify_case(CaseEvidence(
+        verdict=verdict, majority=majority, reference=reference, reference_verified=verified, majority_correct=correct,
         judge_verdict=judged, n_answered=k - n_unparseable, n_unparseable=n_unparseable, band=band,
         p_hat=p_hat if record.k else None, forced=forced, posterior=posterior, confidence=confidence, k=k,
         fixed=confidence is None, answer_format=case.answer_format, task_checked=task_checked(case, verified),
-        unchecked_why=unchecked_why(case))
+        unchecked_why=unchecked_why(case)))
     return replace(case, reference=reference, metadata=meta), case_class, reason, verified, correct, update
 
 

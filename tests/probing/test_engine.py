@@ -10,14 +10,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing.case import classify_case, parse_judge_verdict
+from frontier_qa.probing.case import parse_judge_verdict
+from frontier_qa.probing.classify import CaseEvidence, classify_case
 from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.probing.engine import ProbeSettings, ProgressEvent, case_id_for, config_hash, probe, replay
 from frontier_qa.probing.sequential import DEFAULT_PRIOR, BandVerdict, SequentialConfig
@@ -25,8 +26,9 @@ from frontier_qa.reports import RegressionVerdict as ReplayVerdict
 from frontier_qa.reports import summarize
 from frontier_qa.runtime import Budget
 from frontier_qa.scoring.bands import Band
-from frontier_qa.store.case_store import CaseStore, Shard, StoreError, export_suite, import_suite, shard_of
+from frontier_qa.store.case_store import CaseStore, Shard, StoreError, shard_of
 from frontier_qa.store.records import CaseClass, CaseRecord
+from frontier_qa.store.suites import export_suite, import_suite
 from frontier_qa.target import Case, Sampling, Trajectory
 from frontier_qa.testing import (
     EndlessCurriculum,
@@ -62,7 +64,7 @@ def store_ids(store: CaseStore, run_id: str) -> list[str]:
 def test_classification_rules_follow_the_brief() -> None:
     def cls(verdict: BandVerdict | None, **kw: object) -> CaseClass:
         base = {"majority": "41", "reference": "42", "reference_verified": False, "majority_correct": False}
-        return classify_case(verdict, **{**base, **kw})[0]  # type: ignore[arg-type]
+        return classify_case(CaseEvidence(verdict=verdict, **{**base, **kw}))[0]  # type: ignore[arg-type]
 
     # in band: frontier whatever the reference says, verified or not
     assert cls(BandVerdict.IN_BAND) is CaseClass.FRONTIER
@@ -80,8 +82,9 @@ def test_classification_rules_follow_the_brief() -> None:
     assert cls(BandVerdict.BELOW, reference_verified=True, majority=None, majority_correct=None) is CaseClass.FAILURE
     assert cls(BandVerdict.BELOW) is CaseClass.SUSPECT
     assert cls(BandVerdict.BELOW, reference_verified=True, majority_correct=True) is CaseClass.SUSPECT
-    reason = classify_case(BandVerdict.BELOW, majority=None, reference=None, reference_verified=False,
-                           majority_correct=None, n_answered=0, n_unparseable=3, answer_format="boxed")[1]
+    reason = classify_case(CaseEvidence(verdict=BandVerdict.BELOW, majority=None, reference=None,
+                                        reference_verified=False, majority_correct=None, n_answered=0,
+                                        n_unparseable=3, answer_format="boxed"))[1]
     assert reason.startswith("could not judge: the agent's answers are not in format 'boxed': 3 of 3 gave none")
     assert "answer_format" in reason  # the setting that fixes it
     # most samples unreadable in the format: never frontier (even when a forced posterior decision says
@@ -100,6 +103,12 @@ def test_classification_rules_follow_the_brief() -> None:
     # a forced stop (the sample limit reached below the confidence) is unresolved, whatever it leans to
     for verdict in (BandVerdict.IN_BAND, BandVerdict.BELOW, BandVerdict.ABOVE):
         assert cls(verdict, forced=True) is CaseClass.UNRESOLVED
+    # the evidence is one frozen value: the prober, a refresh and an accept build it the same way
+    evidence = CaseEvidence(verdict=BandVerdict.ABOVE, majority="41", reference="42", reference_verified=True,
+                            majority_correct=False)
+    with pytest.raises(FrozenInstanceError):
+        evidence.verdict = BandVerdict.IN_BAND  # type: ignore[misc]
+    assert classify_case(evidence) == classify_case(replace(evidence))
 
 
 def test_reasons_state_the_posterior_and_never_contradict_the_band() -> None:
@@ -109,17 +118,18 @@ def test_reasons_state_the_posterior_and_never_contradict_the_band() -> None:
     post = band_posterior((2, 2, 1, 1))
     base = {"majority": "4", "reference": None, "reference_verified": False, "majority_correct": None,
             "p_hat": 2 / 6, "k": 6, "posterior": post, "confidence": 0.9}
-    cls, reason = classify_case(BandVerdict.BELOW, **base)
+    cls, reason = classify_case(CaseEvidence(verdict=BandVerdict.BELOW, **base))
     assert cls is CaseClass.SUSPECT
     assert reason == ("answers scattered: p̂ = 0.33 at k = 6; P(below, in, above the band [0.30, 0.80]) = "
                       f"{post.below:.2f}, {post.inside:.2f}, {post.above:.2f}; p* 90% interval "
                       f"[{post.credible[0]:.2f}, {post.credible[1]:.2f}]")
     assert "below band" not in reason
-    cls, reason = classify_case(BandVerdict.IN_BAND, forced=True, **base)
+    cls, reason = classify_case(CaseEvidence(verdict=BandVerdict.IN_BAND, forced=True, **base))
     assert cls is CaseClass.UNRESOLVED
     assert reason.startswith("undecided at the sample limit (needed 0.90), leaning in band: p̂ = 0.33 at k = 6; P(")
     # fixed k (Agent0's rule) says so, and still shows the posterior
-    cls, reason = classify_case(BandVerdict.IN_BAND, fixed=True, **{**base, "confidence": None})
+    cls, reason = classify_case(CaseEvidence(verdict=BandVerdict.IN_BAND, fixed=True,
+                                             **{**base, "confidence": None}))
     assert cls is CaseClass.FRONTIER and "inside the band [0.30, 0.80] (fixed k: Agent0's rule, no confidence)" in reason
 
 
