@@ -16,7 +16,12 @@ public entry points in :mod:`frontier_qa.probing.engine` ask for:
   until a stop rule fires;
 * **record**: every case is appended to the store the moment it is classified.
 
-Per-case sampling and classification live in :mod:`frontier_qa.probing.case`.
+Per-case sampling and classification live in :mod:`frontier_qa.probing.case` and
+:mod:`frontier_qa.probing.classify`.
+
+Long by design: one job, :class:`ProbeRun`'s steps over one shared state (the store lease,
+counts, stop reason, prior, predictor and near-duplicate memory); split apart, each step would
+take that state as arguments.
 """
 
 from __future__ import annotations

@@ -16,6 +16,11 @@ suite entry's ``baseline`` and ``role``; version-1 lines (frontier-qa 0.1) still
 :class:`~frontier_qa.scoring.consistency.Consistency`) convert with the helpers at the bottom.
 Regression and flaky verdicts between two records of a case live in
 :mod:`frontier_qa.store.comparison`; the store that writes these is :mod:`frontier_qa.store`.
+
+Long by design: this is the on-disk schema, one versioned unit. The record types nest in
+each other and share :data:`SCHEMA_VERSION`, so a layout change (and its version bump, and the
+0.1 lines that must still load) is reviewed in one file; the conversions at the bottom are the
+only way in-memory values become records.
 """
 
 from __future__ import annotations
