@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.dataclasses import is_pydantic_dataclass
 from pydantic.fields import FieldInfo
 
-from frontier_qa.config.schema import Path_, ProbeConfig
+from frontier_qa.config.schema import _EXAMPLE_BAND, Path_, ProbeConfig
 from frontier_qa.errors import ConfigError, closest_name
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def _describe(error: Mapping[str, Any], data: dict[str, Any], sources: Sources) 
         close = closest_name(given, choices, cutoff=0.5)
         fix = (f"did you mean '{close}'? " if close else "") + f"use one of: {', '.join(choices)}"
         if _models_in(annotation):
-            fix += " (or a mapping such as {low: 0.3, high: 0.8})"
+            fix += f" (or a mapping such as {_EXAMPLE_BAND})"
         return path, f"{where}: {key}: {given!r} is not allowed\n  fix: {fix}"
     shown = "" if isinstance(given, (dict, list)) or given is None else f" (got {given!r})"
     message = str(error["msg"]).removeprefix("Value error, ")

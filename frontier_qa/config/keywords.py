@@ -21,6 +21,7 @@ from typing import Any
 
 from frontier_qa.config.layers import Override
 from frontier_qa.errors import ConfigError, closest_name
+from frontier_qa.scoring.bands import AGENT0_BAND
 from frontier_qa.store.records import CLASS_ORDER, CaseClass
 
 DEFAULT_CLASSES = ("failure", "suspect", "frontier")
@@ -150,7 +151,9 @@ def _band(value: Any, where: str) -> Any:
             return {"low": float(pair[0]), "high": float(pair[1])}
         except (TypeError, ValueError):
             pass
-    raise _bad(where, f"band={value!r} is not understood", "write band='agent0', 'tool-r0', '0.3:0.8' or (0.3, 0.8)")
+    lo, hi = AGENT0_BAND.limits
+    raise _bad(where, f"band={value!r} is not understood",
+               f"write band='agent0', 'tool-r0', '{lo}:{hi}' or ({lo}, {hi})")
 
 
 def _curriculum(value: Any, label: str, where: str, base: Path) -> tuple[list[Override], Any]:

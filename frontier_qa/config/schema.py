@@ -23,6 +23,7 @@ from frontier_qa.probing.sequential import DEFAULT_POLICY
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.runtime.limits import Backoff, Budget, Limits  # noqa: F401 (Backoff: the old BackoffConfig name)
+from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND
 from frontier_qa.store.case_store import Shard, StoreError
 from frontier_qa.store.comparison import RegressionPolicy
 from frontier_qa.target import Sampling
@@ -184,6 +185,9 @@ class ValidationConfig(_Section):
         return None if value == 0 else value  # no distance is below 0: the same as off
 
 
+_EXAMPLE_BAND = f"{{low: {AGENT0_BAND.low}, high: {AGENT0_BAND.high}}}"
+
+
 class BandRange(_Section):
     """A custom frontier band, inclusive, on p̂."""
 
@@ -193,7 +197,7 @@ class BandRange(_Section):
     @model_validator(mode="after")
     def _ordered(self) -> BandRange:
         if self.low > self.high:
-            raise ValueError(f"low ({self.low}) is above high ({self.high}); write e.g. {{low: 0.3, high: 0.8}}")
+            raise ValueError(f"low ({self.low}) is above high ({self.high}); write e.g. {_EXAMPLE_BAND}")
         return self
 
 
@@ -220,7 +224,8 @@ class ProbingConfig(_Section):
     prior: str | None = Field(None, description="a population prior to start from (JSON, MajorityPrior.to_json)")
     prior_from_store: bool = field_of(ProbeSettings, "prior_from_store")
     band: Literal["agent0", "tool-r0"] | BandRange = Field(
-        "agent0", description="agent0 (0.3 ≤ p̂ ≤ 0.8), tool-r0 (0.25–0.75) or {low, high}"
+        "agent0", description=f"agent0 ({AGENT0_BAND.low} ≤ p̂ ≤ {AGENT0_BAND.high}), tool-r0 "
+                             f"({TOOL_R0_BAND.low}–{TOOL_R0_BAND.high}) or {{low, high}}"
     )
     sampling: Sampling = Field(default_factory=Sampling)
     batch_size: int = field_of(ProbeSettings, "batch_size")
