@@ -21,13 +21,12 @@ and the fix, never a traceback. Nothing here imports torch or TRL.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from pydantic_core import ArgsKwargs
 
 from frontier_qa._compat import renamed
@@ -36,17 +35,16 @@ from frontier_qa.config import (
     Budget,
     Override,
     Sampling,
-    Sources,
     TargetConfig,
     parse_set,
     read_overrides,
     read_yaml,
     resolve_layers,
 )
-from frontier_qa.config.diagnostics import _models_in, fields_of
+from frontier_qa.config.diagnostics import report
 from frontier_qa.config.layers import validate_layers
 from frontier_qa.config.schema import located_error
-from frontier_qa.errors import BudgetExceededError, ConfigError, closest_name
+from frontier_qa.errors import BudgetExceededError, ConfigError
 from frontier_qa.redaction import register_secrets, secret_values
 from frontier_qa.scoring.rewards import REWARD_PRESETS, RewardConfig
 
@@ -253,55 +251,6 @@ class TrainConfig(_Section):
 
 # --- loading -----------------------------------------------------------------------------------
 
-_TYPE_TAGS = {"bool", "int", "float", "str"}  # pydantic union-member tags (none is a key here)
-
-
-def _key_path(loc: Iterable[Any]) -> tuple[str | int, ...]:
-    # pydantic puts union members' tags ("literal['auto']", "bool") into error locations
-    return tuple(p for p in loc if isinstance(p, int) or (p not in _TYPE_TAGS and not re.search(r"[\[(]", p)))
-
-
-def _known_keys(path: tuple[str | int, ...], root: Any = None) -> list[str]:
-    model: Any = TrainConfig if root is None else root
-    for part in path[:-1]:
-        field = fields_of(model).get(str(part))
-        if field is None:
-            return []
-        model = next(iter(_models_in(field.annotation)), None)
-        if model is None:
-            return []
-    return sorted(fields_of(model))
-
-
-def _report(err: ValidationError, sources: Sources, *, root: Any = None,
-            doc: str = "configs/train/curriculum-agent0.yaml") -> ConfigError:
-    lines: dict[tuple[str | int, ...], str] = {}
-    for error in err.errors():
-        path = _key_path(error["loc"])
-        if path in lines:
-            continue  # a union fails once per member: the first message is enough
-        key = ".".join(map(str, path)) or "(top level)"
-        where = sources.where(path) if path else "config"
-        if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
-            known = _known_keys(path, root)
-            close = closest_name(str(path[-1]), known)
-            fix = f"did you mean '{close}'?" if close else f"known keys here: {', '.join(known)}"
-            lines[path] = f"{where}: {key}: unknown key\n    fix: {fix}"
-        elif error["type"] == "missing":
-            lines[path] = f"{where}: {key}: required key is missing\n    fix: add '{path[-1]}:'"
-        else:
-            given = error.get("input")
-            shown = "" if isinstance(given, (dict, list)) or given is None else f" (got {given!r})"
-            message = str(error["msg"]).removeprefix("Value error, ")
-            if error["type"] == "dataclass_type":  # a frozen value's section (budget, sampling) given as a scalar
-                message = "Input should be a valid dictionary"
-            lines[path] = f"{where}: {key}: {message}{shown}"
-    body = "\n".join(f"  {line}" for line in lines.values())
-    first = next(iter(lines), ())  # the first bad key, as data (the CLI and tests read it, not the text)
-    return ConfigError("the training configuration is invalid:\n" + body, hint=f"{doc} documents every key",
-                       key=first or None, source=sources.where(first) if first else None)
-
-
 def load_train_config(path: str | Path | None = None, overrides: Iterable[Override] = ()) -> TrainConfig:
     """Resolve the training configuration: flags > the file at ``path`` > defaults.
 
@@ -326,7 +275,9 @@ def read_config(schema: type[C], path: str | Path | None, overrides: Iterable[Ov
         layers.append(read_yaml(path))
     data, sources = resolve_layers(layers, version=version, hint="upgrade frontier-qa")
     config = validate_layers(schema, layers, data, sources,
-                             lambda err, _data, where: _report(err, where, root=schema, doc=doc))
+                             lambda err, data, where: report(err, data, where, root=schema,
+                                                             title="the training configuration",
+                                                             hint=f"{doc} documents every key"))
     register_secrets(secret_values(data))  # its keys and header values are masked everywhere from now on
     located: Any = config  # every trainer config has the private _sources
     located._sources = sources
