@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from frontier_qa.config.layers import Override
+from frontier_qa.curricula.spec import DOMAINS
 from frontier_qa.errors import ConfigError, closest_name
 from frontier_qa.scoring.bands import AGENT0_BAND
 from frontier_qa.store.records import CLASS_ORDER, CaseClass
@@ -35,7 +36,7 @@ KEYWORDS: dict[str, str] = {
                   "a Curriculum object, or a function returning one",
     "generator": "task generator(s) searched for where the agent's ability ends: a name ('arithmetic'), "
                  "'file.py:name', a Generator, a {'use': ..., 'knobs': {...}} entry, or a list of these",
-    "domain": "prompted curriculum domain: math, general, tools, open_ended, workflow",
+    "domain": "prompted curriculum domain: " + ", ".join(DOMAINS),
     "topics": "topics for a prompted curriculum (a string or a list)",
     "agent_description": "what the agent does (workflow domain)",
     "tools": "JSON/YAML file of OpenAI tool schemas (tools domain)",

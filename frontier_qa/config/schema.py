@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from frontier_qa._compat import renamed
 from frontier_qa._schema import field_of, frozen_value
+from frontier_qa.curricula.spec import CURRICULUM_SAMPLING, Domain
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.sequential import DEFAULT_POLICY
 from frontier_qa.probing.settings import ProbeSettings
@@ -110,7 +111,7 @@ class CurriculumConfig(_Section):
                                           "word_problems), FILE.py:NAME / MODULE:NAME, or {use, knobs} entries")
     search: BoundarySearchConfig = Field(default_factory=BoundarySearchConfig)
     model: ModelConfig | None = Field(None, description="prompted/trained: the model that writes tasks")
-    domain: Literal["math", "general", "tools", "open_ended", "workflow"] = "math"
+    domain: Domain = "math"
     topics: list[str] = Field(default_factory=list, description="topics to rotate through (empty: the model picks)")
     topic_from: Literal["text", "asked"] = Field(
         "text", description="a generated task's topic: the nearest of `topics` to its text (sentence embedding, the "
@@ -121,9 +122,7 @@ class CurriculumConfig(_Section):
     path: str | None = Field(None, description="file: JSONL/YAML cases or an exported suite")
     shuffle: bool = False
     limit: int | None = Field(None, ge=0, description="file: propose at most this many cases")
-    sampling: Sampling = Field(
-        default_factory=lambda: Sampling(temperature=1.0, top_p=0.99, max_tokens=1024)  # Agent0 A.1
-    )
+    sampling: Sampling = Field(default_factory=lambda: CURRICULUM_SAMPLING)  # Agent0 A.1
     history_examples: int = Field(3, ge=0)
     ask_solution: bool = True
     ask_difficulty: bool = True

@@ -44,14 +44,14 @@ from frontier_qa.config import (
 from frontier_qa.config.diagnostics import report
 from frontier_qa.config.layers import validate_layers
 from frontier_qa.config.schema import located_error
+from frontier_qa.curricula.spec import CURRICULUM_SAMPLING, STYLES, TRAINED_DOMAINS, PromptOptions
 from frontier_qa.errors import BudgetExceededError, ConfigError
 from frontier_qa.redaction import register_secrets, secret_values
 from frontier_qa.scoring.rewards import REWARD_PRESETS, RewardConfig
 
 TRAIN_CONFIG_VERSION: Final = 1
 C = TypeVar("C", bound=BaseModel)
-DOMAINS = ("math", "general", "open_ended", "workflow")
-STYLES = ("instruct", "few_shot", "plain")
+DOMAINS = TRAINED_DOMAINS
 
 
 class _Section(BaseModel):
@@ -85,28 +85,24 @@ class PromptSection(_Section):
     prefill: str = Field("", description="text the assistant turn starts with (continued by the model)")
 
 
-class CurriculumSection(_Section):
-    """The prompt the model learns to answer with tasks (the one `frontier-qa probe` will send)."""
+class CurriculumSection(PromptOptions):
+    """The prompt the model learns to answer with tasks (the one `frontier-qa probe` will send): the
+    prompt options the card keeps (:class:`~frontier_qa.curricula.spec.PromptOptions`) and the files
+    and rows of the training set.
+    """
 
-    domain: Literal["math", "general", "open_ended", "workflow"] = "math"
-    style: Literal["instruct", "few_shot", "plain"] = "instruct"
-    topics: list[str] = Field(default_factory=list, description="rotated through the prompts; [] = any")
-    ask_solution: bool = Field(False, description="instruct: ask for a program (off: Agent0 Table 7 exactly)")
-    ask_difficulty: bool = Field(False, description="instruct: ask for a difficulty prediction")
-    agent_description: str | None = Field(None, description="workflow: what the agent under test does")
     tools: str | None = Field(None, description="workflow: JSON/YAML file of the agent's tool schemas")
-    answer_format: str | None = Field(None, description="workflow: text | final_answer; plain: any format")
     examples: str | None = Field(None, description="few_shot: JSONL/YAML worked examples")
     prompt: PromptSection | None = Field(None, description="plain: your own prompt")
-    case_system: str | None = Field(None, description="system prompt of the tasks; null: per domain, '': none")
-    dedupe_threshold: float | None = Field(0.5, ge=0, le=1,
-                                              description="few_shot: copies of examples fail; null or 0: off")
     rows: int | None = Field(None, ge=1, description="prompt rows in the dataset (null: one per task)")
 
-    @field_validator("dedupe_threshold")
+    @field_validator("domain")
     @classmethod
-    def _zero_is_off(cls, value: float | None) -> float | None:
-        return None if value == 0 else value  # as the probe config reads it: no distance is below 0
+    def _trained_domain(cls, value: str) -> str:
+        if value not in TRAINED_DOMAINS:
+            raise ValueError(f"the curriculum trainer writes no {value!r} tasks; use one of: "
+                             + ", ".join(TRAINED_DOMAINS))
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> CurriculumSection:
@@ -187,9 +183,9 @@ class TrainingSection(_Section):
     learning_rate: float = Field(1e-6, gt=0)
     weight_decay: float = Field(1e-2, ge=0)
     beta: float = Field(1e-2, ge=0, description="KL coefficient (Agent0: 1e-2)")
-    temperature: float = Field(1.0, gt=0)
-    top_p: float = Field(0.99, gt=0, le=1)
-    max_completion_length: int = Field(1024, ge=1, description="tokens per generated task")
+    temperature: float = Field(CURRICULUM_SAMPLING.temperature, gt=0)
+    top_p: float = Field(CURRICULUM_SAMPLING.top_p, gt=0, le=1)
+    max_completion_length: int = Field(CURRICULUM_SAMPLING.max_tokens, ge=1, description="tokens per generated task")
     max_grad_norm: float = Field(1.0, gt=0)
     lr_scheduler_type: str = "constant"
     warmup_steps: int = Field(0, ge=0)

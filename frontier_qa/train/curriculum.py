@@ -170,12 +170,11 @@ def build_task_format(config: TrainConfig) -> TaskFormat:
     tools = load_tools(config) if c.tools else []  # type: ignore[arg-type]
     examples = load_examples(config) if c.examples else None  # type: ignore[arg-type]
     prompt = c.prompt.model_dump() if c.prompt is not None else None
-    options: dict[str, Any] = {} if c.case_system is None else {"case_system": c.case_system}
-    return TaskFormat(c.domain, c.style, topics=c.topics, ask_solution=c.ask_solution,
-                      ask_difficulty=c.ask_difficulty, agent_description=c.agent_description, tools=tools,
-                      answer_format=c.answer_format, examples=examples, prompt=prompt,
-                      dedupe_threshold=c.dedupe_threshold, require_reference=reward_config(config).require_reference,
-                      seed=config.training.seed, **options)
+    options = c.options()  # the prompt options, key for key (curricula.spec.PromptOptions)
+    if options["case_system"] is None:
+        del options["case_system"]  # the domain's default
+    return TaskFormat(**options, tools=tools, examples=examples, prompt=prompt,
+                      require_reference=reward_config(config).require_reference, seed=config.training.seed)
 
 
 def open_reward_target(config: TrainConfig) -> Target:
