@@ -168,6 +168,25 @@ class RewardSection(RewardConfig):
         return RewardConfig(**{name: getattr(self, name) for name in _CONSTANTS})
 
 
+GRPO_KEYS: Final = ("max_steps", "num_generations", "learning_rate", "weight_decay", "beta", "temperature", "top_p",
+                    "max_completion_length", "max_grad_norm", "lr_scheduler_type", "warmup_steps", "save_steps",
+                    "save_total_limit", "logging_steps", "seed", "report_to")
+"""The ``training`` keys that are TRL ``GRPOConfig`` fields of the same name, passed to it as they are
+(TRL documents them; the section gives them Agent0's defaults). The section's other keys are the
+trainer's own (``prompts_per_step``, ``updates_per_generation``), resolved per device (``bf16:
+auto``) or TRL's only when set (``loss_type``); ``extra`` takes any other ``GRPOConfig`` field.
+"""
+
+
+def grpo_fields() -> frozenset[str]:
+    """The field names of TRL's ``GRPOConfig`` (imports TRL: call it when training, not when loading)."""
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    return frozenset(f.name for f in dataclasses.fields(GRPOConfig))
+
+
 class TrainingSection(_Section):
     """GRPO (TRL ``GRPOTrainer``); defaults are Agent0 A.1 (curriculum agent) with one update per round of
     generation; ``configs/train/curriculum-agent0.yaml`` adds the reference's 4 updates per round (20 steps).
@@ -380,6 +399,7 @@ def check_budget(config: TrainConfig, plan: StepPlan, *, extra_calls: int = 0, b
 
 __all__ = [
     "DOMAINS",
+    "GRPO_KEYS",
     "STYLES",
     "TRAIN_CONFIG_VERSION",
     "Budget",
@@ -394,6 +414,7 @@ __all__ = [
     "TrainConfig",
     "TrainingSection",
     "check_budget",
+    "grpo_fields",
     "load_train_config",
     "parse_set",
     "plan_step",
