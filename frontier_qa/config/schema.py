@@ -226,7 +226,7 @@ class ProbingConfig(_Section):
         "agent0", description=f"agent0 ({AGENT0_BAND.low} ≤ p̂ ≤ {AGENT0_BAND.high}), tool-r0 "
                              f"({TOOL_R0_BAND.low}–{TOOL_R0_BAND.high}) or {{low, high}}"
     )
-    sampling: Sampling = Field(default_factory=Sampling)
+    sampling: Sampling = field_of(ProbeSettings, "sampling")
     batch_size: int = field_of(ProbeSettings, "batch_size")
     max_candidates: int | None = field_of(ProbeSettings, "max_candidates")
     saturation_window: int = field_of(ProbeSettings, "saturation_window")
