@@ -91,7 +91,7 @@ def _line_of(where: str) -> tuple[int, str, int]:
 
 
 def _describe(error: Mapping[str, Any], data: dict[str, Any], sources: Sources,
-              root: type[Any]) -> tuple[Path_, str]:
+              root: type[Any], doc: str) -> tuple[Path_, str]:
     path, parents, annotation = _clean(tuple(error["loc"]), data, root)
     key = ".".join(map(str, path)) or "(top level)"
     where = sources.where(path) if path else sources.where(("version",))
@@ -122,7 +122,7 @@ def _describe(error: Mapping[str, Any], data: dict[str, Any], sources: Sources,
     if bound is not None:
         fix = f"set {key} to a number {bound.format(**ctx)}"
     else:
-        fix = _FIXES.get(kind.split("_")[0], "").format(key=key) or f"see `frontier-qa schema` for {key}"
+        fix = _FIXES.get(kind.split("_")[0], "").format(key=key) or f"see {doc} for {key}"
     return path, f"{where}: {key}: {message}{shown}\n  fix: {fix}"
 
 
@@ -130,7 +130,7 @@ PROBE_HINT = "`frontier-qa schema` prints every key; configs/example.yaml explai
 
 
 def report(err: ValidationError, data: dict[str, Any], sources: Sources, *, root: type[Any] = ProbeConfig,
-           title: str = "the configuration", hint: str = PROBE_HINT) -> ConfigError:
+           title: str = "the configuration", hint: str = PROBE_HINT, doc: str = "`frontier-qa schema`") -> ConfigError:
     """``err`` as one :class:`ConfigError`: every bad key in file order, with where it was set
     and the fix; its ``key``/``source`` are the first bad key's, as data.
 
@@ -141,10 +141,11 @@ def report(err: ValidationError, data: dict[str, Any], sources: Sources, *, root
         root: the config's model (the probe's; a trainer's).
         title: what the first line calls the config (``"the training configuration"``).
         hint: where every key is documented.
+        doc: what documents a key, in a fix that has nothing more specific to say.
     """
     described: dict[Path_, list[tuple[bool, str]]] = {}
     for error in err.errors():
-        path, text = _describe(error, data, sources, root)
+        path, text = _describe(error, data, sources, root, doc)
         # a union (band: a preset or a mapping) fails once per member; the telling error is
         # the one of the member the value was meant for: not a type mismatch, nor a preset
         # name check on a mapping

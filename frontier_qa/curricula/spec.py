@@ -16,7 +16,7 @@ builders (:class:`~frontier_qa.curricula.prompted.PromptedCurriculum`,
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -30,6 +30,12 @@ DOMAINS: Final[tuple[str, ...]] = get_args(Domain)
 
 TRAINED_DOMAINS: Final[tuple[str, ...]] = tuple(d for d in DOMAINS if d != "tools")
 """The domains the curriculum trainer writes (a trained model writes no tool-call tasks)."""
+
+if TYPE_CHECKING:
+    TrainedDomain = Domain
+else:
+    TrainedDomain = Literal[TRAINED_DOMAINS]  # a Literal of a tuple is one of its items
+"""A domain of :data:`TRAINED_DOMAINS` (the training config's ``curriculum.domain``)."""
 
 Style = Literal["instruct", "few_shot", "plain"]
 """instruct: tagged templates; few_shot: worked examples (small models); plain: your own prompt (training)."""
@@ -85,4 +91,4 @@ class PromptOptions(BaseModel):
 
 
 __all__ = ["ANSWER_FORMATS", "CURRICULUM_SAMPLING", "DOMAINS", "STYLES", "TRAINED_DOMAINS", "Domain",
-           "PromptOptions", "Style"]
+           "PromptOptions", "Style", "TrainedDomain"]

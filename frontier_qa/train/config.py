@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from pydantic_core import ArgsKwargs
 
 from frontier_qa._compat import renamed
@@ -44,7 +44,7 @@ from frontier_qa.config import (
 from frontier_qa.config.diagnostics import report
 from frontier_qa.config.layers import validate_layers
 from frontier_qa.config.schema import located_error
-from frontier_qa.curricula.spec import CURRICULUM_SAMPLING, STYLES, TRAINED_DOMAINS, PromptOptions
+from frontier_qa.curricula.spec import CURRICULUM_SAMPLING, STYLES, TRAINED_DOMAINS, PromptOptions, TrainedDomain
 from frontier_qa.errors import BudgetExceededError, ConfigError
 from frontier_qa.redaction import register_secrets, secret_values
 from frontier_qa.scoring.rewards import REWARD_PRESETS, RewardConfig
@@ -91,18 +91,11 @@ class CurriculumSection(PromptOptions):
     and rows of the training set.
     """
 
+    domain: TrainedDomain = "math"
     tools: str | None = Field(None, description="workflow: JSON/YAML file of the agent's tool schemas")
     examples: str | None = Field(None, description="few_shot: JSONL/YAML worked examples")
     prompt: PromptSection | None = Field(None, description="plain: your own prompt")
     rows: int | None = Field(None, ge=1, description="prompt rows in the dataset (null: one per task)")
-
-    @field_validator("domain")
-    @classmethod
-    def _trained_domain(cls, value: str) -> str:
-        if value not in TRAINED_DOMAINS:
-            raise ValueError(f"the curriculum trainer writes no {value!r} tasks; use one of: "
-                             + ", ".join(TRAINED_DOMAINS))
-        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> CurriculumSection:
@@ -292,7 +285,7 @@ def read_config(schema: type[C], path: str | Path | None, overrides: Iterable[Ov
     config = validate_layers(schema, layers, data, sources,
                              lambda err, data, where: report(err, data, where, root=schema,
                                                              title="the training configuration",
-                                                             hint=f"{doc} documents every key"))
+                                                             hint=f"{doc} documents every key", doc=doc))
     register_secrets(secret_values(data))  # its keys and header values are masked everywhere from now on
     located: Any = config  # every trainer config has the private _sources
     located._sources = sources
