@@ -158,7 +158,7 @@ def answer_tasks(model: Path, pairs: list[tuple[str, str]], k: int, seed: int, o
     """
     from frontier_qa.runtime import open_target, run_sync
     from frontier_qa.scoring.bands import AGENT0_BAND
-    from frontier_qa.train.pool import PoolTask, score_tasks
+    from frontier_qa.train.pool import PoolTask, label_tasks
 
     target = open_target(f"tools+hf:{model}", cache=False,
                          tool_options={"max_tool_turns": 1, "sandbox": {"timeout_s": 10}})
@@ -170,7 +170,7 @@ def answer_tasks(model: Path, pairs: list[tuple[str, str]], k: int, seed: int, o
 
     async def run() -> list[Any]:
         try:
-            scored = await asyncio.gather(*(score_tasks(target, [t], k=k, sampling=sampling, out=out, band=band)
+            scored = await asyncio.gather(*(label_tasks(target, [t], k=k, sampling=sampling, out=out, band=band)
                                             for t in tasks))
         finally:
             await target.aclose()

@@ -3,7 +3,9 @@
 A pydantic :class:`~pydantic.ValidationError` becomes one :class:`~frontier_qa.errors.ConfigError`
 listing every bad key in file order, each as ``WHERE: KEY: PROBLEM`` plus a ``fix:`` line,
 with "did you mean" for misspelt keys and values and the bounds of numbers out of range;
-never a traceback.
+never a traceback. :func:`report` is the one reporter of every config file: the probe's
+(:class:`~frontier_qa.config.schema.ProbeConfig`) and the trainers'
+(:mod:`frontier_qa.train.config`, :mod:`frontier_qa.train.coevolve_config`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.dataclasses import is_pydantic_dataclass
 from pydantic.fields import FieldInfo
 
-from frontier_qa.config.schema import Path_, ProbeConfig
+from frontier_qa.config.schema import _EXAMPLE_BAND, Path_, ProbeConfig
 from frontier_qa.errors import ConfigError, closest_name
 
 if TYPE_CHECKING:
@@ -46,15 +48,15 @@ def _literals_in(annotation: Any) -> list[str]:
     return [v for arg in get_args(annotation) for v in _literals_in(arg)]
 
 
-def _clean(loc: tuple[Any, ...], data: Any) -> tuple[Path_, list[type[Any]], Any]:
+def _clean(loc: tuple[Any, ...], data: Any, root: type[Any]) -> tuple[Path_, list[type[Any]], Any]:
     """Pydantic's error location as a key path (union tags dropped), the models at its
-    parent, and the field annotation at its end.
+    parent, and the field annotation at its end (``root``: the config's model).
     """
-    models: list[type[Any]] = [ProbeConfig]
+    models: list[type[Any]] = [root]
     parents = models
     node: Any = data
     path: list[str | int] = []
-    annotation: Any = ProbeConfig
+    annotation: Any = root
     for part in loc:
         fields = {name: field for m in models for name, field in fields_of(m).items()}
         if isinstance(node, list) and isinstance(part, int):
@@ -88,8 +90,9 @@ def _line_of(where: str) -> tuple[int, str, int]:
     return (0, file, int(line)) if line.isdigit() else (1, where, 0)
 
 
-def _describe(error: Mapping[str, Any], data: dict[str, Any], sources: Sources) -> tuple[Path_, str]:
-    path, parents, annotation = _clean(tuple(error["loc"]), data)
+def _describe(error: Mapping[str, Any], data: dict[str, Any], sources: Sources,
+              root: type[Any], doc: str) -> tuple[Path_, str]:
+    path, parents, annotation = _clean(tuple(error["loc"]), data, root)
     key = ".".join(map(str, path)) or "(top level)"
     where = sources.where(path) if path else sources.where(("version",))
     kind = error["type"]
@@ -107,7 +110,7 @@ def _describe(error: Mapping[str, Any], data: dict[str, Any], sources: Sources) 
         close = closest_name(given, choices, cutoff=0.5)
         fix = (f"did you mean '{close}'? " if close else "") + f"use one of: {', '.join(choices)}"
         if _models_in(annotation):
-            fix += " (or a mapping such as {low: 0.3, high: 0.8})"
+            fix += f" (or a mapping such as {_EXAMPLE_BAND})"
         return path, f"{where}: {key}: {given!r} is not allowed\n  fix: {fix}"
     shown = "" if isinstance(given, (dict, list)) or given is None else f" (got {given!r})"
     message = str(error["msg"]).removeprefix("Value error, ")
@@ -119,14 +122,30 @@ def _describe(error: Mapping[str, Any], data: dict[str, Any], sources: Sources) 
     if bound is not None:
         fix = f"set {key} to a number {bound.format(**ctx)}"
     else:
-        fix = _FIXES.get(kind.split("_")[0], "").format(key=key) or f"see `frontier-qa schema` for {key}"
+        fix = _FIXES.get(kind.split("_")[0], "").format(key=key) or f"see {doc} for {key}"
     return path, f"{where}: {key}: {message}{shown}\n  fix: {fix}"
 
 
-def _report(err: ValidationError, data: dict[str, Any], sources: Sources) -> ConfigError:
+PROBE_HINT = "`frontier-qa schema` prints every key; configs/example.yaml explains them"
+
+
+def report(err: ValidationError, data: dict[str, Any], sources: Sources, *, root: type[Any] = ProbeConfig,
+           title: str = "the configuration", hint: str = PROBE_HINT, doc: str = "`frontier-qa schema`") -> ConfigError:
+    """``err`` as one :class:`ConfigError`: every bad key in file order, with where it was set
+    and the fix; its ``key``/``source`` are the first bad key's, as data.
+
+    Args:
+        err: pydantic's error from validating ``data`` as ``root``.
+        data: the merged config (:func:`~frontier_qa.config.layers.resolve_layers`).
+        sources: where each key was set.
+        root: the config's model (the probe's; a trainer's).
+        title: what the first line calls the config (``"the training configuration"``).
+        hint: where every key is documented.
+        doc: what documents a key, in a fix that has nothing more specific to say.
+    """
     described: dict[Path_, list[tuple[bool, str]]] = {}
     for error in err.errors():
-        path, text = _describe(error, data, sources)
+        path, text = _describe(error, data, sources, root, doc)
         # a union (band: a preset or a mapping) fails once per member; the telling error is
         # the one of the member the value was meant for: not a type mismatch, nor a preset
         # name check on a mapping
@@ -134,9 +153,11 @@ def _report(err: ValidationError, data: dict[str, Any], sources: Sources) -> Con
         off = kind.endswith("_type") or (kind == "literal_error" and not isinstance(error.get("input"), str))
         described.setdefault(path, []).append((off, text))
     lines = []
-    for entries in sorted(described.values(), key=lambda e: _line_of(e[0][1].split(": ", 1)[0])):
+    ordered = sorted(described.items(), key=lambda item: _line_of(item[1][0][1].split(": ", 1)[0]))
+    for _path, entries in ordered:
         lines.append(next((t for off, t in entries if not off), entries[0][1]))
-    head = "the configuration is invalid:" if len(lines) > 1 else "the configuration is invalid: "
+    head = f"{title} is invalid:" if len(lines) > 1 else f"{title} is invalid: "
     body = "\n".join(f"  {line}".replace("\n  fix:", "\n    fix:") for line in lines) if len(lines) > 1 else lines[0]
-    return ConfigError(head + ("\n" if len(lines) > 1 else "") + body,
-                       hint="`frontier-qa schema` prints every key; configs/example.yaml explains them")
+    first = ordered[0][0] if ordered else ()  # the first bad key, as data (the CLI and tests read it, not the text)
+    return ConfigError(head + ("\n" if len(lines) > 1 else "") + body, hint=hint,
+                       key=first or None, source=sources.where(first) if first else None)

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from frontier_qa.config.layers import Override
+from frontier_qa.curricula.spec import DOMAINS
 from frontier_qa.errors import ConfigError, closest_name
+from frontier_qa.scoring.bands import AGENT0_BAND
 from frontier_qa.store.records import CLASS_ORDER, CaseClass
 
 DEFAULT_CLASSES = ("failure", "suspect", "frontier")
@@ -34,7 +36,7 @@ KEYWORDS: dict[str, str] = {
                   "a Curriculum object, or a function returning one",
     "generator": "task generator(s) searched for where the agent's ability ends: a name ('arithmetic'), "
                  "'file.py:name', a Generator, a {'use': ..., 'knobs': {...}} entry, or a list of these",
-    "domain": "prompted curriculum domain: math, general, tools, open_ended, workflow",
+    "domain": "prompted curriculum domain: " + ", ".join(DOMAINS),
     "topics": "topics for a prompted curriculum (a string or a list)",
     "agent_description": "what the agent does (workflow domain)",
     "tools": "JSON/YAML file of OpenAI tool schemas (tools domain)",
@@ -150,7 +152,9 @@ def _band(value: Any, where: str) -> Any:
             return {"low": float(pair[0]), "high": float(pair[1])}
         except (TypeError, ValueError):
             pass
-    raise _bad(where, f"band={value!r} is not understood", "write band='agent0', 'tool-r0', '0.3:0.8' or (0.3, 0.8)")
+    lo, hi = AGENT0_BAND.limits
+    raise _bad(where, f"band={value!r} is not understood",
+               f"write band='agent0', 'tool-r0', '{lo}:{hi}' or ({lo}, {hi})")
 
 
 def _curriculum(value: Any, label: str, where: str, base: Path) -> tuple[list[Override], Any]:

@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails
 
-from frontier_qa.config.diagnostics import _report
+from frontier_qa.config.diagnostics import report
 from frontier_qa.config.schema import CONFIG_VERSION, ENV_PREFIX, MODEL_SECTIONS, Path_, ProbeConfig
 from frontier_qa.errors import ConfigError, closest_name, read_text
 from frontier_qa.redaction import is_secret_name, register_secrets, secret_values
@@ -397,7 +397,7 @@ def load_config(
                                         "(git pull, then pip install -e . in the checkout)")
     if path is not None:
         anchor_spec_files(data, layers, Path(path).parent)
-    config = validate_layers(ProbeConfig, layers, data, sources, _report)
+    config = validate_layers(ProbeConfig, layers, data, sources, report)
     register_secrets(secret_values(data))  # its keys and header values are masked everywhere from now on
     config._sources = sources
     return config

@@ -18,11 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from frontier_qa._compat import renamed
 from frontier_qa._schema import field_of, frozen_value
+from frontier_qa.curricula.spec import CURRICULUM_SAMPLING, Domain
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.sequential import DEFAULT_POLICY
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.reports.gate import GateThresholds
 from frontier_qa.runtime.limits import Backoff, Budget, Limits  # noqa: F401 (Backoff: the old BackoffConfig name)
+from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND
 from frontier_qa.store.case_store import Shard, StoreError
 from frontier_qa.store.comparison import RegressionPolicy
 from frontier_qa.target import Sampling
@@ -109,7 +111,7 @@ class CurriculumConfig(_Section):
                                           "word_problems), FILE.py:NAME / MODULE:NAME, or {use, knobs} entries")
     search: BoundarySearchConfig = Field(default_factory=BoundarySearchConfig)
     model: ModelConfig | None = Field(None, description="prompted/trained: the model that writes tasks")
-    domain: Literal["math", "general", "tools", "open_ended", "workflow"] = "math"
+    domain: Domain = "math"
     topics: list[str] = Field(default_factory=list, description="topics to rotate through (empty: the model picks)")
     topic_from: Literal["text", "asked"] = Field(
         "text", description="a generated task's topic: the nearest of `topics` to its text (sentence embedding, the "
@@ -120,9 +122,7 @@ class CurriculumConfig(_Section):
     path: str | None = Field(None, description="file: JSONL/YAML cases or an exported suite")
     shuffle: bool = False
     limit: int | None = Field(None, ge=0, description="file: propose at most this many cases")
-    sampling: Sampling = Field(
-        default_factory=lambda: Sampling(temperature=1.0, top_p=0.99, max_tokens=1024)  # Agent0 A.1
-    )
+    sampling: Sampling = Field(default_factory=lambda: CURRICULUM_SAMPLING)  # Agent0 A.1
     history_examples: int = Field(3, ge=0)
     ask_solution: bool = True
     ask_difficulty: bool = True
@@ -184,6 +184,9 @@ class ValidationConfig(_Section):
         return None if value == 0 else value  # no distance is below 0: the same as off
 
 
+_EXAMPLE_BAND = f"{{low: {AGENT0_BAND.low}, high: {AGENT0_BAND.high}}}"
+
+
 class BandRange(_Section):
     """A custom frontier band, inclusive, on p̂."""
 
@@ -193,7 +196,7 @@ class BandRange(_Section):
     @model_validator(mode="after")
     def _ordered(self) -> BandRange:
         if self.low > self.high:
-            raise ValueError(f"low ({self.low}) is above high ({self.high}); write e.g. {{low: 0.3, high: 0.8}}")
+            raise ValueError(f"low ({self.low}) is above high ({self.high}); write e.g. {_EXAMPLE_BAND}")
         return self
 
 
@@ -220,9 +223,10 @@ class ProbingConfig(_Section):
     prior: str | None = Field(None, description="a population prior to start from (JSON, MajorityPrior.to_json)")
     prior_from_store: bool = field_of(ProbeSettings, "prior_from_store")
     band: Literal["agent0", "tool-r0"] | BandRange = Field(
-        "agent0", description="agent0 (0.3 ≤ p̂ ≤ 0.8), tool-r0 (0.25–0.75) or {low, high}"
+        "agent0", description=f"agent0 ({AGENT0_BAND.low} ≤ p̂ ≤ {AGENT0_BAND.high}), tool-r0 "
+                             f"({TOOL_R0_BAND.low}–{TOOL_R0_BAND.high}) or {{low, high}}"
     )
-    sampling: Sampling = Field(default_factory=Sampling)
+    sampling: Sampling = field_of(ProbeSettings, "sampling")
     batch_size: int = field_of(ProbeSettings, "batch_size")
     max_candidates: int | None = field_of(ProbeSettings, "max_candidates")
     saturation_window: int = field_of(ProbeSettings, "saturation_window")

@@ -27,16 +27,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
+from pydantic import Field, ValidationError, field_serializer
 
 from frontier_qa._compat import renamed
+from frontier_qa.curricula.spec import ANSWER_FORMATS, PromptOptions
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.curriculum import Outcome, Proposal
 from frontier_qa.target import Case, Sampling, Target
 
 CARD_FILE = "frontier-qa-curriculum.json"
 CARD_VERSION: Final = 1
-_ANSWER_FORMATS = {"math": "boxed", "general": "boxed", "open_ended": "text", "workflow": "text"}
 
 
 _CARD_SAMPLING = ("temperature", "top_p", "max_tokens")
@@ -45,33 +45,19 @@ _CARD_SAMPLING = ("temperature", "top_p", "max_tokens")
 ``stop`` and ``seed``, which training does not set (the file's keys are those of version 1)."""
 
 
-class CurriculumCard(BaseModel):
-    """The curriculum settings a checkpoint was trained with (``frontier-qa-curriculum.json``)."""
-
-    model_config = ConfigDict(extra="forbid")
+class CurriculumCard(PromptOptions):
+    """The curriculum settings a checkpoint was trained with (``frontier-qa-curriculum.json``):
+    the training config's prompt options (:class:`~frontier_qa.curricula.spec.PromptOptions`,
+    key for key), the files it read (tools, examples) and how training sampled.
+    """
 
     version: Literal[1] = CARD_VERSION
-    domain: str
-    style: str
-    topics: list[str] = Field(default_factory=list)
-    ask_solution: bool = False
-    ask_difficulty: bool = False
-    agent_description: str | None = None
-    answer_format: str | None = None
     tools: list[dict[str, Any]] = Field(default_factory=list, description="the tool schemas shown (workflow)")
     examples: list[dict[str, Any]] | None = Field(None, description="few_shot: the worked examples (null: built-in)")
     prompt: dict[str, Any] | None = Field(None, description="plain: {system, user, prefill}")
-    case_system: str | None = Field(None, description="the tasks' system prompt (null: the domain's default)")
     case_system_set: bool = Field(False, description="case_system was given (null then means: none)")
-    dedupe_threshold: float | None = Field(0.5, ge=0, le=1, description="few_shot: copies of examples fail; "
-                                                                           "null or 0: off")
     seed: int = 0
     sampling: Sampling = Field(description="how training sampled the curriculum (temperature, top_p, max_tokens)")
-
-    @field_validator("dedupe_threshold")
-    @classmethod
-    def _zero_is_off(cls, value: float | None) -> float | None:
-        return None if value == 0 else value  # as the probe config reads it: no distance is below 0
 
     @field_serializer("sampling")
     def _training_sampling(self, sampling: Sampling) -> dict[str, Any]:
@@ -181,7 +167,7 @@ class PlainPromptCurriculum:
         if card.style != "plain" or not (card.prompt or {}).get("user"):
             raise ConfigError(f"a {card.style!r} card has no plain prompt", hint="ask it with the prompted curriculum")
         self.card, self.model, self.sampling = card, model, sampling
-        self.answer_format = card.answer_format or _ANSWER_FORMATS.get(card.domain, "text")
+        self.answer_format = card.answer_format or ANSWER_FORMATS[card.domain]
         self.case_system = card.case_system if card.case_system_set else \
             tpl.default_case_system(card.domain, self.answer_format)
         self.name = f"trained:plain@{getattr(model, 'id', type(model).__name__)}"

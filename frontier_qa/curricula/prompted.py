@@ -36,6 +36,8 @@ from typing import Any
 
 from frontier_qa.curricula import few_shot
 from frontier_qa.curricula import templates as tpl
+from frontier_qa.curricula.spec import ANSWER_FORMATS, CURRICULUM_SAMPLING, DOMAINS
+from frontier_qa.curricula.spec import STYLES as ALL_STYLES
 from frontier_qa.curricula.topics import TOPIC_FROM, TopicAssigner
 from frontier_qa.errors import ConfigError, FrontierQAError
 from frontier_qa.probing.curriculum import History, Outcome, Proposal
@@ -44,10 +46,9 @@ from frontier_qa.target import Case, Sampling, Target, Trajectory, stable_seed
 
 log = logging.getLogger(__name__)
 
-DOMAINS: tuple[str, ...] = ("math", "general", "tools", "open_ended", "workflow")
-STYLES: tuple[str, ...] = ("instruct", "few_shot")
+STYLES: tuple[str, ...] = tuple(s for s in ALL_STYLES if s != "plain")  # plain: a trained checkpoint's card
 FEW_SHOT_SHOWN = 5  # worked examples per few-shot prompt
-DEFAULT_SAMPLING = Sampling(temperature=1.0, top_p=0.99, max_tokens=1024)
+DEFAULT_SAMPLING = CURRICULUM_SAMPLING
 """Agent0 A.1: the curriculum samples at temperature 1.0, top-p 0.99."""
 
 _TEMPLATES = {"math": "agent0-table7", "general": "agent0-table7-general", "tools": "tool-r0",
@@ -199,8 +200,8 @@ class PromptedCurriculum:
         self.history_examples = history_examples
         self.ask_solution = ask_solution
         self.ask_difficulty = ask_difficulty
-        self.answer_format = {"math": "boxed", "general": "boxed", "tools": "json:calls",
-                              "open_ended": "text"}.get(domain, answer_format or "text")
+        self.answer_format = (answer_format or ANSWER_FORMATS[domain]) if domain == "workflow" \
+            else ANSWER_FORMATS[domain]
         self.case_system = self._default_case_system() if case_system is _KEEP else case_system
         self.style = style
         self.examples = few_shot.load_examples(examples) if examples is not None else few_shot.MATH_EXAMPLES

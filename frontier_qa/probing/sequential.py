@@ -103,7 +103,7 @@ class SequentialConfig:
     def __post_init__(self) -> None:
         lo, hi = self.band
         if not 0.0 <= lo <= hi <= 1.0:
-            raise ConfigError(f"band={self.band} must satisfy 0 ≤ low ≤ high ≤ 1", hint="Agent0 uses (0.3, 0.8)")
+            raise ConfigError(f"band={self.band} must satisfy 0 ≤ low ≤ high ≤ 1", hint=f"Agent0 uses {AGENT0_LIMITS}")
         for name in ("confidence", "confidence_out"):
             value = getattr(self, name)
             if value is not None and not 0.5 < value < 1.0:

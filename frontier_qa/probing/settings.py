@@ -72,7 +72,7 @@ class ProbeSettings:
     band: InstanceOf[Band] = AGENT0_BAND
     k: Annotated[int, Field(ge=1, description="samples per case (k_max with sequential sampling)")] = 30
     sequential: InstanceOf[SequentialConfig] | None = Field(default_factory=SequentialConfig)
-    sampling: Sampling = Sampling(temperature=1.0, max_tokens=512)
+    sampling: Sampling = Field(default_factory=Sampling)  # T = 1, 512 tokens
     batch_size: Annotated[int, Field(ge=1, description="proposals asked per round")] = 8
     max_candidates: Annotated[int | None, Field(
         ge=0, description="proposals considered in total; null: no cap")] = 200

@@ -55,18 +55,20 @@ def _check_k(k: int) -> int:
     return int(k)
 
 
-def in_band(p_hat: float, low: float = 0.3, high: float = 0.8) -> bool:
+def in_band(p_hat: float, low: float | None = None, high: float | None = None) -> bool:
     """Whether low ≤ p̂ ≤ high, both ends inclusive (Agent0's executor filter).
 
     Args:
         p_hat: self-consistency in [0, 1].
-        low: lower edge (Agent0: 0.3).
-        high: upper edge (Agent0: 0.8).
+        low: lower edge (``None``: :class:`Band`'s default, Agent0's 0.3).
+        high: upper edge (``None``: :class:`Band`'s default, Agent0's 0.8).
 
     Raises:
         ConfigError: p̂ outside [0, 1] or not a number.
     """
     p = check_p_hat(p_hat)
+    low = AGENT0_BAND.low if low is None else low
+    high = AGENT0_BAND.high if high is None else high
     return low - EPSILON <= p <= high + EPSILON
 
 
@@ -113,16 +115,19 @@ def soft_band(
 class Band:
     """A difficulty band on p̂: hard (in or out) or soft (Gaussian shoulders).
 
+    The one definition of the frontier band: its defaults are Agent0's edges (0.3, 0.8), and
+    every default band elsewhere (configs, the trainers, reports) is :data:`AGENT0_BAND`.
+
     Attributes:
-        low: lower edge, inclusive, in [0, 1].
-        high: upper edge, inclusive, in [low, 1].
+        low: lower edge, inclusive, in [0, 1] (default: Agent0's 0.3).
+        high: upper edge, inclusive, in [low, 1] (default: Agent0's 0.8).
         sigma: Gaussian width of a soft band's shoulders; ``None`` for a hard band.
         floor_unsolved: score 0 when p̂ < 1/k (Tool-R0); only applies when ``k`` is given.
         name: label used in reports.
     """
 
-    low: float
-    high: float
+    low: float = 0.3
+    high: float = 0.8
     sigma: float | None = None
     floor_unsolved: bool = False
     name: str = "band"
@@ -131,7 +136,7 @@ class Band:
         if not (0.0 <= self.low <= self.high <= 1.0):
             raise ConfigError(
                 f"band {self.name!r} needs 0 <= low <= high <= 1; got low={self.low!r}, high={self.high!r}",
-                hint="e.g. Band(0.3, 0.8) for Agent0's frontier band",
+                hint="e.g. Band() (0.3, 0.8) for Agent0's frontier band",
             )
         if self.sigma is not None and not (math.isfinite(self.sigma) and self.sigma > 0):
             raise ConfigError(f"band {self.name!r}: sigma must be positive or None; got {self.sigma!r}")
@@ -147,6 +152,11 @@ class Band:
         """Whether low ≤ p̂ ≤ high (inclusive, with :data:`EPSILON` slack)."""
         return in_band(p_hat, self.low, self.high)
 
+    @property
+    def limits(self) -> tuple[float, float]:
+        """``(low, high)``: the band as the configs and the sequential policy write it."""
+        return (self.low, self.high)
+
     def score(self, p_hat: float, k: int | None = None) -> float:
         """How well p̂ fits the band, in [0, 1].
 
@@ -161,7 +171,7 @@ class Band:
         return soft_band(p_hat, floor_k, self.low, self.high, self.sigma)
 
 
-AGENT0_BAND = Band(0.3, 0.8, name="agent0")
+AGENT0_BAND = Band(name="agent0")
 """Agent0's executor-training filter: 0.3 ≤ p̂ ≤ 0.8 (paper §4.1; reference code, inclusive)."""
 
 TOOL_R0_BAND = Band(0.25, 0.75, sigma=0.12, floor_unsolved=True, name="tool-r0")

@@ -29,7 +29,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "TrainConfig", "load_train_config", "plan_step", "check_budget", "reward_config", "StepPlan",
     ),
     "frontier_qa.train.prompts": ("TaskFormat", "Task", "render_text"),
-    "frontier_qa.train.reward": ("TargetReward", "score_tasks"),
+    "frontier_qa.train.reward": ("TargetReward", "curriculum_rewards"),
     "frontier_qa.train.tasks": ("TaskRecord", "TaskLog", "read_tasks", "summarize", "StepSummary"),
     "frontier_qa.train.curriculum": ("TrainResult", "train_curriculum", "merge_adapter", "preflight"),
     "frontier_qa.train.adpo": ("ADPOSchedule", "advantage_scale", "clip_high", "PseudoLabelReward"),
@@ -71,7 +71,7 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.train.prompts import TaskFormat as TaskFormat
     from frontier_qa.train.prompts import render_text as render_text
     from frontier_qa.train.reward import TargetReward as TargetReward
-    from frontier_qa.train.reward import score_tasks as score_tasks
+    from frontier_qa.train.reward import curriculum_rewards as curriculum_rewards
     from frontier_qa.train.rollout import mask_observations as mask_observations
     from frontier_qa.train.rollout import pad_rollouts as pad_rollouts
     from frontier_qa.train.tasks import StepSummary as StepSummary

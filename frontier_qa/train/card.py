@@ -18,14 +18,12 @@ def card_from_config(config: Any, task_format: Any) -> CurriculumCard:
     """
     c, t = config.curriculum, config.training
     return CurriculumCard(
-        domain=c.domain, style=c.style, topics=list(c.topics), ask_solution=c.ask_solution,
-        ask_difficulty=c.ask_difficulty, agent_description=c.agent_description, answer_format=c.answer_format,
+        **c.options(),  # the prompt options, key for key (curricula.spec.PromptOptions)
         tools=[dict(x) for x in task_format.tools],
         examples=[{"problem": e.problem, "answer": e.answer, "program": e.program} for e in task_format.examples]
         if c.examples else None,
         prompt=c.prompt.model_dump() if c.prompt is not None else None,
-        case_system=c.case_system, case_system_set=c.case_system is not None,
-        dedupe_threshold=c.dedupe_threshold, seed=t.seed,
+        case_system_set=c.case_system is not None, seed=t.seed,
         sampling=Sampling(temperature=t.temperature, top_p=t.top_p, max_tokens=t.max_completion_length),
     )
 

@@ -216,7 +216,7 @@ def _phase_pool(config: CoevolveConfig, t: int, it: IterationState, executors: E
                                               say=lambda line: say(f"[iter {t}] pool: {line}")))
     finally:
         close_target(curriculum)
-    scored = run_sync(pools.score_tasks(executors.get(executor), tasks, k=config.pool.k,
+    scored = run_sync(pools.label_tasks(executors.get(executor), tasks, k=config.pool.k,
                                         sampling=_sampling(config.executor.sampling, config.seed),
                                         out=folder / pools.SCORED_FILE, band=config.pool.band,
                                         max_concurrent=config.pool.max_concurrent_tasks,

@@ -19,6 +19,7 @@ that set it and the fix. Nothing here imports torch or TRL.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -27,7 +28,9 @@ from pydantic import Field, PrivateAttr, field_validator
 from frontier_qa._compat import renamed
 from frontier_qa.config import Override, Sampling, Sources
 from frontier_qa.config.schema import located_error
+from frontier_qa.curricula.spec import CURRICULUM_SAMPLING
 from frontier_qa.errors import ConfigError
+from frontier_qa.scoring.bands import AGENT0_BAND
 from frontier_qa.train.adpo import ADPOSchedule
 from frontier_qa.train.config import (
     GenerationSection,
@@ -112,10 +115,9 @@ class PoolSection(_Section):
 
     size: int = Field(64, ge=1, description="tasks asked of the frozen curriculum per iteration")
     k: int = Field(10, ge=1, description="executor samples per task (Agent0: 10)")
-    band: tuple[float, float] = Field((0.3, 0.8), description="keep tasks with low <= p̂ <= high (Agent0)")
+    band: tuple[float, float] = Field(AGENT0_BAND.limits, description="keep tasks with low <= p̂ <= high (Agent0)")
     max_tasks: int | None = Field(None, ge=1, description="cap on the filtered set (null: all)")
-    sampling: Sampling = Field(default_factory=lambda: Sampling(temperature=1.0, top_p=0.99,
-                                                                            max_tokens=256),
+    sampling: Sampling = Field(default_factory=lambda: replace(CURRICULUM_SAMPLING, max_tokens=256),
                                      description="the curriculum's sampling when writing tasks")
     max_concurrent_tasks: int = Field(8, ge=1, description="tasks sampled at once")
 

@@ -21,13 +21,12 @@ and the fix, never a traceback. Nothing here imports torch or TRL.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from pydantic_core import ArgsKwargs
 
 from frontier_qa._compat import renamed
@@ -36,24 +35,23 @@ from frontier_qa.config import (
     Budget,
     Override,
     Sampling,
-    Sources,
     TargetConfig,
     parse_set,
     read_overrides,
     read_yaml,
     resolve_layers,
 )
-from frontier_qa.config.diagnostics import _models_in, fields_of
+from frontier_qa.config.diagnostics import report
 from frontier_qa.config.layers import validate_layers
 from frontier_qa.config.schema import located_error
-from frontier_qa.errors import BudgetExceededError, ConfigError, closest_name
+from frontier_qa.curricula.spec import CURRICULUM_SAMPLING, STYLES, TRAINED_DOMAINS, PromptOptions, TrainedDomain
+from frontier_qa.errors import BudgetExceededError, ConfigError
 from frontier_qa.redaction import register_secrets, secret_values
 from frontier_qa.scoring.rewards import REWARD_PRESETS, RewardConfig
 
 TRAIN_CONFIG_VERSION: Final = 1
 C = TypeVar("C", bound=BaseModel)
-DOMAINS = ("math", "general", "open_ended", "workflow")
-STYLES = ("instruct", "few_shot", "plain")
+DOMAINS = TRAINED_DOMAINS
 
 
 class _Section(BaseModel):
@@ -87,28 +85,17 @@ class PromptSection(_Section):
     prefill: str = Field("", description="text the assistant turn starts with (continued by the model)")
 
 
-class CurriculumSection(_Section):
-    """The prompt the model learns to answer with tasks (the one `frontier-qa probe` will send)."""
+class CurriculumSection(PromptOptions):
+    """The prompt the model learns to answer with tasks (the one `frontier-qa probe` will send): the
+    prompt options the card keeps (:class:`~frontier_qa.curricula.spec.PromptOptions`) and the files
+    and rows of the training set.
+    """
 
-    domain: Literal["math", "general", "open_ended", "workflow"] = "math"
-    style: Literal["instruct", "few_shot", "plain"] = "instruct"
-    topics: list[str] = Field(default_factory=list, description="rotated through the prompts; [] = any")
-    ask_solution: bool = Field(False, description="instruct: ask for a program (off: Agent0 Table 7 exactly)")
-    ask_difficulty: bool = Field(False, description="instruct: ask for a difficulty prediction")
-    agent_description: str | None = Field(None, description="workflow: what the agent under test does")
+    domain: TrainedDomain = "math"
     tools: str | None = Field(None, description="workflow: JSON/YAML file of the agent's tool schemas")
-    answer_format: str | None = Field(None, description="workflow: text | final_answer; plain: any format")
     examples: str | None = Field(None, description="few_shot: JSONL/YAML worked examples")
     prompt: PromptSection | None = Field(None, description="plain: your own prompt")
-    case_system: str | None = Field(None, description="system prompt of the tasks; null: per domain, '': none")
-    dedupe_threshold: float | None = Field(0.5, ge=0, le=1,
-                                              description="few_shot: copies of examples fail; null or 0: off")
     rows: int | None = Field(None, ge=1, description="prompt rows in the dataset (null: one per task)")
-
-    @field_validator("dedupe_threshold")
-    @classmethod
-    def _zero_is_off(cls, value: float | None) -> float | None:
-        return None if value == 0 else value  # as the probe config reads it: no distance is below 0
 
     @model_validator(mode="after")
     def _consistent(self) -> CurriculumSection:
@@ -174,6 +161,25 @@ class RewardSection(RewardConfig):
         return RewardConfig(**{name: getattr(self, name) for name in _CONSTANTS})
 
 
+GRPO_KEYS: Final = ("max_steps", "num_generations", "learning_rate", "weight_decay", "beta", "temperature", "top_p",
+                    "max_completion_length", "max_grad_norm", "lr_scheduler_type", "warmup_steps", "save_steps",
+                    "save_total_limit", "logging_steps", "seed", "report_to")
+"""The ``training`` keys that are TRL ``GRPOConfig`` fields of the same name, passed to it as they are
+(TRL documents them; the section gives them Agent0's defaults). The section's other keys are the
+trainer's own (``prompts_per_step``, ``updates_per_generation``), resolved per device (``bf16:
+auto``) or TRL's only when set (``loss_type``); ``extra`` takes any other ``GRPOConfig`` field.
+"""
+
+
+def grpo_fields() -> frozenset[str]:
+    """The field names of TRL's ``GRPOConfig`` (imports TRL: call it when training, not when loading)."""
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    return frozenset(f.name for f in dataclasses.fields(GRPOConfig))
+
+
 class TrainingSection(_Section):
     """GRPO (TRL ``GRPOTrainer``); defaults are Agent0 A.1 (curriculum agent) with one update per round of
     generation; ``configs/train/curriculum-agent0.yaml`` adds the reference's 4 updates per round (20 steps).
@@ -189,9 +195,9 @@ class TrainingSection(_Section):
     learning_rate: float = Field(1e-6, gt=0)
     weight_decay: float = Field(1e-2, ge=0)
     beta: float = Field(1e-2, ge=0, description="KL coefficient (Agent0: 1e-2)")
-    temperature: float = Field(1.0, gt=0)
-    top_p: float = Field(0.99, gt=0, le=1)
-    max_completion_length: int = Field(1024, ge=1, description="tokens per generated task")
+    temperature: float = Field(CURRICULUM_SAMPLING.temperature, gt=0)
+    top_p: float = Field(CURRICULUM_SAMPLING.top_p, gt=0, le=1)
+    max_completion_length: int = Field(CURRICULUM_SAMPLING.max_tokens, ge=1, description="tokens per generated task")
     max_grad_norm: float = Field(1.0, gt=0)
     lr_scheduler_type: str = "constant"
     warmup_steps: int = Field(0, ge=0)
@@ -253,55 +259,6 @@ class TrainConfig(_Section):
 
 # --- loading -----------------------------------------------------------------------------------
 
-_TYPE_TAGS = {"bool", "int", "float", "str"}  # pydantic union-member tags (none is a key here)
-
-
-def _key_path(loc: Iterable[Any]) -> tuple[str | int, ...]:
-    # pydantic puts union members' tags ("literal['auto']", "bool") into error locations
-    return tuple(p for p in loc if isinstance(p, int) or (p not in _TYPE_TAGS and not re.search(r"[\[(]", p)))
-
-
-def _known_keys(path: tuple[str | int, ...], root: Any = None) -> list[str]:
-    model: Any = TrainConfig if root is None else root
-    for part in path[:-1]:
-        field = fields_of(model).get(str(part))
-        if field is None:
-            return []
-        model = next(iter(_models_in(field.annotation)), None)
-        if model is None:
-            return []
-    return sorted(fields_of(model))
-
-
-def _report(err: ValidationError, sources: Sources, *, root: Any = None,
-            doc: str = "configs/train/curriculum-agent0.yaml") -> ConfigError:
-    lines: dict[tuple[str | int, ...], str] = {}
-    for error in err.errors():
-        path = _key_path(error["loc"])
-        if path in lines:
-            continue  # a union fails once per member: the first message is enough
-        key = ".".join(map(str, path)) or "(top level)"
-        where = sources.where(path) if path else "config"
-        if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
-            known = _known_keys(path, root)
-            close = closest_name(str(path[-1]), known)
-            fix = f"did you mean '{close}'?" if close else f"known keys here: {', '.join(known)}"
-            lines[path] = f"{where}: {key}: unknown key\n    fix: {fix}"
-        elif error["type"] == "missing":
-            lines[path] = f"{where}: {key}: required key is missing\n    fix: add '{path[-1]}:'"
-        else:
-            given = error.get("input")
-            shown = "" if isinstance(given, (dict, list)) or given is None else f" (got {given!r})"
-            message = str(error["msg"]).removeprefix("Value error, ")
-            if error["type"] == "dataclass_type":  # a frozen value's section (budget, sampling) given as a scalar
-                message = "Input should be a valid dictionary"
-            lines[path] = f"{where}: {key}: {message}{shown}"
-    body = "\n".join(f"  {line}" for line in lines.values())
-    first = next(iter(lines), ())  # the first bad key, as data (the CLI and tests read it, not the text)
-    return ConfigError("the training configuration is invalid:\n" + body, hint=f"{doc} documents every key",
-                       key=first or None, source=sources.where(first) if first else None)
-
-
 def load_train_config(path: str | Path | None = None, overrides: Iterable[Override] = ()) -> TrainConfig:
     """Resolve the training configuration: flags > the file at ``path`` > defaults.
 
@@ -326,7 +283,9 @@ def read_config(schema: type[C], path: str | Path | None, overrides: Iterable[Ov
         layers.append(read_yaml(path))
     data, sources = resolve_layers(layers, version=version, hint="upgrade frontier-qa")
     config = validate_layers(schema, layers, data, sources,
-                             lambda err, _data, where: _report(err, where, root=schema, doc=doc))
+                             lambda err, data, where: report(err, data, where, root=schema,
+                                                             title="the training configuration",
+                                                             hint=f"{doc} documents every key", doc=doc))
     register_secrets(secret_values(data))  # its keys and header values are masked everywhere from now on
     located: Any = config  # every trainer config has the private _sources
     located._sources = sources
@@ -433,6 +392,7 @@ def check_budget(config: TrainConfig, plan: StepPlan, *, extra_calls: int = 0, b
 
 __all__ = [
     "DOMAINS",
+    "GRPO_KEYS",
     "STYLES",
     "TRAIN_CONFIG_VERSION",
     "Budget",
@@ -447,6 +407,7 @@ __all__ = [
     "TrainConfig",
     "TrainingSection",
     "check_budget",
+    "grpo_fields",
     "load_train_config",
     "parse_set",
     "plan_step",

@@ -28,11 +28,12 @@ from typing import Any
 from frontier_qa._optional import require
 from frontier_qa.config import load_examples, load_tools, resolve_options
 from frontier_qa.curricula import templates as tpl
-from frontier_qa.errors import ConfigError, FrontierQAError, TargetUnavailableError
+from frontier_qa.errors import ConfigError, FrontierQAError, TargetUnavailableError, closest_name
 from frontier_qa.runtime import BudgetSnapshot, open_target, run_sync
 from frontier_qa.runtime.local_models import MARKER, MODEL_ALIASES, resolve_model
 from frontier_qa.target import Case, Sampling, Target
 from frontier_qa.train.config import (
+    GRPO_KEYS,
     GenerationSection,
     ModelSection,
     SaveSection,
@@ -40,6 +41,7 @@ from frontier_qa.train.config import (
     TrainConfig,
     TrainingSection,
     check_budget,
+    grpo_fields,
     plan_step,
     reward_config,
 )
@@ -170,12 +172,11 @@ def build_task_format(config: TrainConfig) -> TaskFormat:
     tools = load_tools(config) if c.tools else []  # type: ignore[arg-type]
     examples = load_examples(config) if c.examples else None  # type: ignore[arg-type]
     prompt = c.prompt.model_dump() if c.prompt is not None else None
-    options: dict[str, Any] = {} if c.case_system is None else {"case_system": c.case_system}
-    return TaskFormat(c.domain, c.style, topics=c.topics, ask_solution=c.ask_solution,
-                      ask_difficulty=c.ask_difficulty, agent_description=c.agent_description, tools=tools,
-                      answer_format=c.answer_format, examples=examples, prompt=prompt,
-                      dedupe_threshold=c.dedupe_threshold, require_reference=reward_config(config).require_reference,
-                      seed=config.training.seed, **options)
+    options = c.options()  # the prompt options, key for key (curricula.spec.PromptOptions)
+    if options["case_system"] is None:
+        del options["case_system"]  # the domain's default
+    return TaskFormat(**options, tools=tools, examples=examples, prompt=prompt,
+                      require_reference=reward_config(config).require_reference, seed=config.training.seed)
 
 
 def open_reward_target(config: TrainConfig) -> Target:
@@ -252,20 +253,17 @@ def grpo_section_kwargs(model: ModelSection, training: TrainingSection, generati
     """
     t, g = training, generation
     dtype = model.dtype if model.dtype != "auto" else ("bfloat16" if cuda and bf16_ok else "float32")
-    kwargs: dict[str, Any] = dict(
-        output_dir=str(output_dir), max_steps=t.max_steps, learning_rate=t.learning_rate,
-        weight_decay=t.weight_decay, beta=t.beta, num_generations=t.num_generations,
+    kwargs: dict[str, Any] = {name: getattr(t, name) for name in GRPO_KEYS}  # TRL's own keys, as they are
+    kwargs.update(
+        output_dir=str(output_dir),
         per_device_train_batch_size=plan.per_device_batch,
         gradient_accumulation_steps=plan.gradient_accumulation_steps,
-        steps_per_generation=plan.steps_per_generation, temperature=t.temperature, top_p=t.top_p,
-        max_completion_length=t.max_completion_length, max_grad_norm=t.max_grad_norm,
-        lr_scheduler_type=t.lr_scheduler_type, warmup_steps=t.warmup_steps, save_steps=t.save_steps,
-        save_total_limit=t.save_total_limit, logging_steps=t.logging_steps, seed=t.seed,
+        steps_per_generation=plan.steps_per_generation,
         # bf16 on CPU is ≈ 50× slower (docs/environment.md); checkpointing only pays on a GPU
         bf16=(cuda and bf16_ok) if t.bf16 == "auto" else t.bf16,
         use_cpu=(not cuda) if t.use_cpu == "auto" else t.use_cpu,
         gradient_checkpointing=cuda if t.gradient_checkpointing == "auto" else t.gradient_checkpointing,
-        report_to=t.report_to, log_completions=False,
+        log_completions=False,
         model_init_kwargs={"dtype": dtype, "local_files_only": True,
                            "trust_remote_code": model.trust_remote_code},
         use_vllm=vllm,
@@ -277,13 +275,13 @@ def grpo_section_kwargs(model: ModelSection, training: TrainingSection, generati
                       vllm_tensor_parallel_size=g.vllm_tensor_parallel_size)
         if g.vllm_server_base_url:
             kwargs["vllm_server_base_url"] = g.vllm_server_base_url
-    from trl import GRPOConfig
-
-    fields = set(GRPOConfig.__dataclass_fields__)
+    fields = grpo_fields()
     for name, value in t.extra.items():
         if name not in fields:
+            close = closest_name(name, sorted(fields))
             raise error(f"training.extra.{name}", "is not a GRPOConfig field",
-                        "see TRL's GRPOConfig for the names (e.g. epsilon, num_iterations, scale_rewards)")
+                        (f"did you mean '{close}'? " if close else "")
+                        + "see TRL's GRPOConfig for the names (e.g. epsilon, num_iterations, scale_rewards)")
         if name in kwargs:
             raise error(f"training.extra.{name}", "is set by the trainer from another key",
                         "set it through its own key in the training or generation section")

@@ -144,7 +144,7 @@ async def generate_tasks(curriculum: Target, task_format: TaskFormat, size: int,
 # --- stage 2: the executor answers each task k times with its tools -------------------------------
 
 
-async def score_tasks(executor: Target, tasks: Sequence[PoolTask], *, k: int, sampling: Sampling, out: Path,
+async def label_tasks(executor: Target, tasks: Sequence[PoolTask], *, k: int, sampling: Sampling, out: Path,
                       band: tuple[float, float], max_concurrent: int = 8,
                       say: Callable[[str], None] = lambda line: None) -> list[ScoredTask]:
     """p̂, the majority answer and tool calls of every distinct valid task (resumable through ``out``).
@@ -205,7 +205,7 @@ def keep_task(p_hat: float, majority: str | None, band: tuple[float, float]) -> 
     return False, f"p̂ {p_hat:.2f} > {high}: the executor is sure"
 
 
-__getattr__ = renamed(__name__, {"in_band": "keep_task"}, globals())
+__getattr__ = renamed(__name__, {"in_band": "keep_task", "score_tasks": "label_tasks"}, globals())
 
 
 def select(scored: Sequence[ScoredTask], max_tasks: int | None) -> list[ScoredTask]:
@@ -250,4 +250,4 @@ def _top_errors(errors: Iterable[str | None], n: int = 3) -> list[list[Any]]:
 
 
 __all__ = ["FILTERED_FILE", "SCORED_FILE", "TASKS_FILE", "PoolTask", "ScoredTask", "generate_tasks", "keep_task",
-           "p_hat_histogram", "read_jsonl", "score_tasks", "select", "summary", "write_jsonl"]
+           "p_hat_histogram", "read_jsonl", "label_tasks", "select", "summary", "write_jsonl"]

@@ -30,13 +30,13 @@ from typing import Any
 from frontier_qa.curricula import few_shot
 from frontier_qa.curricula import templates as tpl
 from frontier_qa.curricula.prompted import FEW_SHOT_SHOWN, derive_seed
+from frontier_qa.curricula.spec import ANSWER_FORMATS
 from frontier_qa.errors import ConfigError
 from frontier_qa.target import Case
 
 _DEFAULT = object()  # "the domain's default system prompt for the tasks"
 _PARSERS = {"math": tpl.parse_reasoning, "general": tpl.parse_reasoning, "open_ended": tpl.parse_open_ended,
             "workflow": tpl.parse_workflow}
-_FORMATS = {"math": "boxed", "general": "boxed", "open_ended": "text", "workflow": "text"}
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ class TaskFormat:
         self.ask_solution, self.ask_difficulty = ask_solution, ask_difficulty
         self.agent_description = agent_description
         self.tools = tuple(dict(t) for t in tools)
-        self.answer_format = answer_format or _FORMATS[domain]
+        self.answer_format = answer_format or ANSWER_FORMATS[domain]
         self.examples = few_shot.load_examples(examples) if examples is not None else few_shot.MATH_EXAMPLES
         self.prompt = dict(prompt or {})
         self.dedupe_threshold = dedupe_threshold or None  # 0: off, as validation.dedupe_threshold reads it

@@ -31,8 +31,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
+from frontier_qa._compat import renamed
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError
 from frontier_qa.runtime.aio import gather_or_cancel
+from frontier_qa.scoring.bands import AGENT0_BAND
 from frontier_qa.scoring.case import score_case
 from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.scoring.repetition import repetition_penalty
@@ -45,7 +47,7 @@ Gather = Callable[[list[str]], list[str]]
 """All processes' lists joined in process order (``accelerate.utils.gather_object``)."""
 
 
-def score_tasks(
+def curriculum_rewards(
     questions: Sequence[str | None],
     p_hats: Sequence[float | None],
     tool_calls: Sequence[Sequence[Any] | None],
@@ -178,7 +180,7 @@ class TargetReward:
             joined = self.gather([q if q is not None else "\0" for q in questions])
             batch = [None if q == "\0" else q for q in joined]
             offset = self.rank * n
-        scores = score_tasks(
+        scores = curriculum_rewards(
             questions,
             [s.consistency.p_hat if s and s.consistency else None for s in sampled],
             [s.trajectories if s and s.consistency else None for s in sampled],
@@ -239,7 +241,7 @@ class TargetReward:
                 "curriculum/tool": mean([s.tool for s in scores]),
                 "curriculum/repetition": mean([s.repetition for s in scores]),
                 "curriculum/p_hat": mean(p_hats),
-                "curriculum/frontier_share": (sum(0.3 <= p <= 0.8 for p in p_hats) / len(p_hats)) if p_hats else None,
+                "curriculum/frontier_share": (sum(map(AGENT0_BAND.contains, p_hats)) / len(p_hats)) if p_hats else None,
                 "curriculum/distinct_share": len(set(valid)) / len(tasks) if tasks else None,
                 "curriculum/unscored": float(sum(s.reward is None for s in scores)),
                 "curriculum/target_calls": float(calls),
@@ -281,4 +283,7 @@ def _stat(target: Any, name: str) -> int:
     return int(getattr(stats(), name, 0)) if callable(stats) else 0
 
 
-__all__ = ["Gather", "TargetReward", "score_tasks"]
+__all__ = ["Gather", "TargetReward", "curriculum_rewards"]
+
+
+__getattr__ = renamed(__name__, {"score_tasks": "curriculum_rewards"}, globals())

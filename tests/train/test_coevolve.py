@@ -162,7 +162,7 @@ def _pool(n: int) -> list[pools.PoolTask]:
 
 def test_tasks_in_the_band_are_kept_and_labelled_with_the_executors_majority(tmp_path: Path) -> None:
     adapter = ScriptedAdapter(unsure_on_odd, id="scripted:executor")
-    scored = run_sync(pools.score_tasks(open_scripted(adapter), _pool(6), k=10, sampling=Sampling(),
+    scored = run_sync(pools.label_tasks(open_scripted(adapter), _pool(6), k=10, sampling=Sampling(),
                                         out=tmp_path / "scored.jsonl", band=(0.3, 0.8)))
     by = {s.task_id: s for s in scored}
     assert set(by) == {f"t{i}" for i in range(6)}  # the invalid task is not sampled
@@ -180,7 +180,7 @@ def test_tasks_in_the_band_are_kept_and_labelled_with_the_executors_majority(tmp
     assert summary["p_hat_histogram"][6] == 3 and summary["p_hat_histogram"][9] == 2
     # resume: every task already scored, nothing is sampled again
     again = ScriptedAdapter(unsure_on_odd, id="scripted:executor")
-    rescored = run_sync(pools.score_tasks(open_scripted(again), _pool(6), k=10, sampling=Sampling(),
+    rescored = run_sync(pools.label_tasks(open_scripted(again), _pool(6), k=10, sampling=Sampling(),
                                           out=tmp_path / "scored.jsonl", band=(0.3, 0.8)))
     assert again.samples == 0 and [s.task_id for s in rescored] == [s.task_id for s in scored]
 

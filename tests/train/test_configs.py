@@ -120,7 +120,7 @@ def test_missing_model_and_inconsistent_curriculum_are_config_errors(tmp_path: P
         _load("curriculum.style=few_shot", "curriculum.domain=open_ended")
     with pytest.raises(ConfigError, match="domain 'workflow' needs curriculum.agent_description"):
         _load("curriculum.domain=workflow")
-    with pytest.raises(ConfigError, match="'literal_error'|Input should be 'auto', 'transformers' or 'vllm'"):
+    with pytest.raises(ConfigError, match="'jax' is not allowed\n.*use one of: auto, transformers, vllm"):
         _load("generation.backend=jax")
 
 
@@ -219,6 +219,15 @@ def test_gpu_choices_and_vllm_modes_reach_grpo() -> None:
     assert kwargs["vllm_mode"] == "server" and kwargs["vllm_server_base_url"] == "http://10.0.0.2:8000"
 
 
+def test_training_keys_passed_to_grpo_by_name_are_grpo_config_fields() -> None:
+    from frontier_qa.train.config import GRPO_KEYS, TrainingSection, grpo_fields
+
+    assert set(GRPO_KEYS) <= grpo_fields()
+    own = {"output_dir", "prompts_per_step", "updates_per_generation", "per_device_train_batch_size", "loss_type",
+           "bf16", "use_cpu", "gradient_checkpointing", "extra"}  # the trainer's, resolved, or passed when set
+    assert set(TrainingSection.model_fields) == set(GRPO_KEYS) | own
+
+
 def test_extra_grpo_fields_are_checked_against_grpo_config() -> None:
     from frontier_qa.train.curriculum import grpo_kwargs
 
@@ -226,8 +235,9 @@ def test_extra_grpo_fields_are_checked_against_grpo_config() -> None:
     kwargs = grpo_kwargs(config, plan_step(config), cuda=False, vllm=False, bf16_ok=False)
     assert kwargs["epsilon"] == 0.3 and kwargs["num_iterations"] == 2
     bad = _load("training.extra.epsilonn=0.3")
-    with pytest.raises(ConfigError, match="training.extra.epsilonn: is not a GRPOConfig field"):
+    with pytest.raises(ConfigError, match="training.extra.epsilonn: is not a GRPOConfig field") as info:
         grpo_kwargs(bad, plan_step(bad), cuda=False, vllm=False, bf16_ok=False)
+    assert "did you mean 'epsilon'?" in (info.value.hint or "")
     clash = _load("training.extra.learning_rate=0.1")
     with pytest.raises(ConfigError, match="set by the trainer from another key"):
         grpo_kwargs(clash, plan_step(clash), cuda=False, vllm=False, bf16_ok=False)

@@ -27,7 +27,7 @@ from frontier_qa.target import Adapter, Case, Sampling, ToolCall, Trajectory
 from frontier_qa.testing import ScriptedAdapter, open_scripted, words_embedder
 from frontier_qa.train.config import load_train_config
 from frontier_qa.train.prompts import TaskFormat, render_text
-from frontier_qa.train.reward import TargetReward, score_tasks
+from frontier_qa.train.reward import TargetReward, curriculum_rewards
 from frontier_qa.train.tasks import read_tasks, summarize
 from tests.factories import REPO
 
@@ -112,9 +112,9 @@ def test_completions_become_cases_only_when_the_probe_parser_accepts_them() -> N
 # --- the reward terms ---------------------------------------------------------------------------
 
 
-def test_score_tasks_by_hand() -> None:
+def test_curriculum_rewards_by_hand() -> None:
     same = "how many apples are left over"
-    scores = score_tasks([same, same, "name a prime above one hundred", None], [0.5, 0.5, 1.0, None],
+    scores = curriculum_rewards([same, same, "name a prime above one hundred", None], [0.5, 0.5, 1.0, None],
                          [[2, 2], [2, 2], [0, 0], None], config=PAPER)
     # B = 4: the two copies share a cluster (2/4), the rest are alone (1/4); tool: 0.25 · min(2, 4)
     assert [s.repetition for s in scores] == [0.5, 0.5, 0.25, 0.25]
@@ -124,13 +124,13 @@ def test_score_tasks_by_hand() -> None:
     assert scores[3].format == 0.0 and scores[3].reward == 0.0  # Eq. 5's gate
 
 
-def test_score_tasks_on_one_process_slice_matches_the_whole_batch() -> None:
+def test_curriculum_rewards_on_one_process_slice_matches_the_whole_batch() -> None:
     batch = ["a b c d e", "a b c d e", "f g h i j", "k l m n o", "a b c d e", None]
-    whole = score_tasks(batch, [0.5] * 6, [[0]] * 6)
-    part = score_tasks(batch[3:], [0.5] * 3, [[0]] * 3, batch_questions=batch, offset=3)
+    whole = curriculum_rewards(batch, [0.5] * 6, [[0]] * 6)
+    part = curriculum_rewards(batch[3:], [0.5] * 3, [[0]] * 3, batch_questions=batch, offset=3)
     assert [s.repetition for s in part] == [s.repetition for s in whole[3:]] == [1 / 6, 0.5, 1 / 6]
     with pytest.raises(ConfigError, match="not the slice"):
-        score_tasks(batch[3:], [0.5] * 3, [[0]] * 3, batch_questions=batch, offset=2)
+        curriculum_rewards(batch[3:], [0.5] * 3, [[0]] * 3, batch_questions=batch, offset=2)
 
 
 def _plain(domain: str = "math") -> TaskFormat:
