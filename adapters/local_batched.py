@@ -249,7 +249,7 @@ class RowStopper:
 A = TypeVar("A", bound=LocalBatchedAdapter[Any])
 
 
-def create_local(adapter: type[A], scheme: str, rest: str, options: dict[str, Any]) -> A:
+def create_local(adapter: Callable[..., A], scheme: str, rest: str, options: dict[str, Any]) -> A:
     """The ``create`` factory of a ``scheme:PATH`` / ``scheme:smollm2`` spec whose options go to ``adapter``.
 
     An alias (``smollm2``) is built or found in the local model cache first
@@ -260,7 +260,7 @@ def create_local(adapter: type[A], scheme: str, rest: str, options: dict[str, An
     """
     cache_dir = options.pop("cache_dir", None)
     folder, name = resolve_model(rest, cache_dir=cache_dir)
-    accepted = set(inspect.signature(adapter.__init__).parameters) - {"self", "model"}
+    accepted = set(inspect.signature(adapter).parameters) - {"model"}  # the class's __init__, less self
     unknown = sorted(set(options) - accepted)
     if unknown:
         raise ConfigError(
