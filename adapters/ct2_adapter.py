@@ -27,23 +27,26 @@ callback ends that row alone). Two differences, both measured:
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from frontier_qa._optional import missing_extras, require
-from frontier_qa.adapters._batching import BatchStoppedError
-from frontier_qa.adapters.local_batched import BatchRequest, LocalBatchedAdapter, conversation_after
-from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn, find_code
+from frontier_qa.adapters.local_batched import (
+    BatchRequest,
+    LocalBatchedAdapter,
+    RowStopper,
+    create_local,
+)
+from frontier_qa.adapters.tool_executor import cut_turn
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime.cpu_share import fitting_threads, fixed_threads, others_running
-from frontier_qa.runtime.local_models import build_cached, is_complete, model_info, quiet_progress_bars, resolve_model
-from frontier_qa.target import Case, Sampling, Trajectory, Usage
+from frontier_qa.runtime.local_models import build_cached, is_complete, model_info, quiet_progress_bars
+from frontier_qa.target import Case, Sampling, Trajectory
 
 _PURPOSE = "A CTranslate2 target (ct2:...)"
 log = logging.getLogger(__name__)
@@ -145,14 +148,8 @@ class CT2Adapter(LocalBatchedAdapter[BatchRequest]):
 
     def _load(self) -> None:
         with missing_extras("local", _PURPOSE):
-            self.tokenizer = self._transformers.AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
-        if self._chat_template is not None:
-            self.tokenizer.chat_template = self._chat_template
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise ConfigError(
-                f"the tokenizer in {str(self.path)!r} has no chat template",
-                hint="use an instruct/chat model, or pass chat_template='<jinja template>' as an option",
-            )
+            tokenizer = self._transformers.AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
+        self._use_tokenizer(tokenizer, self._chat_template)
         self._folder = ct2_folder(self.path, self.quantization) / "model"
         self._fit_threads(force=True)
         eos = {self.tokenizer.eos_token_id}
@@ -200,38 +197,24 @@ class CT2Adapter(LocalBatchedAdapter[BatchRequest]):
     # ----- worker thread --------------------------------------------------------------
 
     def _run_batch(self, requests: list[BatchRequest]) -> list[list[Trajectory] | BaseException]:
-        rows: list[_Row] = []
-        owners: list[int] = []
         results: list[list[Trajectory] | BaseException] = [[] for _ in requests]
-        for r, prompt in self._render_all(requests, results):
-            request = requests[r]
+
+        def row(request: BatchRequest, prompt: list[int], _: int) -> _Row:
             s = request.sampling
-            for _ in range(request.n):
-                rows.append(_Row(prompt, s.temperature, s.top_p, s.max_tokens, tuple(s.stop)))
-                owners.append(r)
+            return _Row(prompt, s.temperature, s.top_p, s.max_tokens, tuple(s.stop))
+
+        rows, owners = self._sample_rows(requests, results, row)
         outputs: list[tuple[str, int, int] | None] = [None] * len(rows)
         for chunk in length_buckets(rows, self.max_batch_rows):
             if self._batcher.should_stop():
-                return [BatchStoppedError("the local model stopped this batch before it finished")] * len(requests)
+                return self._stopped(requests)
             for row_index, out in zip(chunk, self._generate_rows([rows[i] for i in chunk]), strict=True):
                 outputs[row_index] = out
         if self._batcher.should_stop():
-            return [BatchStoppedError("the local model stopped this batch before it finished")] * len(requests)
-        index = {r: requests[r].start for r in range(len(requests))}
-        for owner, output in zip(owners, outputs, strict=True):
-            assert output is not None
-            text, prompt_tokens, completion_tokens = output
-            request = requests[owner]
-            trajectory = Trajectory(
-                text=text,
-                messages=conversation_after(request.case, text),
-                usage=Usage(prompt_tokens, completion_tokens),
-                sample_index=index[owner],
-            )
-            index[owner] += 1
-            assert isinstance(results[owner], list)
-            results[owner].append(trajectory)  # type: ignore[union-attr]
-        return results
+            return self._stopped(requests)
+        done = [out for out in outputs if out is not None]
+        assert len(done) == len(rows)
+        return self._gather(requests, results, owners, done)
 
     def _generate_rows(self, rows: list[_Row]) -> list[tuple[str, int, int]]:
         """One ``generate_batch`` over rows sharing temperature and top-p."""
@@ -310,42 +293,21 @@ def length_buckets(rows: Sequence[_Row], max_rows: int, slack: int = 96) -> list
     return buckets
 
 
-class _RowStopper:
-    """``generate_batch`` callback: ends a row at its own max tokens, stop strings or a closed
-    python block (``True`` stops that batch index); ``abort()`` true ends every row.
+class _RowStopper(RowStopper):
+    """``generate_batch`` callback: ``True`` stops that batch index (:class:`RowStopper`'s rules);
+    ``abort()`` true ends every row.
     """
-
-    def __init__(self, tokenizer: Any, rows: Sequence[_Row], eos_ids: Sequence[int],
-                 abort: Callable[[], bool] = lambda: False) -> None:
-        self.tokenizer = tokenizer
-        self.rows = rows
-        self.abort = abort
-        self.eos = set(eos_ids)
-        self.ids: list[list[int]] = [[] for _ in rows]
-        self.lengths: list[int | None] = [None] * len(rows)
-        self.code = [STOP_AFTER_CODE in row.stop for row in rows]
-        self.stops = [tuple(s for s in row.stop if s and s != STOP_AFTER_CODE) for row in rows]
-        self.tail = [4 * max((len(s) for s in stops), default=0) + 1 for stops in self.stops]
 
     def __call__(self, step: Any) -> bool:
         r = int(step.batch_id)
         if self.lengths[r] is not None:
             return True
-        ids = self.ids[r]
-        ids.append(int(step.token_id))
+        token = int(step.token_id)
         if self.abort():
-            self.lengths[r] = len(ids)
+            self.ids[r].append(token)
+            self.lengths[r] = len(self.ids[r])
             return True
-        row = self.rows[r]
-        finished = ids[-1] in self.eos or len(ids) >= row.max_tokens
-        if not finished and self.stops[r]:
-            text = self.tokenizer.decode(ids[-self.tail[r] :], skip_special_tokens=True)
-            finished = any(stop in text for stop in self.stops[r])
-        if not finished and self.code[r] and "`" in self.tokenizer.decode(ids[-1:]):
-            finished = find_code(self.tokenizer.decode(ids, skip_special_tokens=True)) is not None
-        if finished:
-            self.lengths[r] = len(ids)
-        return finished
+        return self.add(r, token)
 
 
 def _generation_eos(folder: Path) -> list[int]:
@@ -364,17 +326,7 @@ def _generation_eos(folder: Path) -> list[int]:
 
 def create(rest: str, **options: Any) -> CT2Adapter:
     """Factory for ``ct2:PATH`` / ``ct2:smollm2`` specs; ``options`` go to :class:`CT2Adapter`."""
-    cache_dir = options.pop("cache_dir", None)
-    folder, name = resolve_model(rest, cache_dir=cache_dir)
-    accepted = set(inspect.signature(CT2Adapter.__init__).parameters) - {"self", "model"}
-    unknown = sorted(set(options) - accepted)
-    if unknown:
-        raise ConfigError(
-            f"unknown option(s) {', '.join(unknown)} for target 'ct2:{rest}'",
-            hint=f"ct2 targets accept: {', '.join(sorted(accepted | {'cache_dir'}))}",
-        )
-    options.setdefault("name", name)
-    return CT2Adapter(folder, **options)
+    return create_local(CT2Adapter, "ct2", rest, options)
 
 
 __all__ = ["CT2Adapter", "create", "ct2_folder"]

@@ -17,24 +17,29 @@ the only finite logit, and ``generate`` runs greedy over that.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import os
 import random
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from frontier_qa._optional import missing_extras, require
-from frontier_qa.adapters._batching import BatchStoppedError
-from frontier_qa.adapters.local_batched import BatchRequest, LocalBatchedAdapter, conversation_after, render_prompt
-from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn, find_code
+from frontier_qa.adapters.local_batched import (
+    BatchRequest,
+    LocalBatchedAdapter,
+    RowStopper,
+    conversation_after,
+    create_local,
+    render_prompt,
+)
+from frontier_qa.adapters.tool_executor import cut_turn
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime.cpu_share import ThreadFitter
-from frontier_qa.runtime.local_models import quiet_progress_bars, resolve_model
-from frontier_qa.target import Case, Sampling, Trajectory, Usage
+from frontier_qa.runtime.local_models import quiet_progress_bars
+from frontier_qa.target import Case, Sampling, Trajectory
 
 _PURPOSE = "A local transformers target (hf:...)"
 
@@ -123,17 +128,11 @@ class HFAdapter(LocalBatchedAdapter[_Request]):
         torch, transformers = self._torch, self._transformers
         weights = self.base or self.path
         has_tokenizer = any(self.path.glob("tokenizer*"))
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(
+        tokenizer = transformers.AutoTokenizer.from_pretrained(
             str(self.path if has_tokenizer else weights), local_files_only=True,
             trust_remote_code=self._trust_remote_code,
         )
-        if self._chat_template is not None:
-            self.tokenizer.chat_template = self._chat_template
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise ConfigError(
-                f"the tokenizer in {str(self.path)!r} has no chat template",
-                hint="use an instruct/chat model, or pass chat_template='<jinja template>' as an option",
-            )
+        self._use_tokenizer(tokenizer, self._chat_template)
         with quiet_progress_bars():  # a "Loading weights" bar per load fills CI logs
             model = transformers.AutoModelForCausalLM.from_pretrained(
                 str(weights),
@@ -166,36 +165,21 @@ class HFAdapter(LocalBatchedAdapter[_Request]):
     # ----- worker thread --------------------------------------------------------------
 
     def _run_batch(self, requests: list[_Request]) -> list[list[Trajectory] | BaseException]:
-        rows: list[_Row] = []
-        owners: list[int] = []  # request index of each row
         results: list[list[Trajectory] | BaseException] = [[] for _ in requests]
-        for r, prompt in self._render_all(requests, results):
-            request = requests[r]
+
+        def row(request: _Request, prompt: list[int], i: int) -> _Row:
             s = request.sampling
-            for i in range(request.start, request.start + request.n):
-                rows.append(_Row(prompt, request.seed + i, s.temperature, s.top_p, s.max_tokens, tuple(s.stop)))
-                owners.append(r)
+            return _Row(prompt, request.seed + i, s.temperature, s.top_p, s.max_tokens, tuple(s.stop))
+
+        rows, owners = self._sample_rows(requests, results, row)
         outputs: list[tuple[str, int, int]] = []
         for lo in range(0, len(rows), self.max_batch_rows):
             if self._batcher.should_stop():
                 break  # the batcher turns a stopped batch into BatchStoppedError for its callers
             outputs.extend(self._generate_rows(rows[lo : lo + self.max_batch_rows]))
         if self._batcher.should_stop():
-            return [BatchStoppedError("the local model stopped this batch before it finished")] * len(requests)
-        index = {r: requests[r].start for r in range(len(requests))}
-        for owner, (text, prompt_tokens, completion_tokens) in zip(owners, outputs, strict=True):
-            request = requests[owner]
-            messages = conversation_after(request.case, text)
-            trajectory = Trajectory(
-                text=text,
-                messages=messages,
-                usage=Usage(prompt_tokens, completion_tokens),
-                sample_index=index[owner],
-            )
-            index[owner] += 1
-            assert isinstance(results[owner], list)
-            results[owner].append(trajectory)  # type: ignore[union-attr]
-        return results
+            return self._stopped(requests)
+        return self._gather(requests, results, owners, outputs)
 
     def _generate_rows(self, rows: list[_Row]) -> list[tuple[str, int, int]]:
         """Run one ``model.generate`` over ``rows``; return (text, prompt tokens, completion tokens)."""
@@ -207,7 +191,7 @@ class HFAdapter(LocalBatchedAdapter[_Request]):
         mask = [[0] * (width - len(row.prompt_ids)) + [1] * len(row.prompt_ids) for row in rows]
         input_ids = torch.tensor(ids, dtype=torch.long, device=self.device)
         attention_mask = torch.tensor(mask, dtype=torch.long, device=self.device)
-        stopper = _RowStopper(self.tokenizer, rows, width, self.eos_ids, abort=self._batcher.should_stop)
+        stopper = _RowStopper(self.tokenizer, rows, self.eos_ids, abort=self._batcher.should_stop)
         config = transformers.GenerationConfig(
             do_sample=False,  # _RowSampler has already sampled; greedy reads its one-hot choice
             num_beams=1,
@@ -283,50 +267,19 @@ class _RowSampler:
         return out
 
 
-class _RowStopper:
-    """Stopping criterion per row: its own max tokens, stop strings and EOS.
-
-    Records each row's generated length when it first finishes, since ``generate`` pads
-    finished rows afterwards and the pad id may be a real token. ``abort()`` true ends every
-    row at once (the batcher is closing or nobody waits for the batch any more).
+class _RowStopper(RowStopper):
+    """Stopping criterion: each row ends by :class:`RowStopper`'s rules; the lengths it records
+    matter since ``generate`` pads finished rows afterwards and the pad id may be a real token.
+    ``abort()`` true ends every row at once.
     """
-
-    def __init__(self, tokenizer: Any, rows: Sequence[_Row], prompt_width: int, eos_ids: Sequence[int],
-                 abort: Callable[[], bool] = lambda: False) -> None:
-        self.tokenizer = tokenizer
-        self.abort = abort
-        self.rows = rows
-        self.width = prompt_width
-        self.eos = set(eos_ids)
-        self.lengths: list[int | None] = [None] * len(rows)
-        self.code = [STOP_AFTER_CODE in row.stop for row in rows]
-        self.stops = [tuple(s for s in row.stop if s and s != STOP_AFTER_CODE) for row in rows]
-        # A stop string of c characters spans at most 4c bytes, so at most 4c byte-level tokens
-        # (+1 for a token that starts before it): decoding that tail is enough to see it.
-        self.tail = [4 * max((len(s) for s in stops), default=0) + 1 for stops in self.stops]
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch  # already loaded by the adapter; kept local so the module stays light
 
-        generated = input_ids.shape[1] - self.width
         if self.abort():
             return torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-        done = []
-        for r, row in enumerate(self.rows):
-            if self.lengths[r] is None:
-                last = int(input_ids[r, -1])
-                finished = last in self.eos or generated >= row.max_tokens
-                if not finished and self.stops[r]:
-                    tail = input_ids[r, max(self.width, input_ids.shape[1] - self.tail[r]) :].tolist()
-                    text = self.tokenizer.decode(tail, skip_special_tokens=True)
-                    finished = any(stop in text for stop in self.stops[r])
-                if not finished and self.code[r] and "`" in self.tokenizer.decode([last]):
-                    # only a token with a backtick can close a block: decode the whole turn then
-                    turn = self.tokenizer.decode(input_ids[r, self.width :].tolist(), skip_special_tokens=True)
-                    finished = find_code(turn) is not None
-                if finished:
-                    self.lengths[r] = generated
-            done.append(self.lengths[r] is not None)
+        last = input_ids[:, -1].tolist()  # called once a step: the token each row has just generated
+        done = [self.lengths[r] is not None or self.add(r, int(last[r])) for r in range(len(self.rows))]
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
@@ -382,17 +335,7 @@ def create(rest: str, **options: Any) -> HFAdapter:
     An alias (``smollm2``) is built or found in the local model cache first
     (:func:`frontier_qa.runtime.local_models.ensure_smollm2`); ``cache_dir`` may be passed for it.
     """
-    cache_dir = options.pop("cache_dir", None)
-    folder, name = resolve_model(rest, cache_dir=cache_dir)
-    accepted = set(inspect.signature(HFAdapter.__init__).parameters) - {"self", "model"}
-    unknown = sorted(set(options) - accepted)
-    if unknown:
-        raise ConfigError(
-            f"unknown option(s) {', '.join(unknown)} for target 'hf:{rest}'",
-            hint=f"hf targets accept: {', '.join(sorted(accepted | {'cache_dir'}))}",
-        )
-    options.setdefault("name", name)
-    return HFAdapter(folder, **options)
+    return create_local(HFAdapter, "hf", rest, options)
 
 
 __all__ = ["HFAdapter", "conversation_after", "create", "render_prompt"]

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import os
 import sys
 import tempfile
@@ -35,16 +34,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 AGENT = f"python:{REPO / 'examples' / 'agents' / 'smol_agent.py'}:solve"
-
-
-def wilson(hits: int, n: int, z: float = 1.645) -> tuple[float, float]:
-    """The 90 % Wilson score interval of ``hits`` out of ``n``."""
-    if n == 0:
-        return 0.0, 1.0
-    p = hits / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _reset_agent() -> None:
@@ -107,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
     from frontier_qa.generators.core import get, instance_seed
+    from frontier_qa.probing.sequential import wilson_interval
 
     gen = get(args.generator)
     context = dict(kv.split("=", 1) for kv in args.context.split(",") if kv)
@@ -137,8 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         equal = True
         for v in values:
             a, b = base["accuracy"][v], got["accuracy"][v]
-            lo_a, hi_a = wilson(sum(a), len(a))
-            lo_b, hi_b = wilson(sum(b), len(b))
+            lo_a, hi_a = wilson_interval(sum(a), len(a), 0.9)
+            lo_b, hi_b = wilson_interval(sum(b), len(b), 0.9)
             inside = lo_a <= hi_b and lo_b <= hi_a  # the two 90 % intervals overlap: equal within noise
             equal = equal and inside
             print(f"  {label:<22} {args.knob}={v}: {sum(a) / len(a):.2f} [{lo_a:.2f}, {hi_a:.2f}] (hf) vs "

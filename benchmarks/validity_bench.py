@@ -26,13 +26,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from frontier_qa.probing.sequential import wilson_interval
 
 DATA = Path(__file__).resolve().parent / "data" / "validity"
 
@@ -45,13 +46,9 @@ def load(split: str, data: Path = DATA) -> list[dict[str, Any]]:
     return [r for r in rows if split == "all" or r["split"] == split]
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+def wilson(k: int, n: int) -> tuple[float, float]:
+    """The 95 % Wilson score interval of ``k`` out of ``n``."""
+    return wilson_interval(k, n, 0.95)
 
 
 @dataclass

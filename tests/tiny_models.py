@@ -25,16 +25,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
-
-# Qwen2's ChatML template, minus tool rendering: what trl and transformers expect of a chat model.
-# It writes message content verbatim, which continue_final_message relies on.
-CHATML_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
+# Qwen's special tokens and ChatML template, minus tool rendering: what trl and transformers expect
+# of a chat model. It writes message content verbatim, which continue_final_message relies on. They
+# live with the GPU validation's random models, which import nothing of the repository's.
+from benchmarks.gpu.random_models import CHATML_TEMPLATE, SPECIAL_TOKENS
 
 # Enough text for BPE to learn merges for common words, digits and the chat markup.
 _CORPUS = [

@@ -24,6 +24,7 @@ from __future__ import annotations
 import calendar
 import random
 import re
+from collections.abc import Callable, Mapping
 from datetime import date, timedelta
 from functools import partial
 
@@ -35,11 +36,15 @@ _SYMBOL = {"add": "+", "sub": "-", "mul": "×"}
 # -- arithmetic ------------------------------------------------------------------------------------
 
 
-def _arithmetic_task(a: int, b: int, op: str) -> Task:
+def _binary_task(a: int, b: int, op: str, render: Callable[[int], str] = str,
+                 names: Mapping[str, str] = _SYMBOL) -> Task:
+    """The task "What is a ○ b?" with each operand written by ``render`` and ``op`` named by ``names``
+    (for ``sub`` the larger operand comes first); the reference is the exact integer in digits.
+    """
     if op == "sub":
         a, b = max(a, b), min(a, b)
     value = a + b if op == "add" else a - b if op == "sub" else a * b
-    return Task(f"What is {a} {_SYMBOL[op]} {b}? {_INSTRUCTION}", reference=str(value),
+    return Task(f"What is {render(a)} {names[op]} {render(b)}? {_INSTRUCTION}", reference=str(value),
                 metadata={"operands": [a, b], "op": op})
 
 
@@ -47,7 +52,7 @@ def _arithmetic_simplest(rng: random.Random, digits: int, op: str) -> Task:
     """The simplest instance at ``digits``: operands just above ``10**(digits-1)`` (1-digit: 2-4)."""
     low = 10 ** (digits - 1)
     a, b = ((rng.randint(2, 4) if digits == 1 else low + rng.randrange(10)) for _ in range(2))
-    return _arithmetic_task(a, b, op)
+    return _binary_task(a, b, op)
 
 
 @generator(knobs=[ordinal("digits", 1, 8, easy="low"), categorical("op", ["add", "sub", "mul"])],
@@ -65,7 +70,7 @@ def arithmetic(rng: random.Random, digits: int, op: str) -> Task:
         "What is a ○ b?" with the exact integer as the reference.
     """
     a, b = (rng.randrange(10 ** (digits - 1), 10**digits) for _ in range(2))
-    return _arithmetic_task(a, b, op)
+    return _binary_task(a, b, op)
 
 
 # -- arithmetic on numbers written in words --------------------------------------------------------
@@ -92,19 +97,11 @@ def spell(n: int) -> str:
     raise AssertionError("unreachable")
 
 
-def _words_task(a: int, b: int, op: str) -> Task:
-    if op == "sub":
-        a, b = max(a, b), min(a, b)
-    value = a + b if op == "add" else a - b if op == "sub" else a * b
-    return Task(f"What is {spell(a)} {_OP_WORD[op]} {spell(b)}? {_INSTRUCTION}", reference=str(value),
-                metadata={"operands": [a, b], "op": op})
-
-
 def _words_simplest(rng: random.Random, digits: int, op: str) -> Task:
     """The simplest instance at ``digits``: the shortest spellings (1-digit: 2-4; else round numbers)."""
     low = 10 ** (digits - 1)
     a, b = ((rng.randint(2, 4) if digits == 1 else low * rng.randint(1, 3)) for _ in range(2))
-    return _words_task(a, b, op)
+    return _binary_task(a, b, op, spell, _OP_WORD)
 
 
 @generator(knobs=[ordinal("digits", 1, 6, easy="low"), categorical("op", ["add", "sub", "mul"])],
@@ -125,7 +122,7 @@ def number_words(rng: random.Random, digits: int, op: str) -> Task:
         The question in words, with the exact integer (in digits) as the reference.
     """
     a, b = (rng.randrange(10 ** (digits - 1), 10**digits) for _ in range(2))
-    return _words_task(a, b, op)
+    return _binary_task(a, b, op, spell, _OP_WORD)
 
 
 # -- dates -----------------------------------------------------------------------------------------

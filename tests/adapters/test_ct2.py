@@ -22,7 +22,7 @@ from frontier_qa.adapters.ct2_adapter import CT2Adapter, _Row, ct2_folder, lengt
 from frontier_qa.errors import ConfigError, MissingExtraError  # noqa: E402
 from frontier_qa.runtime.local_models import MARKER  # noqa: E402
 from frontier_qa.target import Case, Sampling  # noqa: E402
-from tests.adapters.test_hf import reference_greedy  # noqa: E402
+from tests.adapters.test_hf import greedy_twice, reference_greedy  # noqa: E402
 from tests.factories import run  # noqa: E402
 from tests.tiny_models import build_tiny_model  # noqa: E402
 
@@ -52,13 +52,8 @@ def test_converts_once_beside_the_model_and_names_its_engine(exact: CT2Adapter, 
 
 
 def test_greedy_float32_matches_plain_transformers(exact: CT2Adapter, tiny: Path) -> None:
-    text, prompt_ids, new = reference_greedy(tiny, CASE.messages, 12)
-    out = run(exact.generate(CASE, 2, Sampling(temperature=0.0, max_tokens=12)))
-    assert [t.text for t in out] == [text, text]
-    assert [t.sample_index for t in out] == [0, 1]
-    assert out[0].usage.prompt_tokens == len(prompt_ids)
-    assert out[0].usage.completion_tokens == len([t for t in new if t != exact.tokenizer.eos_token_id])
-    assert out[0].messages == (*CASE.messages, {"role": "assistant", "content": text})
+    first, new = greedy_twice(exact, tiny)
+    assert first.usage.completion_tokens == len([t for t in new if t != exact.tokenizer.eos_token_id])
 
 
 def test_a_prefilled_reply_is_continued(exact: CT2Adapter, tiny: Path) -> None:

@@ -23,7 +23,7 @@ from frontier_qa.adapters._batching import BatcherClosedError, BatchStoppedError
 from frontier_qa.adapters.hf_adapter import HFAdapter  # noqa: E402
 from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn  # noqa: E402
 from frontier_qa.errors import ConfigError  # noqa: E402
-from frontier_qa.target import Case, Sampling  # noqa: E402
+from frontier_qa.target import Adapter, Case, Sampling, Trajectory  # noqa: E402
 from tests.factories import run  # noqa: E402
 from tests.tiny_models import build_tiny_model  # noqa: E402
 
@@ -60,15 +60,23 @@ def reference_greedy(folder: Path, messages: list[dict], max_new_tokens: int, *,
     return tokenizer.decode(new, skip_special_tokens=True), ids, new
 
 
-def test_greedy_matches_plain_transformers(adapter: HFAdapter, tiny: Path) -> None:
+def greedy_twice(adapter: Adapter, tiny: Path) -> tuple[Trajectory, list[int]]:
+    """Two greedy samples of CASE from ``adapter``, checked against plain transformers' greedy
+    output of the model ``tiny``; the first sample and transformers' new tokens.
+    """
     text, prompt_ids, new = reference_greedy(tiny, CASE.messages, 12)
     out = run(adapter.generate(CASE, 2, Sampling(temperature=0.0, max_tokens=12)))
     assert [t.text for t in out] == [text, text]
     assert [t.sample_index for t in out] == [0, 1]
     assert out[0].usage.prompt_tokens == len(prompt_ids)
-    assert out[0].usage.completion_tokens == len(new)
     assert out[0].messages == (*CASE.messages, {"role": "assistant", "content": text})
-    assert out[0].ok and out[0].latency_s > 0
+    return out[0], new
+
+
+def test_greedy_matches_plain_transformers(adapter: HFAdapter, tiny: Path) -> None:
+    first, new = greedy_twice(adapter, tiny)
+    assert first.usage.completion_tokens == len(new)
+    assert first.ok and first.latency_s > 0
 
 
 def test_n_samples_seeded_per_index(adapter: HFAdapter) -> None:

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.adapters import create_adapter
-from frontier_qa.cli import main
 from frontier_qa.reports.explain import explain
 from frontier_qa.scoring.case import answers_of
 from frontier_qa.scoring.consistency import self_consistency
@@ -26,6 +25,7 @@ from frontier_qa.store import CaseStore
 from frontier_qa.store.comparison import compare
 from frontier_qa.store.records import case_record, utc_now
 from frontier_qa.target import Sampling
+from tests.cli.runner import run_cli
 from tests.factories import run
 
 SECRET = "h1-planted-value-8c2f61d0"  # no credential shape: only its variable's name makes it a secret
@@ -75,14 +75,7 @@ class AgentProject:
 
     def cli(self, *args: str) -> tuple[int, str]:
         """The CLI in this process, as a user's shell runs it from the project's parent folder."""
-        self.capsys.readouterr()
-        here = os.getcwd()
-        os.chdir(self.root)
-        try:
-            rc = main(list(args))
-        finally:
-            os.chdir(here)
-        return rc, self.capsys.readouterr().out
+        return run_cli(self.root, self.capsys, args)[:2]
 
     def cli_process(self, *args: str) -> tuple[int, str]:
         """The CLI in a new process: the next command a user runs, with the edited files imported afresh."""
@@ -96,11 +89,7 @@ class AgentProject:
 
 
 @pytest.fixture
-def project(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-            agent_imports: None) -> AgentProject:
-    for name in list(os.environ):
-        if name.startswith("FRONTIER_QA_") or name == "CI":
-            monkeypatch.delenv(name)
+def project(tmp_path: Path, capsys: pytest.CaptureFixture[str], clean_env: None, agent_imports: None) -> AgentProject:
     return AgentProject(tmp_path, capsys)
 
 

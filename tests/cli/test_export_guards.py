@@ -6,16 +6,15 @@ exported and accepted through the real CLI, in process.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from frontier_qa.cli import main
 from frontier_qa.store.case_store import CaseStore
 from frontier_qa.store.guards import export_key, select_guards, stored_picks
 from frontier_qa.store.records import CaseClass, SuiteCase
 from frontier_qa.store.suites import import_suite
+from tests.cli.runner import run_cli
 from tests.factories import TARGET, probed_record
 
 
@@ -37,16 +36,8 @@ class Workdir:
                                             run_id=run_id, at=at))
 
     def cli(self, *args: str) -> tuple[int, str]:
-        self.capsys.readouterr()
-        here = os.getcwd()
-        os.chdir(self.root)
-        try:
-            rc = main(list(args))
-        finally:
-            os.chdir(here)
-        captured = self.capsys.readouterr()
-        self.err = captured.err
-        return rc, captured.out
+        rc, out, self.err = run_cli(self.root, self.capsys, args)
+        return rc, out
 
     def export(self, *more: str) -> tuple[str, list[SuiteCase]]:
         rc, out = self.cli("export", "--store", "store", "--suite", "suite.yaml", "--guards", "4", *more)
@@ -59,10 +50,7 @@ def guards(entries: list[SuiteCase]) -> list[str]:
 
 
 @pytest.fixture
-def work(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Workdir:
-    for name in list(os.environ):
-        if name.startswith("FRONTIER_QA_") or name == "CI":
-            monkeypatch.delenv(name)
+def work(tmp_path: Path, capsys: pytest.CaptureFixture[str], clean_env: None) -> Workdir:
     return Workdir(tmp_path, capsys)
 
 

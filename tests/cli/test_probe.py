@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.cli import main
 from frontier_qa.probing.engine import ProgressEvent
 from frontier_qa.probing.progress import ProbeProgress, resolve_mode
 from frontier_qa.store.records import CaseClass
+from tests.cli.runner import run_cli
 from tests.factories import REPO
 
 AGENT = '''
@@ -97,15 +97,7 @@ class Project:
         return ["--target", "python:agent.py:answer", "--k", "6", "--progress", "off"]
 
     def cli(self, *args: str) -> tuple[int, str, str]:
-        self.capsys.readouterr()
-        here = os.getcwd()
-        os.chdir(self.root)
-        try:
-            rc = main(list(args))
-        finally:
-            os.chdir(here)
-        captured = self.capsys.readouterr()
-        return rc, captured.out, captured.err
+        return run_cli(self.root, self.capsys, args)
 
     def probe(self, *args: str) -> tuple[int, str, str]:
         return self.cli("probe", *self.base(), "--curriculum", "cases.jsonl", *args)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 
 import pytest
 
-from frontier_qa.cli import main
+from tests.cli.runner import run_cli
 
 FLAKY = '''
 seen = {}
@@ -29,19 +28,12 @@ def answer(case, sample_index):
 
 def _run(root: Path, capsys: pytest.CaptureFixture[str], *flags: str, store: str = "store",
          cases: str = "cases.jsonl", rpm: int = 0) -> tuple[int, str, str]:
-    capsys.readouterr()
-    here = os.getcwd()
-    os.chdir(root)
-    try:
-        # fixed k = 2: two samples a case whatever they say (the calibrated policy would leave them unresolved)
-        rc = main([*flags, "probe", "--target", "python:agent.py:answer", "--curriculum", cases, "--policy", "fixed", "--k", "2",
-                   "--progress", "off", "--store", store, "--out", f"out-{store}", "--set", "target.limits.backoff.initial_s=0.01",
-                   "--set", "target.limits.backoff.jitter_s=0", "--set", "target.cache=false",
-                   *(["--set", f"target.limits.rpm={rpm}"] if rpm else [])])
-    finally:
-        os.chdir(here)
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err
+    # fixed k = 2: two samples a case whatever they say (the calibrated policy would leave them unresolved)
+    return run_cli(root, capsys, [
+        *flags, "probe", "--target", "python:agent.py:answer", "--curriculum", cases, "--policy", "fixed", "--k", "2",
+        "--progress", "off", "--store", store, "--out", f"out-{store}", "--set", "target.limits.backoff.initial_s=0.01",
+        "--set", "target.limits.backoff.jitter_s=0", "--set", "target.cache=false",
+        *(["--set", f"target.limits.rpm={rpm}"] if rpm else [])])
 
 
 @pytest.fixture

@@ -143,10 +143,8 @@ class Runner:
 
 
 @pytest.fixture
-def repo(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Path:
+def repo(tmp_path: Path, capsys: pytest.CaptureFixture[str], clean_env: None) -> Path:
     """The scratch repository after `frontier-qa init`, the first pytest run and a commit."""
-    for name in [n for n in os.environ if n.startswith("FRONTIER_QA_") or n == "CI"]:
-        monkeypatch.delenv(name)
     root = tmp_path / "repo"
     (root / "tests").mkdir(parents=True)
     (root / "agent.py").write_text(AGENT)

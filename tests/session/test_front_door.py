@@ -124,6 +124,13 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     return code, out.out + out.err
 
 
+def cli_at(root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str,
+           ) -> tuple[int, str]:
+    """:func:`cli` run in ``root`` (the working folder stays there)."""
+    monkeypatch.chdir(root)
+    return cli(capsys, *args)
+
+
 def pytest_run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest("-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning", "-v",
                               *args)
@@ -166,8 +173,7 @@ def probe_both(both: tuple[Path, Path], pytester: pytest.Pytester, capsys: pytes
         (root / "agent.py").write_text(AGENTS[agent])
         if cases is not None:
             write_cases(root, cases)
-    monkeypatch.chdir(both[0])
-    code, out = cli(capsys, "probe", "--out", "out")
+    code, out = cli_at(both[0], monkeypatch, capsys, "probe", "--out", "out")
     monkeypatch.chdir(both[1])
     return code, out, pytest_run(pytester, *PLUGIN)
 
@@ -179,8 +185,7 @@ def test_the_cli_and_pytest_agree_on_records_verdicts_and_exit_codes(
         both: tuple[Path, Path], pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     cli_root, py_root = both
-    monkeypatch.chdir(cli_root)
-    probe_code, out = cli(capsys, "probe", "--out", "out")
+    probe_code, out = cli_at(cli_root, monkeypatch, capsys, "probe", "--out", "out")
     monkeypatch.chdir(py_root)
     first = pytest_run(pytester, *PLUGIN)
     # the probe found a failure: gate.max_failures 0 fails it, in both ways in
@@ -191,8 +196,7 @@ def test_the_cli_and_pytest_agree_on_records_verdicts_and_exit_codes(
     # the agent breaks: a replay holds every case to its baseline, in both ways in, with the replay gate
     for root in (cli_root, py_root):
         (root / "agent.py").write_text(AGENTS["plain"].replace('"42"', '"\\\\boxed{Sunday}"'))
-    monkeypatch.chdir(cli_root)
-    replay_code, out = cli(capsys, "replay", "--out", "out2")
+    replay_code, out = cli_at(cli_root, monkeypatch, capsys, "replay", "--out", "out2")
     monkeypatch.chdir(py_root)
     again = pytest_run(pytester, *PLUGIN, "--frontier-mode=replay")
     assert replay_code == again.ret == 1, out
@@ -211,8 +215,7 @@ def test_every_output_of_a_run_gives_the_same_counts(
         both: tuple[Path, Path], pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     cli_root, py_root = both
-    monkeypatch.chdir(cli_root)
-    code, out = cli(capsys, "probe", "--out", "out")
+    code, out = cli_at(cli_root, monkeypatch, capsys, "probe", "--out", "out")
     headline = [line.strip() for line in out.splitlines()
                 if line.startswith(("  cases: ", "  answers: ", "  candidates: ", "  spent: "))]
     assert headline == ["cases: 3 (failure 1, frontier 1, pass 1)",
@@ -283,8 +286,7 @@ def test_an_open_text_agent_is_clustered_by_meaning(
     # no answer_format: `auto` sees open text in the first samples and compares by meaning from then on
     write_cases(cli_root, [{"id": "sky-1", "prompt": "Why is the sky blue? Answer in one sentence.", "topic": "science"},
                            {"id": "sky-2", "prompt": "Why is the sea blue? Answer in one sentence.", "topic": "science"}])
-    monkeypatch.chdir(cli_root)
-    code, out = cli(capsys, "probe", "--out", "out")
+    code, out = cli_at(cli_root, monkeypatch, capsys, "probe", "--out", "out")
     # two wordings of Rayleigh scattering are one answer, a refusal another: 4 of 6, in the band
     records = CaseStore(cli_root / ".frontier-qa").latest()
     for record in records.values():
@@ -343,15 +345,13 @@ def test_a_fixed_reference_is_rejudged_without_calls_in_both_ways_in(
         both: tuple[Path, Path], pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     cli_root, py_root = both
-    monkeypatch.chdir(cli_root)
-    assert cli(capsys, "probe", "--out", "out")[0] == 1
+    assert cli_at(cli_root, monkeypatch, capsys, "probe", "--out", "out")[0] == 1
     monkeypatch.chdir(py_root)
     assert pytest_run(pytester, *PLUGIN).ret == 1
     fixed = [{**c, "reference": "42"} if c["id"] == "mul-1" else c for c in CASES]
     for root in (cli_root, py_root):
         write_cases(root, fixed)
-    monkeypatch.chdir(cli_root)
-    code, out = cli(capsys, "probe", "--out", "out")
+    code, out = cli_at(cli_root, monkeypatch, capsys, "probe", "--out", "out")
     assert code == 0, out
     assert "changed: mul-1: reference changed 43 → 42: judged again from the 6 stored samples, no new calls " \
            "(failure → pass)" in out
@@ -359,8 +359,7 @@ def test_a_fixed_reference_is_rejudged_without_calls_in_both_ways_in(
     again = pytest_run(pytester, *PLUGIN)
     assert again.ret == 0 and "  changed: mul-1: reference changed 43 → 42" in "\n".join(summary(again))
     assert classes(cli_root / ".frontier-qa")["mul-1"] == classes(py_root / ".frontier-qa")["mul-1"] == "pass"
-    monkeypatch.chdir(cli_root)
-    code, out = cli(capsys, "probe", "--out", "out")
+    code, out = cli_at(cli_root, monkeypatch, capsys, "probe", "--out", "out")
     assert code == 0 and "changed:" not in out  # said once
 
 
@@ -387,8 +386,7 @@ def test_the_cli_replay_reads_the_cases_file_as_it_is_now(
     root = tmp_path / "proj"
     root.mkdir()
     project(root)
-    monkeypatch.chdir(root)
-    assert cli(capsys, "probe", "--out", "out")[0] == 1  # mul-1 fails against its verified 43
+    assert cli_at(root, monkeypatch, capsys, "probe", "--out", "out")[0] == 1  # mul-1 fails against its verified 43
     edited = [{**CASES[0], "prompt": "What is 20 + 22?"}, {**CASES[1], "reference": "42"}]  # wd-1 is gone
     write_cases(root, edited)
     code, out = cli(capsys, "replay", "--out", "out")
