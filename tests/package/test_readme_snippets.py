@@ -1,10 +1,11 @@
-"""README snippets run as written, so they cannot drift from the code.
+"""README and docs snippets run as written, so they cannot drift from the code.
 
-A fenced block preceded by an HTML comment ``<!-- run: KEY=VALUE ... -->`` (values as in a
+The blocks are collected from README.md and every page under docs/ (``docs/**/*.md``). A fenced block preceded by an HTML comment ``<!-- run: KEY=VALUE ... -->`` (values as in a
 shell: ``then="pytest -q x.py"``) is executed in a temporary folder:
 
-``session=NAME``  blocks of one session share a folder and run in README order (default: a
-                  folder of its own); a session first writes all its ``file=`` blocks, then runs
+``session=NAME``  blocks of one session share a folder and run in page order (default: a folder
+                  of its own); sessions are per page (``docs/how-to/cli.md:cli``), so two pages may
+                  use one name; a session first writes all its ``file=`` blocks, then runs
 ``setup=agent``   the folder starts with a scripted agent, as a user's project would have one:
                   ``agent.py`` (``python:agent.py:run``: right on arithmetic, a coin on weekdays),
                   ``cases.jsonl`` and ``my-probe.yaml`` (a file curriculum, the default policy)
@@ -37,6 +38,7 @@ import pytest
 from tests.factories import REPO
 
 README = REPO / "README.md"
+PAGES = [README, *sorted((REPO / "docs").rglob("*.md"))]
 _MARKER = re.compile(r"^<!-- run:(?P<args>.*?)-->\s*\n```(?P<lang>\w*)\n(?P<body>.*?)^```", re.M | re.S)
 _KEYS = {"session", "setup", "file", "then", "exit"}
 
@@ -66,10 +68,16 @@ class Snippet:
     body: str
     options: dict[str, str]
     commands: list[str] = field(default_factory=list)
+    page: str = "README.md"
 
     @property
     def name(self) -> str:
-        return f"README.md:{self.line}"
+        return f"{self.page}:{self.line}"
+
+    @property
+    def session(self) -> str:
+        """Its session's key: the page and the name, or the block alone (``page:line``)."""
+        return f"{self.page}:{self.options['session']}" if "session" in self.options else self.name
 
     def exits(self) -> list[str]:
         wanted = self.options.get("exit", "0").split(",")
@@ -94,15 +102,15 @@ def _commands(body: str) -> list[str]:
     return out
 
 
-def snippets(text: str) -> list[Snippet]:
-    """Every marked block of a Markdown text."""
+def snippets(text: str, page: str = "README.md") -> list[Snippet]:
+    """Every marked block of a Markdown text (``page``: its path from the repository root, for messages)."""
     found = []
     for match in _MARKER.finditer(text):
         options = dict(part.split("=", 1) for part in shlex.split(match["args"]))
         unknown = set(options) - _KEYS
         line = text.count("\n", 0, match.start()) + 1
-        assert not unknown, f"README.md:{line}: unknown run option(s) {sorted(unknown)}; known: {sorted(_KEYS)}"
-        snippet = Snippet(line, match["lang"], match["body"], options)
+        assert not unknown, f"{page}:{line}: unknown run option(s) {sorted(unknown)}; known: {sorted(_KEYS)}"
+        snippet = Snippet(line, match["lang"], match["body"], options, page=page)
         if snippet.lang == "bash" and "file" not in options:
             snippet.commands = _commands(snippet.body)
         elif "file" not in options:
@@ -142,25 +150,31 @@ def _run(command: str, folder: Path, expected: str, where: str) -> None:
     done = subprocess.run(["bash", "-c", command], cwd=folder, env=_env(folder), capture_output=True, text=True,
                           timeout=300)
     assert str(done.returncode) == expected, (
-        f"{where}: `{command}` exited {done.returncode}, the README says {expected}\n"
+        f"{where}: `{command}` exited {done.returncode}, the page says {expected}\n"
         f"--- stdout ---\n{done.stdout[-3000:]}\n--- stderr ---\n{done.stderr[-3000:]}")
 
 
 def sessions(found: list[Snippet]) -> dict[str, list[Snippet]]:
-    """The marked blocks grouped by session, in README order (an unnamed block is its own)."""
+    """The marked blocks grouped by session (page and name), in page order (an unnamed block is its own)."""
     out: dict[str, list[Snippet]] = {}
     for s in found:
-        out.setdefault(s.options.get("session", s.name), []).append(s)
+        out.setdefault(s.session, []).append(s)
     return out
 
 
-FOUND = snippets(README.read_text(encoding="utf-8"))
+FOUND = [s for page in PAGES for s in snippets(page.read_text(encoding="utf-8"), page.relative_to(REPO).as_posix())]
 
 
-def test_the_readme_marks_the_snippets_that_run_offline() -> None:
-    names = set(sessions(FOUND))
-    assert {"cli", "mock", "pytest"} <= names, names
+def test_the_readme_and_the_docs_mark_the_snippets_that_run_offline() -> None:
+    names = {s.options.get("session") for s in FOUND}
+    assert {"cli", "mock", "pytest", "gen"} <= names, names
     assert any("frontier-qa cases" in c for s in FOUND for c in s.commands)
+    assert any(s.page == "README.md" for s in FOUND), "the README's pytest example runs too"
+
+
+def test_the_docs_pages_are_collected() -> None:
+    pages = {p.relative_to(REPO).as_posix() for p in PAGES}
+    assert {"README.md", "docs/how-to/cli.md", "docs/how-to/offline.md", "docs/how-to/pytest.md"} <= pages, pages
 
 
 @pytest.mark.parametrize("session", list(sessions(FOUND)))
@@ -189,11 +203,12 @@ def test_the_marker_syntax_is_read_as_documented() -> None:
     text = ('<!-- run: session=s setup=agent exit=0,skip,1 -->\n```bash\nfrontier-qa a \\\n  --b\n# note\n'
             'frontier-qa c  # why\nfrontier-qa d\n```\n\n```bash\nnot marked\n```\n'
             '<!-- run: session=s file=t.py then="pytest -q t.py" exit=1 -->\n```python\nx = 1\n```\n')
-    first, second = snippets(text)
+    first, second = snippets(text, "docs/x.md")
+    assert (first.name, first.session) == ("docs/x.md:1", "docs/x.md:s")
     assert (first.line, first.commands, first.exits()) == (
         1, ["frontier-qa a --b", "frontier-qa c  # why", "frontier-qa d"], ["0", "skip", "1"])
     assert (second.options, second.commands, second.exits()) == (
         {"session": "s", "file": "t.py", "then": "pytest -q t.py", "exit": "1"}, [], ["1"])
-    assert list(sessions([first, second])) == ["s"]
-    with pytest.raises(AssertionError, match="unknown run option"):
-        snippets("<!-- run: sesion=s -->\n```bash\nx\n```\n")
+    assert list(sessions([first, second])) == ["docs/x.md:s"]
+    with pytest.raises(AssertionError, match="docs/y.md:1: unknown run option"):
+        snippets("<!-- run: sesion=s -->\n```bash\nx\n```\n", "docs/y.md")

@@ -1,4 +1,4 @@
-"""Agent0's settings: one table (``frontier_qa/train/paper.py``) against the configs, the code and the README.
+"""Agent0's settings: one table (``frontier_qa/train/paper.py``) against the configs, the code and the docs.
 
 Every constant frontier-qa attributes to Agent0 must agree with the table:
 
@@ -6,7 +6,7 @@ Every constant frontier-qa attributes to Agent0 must agree with the table:
   ``configs/coevolve/agent0.yaml``, constants in the code);
 * every ``# Agent0: value`` (or "Agent0's value") comment in ``configs/`` states the table's value
   for the key on its line;
-* the README prints the table itself, between its ``paper-settings`` markers.
+* the docs print the table itself (docs/how-to/coevolution.md), between its ``paper-settings`` markers.
 """
 
 from __future__ import annotations
@@ -97,10 +97,10 @@ def test_every_agent0_value_in_a_config_comment_is_the_tables(relative: str) -> 
         assert _same(value, setting.value), f"{relative}:{number}: {key} claims {claimed}, table {setting.value}"
 
 
-def test_the_readme_prints_the_table() -> None:
-    readme = (REPO / "README.md").read_text()
+def test_the_docs_print_the_table() -> None:
+    readme = (REPO / "docs" / "how-to" / "coevolution.md").read_text()
     block = re.search(r"<!-- paper-settings -->\n(.*?)\n<!-- /paper-settings -->", readme, re.DOTALL)
-    assert block, "README.md needs the table between <!-- paper-settings --> markers"
+    assert block, "docs/how-to/coevolution.md needs the table between <!-- paper-settings --> markers"
     assert block.group(1).strip() == paper.markdown(), "regenerate it: python -c 'from frontier_qa.train.paper " \
                                                         "import markdown; print(markdown())'"
 
