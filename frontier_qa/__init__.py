@@ -122,9 +122,3 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.target import Trajectory as Trajectory
 else:
     __getattr__, __dir__, __all__ = _lazy_exports(__name__, _BY_MODULE, globals(), also=["__version__"])
-
-# The module paths of 0.1 (frontier_qa.answers, frontier_qa.engine ...) import for one more
-# release, each with a DeprecationWarning naming its new home.
-from frontier_qa._compat import install as _install_moved_modules  # noqa: E402
-
-_install_moved_modules()

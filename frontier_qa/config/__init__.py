@@ -48,7 +48,6 @@ only the CLI, the pytest plugin and the trainers import it. Every public name is
 
 from __future__ import annotations
 
-from frontier_qa._compat import renamed
 from frontier_qa.config.build import (
     ProbeParts,
     budget_tracker,
@@ -133,6 +132,3 @@ __all__ = [
     "sample_cache",
 ]
 
-__getattr__ = renamed(__name__, {"SamplingConfig": "Sampling", "BackoffConfig": "Backoff", "LimitsConfig": "Limits",
-                                 "BudgetConfig": "Budget", "GateConfig": "GateThresholds",
-                                 "RegressionConfig": "RegressionPolicy"}, globals())

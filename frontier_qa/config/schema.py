@@ -16,14 +16,13 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from frontier_qa._compat import renamed
 from frontier_qa._schema import field_of, frozen_value
 from frontier_qa.curricula.spec import CURRICULUM_SAMPLING, Domain
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.sequential import DEFAULT_POLICY
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.reports.gate import GateThresholds
-from frontier_qa.runtime.limits import Backoff, Budget, Limits  # noqa: F401 (Backoff: the old BackoffConfig name)
+from frontier_qa.runtime.limits import Backoff, Budget, Limits  # noqa: F401 (re-exported: the config's sections)
 from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND
 from frontier_qa.store.case_store import Shard, StoreError
 from frontier_qa.store.comparison import RegressionPolicy
@@ -345,6 +344,3 @@ def json_schema() -> dict[str, Any]:
     return schema
 
 
-__getattr__ = renamed(__name__, {"SamplingConfig": "Sampling", "BackoffConfig": "Backoff", "LimitsConfig": "Limits",
-                                 "BudgetConfig": "Budget", "GateConfig": "GateThresholds",
-                                 "RegressionConfig": "RegressionPolicy"}, globals())

@@ -29,7 +29,6 @@ from typing import Any, Final, Literal
 
 from pydantic import Field, ValidationError, field_serializer
 
-from frontier_qa._compat import renamed
 from frontier_qa.curricula.spec import ANSWER_FORMATS, PromptOptions
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.curriculum import Outcome, Proposal
@@ -223,8 +222,6 @@ def card_summary(card: CurriculumCard, taken: Sequence[str]) -> str:
     return (f"the checkpoint's {CARD_FILE}: style {card.style}, domain {card.domain}, max_tokens {s.max_tokens}, "
             f"temperature {s.temperature}, top_p {s.top_p}" + (f" (used for {', '.join(taken)})" if taken else ""))
 
-
-__getattr__ = renamed(__name__, {"CardSampling": "Sampling"}, globals())
 
 __all__ = ["CARD_FILE", "CurriculumCard", "PlainPromptCurriculum", "apply_card",
            "asks_training_prompts",

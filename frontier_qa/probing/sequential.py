@@ -27,7 +27,6 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from frontier_qa._compat import renamed
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.posterior import (
     AGENT0_LIMITS,
@@ -53,8 +52,7 @@ FAILED = object()
 class BandVerdict(enum.Enum):
     """What to do with a case after a round, or where it stopped relative to the band.
 
-    Named apart from the replay's :class:`~frontier_qa.store.comparison.RegressionVerdict`;
-    ``Verdict``, its name up to 0.1, still reads (with a :class:`DeprecationWarning`).
+    Named apart from the replay's :class:`~frontier_qa.store.comparison.RegressionVerdict`.
     """
 
     CONTINUE = "continue"
@@ -361,6 +359,3 @@ __all__ = [
     "wilson_interval",
 ]
 
-# old names, one release of grace: AGENT0_BAND was a second definition of the band (now a pair
-# derived from frontier_qa.scoring.bands.AGENT0_BAND), Verdict shared its name with the replay's
-__getattr__ = renamed(__name__, {"Verdict": "BandVerdict", "AGENT0_BAND": "AGENT0_LIMITS"}, globals())

@@ -11,7 +11,6 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from frontier_qa._compat import renamed
 from frontier_qa.reports.gate import GateCheck, GateResult, GateThresholds, evaluate_gate
 from frontier_qa.reports.health import HealthProblem, RunFacts
 from frontier_qa.reports.html import html_report, write_html
@@ -93,8 +92,6 @@ def write_reports(
         written["html"] = write_html(out / FILE_NAMES["html"], report, band=band)
     return written, gate
 
-
-__getattr__ = renamed(__name__, {"Verdict": "RegressionVerdict"}, globals())
 
 __all__ = [
     "FILE_NAMES",

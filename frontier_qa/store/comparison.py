@@ -39,7 +39,6 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
-from frontier_qa._compat import renamed
 from frontier_qa._schema import frozen_value
 from frontier_qa.scoring.two_sample import drop_probability, fisher_greater, fisher_less, increasing_counts, spend
 from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, Observed, ReplayVerdict, SuiteCase
@@ -52,8 +51,7 @@ DEFAULT_LOOKS = (5, 10, 20, 40, 80)
 class RegressionVerdict(str, enum.Enum):
     """How a case's replay compares with its baseline (the replay's regression test).
 
-    Not the band verdict of a sampled case (in band, above, below: the sequential policy's);
-    ``Verdict``, this enum's old name, still reads but warns.
+    Not the band verdict of a sampled case (in band, above, below: the sequential policy's).
     """
 
     REGRESSION = "regression"  # the anchor's share dropped (significant at the look's level)
@@ -442,8 +440,6 @@ def count_verdicts(comparisons: Iterable[Comparison]) -> dict[RegressionVerdict,
         counts[c.verdict] += 1
     return counts
 
-
-__getattr__ = renamed(__name__, {"Verdict": "RegressionVerdict"}, globals())
 
 __all__ = [
     "DEFAULT_LOOKS",

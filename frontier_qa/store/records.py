@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from frontier_qa import __version__
-from frontier_qa._compat import renamed
 from frontier_qa.target import Case, Trajectory, case_seed
 
 if TYPE_CHECKING:  # consistency pulls in answer extraction; records only read its fields
@@ -856,4 +855,3 @@ def json_schemas() -> dict[str, dict[str, Any]]:
     }
 
 
-__getattr__ = renamed(__name__, {"CaseSpec": "Case"}, globals())

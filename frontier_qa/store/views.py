@@ -23,13 +23,13 @@ from dataclasses import dataclass
 
 from frontier_qa.store.baselines import base_target_id, current_inputs, first_observations, from_record, still_holds
 from frontier_qa.store.case_store import CaseStore, StoreError, latest_by
-from frontier_qa.store.comparison import Comparison, RegressionPolicy, Verdict, compare_all
+from frontier_qa.store.comparison import Comparison, RegressionPolicy, RegressionVerdict, compare_all
 from frontier_qa.store.records import CLASS_ORDER, Baseline, CaseClass, CaseRecord, RunRecord
 
 SHOWN_NAMES = 5
 """Names an error message offers when a case or run is not found."""
 
-NOTEWORTHY = (Verdict.REGRESSION, Verdict.IMPROVED, Verdict.FLAKY)
+NOTEWORTHY = (RegressionVerdict.REGRESSION, RegressionVerdict.IMPROVED, RegressionVerdict.FLAKY)
 """Verdicts that say a case's p̂ moved beyond the noise between two runs."""
 
 

@@ -25,7 +25,6 @@ from typing import Any, Final, Literal
 
 from pydantic import Field, PrivateAttr, field_validator
 
-from frontier_qa._compat import renamed
 from frontier_qa.config import Override, Sampling, Sources
 from frontier_qa.config.schema import located_error
 from frontier_qa.curricula.spec import CURRICULUM_SAMPLING
@@ -232,4 +231,3 @@ __all__ = ["COEVOLVE_CONFIG_VERSION", "CoevolveConfig", "EvaluationSection", "Ex
            "ExecutorTrainingSection", "PoolSection", "ToolsSection", "check", "load_coevolve_config"]
 
 
-__getattr__ = renamed(__name__, {"ADPOSection": "ADPOSchedule"}, globals())

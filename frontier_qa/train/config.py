@@ -29,7 +29,6 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from pydantic_core import ArgsKwargs
 
-from frontier_qa._compat import renamed
 from frontier_qa._schema import frozen_value
 from frontier_qa.config import (
     Budget,
@@ -415,4 +414,3 @@ __all__ = [
 ]
 
 
-__getattr__ = renamed(__name__, {"BudgetConfig": "Budget"}, globals())

@@ -22,7 +22,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from frontier_qa._compat import renamed
 from frontier_qa.errors import BudgetExceededError, TargetError
 from frontier_qa.scoring.bands import in_band as _probe_band
 from frontier_qa.scoring.case import score_case
@@ -203,9 +202,6 @@ def keep_task(p_hat: float, majority: str | None, band: tuple[float, float]) -> 
     if p_hat < low:
         return False, f"p̂ {p_hat:.2f} < {low}: the executor's answers scatter"
     return False, f"p̂ {p_hat:.2f} > {high}: the executor is sure"
-
-
-__getattr__ = renamed(__name__, {"in_band": "keep_task", "score_tasks": "label_tasks"}, globals())
 
 
 def select(scored: Sequence[ScoredTask], max_tasks: int | None) -> list[ScoredTask]:

@@ -31,7 +31,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-from frontier_qa._compat import renamed
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError
 from frontier_qa.runtime.aio import gather_or_cancel
 from frontier_qa.scoring.bands import AGENT0_BAND
@@ -286,4 +285,3 @@ def _stat(target: Any, name: str) -> int:
 __all__ = ["Gather", "TargetReward", "curriculum_rewards"]
 
 
-__getattr__ = renamed(__name__, {"score_tasks": "curriculum_rewards"}, globals())

@@ -23,7 +23,7 @@ BASE = "base"
 # module prefix -> layer (longest prefix wins; the base is the root package and its seam modules)
 LAYER_OF = {
     "frontier_qa": BASE, "frontier_qa.errors": BASE, "frontier_qa._optional": BASE, "frontier_qa.target": BASE,
-    "frontier_qa._compat": BASE, "frontier_qa.redaction": BASE,
+    "frontier_qa.redaction": BASE,
     "frontier_qa.scoring": "scoring",
     "frontier_qa.runtime": "runtime",
     "frontier_qa.adapters": "adapters",

@@ -184,8 +184,8 @@ def test_plugin_is_inert_for_suites_that_do_not_use_it(pytester: pytest.Pytester
                                            "--frontier-store=store", "--frontier-budget-calls=5")
     result.assert_outcomes(passed=1)
     loaded = (pytester.path / "modules.txt").read_text().split()
-    # the root package and its stdlib-only hook for the old module paths, the plugin: nothing else
-    assert loaded == ["frontier_qa", "frontier_qa._compat", "frontier_qa.plugins", PLUGIN]
+    # the root package and the plugin: nothing else
+    assert loaded == ["frontier_qa", "frontier_qa.plugins", PLUGIN]
     assert not (pytester.path / "store").exists() and not (pytester.path / ".frontier-qa").exists()
     assert not re.search(r"=+ frontier-qa =+", result.stdout.str())  # no summary section either
 

@@ -15,8 +15,8 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.reports import (
     GateThresholds,
     JsonReport,
+    RegressionVerdict,
     RunFacts,
-    Verdict,
     compare,
     compare_all,
     count_verdicts,
@@ -32,9 +32,9 @@ from frontier_qa.reports.summary import histogram_bin, timeline, top_cases
 from frontier_qa.reports.svg import nice_ticks
 from frontier_qa.store.comparison import Evidence
 from frontier_qa.store.records import (
+    Case,
     CaseClass,
     CaseRecord,
-    CaseSpec,
     RunRecord,
     SampleRecord,
     SuiteCase,
@@ -389,30 +389,30 @@ SCATTERED = tuple((a, 2) for a in "ABCDEFGH")
     ("old", "new", "verdict"),
     [
         # a verified reference "4": the share of right answers is compared
-        (by_answers((("4", 20),)), by_answers((("5", 10),), cls="failure"), Verdict.REGRESSION),
-        (by_answers((("4", 20),)), by_answers((("4", 10),)), Verdict.SAME),
+        (by_answers((("4", 20),)), by_answers((("5", 10),), cls="failure"), RegressionVerdict.REGRESSION),
+        (by_answers((("4", 20),)), by_answers((("4", 10),)), RegressionVerdict.SAME),
         # p̂ falling from 0.70 to 0.43 at k = 10 and 7 is noise, not a regression
         (by_answers((("4", 7), ("5", 3)), cls="frontier"), by_answers((("5", 4), ("4", 3)), cls="frontier"),
-         Verdict.INCONCLUSIVE),
+         RegressionVerdict.INCONCLUSIVE),
         # a failure the same agent no longer makes did not reproduce; a new version improved
-        (by_answers((("5", 10),), cls="failure"), by_answers((("4", 10),)), Verdict.FLAKY),
-        (by_answers((("5", 10),), cls="failure"), by_answers((("4", 10),), version="v2"), Verdict.IMPROVED),
+        (by_answers((("5", 10),), cls="failure"), by_answers((("4", 10),)), RegressionVerdict.FLAKY),
+        (by_answers((("5", 10),), cls="failure"), by_answers((("4", 10),), version="v2"), RegressionVerdict.IMPROVED),
         # no reference: held to the baseline's majority
-        (by_answers((("A", 20),), reference=None), by_answers((("B", 20),), reference=None), Verdict.REGRESSION),
+        (by_answers((("A", 20),), reference=None), by_answers((("B", 20),), reference=None), RegressionVerdict.REGRESSION),
         (by_answers((("A", 6), ("B", 4)), cls="frontier", reference=None),
-         by_answers((("B", 6), ("A", 4)), cls="frontier", reference=None), Verdict.SAME),  # still in the band
+         by_answers((("B", 6), ("A", 4)), cls="frontier", reference=None), RegressionVerdict.SAME),  # still in the band
         (by_answers((("A", 12), ("B", 8)), cls="frontier", reference=None),
-         by_answers((("C", 20),), reference=None), Verdict.REGRESSION),  # stably an answer it never gave
+         by_answers((("C", 20),), reference=None), RegressionVerdict.REGRESSION),  # stably an answer it never gave
         (by_answers((("A", 12), ("B", 8)), cls="frontier", reference=None, version="v2"),
-         by_answers((("B", 20),), reference=None), Verdict.IMPROVED),  # settled on one of its answers
+         by_answers((("B", 20),), reference=None), RegressionVerdict.IMPROVED),  # settled on one of its answers
         # scattered answers without a reference hold the agent to nothing
         (by_answers(SCATTERED, cls="suspect", reference=None),
-         by_answers((("Z", 1), ("Y", 1)), cls="suspect", reference=None), Verdict.SAME),
-        (by_answers((("4", 10),)), rec("c", CaseClass.UNRESOLVED, None, answers=()), Verdict.INCONCLUSIVE),
-        (rec("c", CaseClass.INVALID, None, answers=()), by_answers((("4", 10),)), Verdict.INCONCLUSIVE),
+         by_answers((("Z", 1), ("Y", 1)), cls="suspect", reference=None), RegressionVerdict.SAME),
+        (by_answers((("4", 10),)), rec("c", CaseClass.UNRESOLVED, None, answers=()), RegressionVerdict.INCONCLUSIVE),
+        (rec("c", CaseClass.INVALID, None, answers=()), by_answers((("4", 10),)), RegressionVerdict.INCONCLUSIVE),
     ],
 )
-def test_compare_verdicts(old: CaseRecord, new: CaseRecord, verdict: Verdict) -> None:
+def test_compare_verdicts(old: CaseRecord, new: CaseRecord, verdict: RegressionVerdict) -> None:
     result = compare(old, new)
     assert result.verdict is verdict, result.reason
     assert result.case_id == "c" and result.old_class is old.case_class
@@ -428,11 +428,11 @@ def test_compare_reasons_and_suites() -> None:
     assert result.p_value is not None and result.level is not None and result.p_value <= result.level
     # a version-1 suite entry has only 'observed': its majority count stands in for the answers
     entry = SuiteCase(case=old.case, observed=old.observed())
-    assert compare(entry, new).verdict is Verdict.REGRESSION
-    bare = SuiteCase(case=CaseSpec(id="d", prompt="p"))  # exported without results: skipped
+    assert compare(entry, new).verdict is RegressionVerdict.REGRESSION
+    bare = SuiteCase(case=Case(id="d", prompt="p"))  # exported without results: skipped
     comparisons = compare_all(
         [entry, bare, rec("gone", CaseClass.PASS, 1.0)],
         [new, rec("d", CaseClass.PASS, 1.0), rec("fresh", CaseClass.FAILURE, 1.0)],
     )
-    assert [(c.case_id, c.verdict) for c in comparisons] == [("c", Verdict.REGRESSION)]
-    assert count_verdicts(comparisons)[Verdict.REGRESSION] == 1 and count_verdicts([])[Verdict.SAME] == 0
+    assert [(c.case_id, c.verdict) for c in comparisons] == [("c", RegressionVerdict.REGRESSION)]
+    assert count_verdicts(comparisons)[RegressionVerdict.REGRESSION] == 1 and count_verdicts([])[RegressionVerdict.SAME] == 0

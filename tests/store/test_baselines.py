@@ -18,7 +18,7 @@ from frontier_qa.store.case_ids import case_id_for, legacy_case_id, readable_id,
 from frontier_qa.store.case_store import CaseStore, StoreError
 from frontier_qa.store.comparison import RegressionVerdict
 from frontier_qa.store.guards import select_guards
-from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, CaseSpec, ClusterCount, SampleRecord
+from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, ClusterCount, SampleRecord
 from frontier_qa.store.suites import import_suite
 from frontier_qa.target import Case
 from tests.factories import REPO, run
@@ -34,7 +34,7 @@ def record(case_id: str, case_class: CaseClass, answers: list[str], *, topic: st
         counts[a] = counts.get(a, 0) + 1
     clusters = [ClusterCount(answer=a, count=n) for a, n in sorted(counts.items(), key=lambda kv: -kv[1])]
     return CaseRecord(
-        case=CaseSpec(id=case_id, prompt=f"Prompt {case_id}", topic=topic, reference=reference,
+        case=Case(id=case_id, prompt=f"Prompt {case_id}", topic=topic, reference=reference,
                       reference_verified=verified),
         run_id=run_id, target_id="python:a.py:f", target_version="1+src.00000000",
         samples=[SampleRecord(sample_index=i, answer=a) for i, a in enumerate(answers)],

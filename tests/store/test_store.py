@@ -230,7 +230,7 @@ _WRITER = textwrap.dedent(
     """
     import sys
     from datetime import datetime, timezone
-    from frontier_qa.store.records import CaseRecord, CaseSpec, SampleRecord
+    from frontier_qa.store.records import CaseRecord, Case, SampleRecord
     from frontier_qa.store.case_store import CaseStore
 
     store, tag, count, size = CaseStore(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -238,7 +238,7 @@ _WRITER = textwrap.dedent(
     i = 0
     while count < 0 or i < count:
         text = (tag + str(i) + "|") * (size // (len(tag) + 6))
-        rec = CaseRecord(case=CaseSpec(id=f"{tag}-{i}", prompt="p"), run_id="shared", target_id="t",
+        rec = CaseRecord(case=Case(id=f"{tag}-{i}", prompt="p"), run_id="shared", target_id="t",
                          samples=[SampleRecord(sample_index=0, text=text, text_chars=len(text))],
                          case_class="pass", started_at=now, finished_at=now)
         store.append(rec)
@@ -285,7 +285,7 @@ _CRASHER = textwrap.dedent(
     import os, signal, sys
     import frontier_qa.store.case_store as store_module
     from datetime import datetime, timezone
-    from frontier_qa.store.records import CaseRecord, CaseSpec
+    from frontier_qa.store.records import CaseRecord, Case
     from frontier_qa.store.case_store import CaseStore
 
     real_write = store_module._write_all
@@ -302,7 +302,7 @@ _CRASHER = textwrap.dedent(
     store = CaseStore(sys.argv[1])
     now = datetime.now(timezone.utc)
     for i in range(10):
-        store.append(CaseRecord(case=CaseSpec(id=f"c{i}", prompt="p" * 500), run_id="crash", target_id="t",
+        store.append(CaseRecord(case=Case(id=f"c{i}", prompt="p" * 500), run_id="crash", target_id="t",
                                 case_class="pass", started_at=now, finished_at=now))
         appended += 1
     """

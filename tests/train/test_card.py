@@ -84,10 +84,6 @@ def test_the_card_sampling_is_the_sampling_value_stored_under_its_version_1_keys
     assert card is not None and card.sampling == Sampling(temperature=0.8, top_p=0.95, max_tokens=48)
     with pytest.raises(ValueError, match="sampling.top_p"):  # the bounds are Sampling's
         _card(sampling={"temperature": 1.0, "top_p": 1.5, "max_tokens": 8})
-    import frontier_qa.curricula.card as card_module
-
-    with pytest.warns(DeprecationWarning, match="CardSampling is now"):
-        assert card_module.CardSampling is Sampling
 
 
 def test_a_damaged_card_is_named() -> None:

@@ -195,8 +195,6 @@ def test_band_edges_are_inclusive_and_a_cap_keeps_the_most_uncertain() -> None:
     assert AGENT0_BAND.contains(edge) and pools.keep_task(edge, "1", (0.3, 0.8)) == (True, "in band")
     assert pools.keep_task(0.5, None, (0.3, 0.8)) == (False, "no parsed answer (no pseudo-label)")
     assert pools.keep_task(0.9, "1", (0.3, 0.8)) == (False, "p̂ 0.90 > 0.8: the executor is sure")
-    with pytest.warns(DeprecationWarning, match="keep_task"):
-        assert pools.in_band is pools.keep_task
     scored = [pools.ScoredTask(task_id=f"t{i}", question="q", k=10, p_hat=p, majority="1", kept=True)
               for i, p in enumerate([0.8, 0.5, 0.3, 0.6, 0.4])]
     assert [s.task_id for s in pools.select(scored, 3)] == ["t1", "t3", "t4"]  # |p̂ − 0.5| ≤ 0.1, pool order
