@@ -241,7 +241,7 @@ def smol(args: argparse.Namespace) -> None:
 
 async def _resample(todo: list[dict], out: Path) -> None:
     from frontier_qa.config import build_settings, load_config
-    from frontier_qa.probing.case import answers_of
+    from frontier_qa.probing.case_prober import answers_of
     from frontier_qa.runtime import Limits, open_target
     from frontier_qa.scoring.consistency import consistency_of
     from frontier_qa.store.records import CaseRecord

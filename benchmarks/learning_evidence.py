@@ -76,7 +76,7 @@ def in_band_per_100(model: Path, seed: int) -> tuple[int, int]:
     from frontier_qa.curricula.prompted import derive_seed
     from frontier_qa.runtime import open_target, run_sync
     from frontier_qa.scoring.bands import AGENT0_BAND
-    from frontier_qa.scoring.case import score_case
+    from frontier_qa.scoring.case_scoring import score_case
     from frontier_qa.testing import ScriptedAdapter, open_scripted
     from frontier_qa.train.prompts import TaskFormat
 

@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from frontier_qa.probing.accept import accept
+from frontier_qa.probing.baseline_accept import accept
 from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.probing.engine import ProbeSettings, probe, replay
 from frontier_qa.probing.validation import Validator

@@ -238,7 +238,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def frontier_case(request: pytest.FixtureRequest) -> Any:
     """One frontier case of the agent named by the test's ``@pytest.mark.frontier``, replayed.
 
-    Returns a :class:`frontier_qa.session.case.FrontierCase`: the case (``prompt``,
+    Returns a :class:`frontier_qa.session.frontier_case.FrontierCase`: the case (``prompt``,
     ``topic``, ``reference``), what was stored about it (``stored_class``, ``stored_p_hat``),
     a fresh replay (``replayed``, ``p_hat``, ``interval``, ``case_class``, ``verdict``) and
     ``sample(n)`` / ``answers(n)`` to run the agent on it again.
@@ -384,7 +384,7 @@ def item_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def judge_suites(config: pytest.Config, results: dict[str, dict[str, Any]]) -> list[tuple[str, Any]]:
-    """Each suite's outcome (:func:`~frontier_qa.session.suite.judge_runs`), from what its items
+    """Each suite's outcome (:func:`~frontier_qa.session.suite_run.judge_runs`), from what its items
     reported: its store and runs, its gates, the items that could not be decided or accepted.
 
     Args:
@@ -395,7 +395,7 @@ def judge_suites(config: pytest.Config, results: dict[str, dict[str, Any]]) -> l
 
     from frontier_qa.reports.gate import GateThresholds
     from frontier_qa.session import Invocation
-    from frontier_qa.session.suite import judge_runs
+    from frontier_qa.session.suite_run import judge_runs
     from frontier_qa.store.case_store import CaseStore
 
     suites: dict[str, list[tuple[str, dict[str, Any]]]] = {}

@@ -14,7 +14,7 @@ first) and then probes the curriculum; every other process finds that run and re
 back. The session id is xdist's ``testrunuid`` (shared by all workers), else a fresh one.
 
 **Replays at test time.** A stored case not replayed during collection is replayed by its own test
-item (:class:`~frontier_qa.session.suite.Replayer`, run ``pytest-<suite>-<session>-r-<worker>``).
+item (:class:`~frontier_qa.session.suite_run.Replayer`, run ``pytest-<suite>-<session>-r-<worker>``).
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ from frontier_qa.plugins.pytest_plugin import (
     replay_command,
 )
 from frontier_qa.session import Replayer, Session, SuiteCurriculum
-from frontier_qa.session.case import FrontierCase
-from frontier_qa.session.suite import run_masked as run_sync
-from frontier_qa.session.suite import tag
+from frontier_qa.session.frontier_case import FrontierCase
+from frontier_qa.session.suite_run import run_masked as run_sync
+from frontier_qa.session.suite_run import tag
 from frontier_qa.store.comparison import from_record
 from frontier_qa.store.records import Baseline, CaseRecord, SuiteCase
 from frontier_qa.store.stop_reason import STOP_UNAVAILABLE

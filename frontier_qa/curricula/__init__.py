@@ -27,7 +27,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.curricula.file": ("FileCurriculum", "StaticCurriculum", "proposal_from_row", "read_proposals"),
     "frontier_qa.curricula.prompted": ("PromptedCurriculum",),
     "frontier_qa.curricula.critic": ("SageCritic",),
-    "frontier_qa.probing.validation": ("CriticVerdict",),
+    "frontier_qa.probing.validation": ("TaskCritique",),
 }
 
 
@@ -42,6 +42,6 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.probing.curriculum import History as History
     from frontier_qa.probing.curriculum import Outcome as Outcome
     from frontier_qa.probing.curriculum import Proposal as Proposal
-    from frontier_qa.probing.validation import CriticVerdict as CriticVerdict
+    from frontier_qa.probing.validation import TaskCritique as TaskCritique
 else:
     __getattr__, __dir__, __all__ = _lazy_exports(__name__, _BY_MODULE, globals())

@@ -8,8 +8,8 @@ appendix). Our copy of the paper omits its normalisation (Eq. 2); we take s / 10
 keeps scores of 7 and above.
 
 :class:`SageCritic` implements the validator's ``Critic`` protocol: ``await judge(proposal)``
-returns a :class:`CriticVerdict`. The probe validator (``frontier_qa.probing.validation``) imports
-:class:`CriticVerdict` from here.
+returns a :class:`TaskCritique`. The probe validator (``frontier_qa.probing.validation``) imports
+:class:`TaskCritique` from here.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import re
 from frontier_qa.curricula.templates import tool_description, tool_name
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.curriculum import Proposal
-from frontier_qa.probing.validation import CriticVerdict, ask_once
+from frontier_qa.probing.validation import TaskCritique, ask_once
 from frontier_qa.target import Case, Sampling, Target
 
 log = logging.getLogger(__name__)
@@ -144,14 +144,14 @@ class SageCritic:
         digest = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
         return Case(id=f"sage-critic-{digest[:16]}", prompt=prompt, topic=proposal.case.topic, answer_format="text")
 
-    async def judge(self, proposal: Proposal) -> CriticVerdict:
+    async def judge(self, proposal: Proposal) -> TaskCritique:
         """Score ``proposal``'s question; passed when s / 10 ≥ threshold.
 
         Raises:
             FrontierQAError: the critic model failed for good (budget spent, unavailable).
         """
         if not proposal.case.prompt.strip():
-            return CriticVerdict(0.0, False, "empty question: nothing for the critic to judge")
+            return TaskCritique(0.0, False, "empty question: nothing for the critic to judge")
         text, why = await ask_once(self.model, self.request(proposal), self.sampling)
         if text is None:
             return self._error(f"the critic returned no text ({why})")
@@ -164,14 +164,14 @@ class SageCritic:
         relation = "≥" if passed else "<"
         reason = f"SAGE critic score {raw:g}/10 {relation} threshold {self.threshold * 10:g}/10"
         # SAGE's rubric is solvability, soundness and clarity: a pass is its word that the task is well-posed
-        return CriticVerdict(score, passed, reason, "well-posed" if passed else "ill-posed", f"SAGE critic {self.model.id}")
+        return TaskCritique(score, passed, reason, "well-posed" if passed else "ill-posed", f"SAGE critic {self.model.id}")
 
-    def _error(self, reason: str) -> CriticVerdict:
+    def _error(self, reason: str) -> TaskCritique:
         accept = self.on_error == "accept"
         verdict = "accepted" if accept else "rejected"
         log.warning("the SAGE critic could not judge a question: %s; %s (on_error=%r)", reason, verdict, self.on_error)
-        return CriticVerdict(0.0, accept, f"{reason}; {verdict} (on_error={self.on_error!r})")
+        return TaskCritique(0.0, accept, f"{reason}; {verdict} (on_error={self.on_error!r})")
 
 
-__all__ = ["SAGE_QUESTION_PROMPT", "SAGE_SAMPLING", "SAGE_THRESHOLD", "CriticVerdict", "SageCritic", "parse_score",
+__all__ = ["SAGE_QUESTION_PROMPT", "SAGE_SAMPLING", "SAGE_THRESHOLD", "TaskCritique", "SageCritic", "parse_score",
            "render_question"]

@@ -2,7 +2,7 @@
 
 :func:`classify_case` reads one :class:`CaseEvidence` (where sampling stopped and on what
 evidence, the answers and the reference) and returns ``(case_class, reason)``; the prober
-(:mod:`frontier_qa.probing.case`), a refresh and an accept all classify through it.
+(:mod:`frontier_qa.probing.case_prober`), a refresh and an accept all classify through it.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from frontier_qa.probing.sequential import BandPosterior, BandVerdict, SequentialConfig
+from frontier_qa.probing.sequential import BandDecision, BandPosterior, SequentialConfig
 from frontier_qa.probing.validity import UNCHECKED_REASON
 from frontier_qa.scoring.bands import in_band
 from frontier_qa.store.records import CaseClass
@@ -48,7 +48,7 @@ class CaseEvidence:
         unchecked_why: why the task is unchecked and how to check it, for the reason text.
     """
 
-    verdict: BandVerdict | None
+    verdict: BandDecision | None
     majority: str | None
     reference: str | None
     reference_verified: bool
@@ -91,11 +91,11 @@ def classify_case(evidence: CaseEvidence) -> tuple[CaseClass, str]:
         return CaseClass.UNRESOLVED, unreadable_reason(e.n_unparseable, e.n_answered, e.answer_format)
     if e.forced:
         need = "" if e.confidence is None else f" (needed {e.confidence:.2f})"
-        leaning = {BandVerdict.IN_BAND: "in band", BandVerdict.BELOW: "below the band",
-                   BandVerdict.ABOVE: "above the band"}[e.verdict]
+        leaning = {BandDecision.IN_BAND: "in band", BandDecision.BELOW: "below the band",
+                   BandDecision.ABOVE: "above the band"}[e.verdict]
         return CaseClass.UNRESOLVED, f"undecided at the sample limit{need}, leaning {leaning}: {stated}"
     which = "verified" if e.reference_verified else "unverified"
-    if e.verdict is BandVerdict.IN_BAND:
+    if e.verdict is BandDecision.IN_BAND:
         # Agent0 §3.3: the uncertainty signal stands on its own; the reference only annotates it
         extra = ""
         if e.majority_correct is False:
@@ -104,7 +104,7 @@ def classify_case(evidence: CaseEvidence) -> tuple[CaseClass, str]:
             why = f" ({e.unchecked_why})" if e.unchecked_why else ""
             return CaseClass.UNCHECKED, f"{UNCHECKED_REASON}: {stated}{extra}{why}"
         return CaseClass.FRONTIER, f"unsure: {stated}{extra}"
-    if e.verdict is BandVerdict.ABOVE:
+    if e.verdict is BandDecision.ABOVE:
         if e.reference_verified and e.majority_correct is not None:
             if e.majority_correct:
                 return CaseClass.PASS, f"stable majority matches the verified reference ({stated})"
@@ -144,7 +144,7 @@ POSTERIOR_KEY = "band_posterior"
 """Case metadata key under which a record keeps where its band decision put p* (:func:`posterior_note`)."""
 
 
-def posterior_note(posterior: BandPosterior, verdict: BandVerdict, *, forced: bool,
+def posterior_note(posterior: BandPosterior, verdict: BandDecision, *, forced: bool,
                    confidence: float | None) -> dict[str, Any]:
     """What a record keeps of its band decision (under :data:`POSTERIOR_KEY`), enough to classify
     it again without its samples' posterior (a reference fixed later: :mod:`frontier_qa.probing.refresh`).
@@ -163,11 +163,11 @@ def posterior_note(posterior: BandPosterior, verdict: BandVerdict, *, forced: bo
     }
 
 
-def confidence_of(policy: SequentialConfig | None, verdict: BandVerdict | None) -> float | None:
+def confidence_of(policy: SequentialConfig | None, verdict: BandDecision | None) -> float | None:
     """The confidence a verdict had to reach under ``policy`` (``None`` with fixed k)."""
     if policy is None:
         return None
-    return policy.confidence if verdict in (BandVerdict.IN_BAND, None) else policy.out_confidence
+    return policy.confidence if verdict in (BandDecision.IN_BAND, None) else policy.out_confidence
 
 
 def _evidence(band: tuple[float, float], p_hat: float | None, k: int | None, posterior: BandPosterior | None,

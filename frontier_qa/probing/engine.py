@@ -27,7 +27,7 @@ One loop (Agent0 §3.2–3.3, turned into a test harness)::
   unresolved ones again (their samples come from the cache).
 
 This module is the public surface (settings, results, :func:`probe`, :func:`replay`); the
-run loop is :mod:`frontier_qa.probing.run`, per-case work :mod:`frontier_qa.probing.case`.
+run loop is :mod:`frontier_qa.probing.run`, per-case work :mod:`frontier_qa.probing.case_prober`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import contextlib
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from frontier_qa.probing.case import classify_case, judge_prompt, parse_judge_verdict
+from frontier_qa.probing.case_prober import classify_case, judge_prompt, parse_judge_verdict
 from frontier_qa.probing.curriculum import Curriculum, DrivesRun
 from frontier_qa.probing.run import ProbeRun, ProgressEvent, case_id_for, config_hash
 from frontier_qa.probing.sequential import MajorityPrior

@@ -9,7 +9,7 @@ the latest record of a case with the case as its source has it now (the hashes o
 * the reference, whether the source vouches for it, its solution program or the answer format
   changed → ``refreshed``: the record's stored samples are judged again against the new
   inputs, with the probe's own equivalence and classification
-  (:class:`~frontier_qa.probing.case.CaseProber`, :func:`~frontier_qa.probing.classify.classify_case`)
+  (:class:`~frontier_qa.probing.case_prober.CaseProber`, :func:`~frontier_qa.probing.classify.classify_case`)
   and **no target call**: a new :class:`~frontier_qa.store.records.CaseRecord` whose reason says
   what changed ("reference changed 43 → 42: judged again from the 6 stored samples, no new
   calls; …"). The band decision does not depend on the reference, so the one the record kept
@@ -33,14 +33,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from frontier_qa import __version__
-from frontier_qa.probing.case import POSTERIOR_KEY, CaseProber, answers_of, confidence_of, posterior_note
+from frontier_qa.probing.case_prober import POSTERIOR_KEY, CaseProber, answers_of, confidence_of, posterior_note
 from frontier_qa.probing.classify import CaseEvidence, classify_case
 from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.probing.posterior import BandPosterior
 from frontier_qa.probing.run import prepared_case
-from frontier_qa.probing.sequential import BandVerdict, decide_consistency, wilson_interval
+from frontier_qa.probing.sequential import BandDecision, decide_consistency, wilson_interval
 from frontier_qa.probing.settings import ProbeSettings
-from frontier_qa.probing.validation import CriticVerdict, ValidationResult
+from frontier_qa.probing.validation import TaskCritique, ValidationResult
 from frontier_qa.probing.validity import VALIDITY_KEY, task_checked, unchecked_why
 from frontier_qa.probing.verify import (
     AGREES,
@@ -54,7 +54,7 @@ from frontier_qa.probing.verify import (
     verify_reference,
 )
 from frontier_qa.runtime.sandbox import Sandbox
-from frontier_qa.scoring.case import TOOL_CALLS_FORMAT
+from frontier_qa.scoring.case_scoring import TOOL_CALLS_FORMAT
 from frontier_qa.store.inputs import (
     ENGINE_KEYS,
     INPUT_HASH_KEY,
@@ -209,14 +209,14 @@ def _unreadable(record: CaseRecord, answer_format: str) -> str | None:
     return None
 
 
-def _critic(record: CaseRecord) -> CriticVerdict | None:
+def _critic(record: CaseRecord) -> TaskCritique | None:
     # the critic judged the task the target sees, which a refresh never changes
     note = record.case.metadata.get("critic")
     validity = record.case.metadata.get(VALIDITY_KEY)
     said = validity if isinstance(validity, Mapping) else {}
     verdict, judge = said.get("verdict"), said.get("judge")
     if isinstance(note, Mapping) and isinstance(note.get("score"), (int, float)):
-        return CriticVerdict(float(note["score"]), True, str(note.get("reason", "")), verdict,
+        return TaskCritique(float(note["score"]), True, str(note.get("reason", "")), verdict,
                              judge if isinstance(judge, str) else None)
     return None
 
@@ -254,14 +254,14 @@ async def _verification(proposal: Proposal, record: CaseRecord, settings: ProbeS
     return await verify_reference(proposal, sandbox or Sandbox())
 
 
-def _stored_decision(meta: Mapping[str, Any]) -> tuple[BandVerdict, bool, BandPosterior, float | None] | None:
-    """The band decision a record kept (:func:`~frontier_qa.probing.case.posterior_note`), if it kept one."""
+def _stored_decision(meta: Mapping[str, Any]) -> tuple[BandDecision, bool, BandPosterior, float | None] | None:
+    """The band decision a record kept (:func:`~frontier_qa.probing.case_prober.posterior_note`), if it kept one."""
     note = meta.get(POSTERIOR_KEY)
     if not isinstance(note, Mapping):
         return None
     try:
-        verdict = BandVerdict(note["verdict"])
-        if verdict is BandVerdict.CONTINUE:
+        verdict = BandDecision(note["verdict"])
+        if verdict is BandDecision.CONTINUE:
             return None
         low, high = (float(x) for x in note["credible"])
         # the posterior mean is not kept; the reason text never shows it
@@ -297,7 +297,7 @@ async def _judge(record: CaseRecord, case: Case, check: Verification, settings: 
         correct = await _matches(prober, majority, case)
         return (replace(case, metadata=meta), CaseClass.UNRESOLVED, _class_reason(record), check.verified,
                 correct, update)
-    verdict: BandVerdict
+    verdict: BandDecision
     stored = None if rescore else _stored_decision(record.case.metadata)
     if stored is None:
         if rescore:  # the answers read again from the stored texts, in the new format
@@ -308,7 +308,7 @@ async def _judge(record: CaseRecord, case: Case, check: Verification, settings: 
                                                  [s.error is not None for s in samples])
         decision = (prober.fixed_decision(consistency) if prober.policy is None
                     else decide_consistency(consistency, prober.policy))
-        if decision.verdict is BandVerdict.CONTINUE:
+        if decision.verdict is BandDecision.CONTINUE:
             return f"the {record.k} stored samples do not decide the band (the probe would sample more)"
         verdict, forced, posterior = decision.verdict, decision.forced, decision.posterior
         confidence = confidence_of(prober.policy, verdict)
@@ -332,7 +332,7 @@ async def _judge(record: CaseRecord, case: Case, check: Verification, settings: 
     correct = await _matches(prober, majority, case)
     judged = None
     note = record.case.metadata.get("judge")
-    if (verdict is BandVerdict.ABOVE and not forced and not verified and majority is not None
+    if (verdict is BandDecision.ABOVE and not forced and not verified and majority is not None
             and isinstance(note, Mapping)):
         # the judge was asked about this majority of this task; its word stands (no new call)
         judged = note.get("verdict") if isinstance(note.get("verdict"), bool) else None

@@ -1,6 +1,6 @@
 """Replaying one case: sample in looks until the regression test decides, up to a cap.
 
-:class:`ReplayJudge` rides along :class:`~frontier_qa.probing.case.CaseProber`'s sampling
+:class:`ReplayJudge` rides along :class:`~frontier_qa.probing.case_prober.CaseProber`'s sampling
 loop. After every round it takes each look it has reached (``policy.looks``: 5, 10, 20, 40,
 80 new samples by default) on *exactly* the first ``looks[i]`` new samples, so each look's
 Fisher test has a fixed sample size whatever the band decision sampled beyond it, and the

@@ -16,7 +16,7 @@ public entry points in :mod:`frontier_qa.probing.engine` ask for:
   until a stop rule fires;
 * **record**: every case is appended to the store the moment it is classified.
 
-Per-case sampling and classification live in :mod:`frontier_qa.probing.case` and
+Per-case sampling and classification live in :mod:`frontier_qa.probing.case_prober` and
 :mod:`frontier_qa.probing.classify`.
 
 Long by design: one job, :class:`ProbeRun`'s steps over one shared state (the store lease,
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from frontier_qa.errors import BudgetExceededError, ConfigError, RunInterruptedError, TargetUnavailableError
-from frontier_qa.probing.case import CaseProber, version_of
+from frontier_qa.probing.case_prober import CaseProber, version_of
 from frontier_qa.probing.curriculum import Curriculum, DrivesRun, Outcome, Proposal
 from frontier_qa.probing.regression import ReplayJudge
 from frontier_qa.probing.settings import ProbeSettings

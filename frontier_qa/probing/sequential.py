@@ -49,7 +49,7 @@ FAILED = object()
 """Label for a sample whose target call failed (for :func:`tally` and :func:`run_sequential`)."""
 
 
-class BandVerdict(enum.Enum):
+class BandDecision(enum.Enum):
     """What to do with a case after a round, or where it stopped relative to the band.
 
     Named apart from the replay's :class:`~frontier_qa.store.comparison.RegressionVerdict`.
@@ -61,7 +61,7 @@ class BandVerdict(enum.Enum):
     ABOVE = "above"
 
     @classmethod
-    def leaning_of(cls, posterior: BandPosterior) -> BandVerdict:
+    def leaning_of(cls, posterior: BandPosterior) -> BandDecision:
         """Where the posterior puts p* most probably, as a verdict (an undecided case's leaning)."""
         return {"in band": cls.IN_BAND, "below": cls.BELOW, "above": cls.ABOVE}[posterior.leaning]
 
@@ -186,7 +186,7 @@ class Decision:
         reason: one line saying why.
     """
 
-    verdict: BandVerdict
+    verdict: BandDecision
     next_n: int
     k: int
     n_failed: int
@@ -198,12 +198,12 @@ class Decision:
 
     @property
     def stopped(self) -> bool:
-        return self.verdict is not BandVerdict.CONTINUE
+        return self.verdict is not BandDecision.CONTINUE
 
     @property
     def in_band(self) -> bool:
         """Stopped in band with the configured confidence (a forced leaning does not count)."""
-        return self.verdict is BandVerdict.IN_BAND and not self.forced
+        return self.verdict is BandDecision.IN_BAND and not self.forced
 
 
 def wilson_interval(successes: int, n: int, level: float = 0.9) -> tuple[float, float]:
@@ -262,22 +262,22 @@ def decide(
     post = band_posterior(votes, n_unparseable, band=c.band, prior=c.prior, draws=c.draws, level=c.level, seed=c.seed)
     max_failed = c.k_max if c.max_failed is None else c.max_failed
 
-    def made(verdict: BandVerdict, forced: bool, reason: str) -> Decision:
-        next_n = 0 if verdict is not BandVerdict.CONTINUE else checkpoint_after(k, c.rounds, c.k_max) - k
+    def made(verdict: BandDecision, forced: bool, reason: str) -> Decision:
+        next_n = 0 if verdict is not BandDecision.CONTINUE else checkpoint_after(k, c.rounds, c.k_max) - k
         interval = wilson_interval(top, k, c.level)
         return Decision(verdict, next_n, k, n_failed, top / k if k else 0.0, interval, post, forced, reason)
 
     if k >= c.k_min:
         if post.inside >= c.confidence:
-            return made(BandVerdict.IN_BAND, False, f"P(in band) = {post.inside:.3f} ≥ {c.confidence}")
-        for verdict, p in ((BandVerdict.BELOW, post.below), (BandVerdict.ABOVE, post.above)):
+            return made(BandDecision.IN_BAND, False, f"P(in band) = {post.inside:.3f} ≥ {c.confidence}")
+        for verdict, p in ((BandDecision.BELOW, post.below), (BandDecision.ABOVE, post.above)):
             if p >= c.out_confidence:
                 return made(verdict, False, f"P({verdict.value}) = {p:.3f} ≥ {c.out_confidence}")
     exhausted = "k_max reached" if k >= c.k_max else ("failure budget spent" if n_failed >= max_failed else "")
     if exhausted:
-        return made(BandVerdict.leaning_of(post), True,
+        return made(BandDecision.leaning_of(post), True,
                     f"{exhausted} undecided, leaning {post.leaning}: P(in band) = {post.inside:.3f}")
-    return made(BandVerdict.CONTINUE, False, f"P(in band) = {post.inside:.3f}, undecided at k = {k}")
+    return made(BandDecision.CONTINUE, False, f"P(in band) = {post.inside:.3f}, undecided at k = {k}")
 
 
 def decide_consistency(consistency: Consistency, config: SequentialConfig | None = None) -> Decision:
@@ -346,7 +346,7 @@ __all__ = [
     "Decision",
     "MajorityPrior",
     "Policy",
-    "BandVerdict",
+    "BandDecision",
     "SequentialConfig",
     "band_posterior",
     "checkpoint_after",

@@ -1,7 +1,7 @@
 """How a probe run samples, classifies and stops: :class:`ProbeSettings`.
 
 Its own module, below the run loop (:mod:`~frontier_qa.probing.run`), the per-case work
-(:mod:`~frontier_qa.probing.case`) and the public entry points
+(:mod:`~frontier_qa.probing.case_prober`) and the public entry points
 (:mod:`~frontier_qa.probing.engine`), so each of them imports it without importing the others.
 """
 

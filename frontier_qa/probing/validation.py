@@ -15,7 +15,7 @@ with the reason. Checks, in order:
    reference's smoothing) against the earlier survivors of this batch and the recently seen
    prompts; a generated proposal with d < ``dedupe_threshold`` to any of them is a repeat. A
    case a person wrote (a cases file, a committed suite) is removed only when identical.
-4. **Critic** (optional, SAGE): an object with ``async judge(proposal) -> CriticVerdict``;
+4. **Critic** (optional, SAGE): an object with ``async judge(proposal) -> TaskCritique``;
    asked only about proposals that passed 1–3, since it costs model calls.
 
 Checks 1–3 are pure and cheap (:meth:`Validator.check`); the critic is separate
@@ -49,7 +49,7 @@ DEFAULT_DEDUPE_THRESHOLD = 0.5
 
 
 @dataclass(frozen=True)
-class CriticVerdict:
+class TaskCritique:
     """A critic's judgement of a proposed task.
 
     Attributes:
@@ -82,7 +82,7 @@ class ValidationResult:
     proposal: Proposal
     ok: bool
     reason: str | None = None
-    critic: CriticVerdict | None = None
+    critic: TaskCritique | None = None
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.proposal, self.ok, self.reason))
@@ -107,7 +107,7 @@ async def ask_once(model: Target, case: Case, sampling: Sampling) -> tuple[str |
 class Critic(Protocol):
     """Judges whether a proposed task is well posed before the target sees it (SAGE)."""
 
-    async def judge(self, proposal: Proposal) -> CriticVerdict: ...
+    async def judge(self, proposal: Proposal) -> TaskCritique: ...
 
 
 # --- format ------------------------------------------------------------------------------
@@ -439,7 +439,7 @@ __all__ = [
     "DEFAULT_DEDUPE_THRESHOLD",
     "Check",
     "Critic",
-    "CriticVerdict",
+    "TaskCritique",
     "ValidationResult",
     "Validator",
     "ask_once",

@@ -37,7 +37,7 @@ from typing import Any
 
 from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.probing.task_rules import ILL_POSED, RULES, UNVERIFIABLE, WELL_POSED, Finding, rule_findings
-from frontier_qa.probing.validation import Critic, CriticVerdict, ask_once
+from frontier_qa.probing.validation import Critic, TaskCritique, ask_once
 from frontier_qa.target import Case, Sampling, Target
 
 log = logging.getLogger(__name__)
@@ -95,18 +95,18 @@ class RuleJudge:
 
     name = "rules"
 
-    async def judge(self, proposal: Proposal) -> CriticVerdict:
+    async def judge(self, proposal: Proposal) -> TaskCritique:
         return self.verdict(proposal.case.prompt)
 
-    def verdict(self, text: str) -> CriticVerdict:
+    def verdict(self, text: str) -> TaskCritique:
         """The rules' verdict on one task text (no model call)."""
         found = rule_findings(text)
         ill = [f for f in found if f.verdict == ILL_POSED]
         if ill:
-            return CriticVerdict(0.0, False, f"ill-posed ({ill[0].kind}): {ill[0].reason}", ILL_POSED, self.name)
+            return TaskCritique(0.0, False, f"ill-posed ({ill[0].kind}): {ill[0].reason}", ILL_POSED, self.name)
         if found:
-            return CriticVerdict(0.5, True, f"unverifiable: {found[0].reason}", UNVERIFIABLE, self.name)
-        return CriticVerdict(0.5, True, "the rules found nothing wrong", None, self.name)
+            return TaskCritique(0.5, True, f"unverifiable: {found[0].reason}", UNVERIFIABLE, self.name)
+        return TaskCritique(0.5, True, "the rules found nothing wrong", None, self.name)
 
 
 # --- a model as judge ---------------------------------------------------------------------
@@ -175,10 +175,10 @@ class ModelJudge:
         digest = hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16]
         return Case(id=f"validity-{digest}", prompt=prompt, topic="validity", answer_format="text")
 
-    async def judge(self, proposal: Proposal) -> CriticVerdict:
+    async def judge(self, proposal: Proposal) -> TaskCritique:
         return await self.verdict(proposal.case.prompt)
 
-    async def verdict(self, text: str) -> CriticVerdict:
+    async def verdict(self, text: str) -> TaskCritique:
         reply, why = await ask_once(self.model, self.request(text), self.sampling)
         if reply is None:
             return self._none(f"the judge model gave no reply ({why})")
@@ -186,7 +186,7 @@ class ModelJudge:
         if verdict is None:
             return self._none(f"the judge model gave no verdict: {reason!r}")
         said = f"{verdict}" + (f": {reason}" if reason else "")
-        return CriticVerdict(1.0 if verdict == WELL_POSED else 0.0, verdict != ILL_POSED, said, verdict, self.name)
+        return TaskCritique(1.0 if verdict == WELL_POSED else 0.0, verdict != ILL_POSED, said, verdict, self.name)
 
     async def readings(self, text: str, first: str, second: str) -> tuple[bool | None, str]:
         """Whether the answers ``first`` and ``second`` split along readings of an unclear task:
@@ -201,11 +201,11 @@ class ModelJudge:
             return None, f"the judge model gave no reply ({why})"
         return parse_readings(reply)
 
-    def _none(self, reason: str) -> CriticVerdict:
+    def _none(self, reason: str) -> TaskCritique:
         log.warning("the validity judge %s could not judge a task: %s", self.name, reason)
         if self.on_error == ILL_POSED:
-            return CriticVerdict(0.0, False, f"{reason}; rejected", ILL_POSED, self.name)
-        return CriticVerdict(0.5, True, reason, None, self.name)
+            return TaskCritique(0.0, False, f"{reason}; rejected", ILL_POSED, self.name)
+        return TaskCritique(0.5, True, reason, None, self.name)
 
 
 READINGS_PROMPT = """A test question got two different answers from the same solver.
@@ -262,10 +262,10 @@ class ValidityJudge:
         parts = [j.name for j in (self.rules, self.model_judge) if j is not None]
         return " + ".join(parts) or "off"
 
-    async def judge(self, proposal: Proposal) -> CriticVerdict:
+    async def judge(self, proposal: Proposal) -> TaskCritique:
         if proposal.written or validity_of(proposal.case).get("judge") == AUTHOR:
-            return CriticVerdict(1.0, True, "written by a person: its author vouches for it", None, AUTHOR)
-        verdicts: list[CriticVerdict] = []
+            return TaskCritique(1.0, True, "written by a person: its author vouches for it", None, AUTHOR)
+        verdicts: list[TaskCritique] = []
         for judge in (self.rules, self.model_judge):
             if judge is None:
                 continue
@@ -284,16 +284,16 @@ class ValidityJudge:
         return merged
 
 
-def _merge(verdicts: Sequence[CriticVerdict], name: str) -> CriticVerdict:
+def _merge(verdicts: Sequence[TaskCritique], name: str) -> TaskCritique:
     for wanted in (UNVERIFIABLE, WELL_POSED):
         for v in verdicts:
             if v.validity == wanted:
                 return v
     reasons = "; ".join(v.reason for v in verdicts) or "no validity judge ran"
-    return CriticVerdict(0.5, True, reasons, None, name)
+    return TaskCritique(0.5, True, reasons, None, name)
 
 
-def validity_note(verdict: CriticVerdict | None) -> dict[str, Any] | None:
+def validity_note(verdict: TaskCritique | None) -> dict[str, Any] | None:
     """What a case's metadata keeps of a validity verdict (:data:`VALIDITY_KEY`)."""
     if verdict is None or verdict.judge is None:
         return None

@@ -1,5 +1,5 @@
 """The run's summary as console lines: what ``frontier-qa probe``/``replay``/``merge`` print and what
-the pytest plugin's terminal summary shows, from the same :class:`~frontier_qa.reports.inputs.ReportInput`
+the pytest plugin's terminal summary shows, from the same :class:`~frontier_qa.reports.report_input.ReportInput`
 the files are written from (so every number agrees with them).
 
 Order: why the run could not judge the agent (first, when it could not), the title, the headline
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from frontier_qa.reports import boundaries as bd
 from frontier_qa.reports.explain import explain, removal
-from frontier_qa.reports.inputs import ReportInput
+from frontier_qa.reports.report_input import ReportInput
 from frontier_qa.reports.summary import invalid_cases
 from frontier_qa.store.records import CaseClass
 

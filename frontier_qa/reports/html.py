@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from frontier_qa.reports import boundaries as bd
 from frontier_qa.reports._text import esc, fmt_p, fmt_usd, shorten, write_text
 from frontier_qa.reports.explain import baseline_votes, removal, votes
-from frontier_qa.reports.inputs import ReportInput, ReportParts
+from frontier_qa.reports.report_input import ReportInput, ReportParts
 from frontier_qa.reports.summary import Summary, answer_distribution, invalid_cases, timeline
 from frontier_qa.reports.svg import COLORS, boundary_svg, frontier_map_svg, histogram_svg, line_svg
 from frontier_qa.store.comparison import Comparison, RegressionVerdict
@@ -200,7 +200,7 @@ def html_report(
 
     Args:
         records: what to show, and with it ``run`` and the ``gate``, ``comparisons`` and ``history``
-            keywords, as :meth:`ReportInput.of <frontier_qa.reports.inputs.ReportInput.of>` takes them.
+            keywords, as :meth:`ReportInput.of <frontier_qa.reports.report_input.ReportInput.of>` takes them.
         run: the run, for the header.
         band: the frontier band (low, high) in p̂ units to shade on the histogram.
         top: frontier and failure cases shown in detail.

@@ -17,7 +17,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from frontier_qa import __version__
 from frontier_qa.redaction import redact_data
 from frontier_qa.reports.gate import GateResult
-from frontier_qa.reports.inputs import ReportInput, ReportParts
+from frontier_qa.reports.report_input import ReportInput, ReportParts
 from frontier_qa.reports.summary import Summary, answer_distribution, sample_errors
 from frontier_qa.store.comparison import Comparison, Evidence, RegressionVerdict
 from frontier_qa.store.records import (
@@ -263,7 +263,7 @@ def build_json_report(
     **given: Unpack[ReportParts],
 ) -> JsonReport:
     """Build the report record of a run (``records``, ``run`` and the keywords: as :meth:`ReportInput.of
-    <frontier_qa.reports.inputs.ReportInput.of>` takes them).
+    <frontier_qa.reports.report_input.ReportInput.of>` takes them).
 
     ``history`` (every observation of each case, oldest first) fills each case's ``history``;
     its last entry, the case's own record, is left out.

@@ -21,7 +21,7 @@ from typing import Any
 from frontier_qa.reports._text import clean, fmt_p, shorten, write_text
 from frontier_qa.reports.explain import explain
 from frontier_qa.reports.gate import GateResult
-from frontier_qa.reports.inputs import ReportInput
+from frontier_qa.reports.report_input import ReportInput
 from frontier_qa.reports.summary import Summary, answer_distribution, sample_errors
 from frontier_qa.store.comparison import Comparison, RegressionVerdict
 from frontier_qa.store.records import CaseClass, CaseRecord, RunRecord

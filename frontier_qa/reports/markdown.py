@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from frontier_qa.reports import boundaries as bd
 from frontier_qa.reports._text import clean, fmt_p, md, write_text
 from frontier_qa.reports.explain import baseline_votes, removal, votes
-from frontier_qa.reports.inputs import ReportInput, ReportParts
+from frontier_qa.reports.report_input import ReportInput, ReportParts
 from frontier_qa.reports.summary import Summary, answer_distribution, invalid_cases
 from frontier_qa.store.comparison import Comparison, RegressionVerdict
 from frontier_qa.store.records import CLASS_ORDER, BoundaryRecord, CaseClass, CaseRecord, RunRecord
@@ -114,7 +114,7 @@ def markdown_report(
 
     Args:
         records: what to show, and with it ``run`` and the ``gate``, ``comparisons`` and ``history``
-            keywords, as :meth:`ReportInput.of <frontier_qa.reports.inputs.ReportInput.of>` takes them.
+            keywords, as :meth:`ReportInput.of <frontier_qa.reports.report_input.ReportInput.of>` takes them.
         run: the run, for the header.
         top: how many frontier and failure cases to show in detail.
         top_verdicts: how many regressions (and other changed verdicts) to list.

@@ -29,7 +29,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.runtime.managed": ("ManagedTarget", "RuntimeStats"),
     "frontier_qa.runtime.rate_limit": ("Pacer", "RateLimiter", "estimate_tokens"),
     "frontier_qa.runtime.cache": ("SampleCache",),
-    "frontier_qa.runtime.open": ("open_target",),
+    "frontier_qa.runtime.from_spec": ("open_target",),
     "frontier_qa.runtime.aio": ("run_sync",),
 }
 
@@ -39,12 +39,12 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.runtime.budget import BudgetSnapshot as BudgetSnapshot
     from frontier_qa.runtime.budget import BudgetTracker as BudgetTracker
     from frontier_qa.runtime.cache import SampleCache as SampleCache
+    from frontier_qa.runtime.from_spec import open_target as open_target
     from frontier_qa.runtime.limits import Backoff as Backoff
     from frontier_qa.runtime.limits import Budget as Budget
     from frontier_qa.runtime.limits import Limits as Limits
     from frontier_qa.runtime.managed import ManagedTarget as ManagedTarget
     from frontier_qa.runtime.managed import RuntimeStats as RuntimeStats
-    from frontier_qa.runtime.open import open_target as open_target
     from frontier_qa.runtime.rate_limit import Pacer as Pacer
     from frontier_qa.runtime.rate_limit import RateLimiter as RateLimiter
     from frontier_qa.runtime.rate_limit import estimate_tokens as estimate_tokens

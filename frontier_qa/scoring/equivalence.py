@@ -49,8 +49,8 @@ DEFAULT_REL_TOL = 1e-6
 DEFAULT_ABS_TOL = 1e-9
 
 
-class Verdict(enum.Enum):
-    """Outcome of one comparison."""
+class Equivalence(enum.Enum):
+    """Whether two answers are equivalent: the outcome of one comparison."""
 
     EQUIVALENT = "equivalent"
     DIFFERENT = "different"
@@ -271,22 +271,22 @@ class Comparator:
         self.abs_tol = abs_tol
         self.timeout_s = timeout_s
         self.cache_size = cache_size
-        self._cache: OrderedDict[tuple[str, str], Verdict] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str], Equivalence] = OrderedDict()
         self._lock = threading.Lock()
         self.stats = {"string": 0, "numeric": 0, "symbolic": 0, "undecided": 0, "cached": 0}
 
     def __call__(self, a: str | None, b: str | None) -> bool:
         """Whether ``a`` and ``b`` are equivalent (``None`` never is; undecided is not)."""
-        return self.verdict(a, b) is Verdict.EQUIVALENT
+        return self.verdict(a, b) is Equivalence.EQUIVALENT
 
     def key(self, answer: str) -> str:
         """The grouping key: answers with equal keys are always equivalent."""
         return normalize(answer)
 
-    def verdict(self, a: str | None, b: str | None) -> Verdict:
-        """Compare two answers; :attr:`Verdict.UNDECIDED` when the symbolic stage timed out."""
+    def verdict(self, a: str | None, b: str | None) -> Equivalence:
+        """Compare two answers; :attr:`Equivalence.UNDECIDED` when the symbolic stage timed out."""
         if a is None or b is None:
-            return Verdict.DIFFERENT
+            return Equivalence.DIFFERENT
         if not isinstance(a, str) or not isinstance(b, str):
             raise AnswerError(
                 f"cannot compare {type(a).__name__} with {type(b).__name__} as answers",
@@ -308,12 +308,12 @@ class Comparator:
                 self._cache.popitem(last=False)
         return verdict
 
-    def _decide(self, a: str, b: str) -> tuple[Verdict, str]:
+    def _decide(self, a: str, b: str) -> tuple[Equivalence, str]:
         na, nb = normalize(a), normalize(b)
         if na == nb:
-            return (Verdict.EQUIVALENT if na else Verdict.DIFFERENT), "string"
+            return (Equivalence.EQUIVALENT if na else Equivalence.DIFFERENT), "string"
         if not na or not nb or self.mode == "string":
-            return Verdict.DIFFERENT, "string"
+            return Equivalence.DIFFERENT, "string"
         x, y = _number_of_normalized(na), _number_of_normalized(nb)
         if x is not None and y is not None:
             # Tolerance absorbs rounding in decimals; two exactly written numbers
@@ -322,13 +322,13 @@ class Comparator:
                 close = x == y
             else:
                 close = numbers_close(x, y, rel_tol=self.rel_tol, abs_tol=self.abs_tol)
-            return (Verdict.EQUIVALENT if close else Verdict.DIFFERENT), "numeric"
+            return (Equivalence.EQUIVALENT if close else Equivalence.DIFFERENT), "numeric"
         if self.mode == "numeric" or _is_prose(na) or _is_prose(nb):
-            return Verdict.DIFFERENT, "string"
+            return Equivalence.DIFFERENT, "string"
         outcome = pool().compare(_latex_ready(a), _latex_ready(b), self.timeout_s)
         if outcome == "undecided":
-            return Verdict.UNDECIDED, "undecided"
-        return (Verdict.EQUIVALENT if outcome == "equal" else Verdict.DIFFERENT), "symbolic"
+            return Equivalence.UNDECIDED, "undecided"
+        return (Equivalence.EQUIVALENT if outcome == "equal" else Equivalence.DIFFERENT), "symbolic"
 
 
 @functools.lru_cache(maxsize=32)

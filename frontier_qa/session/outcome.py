@@ -19,7 +19,7 @@ from typing import Any
 from frontier_qa.reports import RunFacts, evaluate_gate, summarize
 from frontier_qa.reports.console import console_lines
 from frontier_qa.reports.gate import GateResult, GateThresholds
-from frontier_qa.reports.inputs import ReportInput
+from frontier_qa.reports.report_input import ReportInput
 from frontier_qa.reports.summary import Summary
 from frontier_qa.store.comparison import Comparison, RegressionVerdict, from_record
 from frontier_qa.store.records import Candidates, CaseClass, CaseRecord, ModelSpend, RunRecord

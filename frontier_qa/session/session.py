@@ -318,10 +318,12 @@ class Session:
 
     async def accept(self, case_ids: Sequence[str] | None, *, sample: bool = True,
                      run_id: str | None = None) -> list[Any]:
-        """Make what the agent does now the baseline of these cases (``None``: every case of the target);
-        with no target configured, only what was observed is pooled (:func:`~frontier_qa.probing.accept.accept`).
+        """Make what the agent does now the baseline of these cases (``None``: every case of the target).
+
+        With no target configured, only what was observed is pooled
+        (:func:`~frontier_qa.probing.baseline_accept.accept`).
         """
-        from frontier_qa.probing.accept import accept
+        from frontier_qa.probing.baseline_accept import accept
         from frontier_qa.store.case_store import new_run_id
 
         rid = run_id or f"accept-{new_run_id()}"

@@ -41,7 +41,7 @@ from pydantic import Field, field_validator
 
 from frontier_qa._schema import frozen_value
 from frontier_qa.scoring.two_sample import drop_probability, fisher_greater, fisher_less, increasing_counts, spend
-from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, Observed, ReplayVerdict, SuiteCase
+from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, Observed, ReplayRecord, SuiteCase
 from frontier_qa.target import Case
 
 DEFAULT_LOOKS = (5, 10, 20, 40, 80)
@@ -298,10 +298,10 @@ def comparison(
     )
 
 
-def to_record(c: Comparison) -> ReplayVerdict:
-    """A comparison as the :class:`~frontier_qa.store.records.ReplayVerdict` kept with its observation."""
+def to_record(c: Comparison) -> ReplayRecord:
+    """A comparison as the :class:`~frontier_qa.store.records.ReplayRecord` kept with its observation."""
     b = c.baseline
-    return ReplayVerdict(
+    return ReplayRecord(
         verdict=c.verdict.value, reason=c.reason, baseline_class=c.old_class, baseline_p_hat=c.old_p_hat,
         baseline_source=None if b is None else b.source, anchor=None if b is None else b.anchor,
         baseline_successes=None if c.old is None else c.old.successes, baseline_k=None if c.old is None else c.old.n,

@@ -234,7 +234,7 @@ class Observed(_Record):
     target_version: str | None = None
 
 
-class ReplayVerdict(_Record):
+class ReplayRecord(_Record):
     """A replay's verdict on a case, recorded with the observation it was made on.
 
     Attributes:
@@ -318,7 +318,7 @@ class CaseRecord(_Record):
     started_at: AwareDatetime
     finished_at: AwareDatetime = Field(default_factory=utc_now)
     frontier_qa_version: str = __version__
-    verdict: ReplayVerdict | None = None
+    verdict: ReplayRecord | None = None
 
     @property
     def id(self) -> str:

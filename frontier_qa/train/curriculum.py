@@ -324,7 +324,7 @@ def train_curriculum(config: TrainConfig, *, target: Target | None = None, resum
             given checkpoint folder.
         progress: called with one line per phase and per logged step.
         instrument: called with the trainer just before training (extra callbacks, profilers:
-            ``frontier_qa.train.validate`` times generation this way).
+            ``frontier_qa.train.device_validation`` times generation this way).
 
     Returns:
         A :class:`TrainResult`.
@@ -389,7 +389,7 @@ def train_curriculum(config: TrainConfig, *, target: Target | None = None, resum
         say(f"training {folder} on {plan.world_size} process(es): {plan.tasks_per_generation} tasks per round of "
             f"generation ({rounds} update(s) each), k = {config.reward.k}, "
             f"generation with {'vLLM' if vllm else 'transformers'}")
-        from frontier_qa.train.card import card_from_config
+        from frontier_qa.train.card_writer import card_from_config
 
         card = card_from_config(config, task_format)
         trainer = CurriculumTrainer(str(folder), reward, args, dataset, tokenizer,
@@ -411,7 +411,7 @@ def train_curriculum(config: TrainConfig, *, target: Target | None = None, resum
     final, adapter = save_final(trainer, config, folder)
     change = None
     if state.is_main_process:  # the probe asks these folders the way training did
-        from frontier_qa.train.card import write_card
+        from frontier_qa.train.card_writer import write_card
         from frontier_qa.train.learning import weight_change
 
         for saved in (final, adapter):

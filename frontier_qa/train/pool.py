@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from frontier_qa.errors import BudgetExceededError, TargetError
 from frontier_qa.scoring.bands import in_band as _probe_band
-from frontier_qa.scoring.case import score_case
+from frontier_qa.scoring.case_scoring import score_case
 from frontier_qa.store.case_store import encode_line
 from frontier_qa.target import Case, Sampling, Target
 from frontier_qa.train.prompts import TaskFormat

@@ -34,7 +34,7 @@ from typing import Any
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError
 from frontier_qa.runtime.aio import gather_or_cancel
 from frontier_qa.scoring.bands import AGENT0_BAND
-from frontier_qa.scoring.case import score_case
+from frontier_qa.scoring.case_scoring import score_case
 from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.scoring.repetition import repetition_penalty
 from frontier_qa.scoring.rewards import PAPER, CurriculumScore, RewardConfig, column, completion_text, composite_reward

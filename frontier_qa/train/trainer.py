@@ -48,7 +48,7 @@ class BudgetStop(TrainerCallback):
 
 
 class CardWriter(TrainerCallback):
-    """Writes the curriculum card (:mod:`frontier_qa.train.card`) into every checkpoint, so each
+    """Writes the curriculum card (:mod:`frontier_qa.train.card_writer`) into every checkpoint, so each
     ``checkpoint-N`` is a curriculum the probe asks the way it was trained.
     """
 
@@ -56,7 +56,7 @@ class CardWriter(TrainerCallback):
         self.card = card
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
-        from frontier_qa.train.card import write_card
+        from frontier_qa.train.card_writer import write_card
 
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         if state.is_world_process_zero and folder.is_dir():
@@ -76,7 +76,7 @@ class CurriculumTrainer(GRPOTrainer):
         peft_config: a ``peft.LoraConfig`` for LoRA, ``None`` for full fine-tuning.
         log_tasks: write ``tasks.jsonl`` under ``args.output_dir``.
         on_log: called with every logged row on the main process (progress output).
-        card: a :class:`~frontier_qa.train.card.CurriculumCard` written into every checkpoint.
+        card: a :class:`~frontier_qa.train.card_writer.CurriculumCard` written into every checkpoint.
 
     Attributes:
         budget_stop: the callback that ended training early, if the budget did.

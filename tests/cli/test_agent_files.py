@@ -19,7 +19,7 @@ import pytest
 
 from frontier_qa.adapters import create_adapter
 from frontier_qa.reports.explain import explain
-from frontier_qa.scoring.case import answers_of
+from frontier_qa.scoring.case_scoring import answers_of
 from frontier_qa.scoring.consistency import self_consistency
 from frontier_qa.store import CaseStore
 from frontier_qa.store.comparison import compare

@@ -15,8 +15,8 @@ import pytest
 from frontier_qa.curricula.critic import (
     SAGE_QUESTION_PROMPT,
     SAGE_THRESHOLD,
-    CriticVerdict,
     SageCritic,
+    TaskCritique,
     parse_score,
 )
 from frontier_qa.errors import ConfigError
@@ -44,7 +44,7 @@ def critic(reply: str | None | Callable[[Case], str | None], **kwargs: object) -
     return adapter, SageCritic(open_target(adapter, cache=False), **kwargs)  # type: ignore[arg-type]
 
 
-def judge(sage: SageCritic, proposal: Proposal) -> CriticVerdict:
+def judge(sage: SageCritic, proposal: Proposal) -> TaskCritique:
     return asyncio.run(sage.judge(proposal))
 
 
@@ -77,10 +77,10 @@ def test_threshold_is_sage_alpha_on_score_over_ten() -> None:
     assert SAGE_THRESHOLD == 0.7
     adapter, sage = critic("<score>7</score>")
     verdict = judge(sage, QUESTION)
-    assert verdict == CriticVerdict(0.7, True, "SAGE critic score 7/10 ≥ threshold 7/10", "well-posed",
+    assert verdict == TaskCritique(0.7, True, "SAGE critic score 7/10 ≥ threshold 7/10", "well-posed",
                                     "SAGE critic scripted-critic")
     _, sage = critic("<score>6</score>")
-    assert judge(sage, QUESTION) == CriticVerdict(0.6, False, "SAGE critic score 6/10 < threshold 7/10", "ill-posed",
+    assert judge(sage, QUESTION) == TaskCritique(0.6, False, "SAGE critic score 6/10 < threshold 7/10", "ill-posed",
                                     "SAGE critic scripted-critic")
     _, lenient = critic("<score>6</score>", threshold=0.5)
     assert judge(lenient, QUESTION).passed

@@ -261,7 +261,7 @@ def test_answers_the_format_cannot_read_count_neither_way_and_are_named_with_the
     assert boundary.note is not None and "answer_format 'auto'" in boundary.note and "Fix:" in boundary.note
     assert "I am not sure" in boundary.note  # one of the agent's own replies
     assert boundary.problem is None  # most answers were read
-    from frontier_qa.reports.inputs import boundaries_line
+    from frontier_qa.reports.report_input import boundaries_line
 
     assert "search samples unread (see each knob's note)" in boundaries_line(result.run.boundaries)
     assert all(r.case.answer_format == "auto" for r in result.records)  # never re-read "by meaning"

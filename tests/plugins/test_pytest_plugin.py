@@ -34,7 +34,7 @@ import sklearn.cluster  # noqa: F401
 import frontier_qa.adapters.workflow  # noqa: F401
 import frontier_qa.curricula.file  # noqa: F401
 import frontier_qa.plugins.pytest_suite  # noqa: F401
-import frontier_qa.probing.accept  # noqa: F401
+import frontier_qa.probing.baseline_accept  # noqa: F401
 import frontier_qa.reports.explain  # noqa: F401
 from frontier_qa.store import baselines
 from frontier_qa.store.case_store import CaseStore

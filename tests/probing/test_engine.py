@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing.case import parse_judge_verdict
+from frontier_qa.probing.case_prober import parse_judge_verdict
 from frontier_qa.probing.classify import CaseEvidence, classify_case
 from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.probing.engine import ProbeSettings, ProgressEvent, case_id_for, config_hash, probe, replay
-from frontier_qa.probing.sequential import DEFAULT_PRIOR, BandVerdict, SequentialConfig
-from frontier_qa.reports import RegressionVerdict as ReplayVerdict
+from frontier_qa.probing.sequential import DEFAULT_PRIOR, BandDecision, SequentialConfig
+from frontier_qa.reports import RegressionVerdict as ReplayRecord
 from frontier_qa.reports import summarize
 from frontier_qa.runtime import Budget
 from frontier_qa.scoring.bands import Band
@@ -62,27 +62,27 @@ def store_ids(store: CaseStore, run_id: str) -> list[str]:
 
 
 def test_classification_rules_follow_the_brief() -> None:
-    def cls(verdict: BandVerdict | None, **kw: object) -> CaseClass:
+    def cls(verdict: BandDecision | None, **kw: object) -> CaseClass:
         base = {"majority": "41", "reference": "42", "reference_verified": False, "majority_correct": False}
         return classify_case(CaseEvidence(verdict=verdict, **{**base, **kw}))[0]  # type: ignore[arg-type]
 
     # in band: frontier whatever the reference says, verified or not
-    assert cls(BandVerdict.IN_BAND) is CaseClass.FRONTIER
-    assert cls(BandVerdict.IN_BAND, reference_verified=True) is CaseClass.FRONTIER
+    assert cls(BandDecision.IN_BAND) is CaseClass.FRONTIER
+    assert cls(BandDecision.IN_BAND, reference_verified=True) is CaseClass.FRONTIER
     # above band: verified → failure/pass, unverified → suspect/pass, none → pass, judge decides
-    assert cls(BandVerdict.ABOVE, reference_verified=True) is CaseClass.FAILURE
-    assert cls(BandVerdict.ABOVE, reference_verified=True, majority_correct=True) is CaseClass.PASS
-    assert cls(BandVerdict.ABOVE) is CaseClass.SUSPECT
-    assert cls(BandVerdict.ABOVE, majority_correct=True) is CaseClass.PASS
-    assert cls(BandVerdict.ABOVE, reference=None, majority_correct=None) is CaseClass.PASS
-    assert cls(BandVerdict.ABOVE, reference=None, majority_correct=None, judge_verdict=False) is CaseClass.FAILURE
-    assert cls(BandVerdict.ABOVE, judge_verdict=True, majority_correct=True) is CaseClass.PASS
+    assert cls(BandDecision.ABOVE, reference_verified=True) is CaseClass.FAILURE
+    assert cls(BandDecision.ABOVE, reference_verified=True, majority_correct=True) is CaseClass.PASS
+    assert cls(BandDecision.ABOVE) is CaseClass.SUSPECT
+    assert cls(BandDecision.ABOVE, majority_correct=True) is CaseClass.PASS
+    assert cls(BandDecision.ABOVE, reference=None, majority_correct=None) is CaseClass.PASS
+    assert cls(BandDecision.ABOVE, reference=None, majority_correct=None, judge_verdict=False) is CaseClass.FAILURE
+    assert cls(BandDecision.ABOVE, judge_verdict=True, majority_correct=True) is CaseClass.PASS
     # below band: a verified reference missed → failure, else suspect
-    assert cls(BandVerdict.BELOW, reference_verified=True) is CaseClass.FAILURE
-    assert cls(BandVerdict.BELOW, reference_verified=True, majority=None, majority_correct=None) is CaseClass.FAILURE
-    assert cls(BandVerdict.BELOW) is CaseClass.SUSPECT
-    assert cls(BandVerdict.BELOW, reference_verified=True, majority_correct=True) is CaseClass.SUSPECT
-    reason = classify_case(CaseEvidence(verdict=BandVerdict.BELOW, majority=None, reference=None,
+    assert cls(BandDecision.BELOW, reference_verified=True) is CaseClass.FAILURE
+    assert cls(BandDecision.BELOW, reference_verified=True, majority=None, majority_correct=None) is CaseClass.FAILURE
+    assert cls(BandDecision.BELOW) is CaseClass.SUSPECT
+    assert cls(BandDecision.BELOW, reference_verified=True, majority_correct=True) is CaseClass.SUSPECT
+    reason = classify_case(CaseEvidence(verdict=BandDecision.BELOW, majority=None, reference=None,
                                         reference_verified=False, majority_correct=None, n_answered=0,
                                         n_unparseable=3, answer_format="boxed"))[1]
     assert reason.startswith("could not judge: the agent's answers are not in format 'boxed': 3 of 3 gave none")
@@ -91,23 +91,23 @@ def test_classification_rules_follow_the_brief() -> None:
     # "in band": six unparseable replies once came out "p̂ = 0.00 inside the band"), never failure (a
     # plain-text agent under `boxed` was scored 100 % failure): could not judge
     unanswered = {"majority": None, "majority_correct": None, "n_answered": 0, "n_unparseable": 6, "p_hat": 0.0}
-    assert cls(BandVerdict.IN_BAND, **unanswered) is CaseClass.UNRESOLVED
-    assert cls(BandVerdict.IN_BAND, reference_verified=True, **unanswered) is CaseClass.UNRESOLVED
-    assert cls(BandVerdict.BELOW, reference_verified=True, majority="7", majority_correct=False, n_answered=2,
+    assert cls(BandDecision.IN_BAND, **unanswered) is CaseClass.UNRESOLVED
+    assert cls(BandDecision.IN_BAND, reference_verified=True, **unanswered) is CaseClass.UNRESOLVED
+    assert cls(BandDecision.BELOW, reference_verified=True, majority="7", majority_correct=False, n_answered=2,
                n_unparseable=3) is CaseClass.UNRESOLVED  # most unreadable
-    assert cls(BandVerdict.BELOW, reference_verified=True, majority="7", majority_correct=False, n_answered=3,
+    assert cls(BandDecision.BELOW, reference_verified=True, majority="7", majority_correct=False, n_answered=3,
                n_unparseable=3) is CaseClass.FAILURE  # half read: the read half misses the verified reference
     # no decision, or nothing but failed calls → unresolved
     assert cls(None, stopped_by="budget") is CaseClass.UNRESOLVED
-    assert cls(BandVerdict.BELOW, n_answered=0, n_unparseable=0) is CaseClass.UNRESOLVED
+    assert cls(BandDecision.BELOW, n_answered=0, n_unparseable=0) is CaseClass.UNRESOLVED
     # a forced stop (the sample limit reached below the confidence) is unresolved, whatever it leans to
-    for verdict in (BandVerdict.IN_BAND, BandVerdict.BELOW, BandVerdict.ABOVE):
+    for verdict in (BandDecision.IN_BAND, BandDecision.BELOW, BandDecision.ABOVE):
         assert cls(verdict, forced=True) is CaseClass.UNRESOLVED
     # the evidence is one frozen value: the prober, a refresh and an accept build it the same way
-    evidence = CaseEvidence(verdict=BandVerdict.ABOVE, majority="41", reference="42", reference_verified=True,
+    evidence = CaseEvidence(verdict=BandDecision.ABOVE, majority="41", reference="42", reference_verified=True,
                             majority_correct=False)
     with pytest.raises(FrozenInstanceError):
-        evidence.verdict = BandVerdict.IN_BAND  # type: ignore[misc]
+        evidence.verdict = BandDecision.IN_BAND  # type: ignore[misc]
     assert classify_case(evidence) == classify_case(replace(evidence))
 
 
@@ -118,17 +118,17 @@ def test_reasons_state_the_posterior_and_never_contradict_the_band() -> None:
     post = band_posterior((2, 2, 1, 1))
     base = {"majority": "4", "reference": None, "reference_verified": False, "majority_correct": None,
             "p_hat": 2 / 6, "k": 6, "posterior": post, "confidence": 0.9}
-    cls, reason = classify_case(CaseEvidence(verdict=BandVerdict.BELOW, **base))
+    cls, reason = classify_case(CaseEvidence(verdict=BandDecision.BELOW, **base))
     assert cls is CaseClass.SUSPECT
     assert reason == ("answers scattered: p̂ = 0.33 at k = 6; P(below, in, above the band [0.30, 0.80]) = "
                       f"{post.below:.2f}, {post.inside:.2f}, {post.above:.2f}; p* 90% interval "
                       f"[{post.credible[0]:.2f}, {post.credible[1]:.2f}]")
     assert "below band" not in reason
-    cls, reason = classify_case(CaseEvidence(verdict=BandVerdict.IN_BAND, forced=True, **base))
+    cls, reason = classify_case(CaseEvidence(verdict=BandDecision.IN_BAND, forced=True, **base))
     assert cls is CaseClass.UNRESOLVED
     assert reason.startswith("undecided at the sample limit (needed 0.90), leaning in band: p̂ = 0.33 at k = 6; P(")
     # fixed k (Agent0's rule) says so, and still shows the posterior
-    cls, reason = classify_case(CaseEvidence(verdict=BandVerdict.IN_BAND, fixed=True,
+    cls, reason = classify_case(CaseEvidence(verdict=BandDecision.IN_BAND, fixed=True,
                                              **{**base, "confidence": None}))
     assert cls is CaseClass.FRONTIER and "inside the band [0.30, 0.80] (fixed k: Agent0's rule, no confidence)" in reason
 
@@ -383,8 +383,8 @@ def test_replay_first_reports_regression_and_flaky(tmp_path: Path) -> None:
     answers.update(stable="41", shaky="45")  # the same target now misses one and gets the other
     second = run(probe(target, static_curriculum([]), ProbeSettings(**K10), store=store, run_id="r2"))
     verdicts = {c.case_id: c.verdict for c in second.comparisons}
-    assert verdicts == {"stable": ReplayVerdict.REGRESSION, "shaky": ReplayVerdict.FLAKY}
-    assert second.verdicts[ReplayVerdict.REGRESSION] == 1
+    assert verdicts == {"stable": ReplayRecord.REGRESSION, "shaky": ReplayRecord.FLAKY}
+    assert second.verdicts[ReplayRecord.REGRESSION] == 1
     # fresh samples: the replay drew indices 5.. (the cache could not hand back the old answers)
     assert adapter.samples_for("stable")[:6] == [0, 1, 2, 3, 4, 5]
     assert by_id(second.records)["stable"].samples[0].sample_index == 5
@@ -401,8 +401,8 @@ def test_replay_alone_can_replay_a_committed_suite(tmp_path: Path) -> None:
     result = run(replay(open_scripted(fixed), CaseStore(tmp_path / "ci"), ProbeSettings(), cases=entries,
                         run_id="ci-replay"))
     verdicts = {c.case_id: c.verdict for c in result.comparisons}
-    assert verdicts == {"weekdays-0": ReplayVerdict.IMPROVED, "weekdays-1": ReplayVerdict.IMPROVED,
-                        "arithmetic-0": ReplayVerdict.SAME, "arithmetic-1": ReplayVerdict.SAME}
+    assert verdicts == {"weekdays-0": ReplayRecord.IMPROVED, "weekdays-1": ReplayRecord.IMPROVED,
+                        "arithmetic-0": ReplayRecord.SAME, "arithmetic-1": ReplayRecord.SAME}
     assert result.stop_reason == "done" and result.run.finished and len(result.records) == 4
 
 
@@ -503,7 +503,7 @@ def test_replay_scope_all_compares_a_new_target_version_with_the_old(tmp_path: P
     assert own_only.comparisons == ()  # nothing recorded for agent@2 yet
     result = run(replay(open_scripted(new), store, ProbeSettings(replay_scope="all"), run_id="v2-all"))
     verdicts = {c.case_id: c.verdict for c in result.comparisons}
-    assert verdicts == {"g0": ReplayVerdict.SAME, "g1": ReplayVerdict.SAME, "g2": ReplayVerdict.REGRESSION}
+    assert verdicts == {"g0": ReplayRecord.SAME, "g1": ReplayRecord.SAME, "g2": ReplayRecord.REGRESSION}
     assert new.samples_for("g0")[0] == 0  # another target's indices do not push this one's forward
 
 
@@ -520,9 +520,9 @@ def test_a_python_agent_spec_probes_like_an_adapter(tmp_path: Path) -> None:
 
 def test_the_probe_scores_exactly_as_score_case() -> None:
     """CaseProber.score is score_case (the train modules call score_case directly)."""
-    from frontier_qa.probing.case import CaseProber
+    from frontier_qa.probing.case_prober import CaseProber
     from frontier_qa.probing.settings import ProbeSettings
-    from frontier_qa.scoring.case import TOOL_CALLS_FORMAT, score_case
+    from frontier_qa.scoring.case_scoring import TOOL_CALLS_FORMAT, score_case
     from frontier_qa.target import Case as _Case
     from tests.scoring.test_case import GOLD as gold
     from tests.scoring.test_case import _tool_samples

@@ -15,7 +15,7 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.probing.sequential import (
     DEFAULT_PRIOR,
     FAILED,
-    BandVerdict,
+    BandDecision,
     MajorityPrior,
     SequentialConfig,
     band_posterior,
@@ -43,27 +43,27 @@ def _sampler(labels):
 def test_agreeing_answers_stop_above_after_two_rounds():
     decision, labels = run_sequential(_sampler(["42"] * 10), CONFIG)
     # Default (uninformed) prior: P(above) = 0.70 after 3 agreeing, 0.84 after 5 (≥ 0.8 for out of band).
-    assert decision.verdict is BandVerdict.ABOVE
+    assert decision.verdict is BandDecision.ABOVE
     assert len(labels) == 5 and decision.k == 5 and not decision.forced
     assert decision.p_hat == 1.0
-    assert decide([3], config=CONFIG).verdict is BandVerdict.CONTINUE
+    assert decide([3], config=CONFIG).verdict is BandDecision.CONTINUE
     assert decide([3], config=CONFIG).next_n == 2
 
 
 def test_five_five_split_is_in_band():
     d = decide([5, 5], config=CONFIG)
-    assert d.verdict is BandVerdict.IN_BAND and d.p_hat == 0.5 and not d.forced
+    assert d.verdict is BandDecision.IN_BAND and d.p_hat == 0.5 and not d.forced
     assert d.posterior.inside > 0.95
 
 
 def test_scattered_answers_stop_below():
     decision, labels = run_sequential(_sampler([f"a{i}" for i in range(10)]), CONFIG)
-    assert decision.verdict is BandVerdict.BELOW and len(labels) == 7
+    assert decision.verdict is BandDecision.BELOW and len(labels) == 7
 
 
 def test_first_decision_asks_for_first_round():
     d = decide([], config=CONFIG)
-    assert d.verdict is BandVerdict.CONTINUE and d.next_n == 3 and d.k == 0 and d.p_hat == 0.0
+    assert d.verdict is BandDecision.CONTINUE and d.next_n == 3 and d.k == 0 and d.p_hat == 0.0
 
 
 def test_round_schedule_is_3_then_2_capped_at_k_max():
@@ -189,7 +189,7 @@ def test_never_stops_before_k_min_nor_runs_past_k_max(counts, unparseable, faile
     d = decide(counts, unparseable, failed, cfg)
     k = sum(counts) + unparseable
     if k < k_min and failed < 4:
-        assert d.verdict is BandVerdict.CONTINUE
+        assert d.verdict is BandDecision.CONTINUE
     if d.stopped:
         assert d.next_n == 0
     else:
@@ -285,9 +285,9 @@ def test_all_unparseable_samples_are_not_called_in_band() -> None:
     post = band_posterior((), 6)
     assert post.below > post.inside
     decision = decide((), 6, 0, SequentialConfig(k_max=6))
-    assert decision.verdict is BandVerdict.BELOW
+    assert decision.verdict is BandDecision.BELOW
     # and one answer among five unparseable is still below, not in band
-    assert decide((1,), 5, 0, SequentialConfig(k_max=6)).verdict is BandVerdict.BELOW
+    assert decide((1,), 5, 0, SequentialConfig(k_max=6)).verdict is BandDecision.BELOW
 
 
 # --- the scatter rest model, forced stops, named policies --------------------------------
@@ -327,15 +327,15 @@ def test_even_scatter_is_not_read_as_a_leader():
 def test_forced_stop_keeps_the_leaning_but_is_never_in_band():
     cfg = SequentialConfig(k_max=4, confidence=0.99)
     d = decide([2, 2], config=cfg)
-    assert d.stopped and d.forced and d.verdict is BandVerdict.IN_BAND and not d.in_band
+    assert d.stopped and d.forced and d.verdict is BandDecision.IN_BAND and not d.in_band
     assert "undecided, leaning in band" in d.reason
     assert decide([5, 5], config=CONFIG).in_band  # a confident stop is
 
 
 def test_out_of_band_confidence_is_asymmetric():
     strict = SequentialConfig(confidence_out=0.95)
-    assert decide([5], config=CONFIG).verdict is BandVerdict.ABOVE  # 0.84 ≥ 0.8
-    assert decide([5], config=strict).verdict is BandVerdict.CONTINUE
+    assert decide([5], config=CONFIG).verdict is BandDecision.ABOVE  # 0.84 ≥ 0.8
+    assert decide([5], config=strict).verdict is BandDecision.CONTINUE
     assert SequentialConfig(confidence_out=None).out_confidence == 0.9
     with pytest.raises(ConfigError, match="confidence_out"):
         SequentialConfig(confidence_out=1.0)

@@ -9,7 +9,7 @@ import pytest
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.probing.validation import (
-    CriticVerdict,
+    TaskCritique,
     ValidationResult,
     Validator,
     bleu_distance,
@@ -176,11 +176,11 @@ class ScriptedCritic:
     def __init__(self) -> None:
         self.asked: list[str] = []
 
-    async def judge(self, proposal: Proposal) -> CriticVerdict:
+    async def judge(self, proposal: Proposal) -> TaskCritique:
         self.asked.append(proposal.case.id)
         await asyncio.sleep(0)
         ok = proposal.case.prompt.endswith("?")
-        return CriticVerdict(0.9 if ok else 0.2, ok, "a question" if ok else "not a question")
+        return TaskCritique(0.9 if ok else 0.2, ok, "a question" if ok else "not a question")
 
 
 def test_critic_is_asked_only_about_proposals_that_passed_the_rest() -> None:
@@ -193,7 +193,7 @@ def test_critic_is_asked_only_about_proposals_that_passed_the_rest() -> None:
     results = asyncio.run(Validator(critic=critic).validate(proposals))
     assert critic.asked == ["q", "s"]
     assert [r.ok for r in results] == [True, False, False]
-    assert results[0].critic == CriticVerdict(0.9, True, "a question")
+    assert results[0].critic == TaskCritique(0.9, True, "a question")
     assert results[1].reason == "critic rejected it (score 0.20): not a question"
     proposal, ok, reason = results[2]  # unpacks as (proposal, ok, reason)
     assert proposal.case.id == "bad" and not ok and reason == "the prompt is empty"

@@ -29,7 +29,7 @@ from frontier_qa.probing.validity import (
 )
 from frontier_qa.reports import GateThresholds, evaluate_gate
 from frontier_qa.reports.console import console_lines
-from frontier_qa.reports.inputs import ReportInput
+from frontier_qa.reports.report_input import ReportInput
 from frontier_qa.store.case_store import CaseStore
 from frontier_qa.store.records import CaseClass
 from frontier_qa.target import Case

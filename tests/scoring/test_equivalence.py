@@ -19,7 +19,7 @@ from frontier_qa.errors import AnswerError
 from frontier_qa.scoring._symbolic import SymbolicPool
 from frontier_qa.scoring.equivalence import (
     Comparator,
-    Verdict,
+    Equivalence,
     comparator,
     equivalent,
     normalize,
@@ -213,12 +213,12 @@ def test_tolerance_is_configurable() -> None:
 
 def test_verdicts_and_stages() -> None:
     cmp = Comparator("math", timeout_s=5.0)
-    assert cmp.verdict("Yes", "\\text{yes}") is Verdict.EQUIVALENT
-    assert cmp.verdict("1,000", "1000.0") is Verdict.EQUIVALENT
-    assert cmp.verdict("2", "3") is Verdict.DIFFERENT
-    assert cmp.verdict("2x", "x+x") is Verdict.EQUIVALENT
-    assert cmp.verdict("x+x", "2x") is Verdict.EQUIVALENT  # same unordered pair: cached
-    assert cmp.verdict(None, "1") is Verdict.DIFFERENT  # not counted as a comparison
+    assert cmp.verdict("Yes", "\\text{yes}") is Equivalence.EQUIVALENT
+    assert cmp.verdict("1,000", "1000.0") is Equivalence.EQUIVALENT
+    assert cmp.verdict("2", "3") is Equivalence.DIFFERENT
+    assert cmp.verdict("2x", "x+x") is Equivalence.EQUIVALENT
+    assert cmp.verdict("x+x", "2x") is Equivalence.EQUIVALENT  # same unordered pair: cached
+    assert cmp.verdict(None, "1") is Equivalence.DIFFERENT  # not counted as a comparison
     assert cmp.stats == {"string": 1, "numeric": 2, "symbolic": 1, "undecided": 0, "cached": 1}
     assert cmp.key(" \\text{A}. ") == "a"
 
@@ -250,17 +250,17 @@ def test_pathological_comparison_returns_within_limit() -> None:
     start = time.monotonic()
     verdict = cmp.verdict(*PATHOLOGICAL)
     elapsed = time.monotonic() - start
-    assert verdict is Verdict.UNDECIDED
+    assert verdict is Equivalence.UNDECIDED
     assert elapsed < 1.0 + SLACK_S
     assert not cmp(*PATHOLOGICAL)  # undecided counts as not equivalent (and is cached)
     assert cmp.stats["undecided"] == 1 and cmp.stats["cached"] == 1
-    assert cmp.verdict("x+1", "1+x") is Verdict.EQUIVALENT  # the worker lives on
+    assert cmp.verdict("x+1", "1+x") is Equivalence.EQUIVALENT  # the worker lives on
 
 
 def test_time_limit_holds_in_a_worker_thread() -> None:
     # math-verify's own signal.alarm timeout raises ValueError outside the main thread.
     cmp = Comparator("math", timeout_s=1.0)
-    result: list[tuple[Verdict, float]] = []
+    result: list[tuple[Equivalence, float]] = []
 
     def run() -> None:
         start = time.monotonic()
@@ -270,7 +270,7 @@ def test_time_limit_holds_in_a_worker_thread() -> None:
     thread.start()
     thread.join(timeout=30)
     (verdict, elapsed), = result
-    assert verdict is Verdict.UNDECIDED and elapsed < 1.0 + SLACK_S
+    assert verdict is Equivalence.UNDECIDED and elapsed < 1.0 + SLACK_S
 
 
 def test_time_limit_holds_under_asyncio_threads() -> None:

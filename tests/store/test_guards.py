@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.probing.accept import accept
+from frontier_qa.probing.baseline_accept import accept
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.store.case_store import CaseStore, StoreError
 from frontier_qa.store.guards import (

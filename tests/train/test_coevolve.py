@@ -36,7 +36,7 @@ def load(*sets: str, path: str | None = AGENT0):  # noqa: ANN201
 
 
 def test_the_agent0_config_uses_the_reference_adpo_schedule() -> None:
-    # every other number of agent0.yaml: tests/train/test_paper_settings.py against frontier_qa/train/paper.py
+    # every other number of agent0.yaml: tests/train/test_paper_settings.py against frontier_qa/train/agent0_settings.py
     from frontier_qa.train.adpo import REFERENCE
 
     assert load().executor.adpo == REFERENCE

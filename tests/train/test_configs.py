@@ -35,7 +35,7 @@ def _load(*sets: str, path: Path | None = AGENT0) -> TrainConfig:
 
 
 def test_agent0_config_holds_the_papers_curriculum_hyperparameters() -> None:
-    config = _load()  # every number: tests/train/test_paper_settings.py against frontier_qa/train/paper.py
+    config = _load()  # every number: tests/train/test_paper_settings.py against frontier_qa/train/agent0_settings.py
     assert reward_config(config) == PAPER  # Eq. 2-5 with λ_tool 0.6, C 4
     assert config.curriculum.style == "instruct" and config.curriculum.domain == "math"
     assert not config.curriculum.ask_solution and not config.curriculum.ask_difficulty  # Table 7 exactly

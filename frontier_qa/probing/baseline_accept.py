@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from frontier_qa.probing.case import CaseProber, answers_of, version_of
+from frontier_qa.probing.case_prober import CaseProber, answers_of, version_of
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.store import baselines
@@ -74,7 +74,7 @@ async def _classify(prober: CaseProber, case: Case, consistency: Consistency,
                     verified: bool) -> tuple[CaseClass, str, bool | None]:
     """The probe's class of pooled samples: the band decision on all of them, then the rules."""
     from frontier_qa.probing.classify import CaseEvidence, classify_case
-    from frontier_qa.probing.sequential import BandVerdict, decide_consistency
+    from frontier_qa.probing.sequential import BandDecision, decide_consistency
     from frontier_qa.probing.validity import task_checked, unchecked_why
 
     decision = (decide_consistency(consistency, prober.policy) if prober.policy is not None
@@ -85,7 +85,7 @@ async def _classify(prober: CaseProber, case: Case, consistency: Consistency,
     if majority is not None and reference is not None:
         correct = await prober.matches(majority, reference, case.answer_format)
     case_class, reason = classify_case(CaseEvidence(
-        verdict=None if verdict is BandVerdict.CONTINUE else verdict, majority=majority, reference=reference,
+        verdict=None if verdict is BandDecision.CONTINUE else verdict, majority=majority, reference=reference,
         reference_verified=verified, majority_correct=correct, n_answered=consistency.n_answered,
         n_unparseable=consistency.n_unparseable, band=prober.band, p_hat=consistency.p_hat,
         answer_format=case.answer_format, task_checked=task_checked(case, verified),

@@ -1,7 +1,7 @@
 """Scoring one case: from its samples to answers, self-consistency (p̂) and reference checks.
 
 The one place that decides how a case's samples are scored, used by the probe
-(:class:`frontier_qa.probing.case.CaseProber`), the curriculum reward
+(:class:`frontier_qa.probing.case_prober.CaseProber`), the curriculum reward
 (:mod:`frontier_qa.train.reward`) and the co-evolution pool (:mod:`frontier_qa.train.pool`):
 
 * ``"text"`` answers: clusters of sentence embeddings (:mod:`frontier_qa.scoring.semantic`);

@@ -5,7 +5,7 @@ The probe engine (:mod:`frontier_qa.probing.engine`) decides *which* cases to pr
 
 1. sample the target in rounds: ``target.sample(case, next_n, sampling, start=k_so_far)``
    until :func:`frontier_qa.probing.sequential.decide` stops (or exactly k with a fixed k);
-2. score every round with :func:`frontier_qa.scoring.case.score_case`: majority vote with
+2. score every round with :func:`frontier_qa.scoring.case_scoring.score_case`: majority vote with
    equivalent answers merged (Agent0 Eq. 6), or clusters of sentence embeddings for
    open-ended ``"text"`` answers;
 3. compare the majority with the reference; for a stable answer without a verified
@@ -37,8 +37,8 @@ from frontier_qa.probing.curriculum import Proposal
 from frontier_qa.probing.regression import ReplayJudge, band_of
 from frontier_qa.probing.sequential import (
     DEFAULT_PRIOR,
+    BandDecision,
     BandPosterior,
-    BandVerdict,
     Decision,
     SequentialConfig,
     band_posterior,
@@ -50,7 +50,7 @@ from frontier_qa.probing.sequential import (
 from frontier_qa.probing.settings import ProbeSettings
 from frontier_qa.probing.validity import ModelJudge, task_checked, unchecked_why
 from frontier_qa.redaction import redact
-from frontier_qa.scoring.case import TOOL_CALLS_FORMAT, answer_matches, answers_of, score_answers, score_case
+from frontier_qa.scoring.case_scoring import TOOL_CALLS_FORMAT, answer_matches, answers_of, score_answers, score_case
 from frontier_qa.scoring.consistency import Consistency, self_consistency
 from frontier_qa.store.records import CaseClass, CaseRecord, Interval, Round, case_record, utc_now
 from frontier_qa.store.stop_reason import StopReason
@@ -233,7 +233,7 @@ class CaseProber:
         return self._embedder
 
     async def score(self, case: Case, trajectories: Sequence[Trajectory]) -> Consistency:
-        """Self-consistency of the samples so far (:func:`frontier_qa.scoring.case.score_case`)."""
+        """Self-consistency of the samples so far (:func:`frontier_qa.scoring.case_scoring.score_case`)."""
         if _checked(case):
             return await self.score_answers(case, answers_of(case, trajectories), [not t.ok for t in trajectories])
         embedder = self._embedder_for_text() if case.answer_format == "text" else None
@@ -400,8 +400,8 @@ class CaseProber:
     def fixed_decision(self, consistency: Consistency) -> Decision:
         """Agent0's fixed-k verdict (p̂ in the band), with the posterior for the record's reason."""
         p = consistency.p_hat
-        verdict = (BandVerdict.IN_BAND if self.settings.band.contains(p)
-                   else BandVerdict.BELOW if p < self.band[0] else BandVerdict.ABOVE)
+        verdict = (BandDecision.IN_BAND if self.settings.band.contains(p)
+                   else BandDecision.BELOW if p < self.band[0] else BandDecision.ABOVE)
         top = consistency.clusters[0].size if consistency.clusters else 0
         return Decision(verdict, 0, consistency.k, consistency.n_failed, p,
                         wilson_interval(top, consistency.k, self.level), self._posterior(consistency), False,
@@ -442,7 +442,7 @@ class CaseProber:
             majority_correct = await self.judge_answer(case, majority)
         judged = None
         confident = decision is not None and not decision.forced
-        if (verdict is BandVerdict.ABOVE and confident and not verified and self.judge is not None
+        if (verdict is BandDecision.ABOVE and confident and not verified and self.judge is not None
                 and majority is not None):
             judged, text = await self._ask_judge(case, majority)
             meta = dict(case.metadata)
@@ -480,7 +480,7 @@ class CaseProber:
         if posterior is not None:
             meta = dict(case.metadata)
             meta[POSTERIOR_KEY] = posterior_note(
-                posterior, BandVerdict.leaning_of(posterior) if decision is None else decision.verdict,
+                posterior, BandDecision.leaning_of(posterior) if decision is None else decision.verdict,
                 forced=decision is None or decision.forced, confidence=self._confidence(verdict))
             case = replace(case, metadata=meta)
         answers = (
@@ -526,7 +526,7 @@ class CaseProber:
         return case, CaseClass.UNCHECKED, (f"unclear task: the answers split along readings of the task ({first!r} vs "
                                            f"{second!r}; {self.readings.name}: {why or 'unclear'}); {reason}")
 
-    def _confidence(self, verdict: BandVerdict | None) -> float | None:
+    def _confidence(self, verdict: BandDecision | None) -> float | None:
         return confidence_of(self.policy, verdict)
 
     def invalid(self, proposal: Proposal, reason: str, *, run_id: str) -> CaseRecord:

@@ -33,7 +33,7 @@ MAX_KNOWN_ROUNDS = 50  # proposal batches of only known cases in a row before th
 
 
 class Sampler(Protocol):
-    """What samples the agent again for a :class:`~frontier_qa.session.case.FrontierCase`."""
+    """What samples the agent again for a :class:`~frontier_qa.session.frontier_case.FrontierCase`."""
 
     def sample(self, case: Case, n: int, start: int, sampling: Sampling | None) -> list[Trajectory]: ...
 
@@ -166,7 +166,7 @@ class Replayer:
 
     async def accept(self, case_id: str) -> Baseline:
         """Make what the agent does now on a case its baseline (topped up to ``baseline_samples``)."""
-        from frontier_qa.probing.accept import accept_case
+        from frontier_qa.probing.baseline_accept import accept_case
 
         run = await self._started()
         parts = self.session.parts

@@ -33,7 +33,7 @@ from frontier_qa.store.records import Baseline, CaseClass, CaseRecord, Interval
 from frontier_qa.target import Case, Sampling, Trajectory
 
 if TYPE_CHECKING:
-    from frontier_qa.session.suite import Sampler
+    from frontier_qa.session.suite_run import Sampler
 
 NEW = "new"  # the verdict of a case first found in this session: nothing to compare with
 
@@ -184,7 +184,7 @@ class FrontierCase:
 
     def answers(self, n: int = 1, sampling: Sampling | None = None) -> list[str | None]:
         """The extracted answers of ``n`` more samples (``None`` for failed or unparseable ones)."""
-        from frontier_qa.scoring.case import answers_of
+        from frontier_qa.scoring.case_scoring import answers_of
 
         return answers_of(self.case, self.sample(n, sampling))
 
