@@ -39,16 +39,16 @@ ENTRY_POINT_GROUP = "frontier_qa.targets"
 
 # scheme -> "module:function"; imported only when a spec with that scheme is opened.
 _BUILTIN: dict[str, str] = {
-    "litellm": "frontier_qa.adapters.litellm_adapter:create",
-    "openai": "frontier_qa.adapters.openai_adapter:create",
-    "vllm": "frontier_qa.adapters.vllm_adapter:create_inprocess",
-    "vllm-server": "frontier_qa.adapters.vllm_adapter:create_server",
-    "hf": "frontier_qa.adapters.hf_adapter:create",
-    "ct2": "frontier_qa.adapters.ct2_adapter:create",
-    "python": "frontier_qa.adapters.python_agent:create_python",
-    "http": "frontier_qa.adapters.http_agent:create_http",
-    "https": "frontier_qa.adapters.http_agent:create_http",
-    "mock": "frontier_qa.adapters.mock_adapter:create",
+    "litellm": "frontier_qa.adapters._litellm_adapter:create",
+    "openai": "frontier_qa.adapters._openai_adapter:create",
+    "vllm": "frontier_qa.adapters._vllm_adapter:create_inprocess",
+    "vllm-server": "frontier_qa.adapters._vllm_adapter:create_server",
+    "hf": "frontier_qa.adapters._hf_adapter:create",
+    "ct2": "frontier_qa.adapters._ct2_adapter:create",
+    "python": "frontier_qa.adapters._python_agent:create_python",
+    "http": "frontier_qa.adapters._http_agent:create_http",
+    "https": "frontier_qa.adapters._http_agent:create_http",
+    "mock": "frontier_qa.adapters._mock_adapter:create",
 }
 _REGISTERED: dict[str, AdapterFactory] = {}
 

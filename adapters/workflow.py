@@ -1,8 +1,8 @@
 """Multi-step agent workflows as targets: Python agents and agents behind an HTTP endpoint.
 
 This module is the public face of both (the names below, and the contract of each);
-the Python adapter lives in :mod:`~frontier_qa.adapters.python_agent`, the HTTP one in
-:mod:`~frontier_qa.adapters.http_agent`, what they share in :mod:`~frontier_qa.adapters.agents`.
+the Python adapter lives in :mod:`~frontier_qa.adapters._python_agent`, the HTTP one in
+:mod:`~frontier_qa.adapters._http_agent`, what they share in :mod:`~frontier_qa.adapters._agents`.
 
 An agent may run many model and tool steps per case; frontier-qa only needs its final
 answer, and records its tool calls, steps, messages, usage and cost in the trajectory.
@@ -63,11 +63,11 @@ may be written ``${ENV_VAR}``; they never appear in errors, reprs or the cache.
 
 from __future__ import annotations
 
-from frontier_qa.adapters.agents import AgentContext, current_context, record_tool, to_trajectory
-from frontier_qa.adapters.http_agent import AgentHTTPError, HttpAgentAdapter, MalformedReplyError, create_http
-from frontier_qa.adapters.python_agent import AgentExitError as AgentExitError
-from frontier_qa.adapters.python_agent import PythonAgentAdapter, create_python
-from frontier_qa.adapters.python_agent import in_daemon_thread as in_daemon_thread
+from frontier_qa.adapters._agents import AgentContext, current_context, record_tool, to_trajectory
+from frontier_qa.adapters._http_agent import AgentHTTPError, HttpAgentAdapter, MalformedReplyError, create_http
+from frontier_qa.adapters._python_agent import AgentExitError as AgentExitError
+from frontier_qa.adapters._python_agent import PythonAgentAdapter, create_python
+from frontier_qa.adapters._python_agent import in_daemon_thread as in_daemon_thread
 
 __all__ = [
     "AgentContext",

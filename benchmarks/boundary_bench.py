@@ -43,12 +43,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from frontier_qa.generators.core import GENERATOR_KEY  # noqa: E402
-from frontier_qa.generators.explore import Explorer, ExploreSettings, GeneratorCurriculum  # noqa: E402
-from frontier_qa.generators.loading import load_generator  # noqa: E402
-from frontier_qa.generators.search import LevelEvidence, SearchSettings, grid_crossing, within_one  # noqa: E402
+from frontier_qa.generators._core import GENERATOR_KEY  # noqa: E402
+from frontier_qa.generators._explore import Explorer, ExploreSettings, GeneratorCurriculum  # noqa: E402
+from frontier_qa.generators._loading import load_generator  # noqa: E402
+from frontier_qa.generators._search import LevelEvidence, SearchSettings, grid_crossing, within_one  # noqa: E402
 from frontier_qa.probing import ProbeSettings, probe  # noqa: E402
-from frontier_qa.probing.run import ProbeRun  # noqa: E402
+from frontier_qa.probing._run import ProbeRun  # noqa: E402
 from frontier_qa.store import CaseStore  # noqa: E402
 from frontier_qa.target import Case  # noqa: E402
 from frontier_qa.testing import ScriptedAdapter, open_scripted  # noqa: E402

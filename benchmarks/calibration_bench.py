@@ -6,7 +6,7 @@ cache) and asks whether the new samples put the case on the same side of the ban
 
 **Confirmed** means: the k = 30 re-sample's class equals the label's. The re-sample's class is
 the most probable of below / in / above under the posterior of p* from those 30 samples alone,
-with the uninformed prior (``frontier_qa.probing.posterior``: a Dirichlet-process and scatter
+with the uninformed prior (``frontier_qa.probing._posterior``: a Dirichlet-process and scatter
 model, so thirty samples spread over many answers are not read as a leader). For an
 ``unresolved`` case the label is its leaning. The re-sample has sampling error of its own: a
 case whose p* lies near a band edge is confirmed only about half the time however right the
@@ -52,10 +52,10 @@ sys.path.insert(0, str(HERE))
 from mixes import BAND, MIXES, RIGHT, SimCase, draw, make_cases  # noqa: E402
 
 from frontier_qa.probing import ProbeSettings, probe  # noqa: E402
-from frontier_qa.probing.posterior import MajorityPrior, band_posterior  # noqa: E402
-from frontier_qa.probing.sequential import DEFAULT_POLICY, policy, tally  # noqa: E402
-from frontier_qa.probing.validation import Validator  # noqa: E402
-from frontier_qa.store.case_store import CaseStore  # noqa: E402
+from frontier_qa.probing._posterior import MajorityPrior, band_posterior  # noqa: E402
+from frontier_qa.probing._sequential import DEFAULT_POLICY, policy, tally  # noqa: E402
+from frontier_qa.probing._validation import Validator  # noqa: E402
+from frontier_qa.store._case_store import CaseStore  # noqa: E402
 from frontier_qa.testing import ScriptedAdapter, case, open_scripted, static_curriculum  # noqa: E402
 
 K_CHECK = 30
@@ -241,10 +241,10 @@ def smol(args: argparse.Namespace) -> None:
 
 async def _resample(todo: list[dict], out: Path) -> None:
     from frontier_qa.config import build_settings, load_config
-    from frontier_qa.probing.case_prober import answers_of
+    from frontier_qa.probing._case_prober import answers_of
     from frontier_qa.runtime import Limits, open_target
     from frontier_qa.scoring.consistency import consistency_of
-    from frontier_qa.store.records import CaseRecord
+    from frontier_qa.store._records import CaseRecord
 
     config = load_config(REPO / "configs" / "default.yaml", env={})
     sampling = build_settings(config).run_sampling()

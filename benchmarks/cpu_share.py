@@ -1,4 +1,4 @@
-"""Benchmark: torch threads for a CPU model beside busy processes (frontier_qa/runtime/cpu_share.py).
+"""Benchmark: torch threads for a CPU model beside busy processes (frontier_qa/runtime/_cpu_share.py).
 
 Not a test. Run from the repository root::
 
@@ -26,8 +26,8 @@ for key, value in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZE
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from frontier_qa.runtime import cpu_share  # noqa: E402
-from frontier_qa.runtime.local_models import ensure_smollm2  # noqa: E402
+from frontier_qa.runtime import _cpu_share as cpu_share  # noqa: E402
+from frontier_qa.runtime._local_models import ensure_smollm2  # noqa: E402
 
 
 def main() -> None:

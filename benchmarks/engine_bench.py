@@ -44,7 +44,7 @@ def _reset_agent() -> None:
 
 
 async def run_engine(spec: str, options: dict[str, str], cases: list, samples: int, temperature: float) -> dict:
-    from frontier_qa.generators.core import check_for
+    from frontier_qa.generators._core import check_for
     from frontier_qa.runtime import open_target
     from frontier_qa.scoring.answers import extract_answer
     from frontier_qa.target import Sampling
@@ -95,8 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-    from frontier_qa.generators.core import get, instance_seed
-    from frontier_qa.probing.sequential import wilson_interval
+    from frontier_qa.generators._core import get, instance_seed
+    from frontier_qa.probing._sequential import wilson_interval
 
     gen = get(args.generator)
     context = dict(kv.split("=", 1) for kv in args.context.split(",") if kv)

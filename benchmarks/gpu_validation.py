@@ -10,7 +10,7 @@ Run from the repository root::
     # no model on disk, no hub: a randomly initialised Qwen3 of a real size built here (speed and memory only)
     python benchmarks/gpu_validation.py --random qwen3-0.6b --out runs/gpu-validation/qwen3-0.6b
 
-It measures (``frontier_qa/train/device_validation.py``): curriculum step time split into generation,
+It measures (``frontier_qa/train/_device_validation.py``): curriculum step time split into generation,
 executor reward sampling and the rest; generated tokens per second; peak memory; clip
 fractions; mean R_unc and the in-band share of the first steps; the executor's pseudo-label
 reward over ADPO steps; and the same curriculum steps with plain TRL ``GRPOTrainer`` on the same
@@ -123,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from frontier_qa.config import parse_set
     from frontier_qa.errors import FrontierQAError
-    from frontier_qa.train.coevolve_config import load_coevolve_config
-    from frontier_qa.train.device_validation import markdown, validate
+    from frontier_qa.train._coevolve_config import load_coevolve_config
+    from frontier_qa.train._device_validation import markdown, validate
 
     out = Path(args.out or tempfile.mkdtemp(prefix="frontier-qa-validation-"))
     sets = list(args.sets)

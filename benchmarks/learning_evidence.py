@@ -73,12 +73,12 @@ def unsure_on_zebras(case: Case, index: int) -> str:
 
 def in_band_per_100(model: Path, seed: int) -> tuple[int, int]:
     """(proposals in the band, valid proposals) among 100 from the training prompt."""
-    from frontier_qa.curricula.prompted import derive_seed
+    from frontier_qa.curricula._prompted import derive_seed
     from frontier_qa.runtime import open_target, run_sync
+    from frontier_qa.scoring._case_scoring import score_case
     from frontier_qa.scoring.bands import AGENT0_BAND
-    from frontier_qa.scoring.case_scoring import score_case
     from frontier_qa.testing import ScriptedAdapter, open_scripted
-    from frontier_qa.train.prompts import TaskFormat
+    from frontier_qa.train._prompts import TaskFormat
 
     fmt = TaskFormat("math", "plain", prompt={"user": PROMPT}, seed=seed)
     writer = open_target(f"hf:{model}", cache=False)
@@ -106,9 +106,9 @@ def in_band_per_100(model: Path, seed: int) -> tuple[int, int]:
 
 def curriculum_part(seed: int, steps: int, root: Path) -> dict[str, Any]:
     from frontier_qa.testing import ScriptedAdapter, open_scripted
+    from frontier_qa.train._curriculum import train_curriculum
+    from frontier_qa.train._tasks import read_tasks, summarize
     from frontier_qa.train.config import load_train_config
-    from frontier_qa.train.curriculum import train_curriculum
-    from frontier_qa.train.tasks import read_tasks, summarize
     from tests.tiny_models import build_word_model
 
     model = build_word_model(root / f"words-{seed}", seed=seed)
@@ -153,12 +153,12 @@ def letter_tasks(seed: int, imprint: int) -> tuple[list[tuple[str, str]], list[t
 def answer_tasks(model: Path, pairs: list[tuple[str, str]], k: int, seed: int, out: Path) -> list[Any]:
     """Each pair answered k times by ``model`` through the co-evolution pool's own scoring (tools on).
 
-    Returns the :class:`~frontier_qa.train.pool.ScoredTask` of each pair, in order: p̂, the
+    Returns the :class:`~frontier_qa.train._pool.ScoredTask` of each pair, in order: p̂, the
     majority answer and the k answers, scored as the probe scores them.
     """
     from frontier_qa.runtime import open_target, run_sync
     from frontier_qa.scoring.bands import AGENT0_BAND
-    from frontier_qa.train.pool import PoolTask, label_tasks
+    from frontier_qa.train._pool import PoolTask, label_tasks
 
     target = open_target(f"tools+hf:{model}", cache=False,
                          tool_options={"max_tool_turns": 1, "sandbox": {"timeout_s": 10}})
@@ -211,10 +211,10 @@ def paired_change(before: list[float], after: list[float]) -> dict[str, Any]:
 
 def executor_part(seed: int, steps: int, root: Path, compare_grpo: bool, learning_rate: float,
                   imprint_steps: int, plant: tuple[int, int]) -> dict[str, Any]:
+    from frontier_qa.train._executor import ExecutorRow, read_rollouts, train_executor
+    from frontier_qa.train._pool import select
     from frontier_qa.train.adpo import ADPOSchedule
     from frontier_qa.train.config import GenerationSection, ModelSection, SaveSection, TrainingSection
-    from frontier_qa.train.executor import ExecutorRow, read_rollouts, train_executor
-    from frontier_qa.train.pool import select
     from frontier_qa.train.tool_rollout import ToolSettings
     from tests.tiny_models import build_answerer_model
 

@@ -4,7 +4,7 @@ Each case has a known answer distribution: a correct answer, wrong answers with 
 probabilities, and an unparseable share (the agent's reply holds no answer). Its true
 majority probability p* is the largest answer probability (unparseable mass in the
 denominator, never an answer), and the truth a label is judged against is where p* lies
-relative to the band (``frontier_qa.probing.posterior`` defines p*). It is exact here, not
+relative to the band (``frontier_qa.probing._posterior`` defines p*). It is exact here, not
 estimated: the distribution is the agent.
 
 Case kinds, as an agent shows them:

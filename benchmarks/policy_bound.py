@@ -6,7 +6,7 @@ fixed k = 10, at most 0.5× its calls on the realistic mix (0.7× on the others)
 no worse than fixed k's − 3 points. ``sequential_bench.py`` and ``policy_sweep.py`` show that no
 named policy does both. This script asks whether *any* labeller of the same kind could, by giving
 it what no real probe has: the **exact population prior** of the mix (the grid prior of
-``frontier_qa.probing.posterior`` fitted to 600 other cases of the mix, 40 samples each), so the
+``frontier_qa.probing._posterior`` fitted to 600 other cases of the mix, 40 samples each), so the
 posterior P(p* in band) it labels with is as good as the evidence allows.
 
 * **A. Every case sampled K times, labelled as a set**: sort the cases by P(in band) and label
@@ -37,8 +37,8 @@ sys.path.insert(0, str(HERE.parent))
 from mixes import MIXES, draw, make_cases, mix_arguments  # noqa: E402
 from policy_sweep import fixed_in_band, sequential  # noqa: E402
 
-from frontier_qa.probing.posterior import MajorityPrior, band_posterior, fit_prior  # noqa: E402
-from frontier_qa.probing.sequential import SequentialConfig, tally  # noqa: E402
+from frontier_qa.probing._posterior import MajorityPrior, band_posterior, fit_prior  # noqa: E402
+from frontier_qa.probing._sequential import SequentialConfig, tally  # noqa: E402
 
 ORACLE_STREAM, ORACLE_CASES, ORACLE_K = 999, 600, 40
 TARGET_PRECISION = 0.9

@@ -1,7 +1,7 @@
 """Benchmark: how far can a calibrated policy trade calls for in-band recall? An in-process sweep.
 
 ``benchmarks/sequential_bench.py`` measures the named policies end to end through the CLI
-(minutes per row). This sweep runs the same decision rule (:func:`frontier_qa.probing.sequential.decide`
+(minutes per row). This sweep runs the same decision rule (:func:`frontier_qa.probing._sequential.decide`
 with the population prior refitted every 10 cases, as the probe does) on the same scripted
 mixes of :mod:`benchmarks.mixes`, in-process, so that many settings can be compared in a minute:
 k_max, round sizes and the out-of-band confidence. Fixed k = 10 (p̂ in the band) runs on the same
@@ -39,7 +39,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 from mixes import BAND, MIXES, SimCase, draw, make_cases, mix_arguments  # noqa: E402
 
-from frontier_qa.probing.sequential import (  # noqa: E402
+from frontier_qa.probing._sequential import (  # noqa: E402
     POLICIES,
     Decision,
     SequentialConfig,

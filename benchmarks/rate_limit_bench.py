@@ -40,7 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.servers
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from frontier_qa.adapters.openai_adapter import OpenAIAdapter  # noqa: E402
+from frontier_qa.adapters._openai_adapter import OpenAIAdapter  # noqa: E402
 from frontier_qa.runtime import Limits, ManagedTarget, SampleCache  # noqa: E402
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory, Usage  # noqa: E402
 from tests.servers.fake_openai import CHAT_PATH, FakeOpenAIServer  # noqa: E402

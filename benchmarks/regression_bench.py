@@ -36,13 +36,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from frontier_qa.probing.baseline_accept import accept
-from frontier_qa.probing.curriculum import Proposal
-from frontier_qa.probing.engine import ProbeSettings, probe, replay
-from frontier_qa.probing.validation import Validator
-from frontier_qa.store.case_store import CaseStore
-from frontier_qa.store.comparison import RegressionVerdict
-from frontier_qa.store.records import CaseClass, CaseRecord
+from frontier_qa.probing._baseline_accept import accept
+from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._engine import ProbeSettings, probe, replay
+from frontier_qa.probing._validation import Validator
+from frontier_qa.store._case_store import CaseStore
+from frontier_qa.store._comparison import RegressionVerdict
+from frontier_qa.store._records import CaseClass, CaseRecord
 from frontier_qa.target import Case
 from frontier_qa.testing import ScriptedAdapter, case, open_scripted, static_curriculum
 

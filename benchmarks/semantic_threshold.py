@@ -3,7 +3,7 @@
 Reads tests/data/open_ended_groups.jsonl: groups of answers to one question, each answer
 labeled with its meaning (answers with the same meaning are paraphrases; different
 meanings contradict). For every threshold in a sweep it runs
-`frontier_qa.scoring.semantic.semantic_consistency` on each group and compares the clusters with
+`frontier_qa.scoring._semantic.semantic_consistency` on each group and compares the clusters with
 the labels (by default with the contradiction guard of `semantic_consistency`; the
 guard-off variant is reported as an ablation):
 
@@ -49,8 +49,8 @@ for _key, _value in {
 }.items():
     os.environ.setdefault(_key, _value)
 
-from frontier_qa.scoring.embedders import get_embedder  # noqa: E402
-from frontier_qa.scoring.semantic import DEFAULT_THRESHOLD, semantic_consistency  # noqa: E402
+from frontier_qa.scoring._embedders import get_embedder  # noqa: E402
+from frontier_qa.scoring._semantic import DEFAULT_THRESHOLD, semantic_consistency  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "open_ended_groups.jsonl"
 HOLDOUT = DATA.with_name("open_ended_groups_holdout2.jsonl")

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from frontier_qa.probing.sequential import wilson_interval
+from frontier_qa.probing._sequential import wilson_interval
 
 DATA = Path(__file__).resolve().parent / "data" / "validity"
 
@@ -74,7 +74,7 @@ class Score:
 
 async def judge_all(spec: str, rows: list[dict[str, Any]]) -> list[tuple[str | None, str]]:
     """``(verdict, reason)`` per row from the judge ``spec`` (``rules`` or ``rules+TARGET``)."""
-    from frontier_qa.probing.validity import ModelJudge, RuleJudge
+    from frontier_qa.probing._validity import ModelJudge, RuleJudge
 
     rules = RuleJudge()
     model = None
@@ -126,7 +126,7 @@ def score(judge: str, rows: list[dict[str, Any]], verdicts: list[tuple[str | Non
 
 def topic_agreement(rows: list[dict[str, Any]]) -> str:
     """Share of tasks whose topic assigned from the text is the reader's (the default topics)."""
-    from frontier_qa.curricula.topics import TopicAssigner
+    from frontier_qa.curricula._topics import TopicAssigner
 
     topics = ["money", "shopping", "time", "distance", "percentages", "area", "ages", "fractions"]
     assigner = TopicAssigner(topics)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from frontier_qa.runtime.limits import Limits
+from frontier_qa.runtime._limits import Limits
 from frontier_qa.target import Case, Sampling, cache_key
 
 

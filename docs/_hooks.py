@@ -4,7 +4,7 @@ A reference page holds a marker ``<!-- generated: NAME -->``; :func:`on_page_mar
 with the Markdown that NAME's generator renders:
 
 ``cli``         every command of the ``frontier-qa`` typer app, with its usage, arguments and options
-``config``      every key of the probe config (``frontier_qa.config.schema.ProbeConfig``)
+``config``      every key of the probe config (``frontier_qa.config._schema.ProbeConfig``)
 ``exit-codes``  the exit codes of ``frontier_qa/exit_codes.py``
 ``api``         one mkdocstrings block per public package, listing the names the package exports
 
@@ -139,7 +139,7 @@ def _config_rows(model: Any, prefix: str) -> Iterator[str]:
 
 def config_reference() -> str:
     """Every key of the probe config, from the pydantic schema."""
-    from frontier_qa.config.schema import ProbeConfig
+    from frontier_qa.config import ProbeConfig
 
     rows = ["| key | type | default | description |", "|---|---|---|---|", *_config_rows(ProbeConfig, "")]
     return "\n".join(rows) + "\n"

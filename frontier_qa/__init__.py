@@ -21,20 +21,20 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     # target seam
     "frontier_qa.target": ("Case", "Sampling", "Trajectory", "ToolCall", "Target", "Adapter"),
     # the one front door (the CLI and the pytest plugin use it)
-    "frontier_qa.session.session": ("Session",),
-    "frontier_qa.session.outcome": ("Outcome",),
+    "frontier_qa.session._session": ("Session",),
+    "frontier_qa.session._outcome": ("Outcome",),
     # probing
-    "frontier_qa.probing.engine": ("probe", "replay", "ProbeResult"),
-    "frontier_qa.probing.settings": ("ProbeSettings",),
-    "frontier_qa.probing.validation": ("Validator",),
+    "frontier_qa.probing._engine": ("probe", "replay", "ProbeResult"),
+    "frontier_qa.probing._settings": ("ProbeSettings",),
+    "frontier_qa.probing._validation": ("Validator",),
     # scoring core
     "frontier_qa.scoring.answers": ("extract_answer", "extract_boxed", "ANSWER_FORMATS"),
-    "frontier_qa.scoring.equivalence": ("equivalent", "normalize", "Comparator"),
+    "frontier_qa.scoring._equivalence": ("equivalent", "normalize", "Comparator"),
     "frontier_qa.scoring.consistency": ("self_consistency", "consistency_of", "Consistency"),
-    "frontier_qa.scoring.semantic": ("semantic_consistency", "semantic_consistency_of"),
-    "frontier_qa.scoring.embedders": ("get_embedder",),
+    "frontier_qa.scoring._semantic": ("semantic_consistency", "semantic_consistency_of"),
+    "frontier_qa.scoring._embedders": ("get_embedder",),
     "frontier_qa.scoring.rewards": ("uncertainty_reward", "tool_reward", "format_reward", "composite_reward"),
-    "frontier_qa.scoring.repetition": ("repetition_penalty",),
+    "frontier_qa.scoring._repetition": ("repetition_penalty",),
     "frontier_qa.scoring.bands": ("in_band", "soft_band"),
 }
 
@@ -83,16 +83,23 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.errors import FrontierQAError as FrontierQAError
     from frontier_qa.errors import MissingExtraError as MissingExtraError
     from frontier_qa.errors import TargetError as TargetError
-    from frontier_qa.probing.engine import ProbeResult as ProbeResult
-    from frontier_qa.probing.engine import probe as probe
-    from frontier_qa.probing.engine import replay as replay
-    from frontier_qa.probing.settings import ProbeSettings as ProbeSettings
-    from frontier_qa.probing.validation import Validator as Validator
+    from frontier_qa.probing._engine import ProbeResult as ProbeResult
+    from frontier_qa.probing._engine import probe as probe
+    from frontier_qa.probing._engine import replay as replay
+    from frontier_qa.probing._settings import ProbeSettings as ProbeSettings
+    from frontier_qa.probing._validation import Validator as Validator
     from frontier_qa.runtime import Budget as Budget
     from frontier_qa.runtime import Limits as Limits
     from frontier_qa.runtime import open_target as open_target
     from frontier_qa.runtime.sandbox import Sandbox as Sandbox
     from frontier_qa.runtime.sandbox import SandboxResult as SandboxResult
+    from frontier_qa.scoring._embedders import get_embedder as get_embedder
+    from frontier_qa.scoring._equivalence import Comparator as Comparator
+    from frontier_qa.scoring._equivalence import equivalent as equivalent
+    from frontier_qa.scoring._equivalence import normalize as normalize
+    from frontier_qa.scoring._repetition import repetition_penalty as repetition_penalty
+    from frontier_qa.scoring._semantic import semantic_consistency as semantic_consistency
+    from frontier_qa.scoring._semantic import semantic_consistency_of as semantic_consistency_of
     from frontier_qa.scoring.answers import ANSWER_FORMATS as ANSWER_FORMATS
     from frontier_qa.scoring.answers import extract_answer as extract_answer
     from frontier_qa.scoring.answers import extract_boxed as extract_boxed
@@ -101,19 +108,12 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.scoring.consistency import Consistency as Consistency
     from frontier_qa.scoring.consistency import consistency_of as consistency_of
     from frontier_qa.scoring.consistency import self_consistency as self_consistency
-    from frontier_qa.scoring.embedders import get_embedder as get_embedder
-    from frontier_qa.scoring.equivalence import Comparator as Comparator
-    from frontier_qa.scoring.equivalence import equivalent as equivalent
-    from frontier_qa.scoring.equivalence import normalize as normalize
-    from frontier_qa.scoring.repetition import repetition_penalty as repetition_penalty
     from frontier_qa.scoring.rewards import composite_reward as composite_reward
     from frontier_qa.scoring.rewards import format_reward as format_reward
     from frontier_qa.scoring.rewards import tool_reward as tool_reward
     from frontier_qa.scoring.rewards import uncertainty_reward as uncertainty_reward
-    from frontier_qa.scoring.semantic import semantic_consistency as semantic_consistency
-    from frontier_qa.scoring.semantic import semantic_consistency_of as semantic_consistency_of
-    from frontier_qa.session.outcome import Outcome as Outcome
-    from frontier_qa.session.session import Session as Session
+    from frontier_qa.session._outcome import Outcome as Outcome
+    from frontier_qa.session._session import Session as Session
     from frontier_qa.target import Adapter as Adapter
     from frontier_qa.target import Case as Case
     from frontier_qa.target import Sampling as Sampling

@@ -8,7 +8,7 @@ section (``probing.sampling``): its bounds are written once, on the field.
 Validation errors keep pydantic's key path. Built in Python, a bad value raises
 :class:`~frontier_qa.errors.ConfigError` whose ``key`` is that path and whose message names
 ``Class.field``; inside a config file the file's loader reports the same path with where it
-was set (:mod:`frontier_qa.config.diagnostics`).
+was set (:mod:`frontier_qa.config._diagnostics`).
 """
 
 from __future__ import annotations

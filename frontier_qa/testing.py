@@ -3,7 +3,7 @@
 Test your probe configs, your pytest suites and your CI wiring without calling a model:
 
 * a ``mock:`` target spec (``mock:right``, ``mock:unsure``, ``mock:PATH`` to a script; see
-  :mod:`frontier_qa.adapters.mock_adapter`) works everywhere a target spec does: the CLI, YAML
+  :mod:`frontier_qa.adapters._mock_adapter`) works everywhere a target spec does: the CLI, YAML
   configs, the pytest plugin's ``target=``;
 * from Python, a :class:`ScriptedAdapter` answers sample ``i`` of a case with
   ``answer(case, i)``, a pure function; :func:`open_scripted` wraps it in the real runtime (cache,
@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from frontier_qa.adapters.mock_adapter import (
+from frontier_qa.adapters._mock_adapter import (
     AnswerFn,
     ScriptedAdapter,
     always,
@@ -48,12 +48,12 @@ from frontier_qa.adapters.mock_adapter import (
     script_answers,
     truth_of,
 )
-from frontier_qa.curricula.file import StaticCurriculum
-from frontier_qa.probing.curriculum import Outcome, Proposal
-from frontier_qa.runtime.budget import BudgetTracker
-from frontier_qa.runtime.cache import SampleCache
-from frontier_qa.runtime.limits import Backoff, Budget, Limits
-from frontier_qa.runtime.managed import ManagedTarget
+from frontier_qa.curricula._file import StaticCurriculum
+from frontier_qa.probing._curriculum import Outcome, Proposal
+from frontier_qa.runtime._budget import BudgetTracker
+from frontier_qa.runtime._cache import SampleCache
+from frontier_qa.runtime._limits import Backoff, Budget, Limits
+from frontier_qa.runtime._managed import ManagedTarget
 from frontier_qa.target import Adapter, Case
 
 FAST = Backoff(initial_s=0.001, max_s=0.005, jitter_s=0.0)
@@ -72,7 +72,7 @@ def case(id: str, prompt: str, *, topic: str = "general", reference: str | None 
     """A case for a scripted target; ``truth`` (kept in ``metadata``) is what :func:`always_right` answers.
 
     You wrote it, so it counts as a checked task, as a cases file's rows do (its author vouches for
-    it: :data:`frontier_qa.probing.validity.AUTHOR`); pass ``validity=None`` for a case that should
+    it: :data:`frontier_qa.probing._validity.AUTHOR`); pass ``validity=None`` for a case that should
     count as generated and unchecked.
     """
     meta = dict(metadata)

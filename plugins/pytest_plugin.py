@@ -9,7 +9,7 @@ the test runs once per frontier case, replayed against the agent::
 
 Registered through the ``pytest11`` entry point (``-p frontier_qa.plugins.pytest_plugin``
 before that). It is inert unless a test uses the marker: this module imports only pytest
-and the standard library; the engine (:mod:`frontier_qa.plugins.pytest_suite`) is imported
+and the standard library; the engine (:mod:`frontier_qa.plugins._pytest_suite`) is imported
 the first time a marked test is collected. Options (``--frontier-*``, ini ``frontier_*``)
 are only read and checked; they do nothing in a suite without marked tests.
 
@@ -30,7 +30,7 @@ first in the terminal summary.
 
 Under pytest-xdist the controller does not collect; each worker does, so generation runs
 once per session behind a file lock in the store, and every worker reads the same cases
-back from the store (see :mod:`frontier_qa.plugins.pytest_suite`). The controller builds the
+back from the store (see :mod:`frontier_qa.plugins._pytest_suite`). The controller builds the
 terminal summary from the reports' user properties (the ones ``--junitxml`` writes).
 """
 
@@ -215,7 +215,7 @@ def session_of(config: pytest.Config) -> Any:
     """The frontier-qa state of this pytest process, made on first use (imports the engine)."""
     session = config.stash.get(SESSION_KEY, None)
     if session is None:
-        from frontier_qa.plugins.pytest_suite import PluginSession
+        from frontier_qa.plugins._pytest_suite import PluginSession
 
         session = config.stash[SESSION_KEY] = PluginSession(config, config.stash[OPTIONS_KEY])
     return session
@@ -238,7 +238,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def frontier_case(request: pytest.FixtureRequest) -> Any:
     """One frontier case of the agent named by the test's ``@pytest.mark.frontier``, replayed.
 
-    Returns a :class:`frontier_qa.session.frontier_case.FrontierCase`: the case (``prompt``,
+    Returns a :class:`frontier_qa.session._frontier_case.FrontierCase`: the case (``prompt``,
     ``topic``, ``reference``), what was stored about it (``stored_class``, ``stored_p_hat``),
     a fresh replay (``replayed``, ``p_hat``, ``interval``, ``case_class``, ``verdict``) and
     ``sample(n)`` / ``answers(n)`` to run the agent on it again.
@@ -384,7 +384,7 @@ def item_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def judge_suites(config: pytest.Config, results: dict[str, dict[str, Any]]) -> list[tuple[str, Any]]:
-    """Each suite's outcome (:func:`~frontier_qa.session.suite_run.judge_runs`), from what its items
+    """Each suite's outcome (:func:`~frontier_qa.session._suite_run.judge_runs`), from what its items
     reported: its store and runs, its gates, the items that could not be decided or accepted.
 
     Args:
@@ -393,10 +393,10 @@ def judge_suites(config: pytest.Config, results: dict[str, dict[str, Any]]) -> l
     """
     import json
 
-    from frontier_qa.reports.gate import GateThresholds
+    from frontier_qa.reports._gate import GateThresholds
     from frontier_qa.session import Invocation
-    from frontier_qa.session.suite_run import judge_runs
-    from frontier_qa.store.case_store import CaseStore
+    from frontier_qa.session._suite_run import judge_runs
+    from frontier_qa.store._case_store import CaseStore
 
     suites: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for nodeid, props in sorted(results.items()):

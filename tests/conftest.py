@@ -52,7 +52,7 @@ def agent_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     it, as under ``python agent.py``), the loaded agent folders and the modules from ``tmp_path``
     are as they were before, so the next test's ``import helpers`` finds its own ``helpers.py``.
     """
-    from frontier_qa.adapters import python_agent
+    from frontier_qa.adapters import _python_agent as python_agent
 
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setattr(python_agent, "_AGENT_FOLDERS", set())

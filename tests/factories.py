@@ -18,9 +18,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-from frontier_qa.probing.curriculum import Proposal
+from frontier_qa.probing._curriculum import Proposal
 from frontier_qa.scoring.consistency import self_consistency
-from frontier_qa.store.records import CaseClass, CaseRecord, Interval, case_record
+from frontier_qa.store._records import CaseClass, CaseRecord, Interval, case_record
 from frontier_qa.target import Case, Trajectory, Usage
 from frontier_qa.testing import case, moody
 
@@ -85,7 +85,7 @@ def probed_record(
     Each of ``answers`` is one sample (``None``: a call that timed out) costing ``cost_usd``
     (``None``: the target reports no price) and 30 tokens; the answers are scored by the real
     self-consistency (an ``invalid`` case is left unscored, as the engine leaves it) and
-    written by :func:`~frontier_qa.store.records.case_record`. Probing starts ``at`` seconds
+    written by :func:`~frontier_qa.store._records.case_record`. Probing starts ``at`` seconds
     after :data:`T0` and takes one second; the reference counts as verified.
     """
     trajectories = [

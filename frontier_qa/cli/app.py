@@ -104,7 +104,13 @@ def build_app() -> typer.Typer:
     The command modules are imported here, not at module level, so that ``frontier_qa.cli``
     stays importable even while a command's optional dependency is missing.
     """
-    from frontier_qa.cli import accept, cases, init, probe, score, suite, train
+    from frontier_qa.cli import _accept as accept
+    from frontier_qa.cli import _cases as cases
+    from frontier_qa.cli import _init as init
+    from frontier_qa.cli import _probe as probe
+    from frontier_qa.cli import _score as score
+    from frontier_qa.cli import _suite as suite
+    from frontier_qa.cli import _train as train
 
     app = command_group("frontier-qa", "Find where an AI agent's ability ends: generate, score and replay "
                                        "frontier test cases.")

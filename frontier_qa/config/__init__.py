@@ -28,7 +28,7 @@ A bad configuration is a :class:`~frontier_qa.errors.ConfigError` naming each ba
 came from (``probe.yaml:12``, ``FRONTIER_QA_PROBING__K``, ``--set probing.k=0``) and the fix,
 with "did you mean" for misspelt keys and values; never a traceback. A ``python:`` agent file
 or ``mock:`` script written in a config file is found next to that file
-(:func:`~frontier_qa.config.layers.anchor_spec_files`);
+(:func:`~frontier_qa.config._layers.anchor_spec_files`);
 other relative paths (store, output, curriculum files) are relative to the working directory.
 
 :func:`build_probe` wires a config to the engine's parts: the target (limits, one run budget
@@ -48,7 +48,7 @@ only the CLI, the pytest plugin and the trainers import it. Every public name is
 
 from __future__ import annotations
 
-from frontier_qa.config.build import (
+from frontier_qa.config._build import (
     ProbeParts,
     budget_tracker,
     build_curriculum,
@@ -61,7 +61,7 @@ from frontier_qa.config.build import (
     resolve_options,
     sample_cache,
 )
-from frontier_qa.config.layers import (
+from frontier_qa.config._layers import (
     Override,
     Sources,
     load_config,
@@ -71,7 +71,7 @@ from frontier_qa.config.layers import (
     read_yaml,
     resolve_layers,
 )
-from frontier_qa.config.schema import (
+from frontier_qa.config._schema import (
     CONFIG_VERSION,
     BandRange,
     CriticConfig,
@@ -86,9 +86,9 @@ from frontier_qa.config.schema import (
     ValidationConfig,
     json_schema,
 )
-from frontier_qa.reports.gate import GateThresholds
-from frontier_qa.runtime.limits import Backoff, Budget, Limits
-from frontier_qa.store.comparison import RegressionPolicy
+from frontier_qa.reports._gate import GateThresholds
+from frontier_qa.runtime._limits import Backoff, Budget, Limits
+from frontier_qa.store._comparison import RegressionPolicy
 from frontier_qa.target import Sampling
 
 __all__ = [

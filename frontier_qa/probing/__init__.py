@@ -16,7 +16,7 @@
 =================  ============================================================================
 
 The engine imports the scoring core, the runtime's sandbox and the store; the curriculum seam
-(:mod:`frontier_qa.probing.curriculum`) is its own; the curricula, the config, the CLI, the plugin and the
+(:mod:`frontier_qa.probing._curriculum`) is its own; the curricula, the config, the CLI, the plugin and the
 trainers sit above it. The package is named ``probing`` because ``frontier_qa.probe`` is the
 :func:`probe` function. Names are imported on first use (PEP 562).
 """
@@ -28,29 +28,29 @@ from typing import TYPE_CHECKING
 from frontier_qa import _lazy_exports
 
 _BY_MODULE: dict[str, tuple[str, ...]] = {
-    "frontier_qa.probing.engine": ("probe", "replay", "ProbeResult", "ReplayResult"),
-    "frontier_qa.probing.settings": ("ProbeSettings",),
-    "frontier_qa.probing.run": ("ProgressEvent", "case_id_for"),
-    "frontier_qa.probing.classify": ("CaseEvidence", "classify_case"),
-    "frontier_qa.probing.validation": ("Validator", "ValidationResult"),
-    "frontier_qa.probing.sequential": ("SequentialConfig",),
-    "frontier_qa.probing.progress": ("ProbeProgress",),
+    "frontier_qa.probing._engine": ("probe", "replay", "ProbeResult", "ReplayResult"),
+    "frontier_qa.probing._settings": ("ProbeSettings",),
+    "frontier_qa.probing._run": ("ProgressEvent", "case_id_for"),
+    "frontier_qa.probing._classify": ("CaseEvidence", "classify_case"),
+    "frontier_qa.probing._validation": ("Validator", "ValidationResult"),
+    "frontier_qa.probing._sequential": ("SequentialConfig",),
+    "frontier_qa.probing._progress": ("ProbeProgress",),
 }
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
-    from frontier_qa.probing.classify import CaseEvidence as CaseEvidence
-    from frontier_qa.probing.classify import classify_case as classify_case
-    from frontier_qa.probing.engine import ProbeResult as ProbeResult
-    from frontier_qa.probing.engine import ReplayResult as ReplayResult
-    from frontier_qa.probing.engine import probe as probe
-    from frontier_qa.probing.engine import replay as replay
-    from frontier_qa.probing.progress import ProbeProgress as ProbeProgress
-    from frontier_qa.probing.run import ProgressEvent as ProgressEvent
-    from frontier_qa.probing.run import case_id_for as case_id_for
-    from frontier_qa.probing.sequential import SequentialConfig as SequentialConfig
-    from frontier_qa.probing.settings import ProbeSettings as ProbeSettings
-    from frontier_qa.probing.validation import ValidationResult as ValidationResult
-    from frontier_qa.probing.validation import Validator as Validator
+    from frontier_qa.probing._classify import CaseEvidence as CaseEvidence
+    from frontier_qa.probing._classify import classify_case as classify_case
+    from frontier_qa.probing._engine import ProbeResult as ProbeResult
+    from frontier_qa.probing._engine import ReplayResult as ReplayResult
+    from frontier_qa.probing._engine import probe as probe
+    from frontier_qa.probing._engine import replay as replay
+    from frontier_qa.probing._progress import ProbeProgress as ProbeProgress
+    from frontier_qa.probing._run import ProgressEvent as ProgressEvent
+    from frontier_qa.probing._run import case_id_for as case_id_for
+    from frontier_qa.probing._sequential import SequentialConfig as SequentialConfig
+    from frontier_qa.probing._settings import ProbeSettings as ProbeSettings
+    from frontier_qa.probing._validation import ValidationResult as ValidationResult
+    from frontier_qa.probing._validation import Validator as Validator
 else:
     __getattr__, __dir__, __all__ = _lazy_exports(__name__, _BY_MODULE, globals())

@@ -1,8 +1,8 @@
 """Reports from case records: ``report.json``, ``junit.xml``, ``report.md`` and ``report.html``.
 
-Plus the gate (:mod:`~frontier_qa.reports.gate`) that turns a run into pass or fail, and
-replay verdicts (:mod:`~frontier_qa.store.comparison`). :func:`write_reports` writes every
-format at once from one :class:`~frontier_qa.reports.report_input.ReportInput`.
+Plus the gate (:mod:`~frontier_qa.reports._gate`) that turns a run into pass or fail, and
+replay verdicts (:mod:`~frontier_qa.store._comparison`). :func:`write_reports` writes every
+format at once from one :class:`~frontier_qa.reports._report_input.ReportInput`.
 """
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from frontier_qa.reports.gate import GateCheck, GateResult, GateThresholds, evaluate_gate
-from frontier_qa.reports.health import HealthProblem, RunFacts
-from frontier_qa.reports.html import html_report, write_html
-from frontier_qa.reports.json_report import JsonReport, build_json_report, write_json_report
-from frontier_qa.reports.junit import junit_xml, write_junit
-from frontier_qa.reports.markdown import markdown_report, write_markdown
-from frontier_qa.reports.report_input import ReportInput, ReportParts
-from frontier_qa.reports.summary import Summary, summarize
-from frontier_qa.store.comparison import Comparison, RegressionVerdict, compare, compare_all, count_verdicts
-from frontier_qa.store.records import Candidates, CaseRecord, ModelSpend, RunRecord
+from frontier_qa.reports._gate import GateCheck, GateResult, GateThresholds, evaluate_gate
+from frontier_qa.reports._health import HealthProblem, RunFacts
+from frontier_qa.reports._html import html_report, write_html
+from frontier_qa.reports._json_report import JsonReport, build_json_report, write_json_report
+from frontier_qa.reports._junit import junit_xml, write_junit
+from frontier_qa.reports._markdown import markdown_report, write_markdown
+from frontier_qa.reports._report_input import ReportInput, ReportParts
+from frontier_qa.reports._summary import Summary, summarize
+from frontier_qa.store._comparison import Comparison, RegressionVerdict, compare, compare_all, count_verdicts
+from frontier_qa.store._records import Candidates, CaseRecord, ModelSpend, RunRecord
 
 FORMATS = ("json", "junit", "md", "html")
 FILE_NAMES = {"json": "report.json", "junit": "junit.xml", "md": "report.md", "html": "report.html"}

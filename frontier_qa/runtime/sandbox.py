@@ -69,9 +69,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from frontier_qa.errors import SandboxError
-from frontier_qa.runtime import _sandbox_launcher, cgroups
-from frontier_qa.runtime.aio import run_blocking
-from frontier_qa.runtime.processes import pid_alive
+from frontier_qa.runtime import _cgroups as cgroups
+from frontier_qa.runtime import _sandbox_launcher
+from frontier_qa.runtime._aio import run_blocking
+from frontier_qa.runtime._processes import pid_alive
 
 log = logging.getLogger(__name__)
 

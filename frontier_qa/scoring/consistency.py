@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from frontier_qa.errors import AnswerError
+from frontier_qa.scoring._equivalence import comparator, normalize
 from frontier_qa.scoring.answers import sample_answers
-from frontier_qa.scoring.equivalence import comparator, normalize
 
 if TYPE_CHECKING:
     from frontier_qa.target import Trajectory
@@ -116,9 +116,9 @@ def self_consistency(
         failed: per sample, whether the target call failed (counted in ``n_failed``,
             never a vote, whatever its answer says). Same length as ``answers``.
         equivalent: symmetric relation on answers; default: the shared math
-            :func:`frontier_qa.scoring.equivalence.comparator` (string, numeric, symbolic stages).
+            :func:`frontier_qa.scoring._equivalence.comparator` (string, numeric, symbolic stages).
         key: canonical form used to pre-group and to break ties; default
-            :func:`frontier_qa.scoring.equivalence.normalize`. A custom ``equivalent`` must treat
+            :func:`frontier_qa.scoring._equivalence.normalize`. A custom ``equivalent`` must treat
             answers with equal keys as equivalent.
 
     Returns:

@@ -30,8 +30,8 @@ from pydantic import Field
 
 from frontier_qa._schema import frozen_value
 from frontier_qa.errors import ConfigError
+from frontier_qa.scoring._repetition import DEFAULT_THRESHOLD, TextEncoder, repetition_penalty
 from frontier_qa.scoring.bands import check_p_hat
-from frontier_qa.scoring.repetition import DEFAULT_THRESHOLD, TextEncoder, repetition_penalty
 
 # ---------------------------------------------------------------------------------------------
 # Uncertainty (Agent0 Eq. 2)

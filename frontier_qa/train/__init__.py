@@ -28,57 +28,58 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.train.config": (
         "TrainConfig", "load_train_config", "plan_step", "check_budget", "reward_config", "StepPlan",
     ),
-    "frontier_qa.train.prompts": ("TaskFormat", "Task", "render_text"),
-    "frontier_qa.train.reward": ("TargetReward", "curriculum_rewards"),
-    "frontier_qa.train.tasks": ("TaskRecord", "TaskLog", "read_tasks", "summarize", "StepSummary"),
-    "frontier_qa.train.curriculum": ("TrainResult", "train_curriculum", "merge_adapter", "preflight"),
+    "frontier_qa.train._prompts": ("TaskFormat", "Task", "render_text"),
+    "frontier_qa.train._reward": ("TargetReward", "curriculum_rewards"),
+    "frontier_qa.train._tasks": ("TaskRecord", "TaskLog", "read_tasks", "summarize", "StepSummary"),
+    "frontier_qa.train._curriculum": ("TrainResult", "train_curriculum", "merge_adapter", "preflight"),
     "frontier_qa.train.adpo": ("ADPOSchedule", "advantage_scale", "clip_high", "PseudoLabelReward"),
     "frontier_qa.train.adpo_trainer": ("ADPOTrainer",),
-    "frontier_qa.train.rollout": ("mask_observations", "pad_rollouts"),
+    "frontier_qa.train._rollout": ("mask_observations", "pad_rollouts"),
     "frontier_qa.train.tool_rollout": ("ToolRollout", "ToolSettings", "ToolTrace"),
-    "frontier_qa.train.executor": ("ExecutorRow", "ExecutorResult", "RolloutRecord", "read_rollouts", "train_executor"),
-    "frontier_qa.train.coevolve_config": ("CoevolveConfig", "load_coevolve_config"),
-    "frontier_qa.train.coevolve": ("CoevolveResult", "run_coevolution"),
+    "frontier_qa.train._executor": ("ExecutorRow", "ExecutorResult", "RolloutRecord", "read_rollouts",
+                                    "train_executor"),
+    "frontier_qa.train._coevolve_config": ("CoevolveConfig", "load_coevolve_config"),
+    "frontier_qa.train._coevolve": ("CoevolveResult", "run_coevolution"),
 }
 
 
 if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is imported on first use
+    from frontier_qa.train._coevolve import CoevolveResult as CoevolveResult
+    from frontier_qa.train._coevolve import run_coevolution as run_coevolution
+    from frontier_qa.train._coevolve_config import CoevolveConfig as CoevolveConfig
+    from frontier_qa.train._coevolve_config import load_coevolve_config as load_coevolve_config
+    from frontier_qa.train._curriculum import TrainResult as TrainResult
+    from frontier_qa.train._curriculum import merge_adapter as merge_adapter
+    from frontier_qa.train._curriculum import preflight as preflight
+    from frontier_qa.train._curriculum import train_curriculum as train_curriculum
+    from frontier_qa.train._executor import ExecutorResult as ExecutorResult
+    from frontier_qa.train._executor import ExecutorRow as ExecutorRow
+    from frontier_qa.train._executor import RolloutRecord as RolloutRecord
+    from frontier_qa.train._executor import read_rollouts as read_rollouts
+    from frontier_qa.train._executor import train_executor as train_executor
+    from frontier_qa.train._prompts import Task as Task
+    from frontier_qa.train._prompts import TaskFormat as TaskFormat
+    from frontier_qa.train._prompts import render_text as render_text
+    from frontier_qa.train._reward import TargetReward as TargetReward
+    from frontier_qa.train._reward import curriculum_rewards as curriculum_rewards
+    from frontier_qa.train._rollout import mask_observations as mask_observations
+    from frontier_qa.train._rollout import pad_rollouts as pad_rollouts
+    from frontier_qa.train._tasks import StepSummary as StepSummary
+    from frontier_qa.train._tasks import TaskLog as TaskLog
+    from frontier_qa.train._tasks import TaskRecord as TaskRecord
+    from frontier_qa.train._tasks import read_tasks as read_tasks
+    from frontier_qa.train._tasks import summarize as summarize
     from frontier_qa.train.adpo import ADPOSchedule as ADPOSchedule
     from frontier_qa.train.adpo import PseudoLabelReward as PseudoLabelReward
     from frontier_qa.train.adpo import advantage_scale as advantage_scale
     from frontier_qa.train.adpo import clip_high as clip_high
     from frontier_qa.train.adpo_trainer import ADPOTrainer as ADPOTrainer
-    from frontier_qa.train.coevolve import CoevolveResult as CoevolveResult
-    from frontier_qa.train.coevolve import run_coevolution as run_coevolution
-    from frontier_qa.train.coevolve_config import CoevolveConfig as CoevolveConfig
-    from frontier_qa.train.coevolve_config import load_coevolve_config as load_coevolve_config
     from frontier_qa.train.config import StepPlan as StepPlan
     from frontier_qa.train.config import TrainConfig as TrainConfig
     from frontier_qa.train.config import check_budget as check_budget
     from frontier_qa.train.config import load_train_config as load_train_config
     from frontier_qa.train.config import plan_step as plan_step
     from frontier_qa.train.config import reward_config as reward_config
-    from frontier_qa.train.curriculum import TrainResult as TrainResult
-    from frontier_qa.train.curriculum import merge_adapter as merge_adapter
-    from frontier_qa.train.curriculum import preflight as preflight
-    from frontier_qa.train.curriculum import train_curriculum as train_curriculum
-    from frontier_qa.train.executor import ExecutorResult as ExecutorResult
-    from frontier_qa.train.executor import ExecutorRow as ExecutorRow
-    from frontier_qa.train.executor import RolloutRecord as RolloutRecord
-    from frontier_qa.train.executor import read_rollouts as read_rollouts
-    from frontier_qa.train.executor import train_executor as train_executor
-    from frontier_qa.train.prompts import Task as Task
-    from frontier_qa.train.prompts import TaskFormat as TaskFormat
-    from frontier_qa.train.prompts import render_text as render_text
-    from frontier_qa.train.reward import TargetReward as TargetReward
-    from frontier_qa.train.reward import curriculum_rewards as curriculum_rewards
-    from frontier_qa.train.rollout import mask_observations as mask_observations
-    from frontier_qa.train.rollout import pad_rollouts as pad_rollouts
-    from frontier_qa.train.tasks import StepSummary as StepSummary
-    from frontier_qa.train.tasks import TaskLog as TaskLog
-    from frontier_qa.train.tasks import TaskRecord as TaskRecord
-    from frontier_qa.train.tasks import read_tasks as read_tasks
-    from frontier_qa.train.tasks import summarize as summarize
     from frontier_qa.train.tool_rollout import ToolRollout as ToolRollout
     from frontier_qa.train.tool_rollout import ToolSettings as ToolSettings
     from frontier_qa.train.tool_rollout import ToolTrace as ToolTrace

@@ -30,9 +30,9 @@ from pydantic import Field
 
 from frontier_qa._schema import frozen_value
 from frontier_qa.errors import ConfigError
+from frontier_qa.scoring._equivalence import MODES, comparator
 from frontier_qa.scoring.answers import extract_boxed
 from frontier_qa.scoring.bands import check_p_hat
-from frontier_qa.scoring.equivalence import MODES, comparator
 from frontier_qa.scoring.rewards import completion_text
 
 # a finite number written as one (strict: "0.2" and true are refused, 1 is fine)
@@ -143,7 +143,7 @@ class PseudoLabelReward:
     Args:
         label_column: dataset column holding ỹ, a string per row.
         mode: equivalence mode, ``"math"``, ``"numeric"`` or ``"string"``
-            (:mod:`frontier_qa.scoring.equivalence`).
+            (:mod:`frontier_qa.scoring._equivalence`).
         timeout_s: limit of one symbolic comparison, seconds.
     """
 

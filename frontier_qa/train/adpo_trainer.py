@@ -51,7 +51,7 @@ TRL_SIGNATURES = {"_compute_loss": "(self, model, inputs)", "_generate_and_score
 _RELIED_ON = (
     "coef_2 = torch.clamp(coef_1, 1 - self.epsilon_low, 1 + self.epsilon_high)",
     'advantages = inputs["advantages"]',
-    # tool output (frontier_qa.train.rollout) leaves the loss through tool_mask
+    # tool output (frontier_qa.train._rollout) leaves the loss through tool_mask
     'mask = completion_mask if "tool_mask" not in inputs else completion_mask * inputs["tool_mask"]',
 )
 

@@ -40,10 +40,10 @@ from frontier_qa.config import (
     read_yaml,
     resolve_layers,
 )
-from frontier_qa.config.diagnostics import report
-from frontier_qa.config.layers import validate_layers
-from frontier_qa.config.schema import located_error
-from frontier_qa.curricula.spec import CURRICULUM_SAMPLING, STYLES, TRAINED_DOMAINS, PromptOptions, TrainedDomain
+from frontier_qa.config._diagnostics import report
+from frontier_qa.config._layers import validate_layers
+from frontier_qa.config._schema import located_error
+from frontier_qa.curricula._spec import CURRICULUM_SAMPLING, STYLES, TRAINED_DOMAINS, PromptOptions, TrainedDomain
 from frontier_qa.errors import BudgetExceededError, ConfigError
 from frontier_qa.redaction import register_secrets, secret_values
 from frontier_qa.scoring.rewards import REWARD_PRESETS, RewardConfig
@@ -86,7 +86,7 @@ class PromptSection(_Section):
 
 class CurriculumSection(PromptOptions):
     """The prompt the model learns to answer with tasks (the one `frontier-qa probe` will send): the
-    prompt options the card keeps (:class:`~frontier_qa.curricula.spec.PromptOptions`) and the files
+    prompt options the card keeps (:class:`~frontier_qa.curricula._spec.PromptOptions`) and the files
     and rows of the training set.
     """
 

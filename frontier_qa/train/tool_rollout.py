@@ -12,12 +12,12 @@ the next turn is generated without the code stop and its code is not run.
 
 The model's tokens are kept exactly as sampled (the loss needs the log-probabilities of what
 was sampled, never of a re-tokenisation of its text); only the tool's text is tokenised. Tool
-tokens come back with ``env_mask`` 0 (:func:`~frontier_qa.train.rollout.mask_observations`),
+tokens come back with ``env_mask`` 0 (:func:`~frontier_qa.train._rollout.mask_observations`),
 which TRL turns into ``tool_mask``: attended to, but out of the loss and of ``num_items``.
 
 Model turns come from the trainer's own (unwrapped) model with transformers ``generate``, batched
 over the rows still going, or, when the trainer uses vLLM, from TRL's vLLM engine
-(:mod:`frontier_qa.train.vllm_rollout`: stop at each fence, resume until a python block closes).
+(:mod:`frontier_qa.train._vllm_rollout`: stop at each fence, resume until a python block closes).
 TRL's continuous batching option is ignored here.
 
 Torch and TRL are imported inside the functions that need them.
@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from frontier_qa.adapters.tool_executor import OUTPUT_STOP, find_code, format_output
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime.sandbox import Sandbox, SandboxResult
-from frontier_qa.train.rollout import MaskedRollout, Segment, mask_observations
+from frontier_qa.train._rollout import MaskedRollout, Segment, mask_observations
 
 # The lines of GRPOTrainer._generate this module relies on: the rollout_func call, and env_mask
 # becoming tool_mask (were it dropped, tool output would silently be trained on).
@@ -236,7 +236,7 @@ class ToolRollout:
 
         prompt_ids = [list(ids) for ids in trainer._tokenize_prompts(prompts)[0]]  # exactly as TRL's own path
         if getattr(trainer, "use_vllm", False):  # TRL has synced the policy's weights into its engine
-            from frontier_qa.train.vllm_rollout import VLLMTurns
+            from frontier_qa.train._vllm_rollout import VLLMTurns
 
             traces = self.roll(trainer.processing_class, prompt_ids, VLLMTurns.for_trainer(trainer),
                                trainer.max_completion_length)

@@ -18,9 +18,9 @@ pytest.importorskip("transformers")
 pytest.importorskip("ctranslate2")
 
 from frontier_qa.adapters import create_adapter  # noqa: E402
-from frontier_qa.adapters.ct2_adapter import CT2Adapter, _Row, ct2_folder, length_buckets, static_prefix  # noqa: E402
+from frontier_qa.adapters._ct2_adapter import CT2Adapter, _Row, ct2_folder, length_buckets, static_prefix  # noqa: E402
 from frontier_qa.errors import ConfigError, MissingExtraError  # noqa: E402
-from frontier_qa.runtime.local_models import MARKER  # noqa: E402
+from frontier_qa.runtime._local_models import MARKER  # noqa: E402
 from frontier_qa.target import Case, Sampling  # noqa: E402
 from tests.adapters.test_hf import greedy_twice, reference_greedy  # noqa: E402
 from tests.factories import run  # noqa: E402
@@ -128,7 +128,7 @@ def test_prompts_sharing_a_system_turn_give_what_they_give_alone(exact: CT2Adapt
 
 
 def test_threads_fit_the_cores_other_processes_leave_free(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import frontier_qa.adapters.ct2_adapter as ct2_module
+    import frontier_qa.adapters._ct2_adapter as ct2_module
 
     busy = [64]  # threads of other processes running: more than this machine's cores
     monkeypatch.setattr(ct2_module, "others_running", lambda: busy[0])

@@ -20,7 +20,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 from frontier_qa.adapters import create_adapter  # noqa: E402
 from frontier_qa.adapters._batching import BatcherClosedError, BatchStoppedError, MicroBatcher  # noqa: E402
-from frontier_qa.adapters.hf_adapter import HFAdapter  # noqa: E402
+from frontier_qa.adapters._hf_adapter import HFAdapter  # noqa: E402
 from frontier_qa.adapters.tool_executor import STOP_AFTER_CODE, cut_turn  # noqa: E402
 from frontier_qa.errors import ConfigError  # noqa: E402
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory  # noqa: E402

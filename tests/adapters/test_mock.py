@@ -13,15 +13,15 @@ import pytest
 import yaml
 
 from frontier_qa.adapters import schemes
-from frontier_qa.adapters.mock_adapter import pick, render
+from frontier_qa.adapters._mock_adapter import pick, render
 from frontier_qa.cli import main
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing import ProbeSettings, probe
 from frontier_qa.runtime import open_target
+from frontier_qa.scoring._tool_calls import canonical_calls, tool_calls_answer
 from frontier_qa.scoring.answers import extract_answer
-from frontier_qa.scoring.tool_calls import canonical_calls, tool_calls_answer
 from frontier_qa.store import CaseStore
-from frontier_qa.store.records import CaseClass
+from frontier_qa.store._records import CaseClass
 from frontier_qa.target import Sampling
 from frontier_qa.testing import ScriptedAdapter, case, moody, open_scripted, static_curriculum, words_embedder
 

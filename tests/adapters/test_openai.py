@@ -16,7 +16,7 @@ import openai
 import pytest
 
 from frontier_qa.adapters import create_adapter
-from frontier_qa.adapters.openai_adapter import OpenAIAdapter, split_spec, split_usage
+from frontier_qa.adapters._openai_adapter import OpenAIAdapter, split_spec, split_usage
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError, TargetUnavailableError
 from frontier_qa.runtime import Backoff, Budget, Limits, ManagedTarget, open_target, run_sync
 from frontier_qa.target import Case, Sampling, Usage

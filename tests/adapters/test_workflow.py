@@ -317,7 +317,7 @@ def test_a_python_agents_version_is_a_hash_of_its_source(tmp_path: Path) -> None
 
 def test_configured_versions_are_in_every_cache_key(tmp_path: Path) -> None:
     from frontier_qa.runtime import open_target
-    from frontier_qa.runtime.cache import SampleCache
+    from frontier_qa.runtime._cache import SampleCache
     from frontier_qa.testing import ScriptedAdapter
 
     cache = SampleCache(tmp_path)
@@ -400,7 +400,7 @@ def test_an_agent_file_imports_the_modules_beside_it_as_python_does(tmp_path: Pa
 
 
 def test_an_agent_files_version_covers_the_modules_it_imports_beside_it(tmp_path: Path, agent_imports: None) -> None:
-    from frontier_qa.adapters.agent_source import fingerprint, sibling_modules
+    from frontier_qa.adapters._agent_source import fingerprint, sibling_modules
 
     proj = _files(tmp_path / "proj", {
         "agent.py": "import helpers\nfrom tools.search import find\n\n\ndef run(task):\n    import late\n\n"

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.adapters import create_adapter
-from frontier_qa.reports.explain import explain
-from frontier_qa.scoring.case_scoring import answers_of
+from frontier_qa.reports._explain import explain
+from frontier_qa.scoring._case_scoring import answers_of
 from frontier_qa.scoring.consistency import self_consistency
 from frontier_qa.store import CaseStore
-from frontier_qa.store.comparison import compare
-from frontier_qa.store.records import case_record, utc_now
+from frontier_qa.store._comparison import compare
+from frontier_qa.store._records import case_record, utc_now
 from frontier_qa.target import Sampling
 from tests.cli.runner import run_cli
 from tests.factories import run

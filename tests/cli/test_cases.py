@@ -1,7 +1,7 @@
 """`frontier-qa cases list|show|diff` through the real CLI, on a store a real probe wrote.
 
 The store comes from real probes, an accept and a replay of scripted ``mock:`` targets
-(:mod:`frontier_qa.adapters.mock_adapter`) through the real runtime and engine: run ``run-a``
+(:mod:`frontier_qa.adapters._mock_adapter`) through the real runtime and engine: run ``run-a``
 (script A: arithmetic right, weekdays a coin), ``run-b`` (script B: ``add-1`` answers 999
 against its verified reference, weekdays 3:2, ``add-0`` gone, ``new-1`` added) and the replay
 ``run-c`` of script B. The committed 0.1 store (``tests/data/v1/store``) shows old stores read.

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.store.case_store import CaseStore
-from frontier_qa.store.guards import export_key, select_guards, stored_picks
-from frontier_qa.store.records import CaseClass, SuiteCase
-from frontier_qa.store.suites import import_suite
+from frontier_qa.store._case_store import CaseStore
+from frontier_qa.store._guards import export_key, select_guards, stored_picks
+from frontier_qa.store._records import CaseClass, SuiteCase
+from frontier_qa.store._suites import import_suite
 from tests.cli.runner import run_cli
 from tests.factories import TARGET, probed_record
 

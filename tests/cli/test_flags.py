@@ -1,6 +1,6 @@
 """Every config flag of ``probe`` and ``replay`` reaches its config key (read back with --show-config).
 
-The commands pass their flags to :func:`frontier_qa.cli.probe.overrides` by name through one
+The commands pass their flags to :func:`frontier_qa.cli._probe.overrides` by name through one
 table (``FLAGS`` / ``REPLAY_FLAGS``); these tests fail when a command forgets a flag, or a
 table entry points at the wrong key.
 """
@@ -13,9 +13,9 @@ import yaml
 from typer.testing import CliRunner
 
 from frontier_qa.cli import main
+from frontier_qa.cli._options import RunOptions, with_options
+from frontier_qa.cli._probe import FLAGS, REPLAY_FLAGS
 from frontier_qa.cli.app import build_app
-from frontier_qa.cli.options import RunOptions, with_options
-from frontier_qa.cli.probe import FLAGS, REPLAY_FLAGS
 
 # parameter name -> (command-line arguments, config key path, expected value)
 PROBE_CASES: dict[str, tuple[list[str], str, object]] = {

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from frontier_qa.cli._init_files import INSTALL_PLACEHOLDER
 from frontier_qa.cli.app import main
-from frontier_qa.cli.init_files import INSTALL_PLACEHOLDER
 from frontier_qa.config import load_config
 from tests.factories import REPO
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.probing.engine import ProgressEvent
-from frontier_qa.probing.progress import ProbeProgress, resolve_mode
-from frontier_qa.store.records import CaseClass
+from frontier_qa.probing._engine import ProgressEvent
+from frontier_qa.probing._progress import ProbeProgress, resolve_mode
+from frontier_qa.store._records import CaseClass
 from tests.cli.runner import run_cli
 from tests.factories import REPO
 
@@ -519,7 +519,7 @@ def test_a_quiet_run_still_writes_a_line_every_heartbeat_with_phase_calls_and_th
 def test_progress_reports_replay_regressions_and_renders_a_rich_bar() -> None:
     import io
 
-    from frontier_qa.store.comparison import Comparison, RegressionVerdict
+    from frontier_qa.store._comparison import Comparison, RegressionVerdict
 
     regression = Comparison("add-1", RegressionVerdict.REGRESSION, "pass → failure", CaseClass.PASS, CaseClass.FAILURE,
                             1.0, 1.0)

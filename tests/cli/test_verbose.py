@@ -56,13 +56,13 @@ def test_v_shows_each_retry_on_stderr_and_vv_debug(flaky: Path, capsys: pytest.C
     assert rc == 0, err
     retries = [line for line in err.splitlines() if "retrying a call to python:" in line]
     assert len(retries) == 2  # one per sample, k = 2
-    assert retries[0].startswith("frontier-qa INFO frontier_qa.runtime.managed: ")
+    assert retries[0].startswith("frontier-qa INFO frontier_qa.runtime._managed: ")
     assert "HTTP 503 from the upstream" in retries[0] and "retrying" not in out
     # a new case in a fresh store: two first attempts again (the agent module stays loaded)
     # rpm 1200: calls 50 ms apart, so the pacer waits, which only DEBUG shows
     rc, out, err = _run(flaky, capsys, "-vv", store="second", cases="more.jsonl", rpm=1200)
     assert rc == 0, err
-    assert "frontier-qa DEBUG frontier_qa.runtime.rate_limit: rate limit: waiting" in err
+    assert "frontier-qa DEBUG frontier_qa.runtime._rate_limit: rate limit: waiting" in err
     assert sum("retrying a call to" in line for line in err.splitlines()) == 2  # one handler, not two
     # the command is over: the process's logging is as it was
     logger = logging.getLogger("frontier_qa")

@@ -12,8 +12,8 @@ import json
 import socket
 import xml.etree.ElementTree as ET
 
-from frontier_qa.store import baselines
-from frontier_qa.store.case_store import CaseStore
+from frontier_qa.store import _baselines as baselines
+from frontier_qa.store._case_store import CaseStore
 from tests.cli.test_probe import Project
 
 
@@ -68,7 +68,7 @@ def test_export_keeps_guards_and_baselines(project: Project) -> None:
     project.probe("--out", "out", "--store", "store")
     rc, out, _ = project.cli("export", "--store", "store", "--suite", "suite.yaml", "--guards", "3")
     assert rc == 0 and "exported 7 case(s) to suite.yaml: 4 finding(s) (frontier, failure, suspect), 3 guard(s)" in out
-    from frontier_qa.store.suites import import_suite
+    from frontier_qa.store._suites import import_suite
 
     entries = import_suite(project.root / "suite.yaml")
     assert sorted(e.role for e in entries) == ["finding"] * 4 + ["guard"] * 3

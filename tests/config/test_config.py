@@ -20,7 +20,7 @@ from frontier_qa.config import (
 )
 from frontier_qa.errors import ConfigError
 from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND
-from frontier_qa.store.case_store import Shard
+from frontier_qa.store._case_store import Shard
 from tests.factories import REPO
 
 AGENT = "def answer(case, sample_index):\n    return '\\\\boxed{%s}' % case.reference\n"
@@ -304,7 +304,7 @@ def test_build_probe_wires_a_file_curriculum_and_a_python_target(
         assert curriculum is not None and len(curriculum) == 1  # type: ignore[arg-type]
         assert curriculum.name == "file:cases.jsonl"
         # the default validity judge (rules) is the validator's critic; no SAGE critic, no judge
-        from frontier_qa.probing.validity import ValidityJudge
+        from frontier_qa.probing._validity import ValidityJudge
 
         assert isinstance(validator.critic, ValidityJudge) and validator.critic.name == "rules"
         assert (validator.critic.then, validator.dedupe_threshold, judge) == (None, None, None)
@@ -369,8 +369,8 @@ def test_build_probe_wires_a_prompted_tool_curriculum_with_critic_and_judge(
     """)
     parts = build_probe(load_config(path, env={}))
     try:
-        from frontier_qa.curricula.critic import SageCritic
-        from frontier_qa.curricula.prompted import PromptedCurriculum
+        from frontier_qa.curricula._critic import SageCritic
+        from frontier_qa.curricula._prompted import PromptedCurriculum
 
         assert isinstance(parts.curriculum, PromptedCurriculum)
         assert parts.curriculum.domain == "tools" and parts.curriculum.seed == 3
@@ -405,7 +405,7 @@ def test_committed_schema_is_current_and_the_example_validates() -> None:
     def keys(model: type, prefix: str = "") -> set[str]:
         from pydantic import BaseModel
 
-        from frontier_qa.config.diagnostics import _models_in
+        from frontier_qa.config._diagnostics import _models_in
 
         out = set()
         for name, field in model.model_fields.items():
@@ -433,8 +433,8 @@ def test_build_probe_wires_a_few_shot_curriculum_with_examples(tmp_path: Path, m
                          rest="validation: {dedupe_threshold: 0.4}\nstore: st\n")
     parts = build_probe(load_config(path, env={}))
     try:
-        from frontier_qa.curricula.few_shot import Example
-        from frontier_qa.curricula.prompted import PromptedCurriculum
+        from frontier_qa.curricula._few_shot import Example
+        from frontier_qa.curricula._prompted import PromptedCurriculum
 
         assert isinstance(parts.curriculum, PromptedCurriculum)
         assert parts.curriculum.style == "few_shot" and parts.curriculum.dedupe_threshold == 0.4
@@ -478,8 +478,8 @@ def test_policies_are_chosen_by_name_and_tuned_by_keys(tmp_path: Path) -> None:
     from typing import get_args
 
     from frontier_qa.config import build_settings
-    from frontier_qa.config.schema import ProbingConfig
-    from frontier_qa.probing.sequential import POLICIES, MajorityPrior, fit_prior
+    from frontier_qa.config._schema import ProbingConfig
+    from frontier_qa.probing._sequential import POLICIES, MajorityPrior, fit_prior
 
     assert set(get_args(ProbingConfig.model_fields["policy"].annotation)) == set(POLICIES)
     default = build_settings(load_config(None, env={}))
@@ -516,8 +516,8 @@ def test_the_names_a_config_accepts_are_the_tables_the_code_looks_them_up_in() -
     # a Literal cannot be built from a dict for type checkers: this test keeps the two together
     from typing import get_args
 
-    from frontier_qa.config.schema import ProbingConfig
-    from frontier_qa.probing.sequential import DEFAULT_POLICY, POLICIES
+    from frontier_qa.config._schema import ProbingConfig
+    from frontier_qa.probing._sequential import DEFAULT_POLICY, POLICIES
     from frontier_qa.scoring.bands import NAMED_BANDS
     from frontier_qa.scoring.rewards import REWARD_PRESETS
     from frontier_qa.train.config import RewardSection

@@ -23,7 +23,7 @@ from frontier_qa.config import (
     parse_set,
 )
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing.settings import ProbeSettings
+from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.train.adpo import ADPOSchedule
 from tests.config.test_config import few_shot_project, write, writer_config
 

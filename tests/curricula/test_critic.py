@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
-from frontier_qa.curricula.critic import (
+from frontier_qa.curricula._critic import (
     SAGE_QUESTION_PROMPT,
     SAGE_THRESHOLD,
     SageCritic,
@@ -20,7 +20,7 @@ from frontier_qa.curricula.critic import (
     parse_score,
 )
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing.curriculum import Proposal
+from frontier_qa.probing._curriculum import Proposal
 from frontier_qa.runtime import open_target
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory
 

@@ -10,12 +10,12 @@ import pytest
 
 from frontier_qa.curricula import FileCurriculum, StaticCurriculum, read_proposals
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing.curriculum import Curriculum, Outcome
-from frontier_qa.probing.engine import ProbeSettings, case_id_for, probe
-from frontier_qa.probing.verify import TRUSTED_KEY
-from frontier_qa.store.case_store import CaseStore
-from frontier_qa.store.records import CaseClass
-from frontier_qa.store.suites import export_suite
+from frontier_qa.probing._curriculum import Curriculum, Outcome
+from frontier_qa.probing._engine import ProbeSettings, case_id_for, probe
+from frontier_qa.probing._verify import TRUSTED_KEY
+from frontier_qa.store._case_store import CaseStore
+from frontier_qa.store._records import CaseClass
+from frontier_qa.store._suites import export_suite
 from frontier_qa.testing import ScriptedAdapter, always, open_scripted
 
 TOOLS = [{"type": "function", "function": {"name": "book", "parameters": {

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.curricula import templates as tpl
-from frontier_qa.curricula.prompted import (
+from frontier_qa.curricula import _templates as tpl
+from frontier_qa.curricula._prompted import (
     DEFAULT_SAMPLING,
     PromptedCurriculum,
     derive_seed,
@@ -25,7 +25,7 @@ from frontier_qa.curricula.prompted import (
     sample_tool_spec,
 )
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing.curriculum import Curriculum, Outcome, Proposal
+from frontier_qa.probing._curriculum import Curriculum, Outcome, Proposal
 from frontier_qa.runtime import open_target
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory
 from tests.factories import run

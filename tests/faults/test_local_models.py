@@ -19,7 +19,7 @@ EXIT_MID_GENERATION = textwrap.dedent('''
     # registered before frontier-qa's own hook, so it runs after it (atexit is last in, first out)
     atexit.register(lambda: print("worker alive at exit:", hf._batcher._thread.is_alive(), flush=True))
     from tests.tiny_models import build_tiny_model
-    from frontier_qa.adapters.hf_adapter import HFAdapter
+    from frontier_qa.adapters._hf_adapter import HFAdapter
     from frontier_qa.target import Case, Sampling
     from tests.factories import run
 

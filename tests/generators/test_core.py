@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.generators.core import (
+from frontier_qa.generators._core import (
     GENERATOR_KEY,
     Generator,
     GeneratorError,
@@ -22,7 +22,7 @@ from frontier_qa.generators.core import (
     registered,
     validate,
 )
-from frontier_qa.generators.loading import load_generator, load_generators
+from frontier_qa.generators._loading import load_generator, load_generators
 
 
 def _add(rng: random.Random, digits: int, op: str = "add") -> Task:
@@ -172,8 +172,8 @@ def test_config_entries_load_builtins_restricted_files_and_declared_plain_functi
         ({"use": "arithmetic", "knobs": {"digits": [9]}}, "knob 'digits' has no value 9"),
         ({"use": "arithmetic", "knobs": {"width": [1]}}, "has no knob 'width'"),
         ({"use": "arithmetic", "colour": 1}, "is not {use, knobs, name, description}"),
-        ({"use": "frontier_qa.generators.core:Task"}, "plain function, so its knobs must be declared"),
-        ({"use": "frontier_qa.generators.core:GENERATOR_KEY"}, "is a str, not a generator"),
+        ({"use": "frontier_qa.generators._core:Task"}, "plain function, so its knobs must be declared"),
+        ({"use": "frontier_qa.generators._core:GENERATOR_KEY"}, "is a str, not a generator"),
     ],
 )
 def test_a_bad_config_entry_says_what_is_wrong(entry: object, message: str) -> None:

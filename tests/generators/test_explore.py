@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from frontier_qa.generators.core import GENERATOR_KEY, Task, generator, get, ordinal
-from frontier_qa.generators.explore import BOUNDARY_KEY, SHRUNK_KEY, Explorer, ExploreSettings, GeneratorCurriculum
-from frontier_qa.generators.loading import load_generator
+from frontier_qa.generators._core import GENERATOR_KEY, Task, generator, get, ordinal
+from frontier_qa.generators._explore import BOUNDARY_KEY, SHRUNK_KEY, Explorer, ExploreSettings, GeneratorCurriculum
+from frontier_qa.generators._loading import load_generator
 from frontier_qa.probing import ProbeSettings, probe
-from frontier_qa.probing.run import ProbeRun
-from frontier_qa.runtime.limits import Budget
+from frontier_qa.probing._run import ProbeRun
+from frontier_qa.runtime._limits import Budget
 from frontier_qa.store import CaseStore
-from frontier_qa.store.records import CaseClass
+from frontier_qa.store._records import CaseClass
 from frontier_qa.target import Case
 from frontier_qa.testing import ScriptedAdapter, open_scripted
 
@@ -209,7 +209,7 @@ def test_a_generator_raising_mid_search_is_named_and_the_other_knobs_are_still_s
             raise KeyError("no table for n")
         return Task(f"What is {n} + {n}?", reference=str(2 * n))
 
-    from frontier_qa.reports.gate import GateThresholds, evaluate_gate
+    from frontier_qa.reports._gate import GateThresholds, evaluate_gate
 
     result = asyncio.run(probe(open_scripted(ScriptedAdapter()), GeneratorCurriculum([breaks, get("units")]),
                                ProbeSettings(), store=CaseStore(tmp_path)))
@@ -261,14 +261,14 @@ def test_answers_the_format_cannot_read_count_neither_way_and_are_named_with_the
     assert boundary.note is not None and "answer_format 'auto'" in boundary.note and "Fix:" in boundary.note
     assert "I am not sure" in boundary.note  # one of the agent's own replies
     assert boundary.problem is None  # most answers were read
-    from frontier_qa.reports.report_input import boundaries_line
+    from frontier_qa.reports._report_input import boundaries_line
 
     assert "search samples unread (see each knob's note)" in boundaries_line(result.run.boundaries)
     assert all(r.case.answer_format == "auto" for r in result.records)  # never re-read "by meaning"
 
 
 def test_an_agent_reliable_across_the_range_passes_with_a_case_at_the_hardest_value(tmp_path: Path) -> None:
-    from frontier_qa.reports.gate import GateThresholds, evaluate_gate
+    from frontier_qa.reports._gate import GateThresholds, evaluate_gate
 
     gen = load_generator({"use": "arithmetic", "knobs": {"op": ["add"]}})
     result = asyncio.run(probe(open_scripted(ScriptedAdapter()), GeneratorCurriculum([gen]), ProbeSettings(),
@@ -282,8 +282,8 @@ def test_an_agent_reliable_across_the_range_passes_with_a_case_at_the_hardest_va
 
 
 def test_the_shipped_generators_config_builds_its_four_generators() -> None:
-    from frontier_qa.config.build import build_generators
-    from frontier_qa.config.layers import Override, load_config
+    from frontier_qa.config._build import build_generators
+    from frontier_qa.config._layers import Override, load_config
     from tests.factories import REPO
 
     config = load_config(REPO / "configs" / "generators.yaml", [Override("target.spec", "mock:right", "--target")],
@@ -294,8 +294,8 @@ def test_the_shipped_generators_config_builds_its_four_generators() -> None:
 
 
 def test_a_config_naming_no_generator_or_a_missing_one_says_so(tmp_path: Path) -> None:
-    from frontier_qa.config.build import build_generators
-    from frontier_qa.config.layers import load_config
+    from frontier_qa.config._build import build_generators
+    from frontier_qa.config._layers import load_config
     from frontier_qa.errors import ConfigError
 
     (tmp_path / "a.yaml").write_text("curriculum: {type: generators}\n")

@@ -11,7 +11,7 @@ from statistics import mean
 
 import pytest
 
-from frontier_qa.generators.core import Generator, registered
+from frontier_qa.generators._core import Generator, registered
 
 NAMES = ("arithmetic", "number_words", "dates", "units", "word_problems")
 
@@ -127,7 +127,7 @@ def read_words(text: str) -> int:
 
 @pytest.mark.parametrize("n", [0, 7, 13, 20, 42, 100, 105, 343, 1000, 7006, 12345, 999999, 1000001, 10**9 + 7])
 def test_spell_round_trips_through_an_independent_reader(n: int) -> None:
-    from frontier_qa.generators.library import spell
+    from frontier_qa.generators._library import spell
 
     assert read_words(spell(n)) == n
     assert spell(42) == "forty-two" and spell(343) == "three hundred forty-three"
@@ -206,7 +206,7 @@ def test_date_check_reads_common_forms_and_rejects_the_rest(gens: dict[str, Gene
 
 
 def test_date_check_on_a_known_date() -> None:
-    from frontier_qa.generators.library import _date_check
+    from frontier_qa.generators._library import _date_check
 
     target = date(2024, 2, 13)
     for answer in ["2024-02-13", "February 13, 2024", "13 February 2024", "Feb 13, 2024", "2024/02/13"]:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from frontier_qa.generators.search import (
+from frontier_qa.generators._search import (
     AxisSearch,
     GridSearch,
     InstanceResult,

@@ -30,8 +30,8 @@ LAYER_OF = {
     "frontier_qa.store": "store",
     # task generators: declarations, the built-in library and the search are values and pure logic
     # (the probe engine reads a generator's check); running the search against a target sits above
-    "frontier_qa.generators.core": "generators.core", "frontier_qa.generators.library": "generators.core",
-    "frontier_qa.generators.search": "generators.core", "frontier_qa.generators.loading": "generators.core",
+    "frontier_qa.generators._core": "generators.core", "frontier_qa.generators._library": "generators.core",
+    "frontier_qa.generators._search": "generators.core", "frontier_qa.generators._loading": "generators.core",
     "frontier_qa.generators": "generators",
     "frontier_qa.probing": "probing",
     "frontier_qa.curricula": "curricula",
@@ -147,14 +147,14 @@ def test_the_rules_the_architecture_promises() -> None:
 
 def test_the_check_sees_lazy_and_type_checking_imports(tmp_path: Path) -> None:
     """A scoring module importing the engine inside a function, or for typing only, is caught."""
-    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from frontier_qa.store.records import CaseRecord\n"
-              "def f():\n    from frontier_qa.probing import engine\n    return engine\n")
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from frontier_qa.store._records import CaseRecord\n"
+              "def f():\n    from frontier_qa.probing import _engine\n    return _engine\n")
     path = tmp_path / "fake.py"
     path.write_text(source)
     known = set(_modules())
     found = imports_of("frontier_qa.scoring.fake", path, known)
-    assert [(line, target) for line, target in found] == [(3, "frontier_qa.store.records"),
-                                                          (5, "frontier_qa.probing.engine")]
+    assert [(line, target) for line, target in found] == [(3, "frontier_qa.store._records"),
+                                                          (5, "frontier_qa.probing._engine")]
     assert {layer_of(t) for _, t in found} - ALLOWED["scoring"] == {"store", "probing"}
 
 

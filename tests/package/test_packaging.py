@@ -26,11 +26,11 @@ def _python(code: str, *, cwd: Path, env: dict[str, str] | None = None) -> subpr
     "frontier_qa, frontier_qa.target, frontier_qa.errors, frontier_qa.scoring.consistency, frontier_qa.adapters, "
     "frontier_qa.plugins",
     # the scoring core alone (what a user's own harness imports)
-    "frontier_qa.scoring.answers, frontier_qa.scoring.equivalence, frontier_qa.scoring.rewards, "
-    "frontier_qa.scoring.bands, frontier_qa.scoring.semantic",
+    "frontier_qa.scoring.answers, frontier_qa.scoring._equivalence, frontier_qa.scoring.rewards, "
+    "frontier_qa.scoring.bands, frontier_qa.scoring._semantic",
     # the trainer modules and their CLI: the models load only when training starts
-    "frontier_qa.train, frontier_qa.train.config, frontier_qa.train.prompts, frontier_qa.train.reward, "
-    "frontier_qa.train.tasks, frontier_qa.train.curriculum, frontier_qa.cli.train",
+    "frontier_qa.train, frontier_qa.train.config, frontier_qa.train._prompts, frontier_qa.train._reward, "
+    "frontier_qa.train._tasks, frontier_qa.train._curriculum, frontier_qa.cli._train",
 ], ids=["package", "scoring-core", "trainers"])
 def test_import_is_light(imports: str, tmp_path: Path) -> None:
     out = _python(f"import sys, {imports}; print([m for m in {HEAVY!r} if m in sys.modules])", cwd=tmp_path)

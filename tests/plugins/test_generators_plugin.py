@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from frontier_qa.store.suites import SUITE_KEY
+from frontier_qa.store._suites import SUITE_KEY
 from tests.plugins.test_pytest_plugin import items, run, store_of, summary
 
 AGENT = r'''

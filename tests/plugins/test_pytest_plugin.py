@@ -32,13 +32,13 @@ import sklearn.cluster  # noqa: F401
 # In-process pytester runs drop every module first imported during the run, and importing
 # numpy / scipy a second time breaks them: load what a probe run uses before any run.
 import frontier_qa.adapters.workflow  # noqa: F401
-import frontier_qa.curricula.file  # noqa: F401
-import frontier_qa.plugins.pytest_suite  # noqa: F401
-import frontier_qa.probing.baseline_accept  # noqa: F401
-import frontier_qa.reports.explain  # noqa: F401
-from frontier_qa.store import baselines
-from frontier_qa.store.case_store import CaseStore
-from frontier_qa.store.suites import import_suite
+import frontier_qa.curricula._file  # noqa: F401
+import frontier_qa.plugins._pytest_suite  # noqa: F401
+import frontier_qa.probing._baseline_accept  # noqa: F401
+import frontier_qa.reports._explain  # noqa: F401
+from frontier_qa.store import _baselines as baselines
+from frontier_qa.store._case_store import CaseStore
+from frontier_qa.store._suites import import_suite
 from tests.factories import REPO
 
 PLUGIN = "frontier_qa.plugins.pytest_plugin"

@@ -17,18 +17,18 @@ from typing import Any
 import pytest
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing.case_prober import parse_judge_verdict
-from frontier_qa.probing.classify import CaseEvidence, classify_case
-from frontier_qa.probing.curriculum import Proposal
-from frontier_qa.probing.engine import ProbeSettings, ProgressEvent, case_id_for, config_hash, probe, replay
-from frontier_qa.probing.sequential import DEFAULT_PRIOR, BandDecision, SequentialConfig
+from frontier_qa.probing._case_prober import parse_judge_verdict
+from frontier_qa.probing._classify import CaseEvidence, classify_case
+from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._engine import ProbeSettings, ProgressEvent, case_id_for, config_hash, probe, replay
+from frontier_qa.probing._sequential import DEFAULT_PRIOR, BandDecision, SequentialConfig
 from frontier_qa.reports import RegressionVerdict as ReplayRecord
 from frontier_qa.reports import summarize
 from frontier_qa.runtime import Budget
 from frontier_qa.scoring.bands import Band
-from frontier_qa.store.case_store import CaseStore, Shard, StoreError, shard_of
-from frontier_qa.store.records import CaseClass, CaseRecord
-from frontier_qa.store.suites import export_suite, import_suite
+from frontier_qa.store._case_store import CaseStore, Shard, StoreError, shard_of
+from frontier_qa.store._records import CaseClass, CaseRecord
+from frontier_qa.store._suites import export_suite, import_suite
 from frontier_qa.target import Case, Sampling, Trajectory
 from frontier_qa.testing import (
     EndlessCurriculum,
@@ -112,7 +112,7 @@ def test_classification_rules_follow_the_brief() -> None:
 
 
 def test_reasons_state_the_posterior_and_never_contradict_the_band() -> None:
-    from frontier_qa.probing.sequential import band_posterior
+    from frontier_qa.probing._sequential import band_posterior
 
     # a scattered case: p̂ = 0.33 is inside [0.30, 0.80], yet four answers in six say "below"
     post = band_posterior((2, 2, 1, 1))
@@ -520,9 +520,9 @@ def test_a_python_agent_spec_probes_like_an_adapter(tmp_path: Path) -> None:
 
 def test_the_probe_scores_exactly_as_score_case() -> None:
     """CaseProber.score is score_case (the train modules call score_case directly)."""
-    from frontier_qa.probing.case_prober import CaseProber
-    from frontier_qa.probing.settings import ProbeSettings
-    from frontier_qa.scoring.case_scoring import TOOL_CALLS_FORMAT, score_case
+    from frontier_qa.probing._case_prober import CaseProber
+    from frontier_qa.probing._settings import ProbeSettings
+    from frontier_qa.scoring._case_scoring import TOOL_CALLS_FORMAT, score_case
     from frontier_qa.target import Case as _Case
     from tests.scoring.test_case import GOLD as gold
     from tests.scoring.test_case import _tool_samples

@@ -13,19 +13,19 @@ from typing import Any
 
 import pytest
 
-from frontier_qa.curricula.file import FileCurriculum
-from frontier_qa.probing.engine import ProbeResult, ProbeSettings, probe, replay
-from frontier_qa.probing.reconcile import Reconciliation, reconcile, refresh_store, write_refreshed
-from frontier_qa.probing.refresh import Action
-from frontier_qa.probing.sequential import SequentialConfig
+from frontier_qa.curricula._file import FileCurriculum
+from frontier_qa.probing._engine import ProbeResult, ProbeSettings, probe, replay
+from frontier_qa.probing._reconcile import Reconciliation, reconcile, refresh_store, write_refreshed
+from frontier_qa.probing._refresh import Action
+from frontier_qa.probing._sequential import SequentialConfig
 from frontier_qa.runtime import Budget
 from frontier_qa.runtime.sandbox import SandboxResult
-from frontier_qa.store.baselines import from_record, resolve
-from frontier_qa.store.case_store import CaseStore
-from frontier_qa.store.comparison import RegressionVerdict
-from frontier_qa.store.inputs import INPUT_HASH_KEY, source_inputs
-from frontier_qa.store.records import CaseClass, CaseRecord
-from frontier_qa.store.views import case_view
+from frontier_qa.store._baselines import from_record, resolve
+from frontier_qa.store._case_store import CaseStore
+from frontier_qa.store._comparison import RegressionVerdict
+from frontier_qa.store._inputs import INPUT_HASH_KEY, source_inputs
+from frontier_qa.store._records import CaseClass, CaseRecord
+from frontier_qa.store._views import case_view
 from frontier_qa.testing import ScriptedAdapter, always, open_scripted, static_curriculum
 from tests.factories import probed_record, run
 

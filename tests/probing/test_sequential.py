@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing.sequential import (
+from frontier_qa.probing._sequential import (
     DEFAULT_PRIOR,
     FAILED,
     BandDecision,
@@ -255,8 +255,8 @@ def test_frontier_labels_are_mostly_right_on_a_scattered_mix_and_cost_less_than_
     import asyncio
 
     from frontier_qa.probing import ProbeSettings, probe
-    from frontier_qa.probing.validation import Validator
-    from frontier_qa.store.case_store import CaseStore
+    from frontier_qa.probing._validation import Validator
+    from frontier_qa.store._case_store import CaseStore
     from frontier_qa.testing import ScriptedAdapter, case, open_scripted, static_curriculum
 
     mixes = load_benchmark("mixes")
@@ -342,7 +342,7 @@ def test_out_of_band_confidence_is_asymmetric():
 
 
 def test_named_policies():
-    from frontier_qa.probing.sequential import DEFAULT_POLICY, POLICIES, policy
+    from frontier_qa.probing._sequential import DEFAULT_POLICY, POLICIES, policy
 
     assert DEFAULT_POLICY in POLICIES and policy("fixed").sequential is None and policy("fixed").k == 10
     assert policy("calibrated").sequential == SequentialConfig()  # the class defaults are the default policy

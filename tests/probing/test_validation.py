@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing.curriculum import Proposal
-from frontier_qa.probing.validation import (
+from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._validation import (
     TaskCritique,
     ValidationResult,
     Validator,
@@ -143,7 +143,7 @@ PI_DAY = "What day of the week was 14 March 1879?"
 
 def test_a_case_a_person_wrote_is_removed_only_when_identical(tmp_path) -> None:
     from frontier_qa.config import load_config
-    from frontier_qa.config.schema import ProbeConfig
+    from frontier_qa.config._schema import ProbeConfig
     from frontier_qa.curricula import FileCurriculum
 
     assert bleu_distance(MOON, PI_DAY) < 0.5  # different questions, yet near-duplicates by BLEU

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.probing.curriculum import Proposal
-from frontier_qa.probing.engine import ProbeSettings, probe
-from frontier_qa.probing.task_rules import ILL_POSED, UNVERIFIABLE, rule_findings
-from frontier_qa.probing.validation import Validator
-from frontier_qa.probing.validity import (
+from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._engine import ProbeSettings, probe
+from frontier_qa.probing._task_rules import ILL_POSED, UNVERIFIABLE, rule_findings
+from frontier_qa.probing._validation import Validator
+from frontier_qa.probing._validity import (
     AUTHOR,
     VALIDITY_KEY,
     WELL_POSED,
@@ -28,10 +28,10 @@ from frontier_qa.probing.validity import (
     task_checked,
 )
 from frontier_qa.reports import GateThresholds, evaluate_gate
-from frontier_qa.reports.console import console_lines
-from frontier_qa.reports.report_input import ReportInput
-from frontier_qa.store.case_store import CaseStore
-from frontier_qa.store.records import CaseClass
+from frontier_qa.reports._console import console_lines
+from frontier_qa.reports._report_input import ReportInput
+from frontier_qa.store._case_store import CaseStore
+from frontier_qa.store._records import CaseClass
 from frontier_qa.target import Case
 from frontier_qa.testing import ScriptedAdapter, open_scripted, static_curriculum
 from tests.factories import run
@@ -259,7 +259,7 @@ def test_the_config_names_the_validity_judge(tmp_path: Path) -> None:
     ("print(", False),  # does not parse: running it says what is wrong
 ])
 def test_a_program_that_prints_a_constant_verifies_nothing(program: str, nothing: bool) -> None:
-    from frontier_qa.probing.verify import computes_nothing
+    from frontier_qa.probing._verify import computes_nothing
 
     assert computes_nothing(program) is nothing
 
@@ -278,8 +278,8 @@ def test_a_constant_program_leaves_the_reference_unverified_and_the_case_uncheck
 
 
 def test_a_generated_task_is_filed_under_the_topic_of_its_text() -> None:
-    from frontier_qa.curricula.prompted import PromptedCurriculum
-    from frontier_qa.curricula.topics import TopicAssigner
+    from frontier_qa.curricula._prompted import PromptedCurriculum
+    from frontier_qa.curricula._topics import TopicAssigner
     from frontier_qa.testing import words_embedder
 
     assigner = TopicAssigner(["eggs", "trains"], embedder=words_embedder())

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.reports import ReportInput, build_json_report, html_report, markdown_report, write_json_report
-from frontier_qa.reports import boundaries as bd
-from frontier_qa.reports.console import console_lines
-from frontier_qa.reports.json_report import BoundaryReport, JsonReport
-from frontier_qa.store.records import (
+from frontier_qa.reports import _boundaries as bd
+from frontier_qa.reports._console import console_lines
+from frontier_qa.reports._json_report import BoundaryReport, JsonReport
+from frontier_qa.store._records import (
     BoundaryRecord,
     CaseClass,
     CaseRecord,

@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from frontier_qa.reports import junit_xml
-from frontier_qa.reports.explain import votes
-from frontier_qa.reports.summary import CALL_FAILED, NO_ERROR, answer_distribution, error_text, sample_errors
-from frontier_qa.store.records import CaseClass, CaseRecord
+from frontier_qa.reports._explain import votes
+from frontier_qa.reports._summary import CALL_FAILED, NO_ERROR, answer_distribution, error_text, sample_errors
+from frontier_qa.store._records import CaseClass, CaseRecord
 from tests.factories import probed_record
 
 RAISED = "the agent raised RuntimeError: flaky backend (at agent.py:3 in run)"

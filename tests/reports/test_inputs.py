@@ -15,7 +15,7 @@ from frontier_qa.reports import (
     markdown_report,
     summarize,
 )
-from frontier_qa.store.records import CaseClass, CaseRecord
+from frontier_qa.store._records import CaseClass, CaseRecord
 from tests.reports.test_reports import rec, run_record
 
 

@@ -27,11 +27,11 @@ from frontier_qa.reports import (
     summarize,
     write_reports,
 )
+from frontier_qa.reports._summary import histogram_bin, timeline, top_cases
+from frontier_qa.reports._svg import nice_ticks
 from frontier_qa.reports._text import clean
-from frontier_qa.reports.summary import histogram_bin, timeline, top_cases
-from frontier_qa.reports.svg import nice_ticks
-from frontier_qa.store.comparison import Evidence
-from frontier_qa.store.records import (
+from frontier_qa.store._comparison import Evidence
+from frontier_qa.store._records import (
     Case,
     CaseClass,
     CaseRecord,
@@ -222,8 +222,8 @@ def test_markdown_report(records: list[CaseRecord]) -> None:
 
 def test_removed_cases_are_named_with_the_reason_in_markdown_json_and_html(tmp_path: Path,
                                                                       records: list[CaseRecord]) -> None:
-    from frontier_qa.probing.curriculum import Proposal
-    from frontier_qa.probing.validation import Validator
+    from frontier_qa.probing._curriculum import Proposal
+    from frontier_qa.probing._validation import Validator
     from frontier_qa.target import Case
 
     moon, pi_day = "What day of the week was 20 July 1969?", "What day of the week was 14 March 1879?"

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetUnavailableError
-from frontier_qa.runtime.aio import gather_or_cancel, run_blocking, run_sync
+from frontier_qa.runtime._aio import gather_or_cancel, run_blocking, run_sync
 
 
 async def _steps(log: list[str], name: str, n: int, fail: BaseException | None = None) -> str:

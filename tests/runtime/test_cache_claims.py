@@ -1,4 +1,4 @@
-"""Claims in the sample cache (``frontier_qa/runtime/claims.py``): who fetches which sample.
+"""Claims in the sample cache (``frontier_qa/runtime/_claims.py``): who fetches which sample.
 
 A claim is a record lock held by the claiming process plus an entry in a process-wide table.
 The tests use two cache objects in one process (two tasks or targets on one file) and a real

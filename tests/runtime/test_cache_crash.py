@@ -1,6 +1,6 @@
 """The sample cache batches its writes: what survives ``kill -9`` of a real process.
 
-The guarantee (``frontier_qa/runtime/cache.py``): every sample of a case the probe has
+The guarantee (``frontier_qa/runtime/_cache.py``): every sample of a case the probe has
 recorded is committed before the record is written, and any sample is committed at most
 ``flush_interval_s`` after it was paid for, by the cache's writer thread. Each test starts a
 real Python process, kills it with SIGKILL mid-run (no atexit, no finally) and reads what
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from frontier_qa.probing import ProbeSettings
-from frontier_qa.store.case_store import CaseStore
+from frontier_qa.store._case_store import CaseStore
 from frontier_qa.target import Case, cache_key
 from tests.factories import REPO
 
@@ -41,9 +41,9 @@ asyncio.run(main())
 PROBE = """
 import asyncio, sys
 from frontier_qa.probing import ProbeSettings, probe
-from frontier_qa.store.case_store import CaseStore
+from frontier_qa.store._case_store import CaseStore
 from frontier_qa.testing import EndlessCurriculum, ScriptedAdapter, case, moody, open_scripted
-from frontier_qa.probing.curriculum import Proposal
+from frontier_qa.probing._curriculum import Proposal
 
 class Slow(ScriptedAdapter):
     async def generate(self, case, n, sampling, *, start=0):

@@ -1,4 +1,4 @@
-"""Threads for CPU models on a shared machine (frontier_qa/runtime/cpu_share.py): the kernel's
+"""Threads for CPU models on a shared machine (frontier_qa/runtime/_cpu_share.py): the kernel's
 count of running threads read for real, with real busy processes beside the test.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.runtime import cpu_share
-from frontier_qa.runtime.cpu_share import ThreadFitter, fitting_threads, others_running, own_running
+from frontier_qa.runtime import _cpu_share as cpu_share
+from frontier_qa.runtime._cpu_share import ThreadFitter, fitting_threads, others_running, own_running
 
 torch = pytest.importorskip("torch")
 LINUX = Path("/proc/stat").is_file()

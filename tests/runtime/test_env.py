@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.runtime.env import UnsetVariableError, expand_env
+from frontier_qa.runtime._env import UnsetVariableError, expand_env
 
 
 def test_references_are_replaced_and_the_rest_is_kept() -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.errors import ConfigError, MissingExtraError
-from frontier_qa.runtime import local_models
-from frontier_qa.runtime.local_models import (
+from frontier_qa.runtime import _local_models as local_models
+from frontier_qa.runtime._local_models import (
     MARKER,
     ModelFetchError,
     build_cached,

@@ -17,7 +17,7 @@ from frontier_qa.target import ErrorClass, ErrorKind, Sampling
 from tests.runtime.test_managed import CASE, Limited, ScriptedAdapter, Transient, managed
 
 SAMPLING = Sampling(temperature=1.0, max_tokens=16, seed=0)
-MANAGED = "frontier_qa.runtime.managed"
+MANAGED = "frontier_qa.runtime._managed"
 
 
 def _records(caplog: pytest.LogCaptureFixture, name: str) -> list[tuple[int, str]]:
@@ -46,7 +46,7 @@ def test_a_rate_limit_wait_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="frontier_qa")
     out = asyncio.run(managed(ScriptedAdapter([Limited(0.01)], max_n=1)).sample(CASE, 1, SAMPLING))
     assert out[0].ok
-    waits = _records(caplog, "frontier_qa.runtime.rate_limit")
+    waits = _records(caplog, "frontier_qa.runtime._rate_limit")
     assert (logging.INFO, "rate limited: no new request starts for 0.01 s (the server's Retry-After)") in waits
 
 

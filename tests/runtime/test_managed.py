@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from frontier_qa.adapters import register
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError, TargetUnavailableError
 from frontier_qa.runtime import Backoff, Budget, BudgetTracker, Limits, ManagedTarget, SampleCache, open_target
-from frontier_qa.runtime.managed import _chunks
+from frontier_qa.runtime._managed import _chunks
 from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, Trajectory, Usage
 
 FAST = Backoff(initial_s=0.001, max_s=0.005, jitter_s=0.001)

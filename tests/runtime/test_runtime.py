@@ -32,8 +32,8 @@ from frontier_qa.runtime import (
     redact_options,
     secret_values,
 )
-from frontier_qa.runtime.cache import trajectory_from_json, trajectory_to_json
-from frontier_qa.runtime.retry import AttemptFailed
+from frontier_qa.runtime._cache import trajectory_from_json, trajectory_to_json
+from frontier_qa.runtime._retry import AttemptFailed
 from frontier_qa.target import ErrorClass, ErrorKind, ToolCall, Trajectory, Usage
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from frontier_qa.store.case_ids import case_id_for
+from frontier_qa.store._case_ids import case_id_for
 from frontier_qa.target import Case, Sampling, cache_key
 
 CASE = Case(id="c1", prompt="What is 2 + 2?", system="Be brief.", topic="arith",
@@ -37,7 +37,7 @@ def test_a_stored_case_keeps_the_0_1_json_shape_and_order() -> None:
     import pytest
     from pydantic import ValidationError
 
-    from frontier_qa.store.records import SuiteCase
+    from frontier_qa.store._records import SuiteCase
 
     dumped = json.loads(SuiteCase(case=replace(CASE, reference_verified=True)).model_dump_json())["case"]
     assert list(dumped) == ["id", "prompt", "system", "topic", "answer_format", "tools", "reference",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from frontier_qa.scoring.case_scoring import TOOL_CALLS_FORMAT, answer_matches, answers_of, score_answers, score_case
-from frontier_qa.scoring.tool_calls import canonical_calls
+from frontier_qa.scoring._case_scoring import TOOL_CALLS_FORMAT, answer_matches, answers_of, score_answers, score_case
+from frontier_qa.scoring._tool_calls import canonical_calls
 from frontier_qa.target import Case, ToolCall, Trajectory
 from tests.factories import run
 

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from frontier_qa.errors import AnswerError
+from frontier_qa.scoring._equivalence import comparator
 from frontier_qa.scoring.consistency import Cluster, cluster_entropy, consistency_of, self_consistency
-from frontier_qa.scoring.equivalence import comparator
 from frontier_qa.target import Trajectory
 
 NUMERIC = comparator("numeric")  # no symbolic stage: fast enough for property tests

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.scoring.difficulty import (
+from frontier_qa.scoring._difficulty import (
     DifficultyPredictor,
     brier_score,
     calibration_bins,

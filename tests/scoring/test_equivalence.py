@@ -16,8 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from frontier_qa.errors import AnswerError
-from frontier_qa.scoring._symbolic import SymbolicPool
-from frontier_qa.scoring.equivalence import (
+from frontier_qa.scoring._equivalence import (
     Comparator,
     Equivalence,
     comparator,
@@ -27,6 +26,7 @@ from frontier_qa.scoring.equivalence import (
     parse_number,
     warm_up,
 )
+from frontier_qa.scoring._symbolic import SymbolicPool
 
 # An expression math-verify/sympy cannot settle quickly: comparing these ran > 100 s
 # without a limit when this was written.
@@ -359,7 +359,7 @@ def test_symbolic_work_stays_out_of_the_calling_process(tmp_path) -> None:
     import sys
 
     code = (
-        "import sys; from frontier_qa.scoring.equivalence import equivalent;"
+        "import sys; from frontier_qa.scoring._equivalence import equivalent;"
         "print(equivalent('x+1', '1+x'), [m for m in ('sympy', 'math_verify') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)

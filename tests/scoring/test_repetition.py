@@ -12,7 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.scoring.repetition import (
+from frontier_qa.scoring._repetition import (
     bleu_distance_matrix,
     cluster_labels,
     cluster_shares,

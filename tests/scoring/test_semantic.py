@@ -18,16 +18,16 @@ import numpy as np
 import pytest
 
 from frontier_qa.errors import AnswerError, ConfigError, MissingExtraError, TargetError
-from frontier_qa.scoring import embedders
-from frontier_qa.scoring.contradiction import contradiction_matrix, entity_terms, numbers_in
-from frontier_qa.scoring.embedders import (
+from frontier_qa.scoring import _embedders as embedders
+from frontier_qa.scoring._contradiction import contradiction_matrix, entity_terms, numbers_in
+from frontier_qa.scoring._embedders import (
     DEFAULT_MODEL,
     LiteLLMEmbedder,
     SentenceTransformerEmbedder,
     get_embedder,
     load_sentence_transformer,
 )
-from frontier_qa.scoring.semantic import (
+from frontier_qa.scoring._semantic import (
     DEFAULT_THRESHOLD,
     asemantic_consistency,
     contradicts,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from frontier_qa.scoring.tool_calls import canonical_calls, load_relaxed, normalize_calls, tool_calls_answer
+from frontier_qa.scoring._tool_calls import canonical_calls, load_relaxed, normalize_calls, tool_calls_answer
 from frontier_qa.target import ToolCall, Trajectory
 
 

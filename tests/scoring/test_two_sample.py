@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from frontier_qa.scoring.two_sample import drop_probability, fisher_greater, fisher_less, spend
-from frontier_qa.store.comparison import Evidence, Look, RegressionPolicy, RegressionVerdict, judge
-from frontier_qa.store.records import Baseline, CaseClass
+from frontier_qa.scoring._two_sample import drop_probability, fisher_greater, fisher_less, spend
+from frontier_qa.store._comparison import Evidence, Look, RegressionPolicy, RegressionVerdict, judge
+from frontier_qa.store._records import Baseline, CaseClass
 
 
 def brute_force_less(s1: int, n1: int, s2: int, n2: int) -> float:

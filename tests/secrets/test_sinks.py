@@ -24,7 +24,7 @@ import pytest
 from frontier_qa.cli.app import main
 from frontier_qa.redaction import MASK, redact
 from frontier_qa.runtime.sandbox import Sandbox
-from frontier_qa.store.case_store import CaseStore
+from frontier_qa.store._case_store import CaseStore
 from tests.factories import REPO
 
 AGENTS = '''

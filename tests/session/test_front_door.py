@@ -22,13 +22,13 @@ import sklearn.cluster  # noqa: F401
 
 # In-process pytester runs drop every module first imported during the run: load what a probe uses first.
 import frontier_qa.adapters.workflow  # noqa: F401
-import frontier_qa.curricula.file  # noqa: F401
-import frontier_qa.plugins.pytest_suite  # noqa: F401
-import frontier_qa.probing.baseline_accept  # noqa: F401
-import frontier_qa.probing.reconcile  # noqa: F401
-import frontier_qa.reports.explain  # noqa: F401
+import frontier_qa.curricula._file  # noqa: F401
+import frontier_qa.plugins._pytest_suite  # noqa: F401
+import frontier_qa.probing._baseline_accept  # noqa: F401
+import frontier_qa.probing._reconcile  # noqa: F401
+import frontier_qa.reports._explain  # noqa: F401
 from frontier_qa.cli.app import main
-from frontier_qa.store.case_store import CaseStore
+from frontier_qa.store._case_store import CaseStore
 
 # answers by sample index: wd-1 is a coin flip of two weekdays (frontier), mul-1 is wrong against its
 # verified reference 43 (a failure), add-1 is right (a pass)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.probing.baseline_accept import accept
-from frontier_qa.probing.settings import ProbeSettings
-from frontier_qa.store.case_store import CaseStore, StoreError
-from frontier_qa.store.guards import (
+from frontier_qa.probing._baseline_accept import accept
+from frontier_qa.probing._settings import ProbeSettings
+from frontier_qa.store._case_store import CaseStore, StoreError
+from frontier_qa.store._guards import (
     GUARDS_FILE,
     guards_for,
     pytest_suite_key,
@@ -27,7 +27,7 @@ from frontier_qa.store.guards import (
     select_guards,
     stored_picks,
 )
-from frontier_qa.store.records import CaseClass, CaseRecord
+from frontier_qa.store._records import CaseClass, CaseRecord
 from tests.factories import REPO, probed_record, run
 
 KEY = pytest_suite_key("tests/test_agent.py::test_agent")
@@ -200,8 +200,8 @@ _REPICKER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from frontier_qa.store.case_store import CaseStore
-    from frontier_qa.store.guards import repick_guards
+    from frontier_qa.store._case_store import CaseStore
+    from frontier_qa.store._guards import repick_guards
 
     store, tag, n, go = CaseStore(sys.argv[1]), sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
     records = list(store.latest().values())

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from frontier_qa.probing.verify import AGREES, SOLUTION_KEY, TRUSTED_KEY, check_printed
-from frontier_qa.store import inputs
-from frontier_qa.store.inputs import (
+from frontier_qa.probing._verify import AGREES, SOLUTION_KEY, TRUSTED_KEY, check_printed
+from frontier_qa.store import _inputs as inputs
+from frontier_qa.store._inputs import (
     INPUT_HASH_KEY,
     PARTS,
     CaseInputs,

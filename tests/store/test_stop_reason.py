@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from frontier_qa.probing.engine import STOP_BUDGET, STOP_DONE, STOP_EXHAUSTED, StopReason
+from frontier_qa.probing._engine import STOP_BUDGET, STOP_DONE, STOP_EXHAUSTED, StopReason
 
 
 def test_members_print_and_compare_as_their_words() -> None:

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.scoring.consistency import Cluster, Consistency
-from frontier_qa.store.case_store import CaseStore
-from frontier_qa.store.errors import StoreError
-from frontier_qa.store.lines import TornLineWarning, encode_line
-from frontier_qa.store.records import (
+from frontier_qa.store._case_store import CaseStore
+from frontier_qa.store._errors import StoreError
+from frontier_qa.store._lines import TornLineWarning, encode_line
+from frontier_qa.store._records import (
     CaseClass,
     CaseRecord,
     Interval,
@@ -30,8 +30,8 @@ from frontier_qa.store.records import (
     run_totals,
     truncate_text,
 )
-from frontier_qa.store.shards import Shard, shard_of
-from frontier_qa.store.suites import export_suite, import_suite
+from frontier_qa.store._shards import Shard, shard_of
+from frontier_qa.store._suites import export_suite, import_suite
 from frontier_qa.target import Case, ToolCall, Trajectory, Usage, case_seed
 from tests.factories import T0, TARGET, probed_record
 
@@ -230,8 +230,8 @@ _WRITER = textwrap.dedent(
     """
     import sys
     from datetime import datetime, timezone
-    from frontier_qa.store.records import CaseRecord, Case, SampleRecord
-    from frontier_qa.store.case_store import CaseStore
+    from frontier_qa.store._records import CaseRecord, Case, SampleRecord
+    from frontier_qa.store._case_store import CaseStore
 
     store, tag, count, size = CaseStore(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     now = datetime.now(timezone.utc)
@@ -283,10 +283,10 @@ def test_sigkill_mid_write_loses_nothing_acknowledged(tmp_path: Path) -> None:
 _CRASHER = textwrap.dedent(
     """
     import os, signal, sys
-    import frontier_qa.store.case_store as store_module
+    import frontier_qa.store._case_store as store_module
     from datetime import datetime, timezone
-    from frontier_qa.store.records import CaseRecord, Case
-    from frontier_qa.store.case_store import CaseStore
+    from frontier_qa.store._records import CaseRecord, Case
+    from frontier_qa.store._case_store import CaseStore
 
     real_write = store_module._write_all
     appended = 0

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from frontier_qa.errors import ConfigError
+from frontier_qa.train._rollout import MaskedRollout, Segment, mask_observations, pad_rollouts
 from frontier_qa.train.adpo import (
     REFERENCE,
     ADPOSchedule,
@@ -23,7 +24,6 @@ from frontier_qa.train.adpo import (
     clip_high,
     clip_low,
 )
-from frontier_qa.train.rollout import MaskedRollout, Segment, mask_observations, pad_rollouts
 
 # --- schedule ------------------------------------------------------------------------------------
 
@@ -80,7 +80,7 @@ def test_schedule_is_validated(kwargs: dict) -> None:
 def test_pure_modules_do_not_import_torch() -> None:
     import subprocess
 
-    code = ("import sys, frontier_qa.train.adpo, frontier_qa.train.rollout; "
+    code = ("import sys, frontier_qa.train.adpo, frontier_qa.train._rollout; "
             "print(sorted(m for m in ('torch','trl','transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

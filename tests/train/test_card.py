@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.config import build_curriculum, load_config, parse_set
-from frontier_qa.curricula.card import (
+from frontier_qa.curricula._card import (
     CARD_FILE,
     CurriculumCard,
     PlainPromptCurriculum,
@@ -24,7 +24,7 @@ from frontier_qa.curricula.card import (
     read_card,
     write_card,
 )
-from frontier_qa.curricula.prompted import PromptedCurriculum
+from frontier_qa.curricula._prompted import PromptedCurriculum
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime import BudgetTracker
 from frontier_qa.target import Sampling
@@ -100,7 +100,7 @@ def test_a_damaged_card_is_named() -> None:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from frontier_qa.train.curriculum import train_curriculum
+    from frontier_qa.train._curriculum import train_curriculum
     from tests.tiny_models import build_tiny_model
 
     model = build_tiny_model(tmp_path_factory.mktemp("tiny"))

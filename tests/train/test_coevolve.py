@@ -18,12 +18,12 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.runtime import run_sync
 from frontier_qa.target import Case, Sampling
 from frontier_qa.testing import ScriptedAdapter, open_scripted
-from frontier_qa.train import pool as pools
-from frontier_qa.train.coevolve import RunState, _open_state, curriculum_config, write_report
-from frontier_qa.train.coevolve_config import load_coevolve_config
-from frontier_qa.train.evaluate import Question, pass_rate
-from frontier_qa.train.heldout import BUILTIN, load_heldout
-from frontier_qa.train.prompts import TaskFormat
+from frontier_qa.train import _pool as pools
+from frontier_qa.train._coevolve import RunState, _open_state, curriculum_config, write_report
+from frontier_qa.train._coevolve_config import load_coevolve_config
+from frontier_qa.train._evaluate import Question, pass_rate
+from frontier_qa.train._heldout import BUILTIN, load_heldout
+from frontier_qa.train._prompts import TaskFormat
 
 AGENT0 = "configs/coevolve/agent0.yaml"
 
@@ -36,7 +36,7 @@ def load(*sets: str, path: str | None = AGENT0):  # noqa: ANN201
 
 
 def test_the_agent0_config_uses_the_reference_adpo_schedule() -> None:
-    # every other number of agent0.yaml: tests/train/test_paper_settings.py against frontier_qa/train/agent0_settings.py
+    # every other number of agent0.yaml: tests/train/test_paper_settings.py against frontier_qa/train/_agent0_settings.py
     from frontier_qa.train.adpo import REFERENCE
 
     assert load().executor.adpo == REFERENCE

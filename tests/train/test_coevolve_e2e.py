@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.config import parse_set
-from frontier_qa.train.coevolve import run_coevolution
-from frontier_qa.train.coevolve_config import load_coevolve_config
-from frontier_qa.train.executor import read_rollouts
-from frontier_qa.train.pool import FILTERED_FILE, SCORED_FILE, TASKS_FILE, PoolTask, ScoredTask, read_jsonl
+from frontier_qa.train._coevolve import run_coevolution
+from frontier_qa.train._coevolve_config import load_coevolve_config
+from frontier_qa.train._executor import read_rollouts
+from frontier_qa.train._pool import FILTERED_FILE, SCORED_FILE, TASKS_FILE, PoolTask, ScoredTask, read_jsonl
 from tests.tiny_models import TOOL_PAIRS, build_question_writer_model, build_tool_user_model, tool_question
 
 pytestmark = [pytest.mark.slow]

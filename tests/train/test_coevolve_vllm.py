@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.train import executor_target
-from frontier_qa.train.coevolve import check_launcher, run_coevolution
-from frontier_qa.train.executor_target import ExecutorTargets, executor_target_config
-from frontier_qa.train.pool import SCORED_FILE, ScoredTask, read_jsonl
+from frontier_qa.train import _executor_target as executor_target
+from frontier_qa.train._coevolve import check_launcher, run_coevolution
+from frontier_qa.train._executor_target import ExecutorTargets, executor_target_config
+from frontier_qa.train._pool import SCORED_FILE, ScoredTask, read_jsonl
 from tests.tiny_models import TOOL_PAIRS, build_question_writer_model, build_tool_user_model, tool_question
 from tests.train.test_coevolve_e2e import SYSTEM, WRITE, config
 
@@ -114,7 +114,7 @@ def test_accelerate_launch_of_coevolve_exits_2_on_every_rank(tmp_path: Path) -> 
     pytest.importorskip("accelerate")
     env = {"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "TOKENIZERS_PARALLELISM": "false", "PATH": "/usr/bin:/bin"}
-    from frontier_qa.adapters.vllm_server import free_port
+    from frontier_qa.adapters._vllm_server import free_port
 
     out = subprocess.run(
         [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from frontier_qa.config import parse_set
-from frontier_qa.config.diagnostics import _models_in, fields_of
+from frontier_qa.config._diagnostics import _models_in, fields_of
 from frontier_qa.errors import BudgetExceededError, ConfigError
 from frontier_qa.scoring.rewards import AGENT0_COMPAT, PAPER, RewardConfig
 from frontier_qa.train.config import TrainConfig, check_budget, load_train_config, plan_step, reward_config
@@ -35,7 +35,7 @@ def _load(*sets: str, path: Path | None = AGENT0) -> TrainConfig:
 
 
 def test_agent0_config_holds_the_papers_curriculum_hyperparameters() -> None:
-    config = _load()  # every number: tests/train/test_paper_settings.py against frontier_qa/train/agent0_settings.py
+    config = _load()  # every number: tests/train/test_paper_settings.py against frontier_qa/train/_agent0_settings.py
     assert reward_config(config) == PAPER  # Eq. 2-5 with λ_tool 0.6, C 4
     assert config.curriculum.style == "instruct" and config.curriculum.domain == "math"
     assert not config.curriculum.ask_solution and not config.curriculum.ask_difficulty  # Table 7 exactly
@@ -195,7 +195,7 @@ def test_a_target_opened_elsewhere_is_checked_against_its_own_budget() -> None:
 def test_cpu_config_builds_a_valid_grpo_config() -> None:
     from trl import GRPOConfig
 
-    from frontier_qa.train.curriculum import grpo_kwargs
+    from frontier_qa.train._curriculum import grpo_kwargs
 
     config = _load("training.output_dir=/tmp/never-written", path=CPU)
     args = GRPOConfig(**grpo_kwargs(config, plan_step(config), cuda=False, vllm=False, bf16_ok=False))
@@ -207,7 +207,7 @@ def test_cpu_config_builds_a_valid_grpo_config() -> None:
 
 
 def test_gpu_choices_and_vllm_modes_reach_grpo() -> None:
-    from frontier_qa.train.curriculum import grpo_kwargs
+    from frontier_qa.train._curriculum import grpo_kwargs
 
     config = _load()
     kwargs = grpo_kwargs(config, plan_step(config, 8), cuda=True, vllm=True, bf16_ok=True)
@@ -229,7 +229,7 @@ def test_training_keys_passed_to_grpo_by_name_are_grpo_config_fields() -> None:
 
 
 def test_extra_grpo_fields_are_checked_against_grpo_config() -> None:
-    from frontier_qa.train.curriculum import grpo_kwargs
+    from frontier_qa.train._curriculum import grpo_kwargs
 
     config = _load("training.extra.epsilon=0.3", "training.extra.num_iterations=2")
     kwargs = grpo_kwargs(config, plan_step(config), cuda=False, vllm=False, bf16_ok=False)
@@ -333,7 +333,7 @@ def test_a_bad_value_in_a_training_config_is_an_error_even_where_set_overrides_i
 
 
 def test_a_rule_across_keys_holds_for_the_merged_config_not_for_each_layer() -> None:
-    from frontier_qa.train.coevolve_config import load_coevolve_config
+    from frontier_qa.train._coevolve_config import load_coevolve_config
 
     # the file says style: instruct (and no prompt); the flags switch to plain and give the prompt. Each of the
     # file's values is valid and so is the merged config: the file's style beside the flags' prompt is no error

@@ -18,17 +18,17 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.config import parse_set
-from frontier_qa.curricula import templates as tpl
-from frontier_qa.curricula.prompted import PromptedCurriculum, derive_seed
+from frontier_qa.curricula import _templates as tpl
+from frontier_qa.curricula._prompted import PromptedCurriculum, derive_seed
 from frontier_qa.errors import BudgetExceededError, ConfigError, MissingExtraError, TargetError, TargetUnavailableError
 from frontier_qa.runtime import Budget, open_target
 from frontier_qa.scoring.rewards import PAPER
 from frontier_qa.target import Adapter, Case, Sampling, ToolCall, Trajectory
 from frontier_qa.testing import ScriptedAdapter, open_scripted, words_embedder
+from frontier_qa.train._prompts import TaskFormat, render_text
+from frontier_qa.train._reward import TargetReward, curriculum_rewards
+from frontier_qa.train._tasks import read_tasks, summarize
 from frontier_qa.train.config import load_train_config
-from frontier_qa.train.prompts import TaskFormat, render_text
-from frontier_qa.train.reward import TargetReward, curriculum_rewards
-from frontier_qa.train.tasks import read_tasks, summarize
 from tests.factories import REPO
 
 
@@ -77,7 +77,7 @@ def test_training_prompts_are_the_requests_the_probe_curriculum_makes(style: str
 
 
 def test_rendered_prompts_tokenize_to_what_the_hf_adapter_sends(tmp_path: Path) -> None:
-    from frontier_qa.adapters.hf_adapter import render_prompt
+    from frontier_qa.adapters._hf_adapter import render_prompt
     from tests.tiny_models import build_tiny_tokenizer
 
     tokenizer = build_tiny_tokenizer()
@@ -138,7 +138,7 @@ def _plain(domain: str = "math") -> TaskFormat:
 
 
 def test_target_reward_samples_each_distinct_task_k_times_and_logs_every_term(tmp_path: Path) -> None:
-    from frontier_qa.train.tasks import TaskLog
+    from frontier_qa.train._tasks import TaskLog
 
     adapter = ScriptedAdapter(split_on("alpha"))
     log = TaskLog(tmp_path / "tasks.jsonl")
@@ -164,7 +164,7 @@ def test_gaps_in_the_dataset_columns_read_as_missing_whatever_the_table_stores(t
     """A pandas / Arrow table stores a missing topic or shown-examples list as NaN: it is a gap
     (None), as in the reward functions' columns; read as a value it became topic "nan" or failed.
     """
-    from frontier_qa.train.tasks import TaskLog
+    from frontier_qa.train._tasks import TaskLog
 
     adapter = ScriptedAdapter(split_on("alpha"))
     log = TaskLog(tmp_path / "tasks.jsonl")
@@ -263,7 +263,7 @@ def _free_port() -> int:
 
 
 def test_an_unreachable_target_is_reported_before_any_model_is_loaded(tmp_path: Path) -> None:
-    from frontier_qa.train.curriculum import train_curriculum
+    from frontier_qa.train._curriculum import train_curriculum
 
     url = f"http://127.0.0.1:{_free_port()}/agent"
     config = load_train_config(None, [parse_set(s) for s in (
@@ -274,7 +274,7 @@ def test_an_unreachable_target_is_reported_before_any_model_is_loaded(tmp_path: 
 
 
 def test_models_that_cannot_be_loaded_offline_are_config_errors(tmp_path: Path) -> None:
-    from frontier_qa.train.curriculum import resolve_model_path
+    from frontier_qa.train._curriculum import resolve_model_path
 
     def config(path: str):  # noqa: ANN202
         return load_train_config(None, [parse_set(f"model.path={path}")])
@@ -292,7 +292,7 @@ def test_models_that_cannot_be_loaded_offline_are_config_errors(tmp_path: Path) 
 
 
 def test_a_missing_train_extra_names_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from frontier_qa.train.curriculum import train_curriculum
+    from frontier_qa.train._curriculum import train_curriculum
 
     monkeypatch.setitem(sys.modules, "trl", None)  # as if TRL were not installed
     config = load_train_config(None, [parse_set("model.path=smollm2"), parse_set("target.spec=python:x.py:f")])
@@ -325,7 +325,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def trained(tiny: Path, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    from frontier_qa.train.curriculum import train_curriculum
+    from frontier_qa.train._curriculum import train_curriculum
 
     adapter = ScriptedAdapter(split_on("e"))
     out = tmp_path_factory.mktemp("run")
@@ -387,7 +387,7 @@ def test_weights_change_and_checkpoints_reload(trained, tiny: Path) -> None:  # 
     delta = sum(float(((end[k].double() - start[k].double()) ** 2).sum()) for k in start) ** 0.5
     norm = sum(float((start[k].double() ** 2).sum()) for k in start) ** 0.5
     assert change.relative_l2 == pytest.approx(delta / norm, rel=1e-6) and "tensors changed" in change.describe()
-    from frontier_qa.train.learning import weight_change
+    from frontier_qa.train._learning import weight_change
 
     assert weight_change(tiny, tiny).changed == 0  # nothing moved: said so
 
@@ -395,7 +395,7 @@ def test_weights_change_and_checkpoints_reload(trained, tiny: Path) -> None:  # 
 @pytest.mark.slow
 def test_a_trained_checkpoint_is_a_probe_curriculum(trained) -> None:  # noqa: ANN001
     from frontier_qa.config import build_curriculum, load_config
-    from frontier_qa.curricula.prompted import from_spec
+    from frontier_qa.curricula._prompted import from_spec
     from frontier_qa.runtime import BudgetTracker
 
     final = trained[0].final_model
@@ -413,7 +413,7 @@ def test_a_trained_checkpoint_is_a_probe_curriculum(trained) -> None:  # noqa: A
     config = load_config(None, [parse_set(f"curriculum.model={final}"), parse_set("curriculum.type=trained")], env={})
     built = build_curriculum(config, BudgetTracker(), cache=False)
     # trained with the plain style: asked exactly its training prompt, with the training's sampling
-    from frontier_qa.curricula.card import PlainPromptCurriculum
+    from frontier_qa.curricula._card import PlainPromptCurriculum
 
     assert isinstance(built, PlainPromptCurriculum) and built.model.id.startswith(f"hf:{final}")
     assert built.sampling.max_tokens == 8 and built.request(0).prompt == "Write one new task."
@@ -422,7 +422,7 @@ def test_a_trained_checkpoint_is_a_probe_curriculum(trained) -> None:  # noqa: A
 
 @pytest.mark.slow
 def test_training_resumes_from_its_last_checkpoint(trained, tiny: Path, tmp_path: Path) -> None:  # noqa: ANN001
-    from frontier_qa.train.curriculum import train_curriculum
+    from frontier_qa.train._curriculum import train_curriculum
 
     out = tmp_path / "resumed"
     shutil.copytree(trained[0].output_dir, out)
@@ -436,7 +436,7 @@ def test_training_resumes_from_its_last_checkpoint(trained, tiny: Path, tmp_path
 @pytest.mark.slow
 def test_a_step_interrupted_before_its_checkpoint_is_logged_once_after_resume(trained, tiny: Path,  # noqa: ANN001
                                                                               tmp_path: Path) -> None:
-    from frontier_qa.train.curriculum import train_curriculum
+    from frontier_qa.train._curriculum import train_curriculum
 
     out = tmp_path / "killed"
     shutil.copytree(trained[0].output_dir, out)
@@ -456,7 +456,7 @@ def test_a_step_interrupted_before_its_checkpoint_is_logged_once_after_resume(tr
 
 
 def test_drop_after_keeps_checkpointed_steps_and_drops_a_torn_line(tmp_path: Path) -> None:
-    from frontier_qa.train.resume import checkpoint_step, drop_after
+    from frontier_qa.train._resume import checkpoint_step, drop_after
 
     log = tmp_path / "tasks.jsonl"
     log.write_text('{"step": 1}\n{"step": 2}\n{"step": 3}\n{"step": 3, "torn')
@@ -470,7 +470,7 @@ def test_drop_after_keeps_checkpointed_steps_and_drops_a_torn_line(tmp_path: Pat
 
 @pytest.mark.slow
 def test_training_stops_with_a_checkpoint_when_the_budget_runs_out(tiny: Path, tmp_path: Path) -> None:
-    from frontier_qa.train.curriculum import train_curriculum
+    from frontier_qa.train._curriculum import train_curriculum
 
     config = tiny_config(tiny, tmp_path, steps=5)
     with pytest.raises(BudgetExceededError, match="cannot cover one training step"):
@@ -488,7 +488,7 @@ def test_training_stops_with_a_checkpoint_when_the_budget_runs_out(tiny: Path, t
 def test_lora_runs_save_a_merged_model_and_the_adapter(tiny: Path, tmp_path: Path) -> None:
     import torch
 
-    from frontier_qa.train.curriculum import merge_adapter, train_curriculum
+    from frontier_qa.train._curriculum import merge_adapter, train_curriculum
 
     config = tiny_config(tiny, tmp_path / "run", "model.lora.r=4", "model.lora.alpha=8", "model.lora.dropout=0.0",
                          "training.learning_rate=0.05")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from frontier_qa.errors import ConfigError
+from frontier_qa.train._executor import ExecutorRow, read_rollouts, step_plan, train_executor
 from frontier_qa.train.config import GenerationSection, LoraSection, ModelSection, SaveSection, TrainingSection
-from frontier_qa.train.executor import ExecutorRow, read_rollouts, step_plan, train_executor
 from frontier_qa.train.tool_rollout import ToolSettings
 
 torch = pytest.importorskip("torch")
@@ -80,7 +80,7 @@ def test_an_empty_band_is_refused(tmp_path: Path) -> None:
 
 def test_vllm_turns_resume_after_a_fence_that_closes_no_python_block() -> None:
     """The turn loop of vLLM rollouts on a scripted engine: each call returns the next piece."""
-    from frontier_qa.train.vllm_rollout import VLLMTurns
+    from frontier_qa.train._vllm_rollout import VLLMTurns
     from tests.tiny_models import build_tiny_tokenizer
 
     tokenizer = build_tiny_tokenizer()
@@ -189,14 +189,14 @@ def test_importing_the_executor_modules_loads_no_torch() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, frontier_qa.train.executor, frontier_qa.train.tool_rollout; "
+    code = ("import sys, frontier_qa.train._executor, frontier_qa.train.tool_rollout; "
             "print(sorted(m for m in ('torch', 'trl', 'transformers', 'datasets') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
 def test_model_sections_resolve_offline(tool_model: Path, tmp_path: Path) -> None:
-    from frontier_qa.train.curriculum import load_tokenizer, resolve_model_path
+    from frontier_qa.train._curriculum import load_tokenizer, resolve_model_path
 
     assert resolve_model_path(ModelSection(path=str(tool_model))) == tool_model
     assert load_tokenizer(ModelSection(path=str(tool_model)), tool_model).padding_side == "left"

@@ -140,8 +140,8 @@ import trl  # its import-time checks read the stand-in metadata: transformers 5.
 """
     probe += f"""
 from frontier_qa.config import parse_set
-from frontier_qa.scoring.repetition import bleu_distance_matrix
-from frontier_qa.train.coevolve_config import load_coevolve_config
+from frontier_qa.scoring._repetition import bleu_distance_matrix
+from frontier_qa.train._coevolve_config import load_coevolve_config
 config = load_coevolve_config({str(REPO / 'configs' / 'coevolve' / 'agent0.yaml')!r},
                               [parse_set(a.removeprefix('--set=')) for a in sys.argv[1:]])
 print(json.dumps({{
@@ -166,7 +166,7 @@ print(json.dumps({{
     assert got["files"]["pydantic"].startswith(site) and got["files"]["trl"].startswith(site)
     assert got["files"]["frontier_qa"].startswith(str(dest / "layout"))
     assert (got["curriculum_prompts"], got["executor_sampler"], got["executor_batch_rows"]) == (4, "transformers", 128)
-    from frontier_qa.scoring.repetition import bleu_distance_matrix
+    from frontier_qa.scoring._repetition import bleu_distance_matrix
 
     here = bleu_distance_matrix(texts).tolist()
     assert [v for row in got["bleu"] for v in row] == pytest.approx([v for row in here for v in row], abs=1e-12)

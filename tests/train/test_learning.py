@@ -22,8 +22,8 @@ import pytest
 from frontier_qa.config import parse_set
 from frontier_qa.target import Case
 from frontier_qa.testing import ScriptedAdapter, open_scripted
+from frontier_qa.train._tasks import read_tasks, summarize
 from frontier_qa.train.config import load_train_config
-from frontier_qa.train.tasks import read_tasks, summarize
 from tests.tiny_models import build_word_model
 
 FEATURE = "zebra"
@@ -39,7 +39,7 @@ def unsure_on_feature(case: Case, index: int) -> str:
 def test_uncertainty_reward_rises_while_the_batch_stays_diverse(
     tmp_path: Path, report_measurement  # noqa: ANN001
 ) -> None:
-    from frontier_qa.train.curriculum import train_curriculum
+    from frontier_qa.train._curriculum import train_curriculum
 
     model = build_word_model(tmp_path / "model")
     steps = 30

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.scoring.repetition import repetition_penalty
+from frontier_qa.scoring._repetition import repetition_penalty
 from frontier_qa.scoring.rewards import PAPER
-from frontier_qa.train.tasks import read_tasks
+from frontier_qa.train._tasks import read_tasks
 
 pytestmark = [pytest.mark.slow]
 
@@ -64,7 +64,7 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_two_processes_keep_the_global_batch_and_share_one_repetition_penalty(tmp_path: Path) -> None:
-    from frontier_qa.adapters.vllm_server import free_port
+    from frontier_qa.adapters._vllm_server import free_port
     from tests.tiny_models import TOOL_PAIRS, build_question_writer_model, tool_question
 
     model = build_question_writer_model(tmp_path / "writer", WRITE, [tool_question(a, b) for a, b in TOOL_PAIRS[:4]])

@@ -1,4 +1,4 @@
-"""Agent0's settings: one table (``frontier_qa/train/agent0_settings.py``) against the configs, the code and the docs.
+"""Agent0's settings: one table (``frontier_qa/train/_agent0_settings.py``) against the configs, the code and the docs.
 
 Every constant frontier-qa attributes to Agent0 must agree with the table:
 
@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from frontier_qa.train import agent0_settings as paper
-from frontier_qa.train.coevolve_config import load_coevolve_config
+from frontier_qa.train import _agent0_settings as paper
+from frontier_qa.train._coevolve_config import load_coevolve_config
 from frontier_qa.train.config import load_train_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,7 +101,7 @@ def test_the_docs_print_the_table() -> None:
     readme = (REPO / "docs" / "how-to" / "coevolution.md").read_text()
     block = re.search(r"<!-- paper-settings -->\n(.*?)\n<!-- /paper-settings -->", readme, re.DOTALL)
     assert block, "docs/how-to/coevolution.md needs the table between <!-- paper-settings --> markers"
-    assert block.group(1).strip() == paper.markdown(), "regenerate it: python -c 'from frontier_qa.train.agent0_settings " \
+    assert block.group(1).strip() == paper.markdown(), "regenerate it: python -c 'from frontier_qa.train._agent0_settings " \
                                                         "import markdown; print(markdown())'"
 
 

@@ -68,7 +68,7 @@ def test_settings_are_validated() -> None:
 
 
 def test_vllm_setups_the_rollouts_cannot_serve_are_refused() -> None:
-    from frontier_qa.train.vllm_rollout import VLLMTurns
+    from frontier_qa.train._vllm_rollout import VLLMTurns
 
     class Engine:  # only these attributes are read before refusing (tests/train/test_vllm_rollout.py runs vLLM)
         mode, tensor_parallel_size, enable_sleep_mode = "colocate", 2, False
@@ -196,10 +196,10 @@ def trainer(tool_model, tmp_path_factory):
     from trl import GRPOConfig
 
     from frontier_qa.target import Case
+    from frontier_qa.train._executor import _trl_experimental_silenced
+    from frontier_qa.train._prompts import render_text
     from frontier_qa.train.adpo import PseudoLabelReward
     from frontier_qa.train.adpo_trainer import ADPOTrainer
-    from frontier_qa.train.executor import _trl_experimental_silenced
-    from frontier_qa.train.prompts import render_text
 
     folder, tokenizer, _ = tool_model
     rows = [{"prompt": render_text(tokenizer, Case(id=f"t{i}", prompt=tool_question(a, b))), "pseudo_label": str(a + b),

@@ -48,10 +48,10 @@ def rollouts_on_colocated_vllm(tmp_path: Path) -> None:
     from datasets import Dataset
     from trl import GRPOConfig
 
+    from frontier_qa.train._vllm_rollout import VLLMTurns
     from frontier_qa.train.adpo import PseudoLabelReward
     from frontier_qa.train.adpo_trainer import ADPOTrainer
     from frontier_qa.train.tool_rollout import ToolRollout, ToolSettings
-    from frontier_qa.train.vllm_rollout import VLLMTurns
     from tests.tiny_models import TOOL_PAIRS, build_tool_user_model, tool_question
 
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")

@@ -1,0 +1,118 @@
+"""How a probe run samples, classifies and stops: :class:`ProbeSettings`.
+
+Its own module, below the run loop (:mod:`~frontier_qa.probing._run`), the per-case work
+(:mod:`~frontier_qa.probing._case_prober`) and the public entry points
+(:mod:`~frontier_qa.probing._engine`), so each of them imports it without importing the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, InstanceOf
+
+from frontier_qa._schema import frozen_value
+from frontier_qa.probing._sequential import MajorityPrior, SequentialConfig
+from frontier_qa.scoring.bands import AGENT0_BAND, Band
+from frontier_qa.store._case_store import Shard
+from frontier_qa.store._comparison import RegressionPolicy
+from frontier_qa.target import Sampling
+
+
+@frozen_value
+class ProbeSettings:
+    """How a probe run samples, classifies and stops.
+
+    The keys it shares with the config's ``probing`` section (``k``, ``sampling``,
+    ``batch_size`` ...) are defined here once: :class:`~frontier_qa.config.ProbingConfig` takes
+    their bounds, defaults and descriptions from these fields (:func:`~frontier_qa._schema.field_of`).
+
+    Attributes:
+        band: the frontier band on p̂ (Agent0: 0.3 ≤ p̂ ≤ 0.8, inclusive).
+        k: samples per case with fixed k; the most samples (k_max) with sequential sampling.
+        sequential: the sequential policy (its band and k_max are replaced by ``band`` and
+            ``k``); ``None`` samples every case exactly ``k`` times.
+        sampling: target sampling; its ``seed`` defaults to ``seed`` (sample i of a case uses
+            ``Sampling.seed_for(case, i)``).
+        batch_size: proposals asked of the curriculum per round.
+        max_candidates: proposals considered in total, all shards' included (``None``: no cap).
+        saturation_window: candidates (of this shard) over which saturation is measured.
+        saturation_min_new: stop once fewer new frontier cases than this came in the last
+            ``saturation_window`` candidates ("new": never recorded by an earlier run).
+        max_concurrent_cases: cases sampled at once.
+        explore_rate: share of cases predicted trivially easy / hopeless that are probed anyway.
+        predict_difficulty: skip cases a :class:`~frontier_qa.scoring._difficulty.DifficultyPredictor`
+            fitted online to this run's results (or the curriculum's own estimate) calls trivial.
+        seed: the run's seed (sampling, exploration draws).
+        shard: probe only the cases with ``shard_of(id, n) == i`` (CI sharding).
+        replay_first: replay the store's cases for this target before generating new ones.
+        verify_references: run each proposal's solution program in the sandbox.
+        prior_refit_every: refit the population prior (empirical Bayes) every this many new
+            cases (0: never).
+        prior_smoothing: pseudo-cases of the starting prior in each refit (how slowly the
+            prior leaves it).
+        prior: the starting population prior (``None``: the policy's, uninformed).
+        prior_from_store: start from the store's earlier cases of this target (their latest
+            records): a second run of a target decides its first cases as well as its last.
+        replay_scope: ``"target"``: replay cases recorded for this target id; ``"all"``: for
+            any target (a new agent version usually has a new id).
+        max_replay: replay at most this many cases (failures first); ``None``: all.
+        judge_sampling: sampling of the judge target (one sample per question).
+        embedder: embedder for open-ended (``answer_format="text"``) answers; ``None``: the
+            bundled all-MiniLM-L6-v2 (needs ``frontier-qa[embed]``).
+        seen_window: recent prompts kept for near-duplicate checks.
+        max_text_chars: raw sample text kept per sample in records.
+        regression: how replays decide regressions (alpha over the suite, looks, the drop
+            that matters); see :mod:`frontier_qa.store._comparison`.
+        baseline_samples: samples an accepted baseline holds (``frontier-qa accept`` samples
+            more when the observations it pools have fewer).
+    """
+
+    band: InstanceOf[Band] = AGENT0_BAND
+    k: Annotated[int, Field(ge=1, description="samples per case (k_max with sequential sampling)")] = 30
+    sequential: InstanceOf[SequentialConfig] | None = Field(default_factory=SequentialConfig)
+    sampling: Sampling = Field(default_factory=Sampling)  # T = 1, 512 tokens
+    batch_size: Annotated[int, Field(ge=1, description="proposals asked per round")] = 8
+    max_candidates: Annotated[int | None, Field(
+        ge=0, description="proposals considered in total; null: no cap")] = 200
+    saturation_window: Annotated[int, Field(ge=1)] = 100
+    saturation_min_new: Annotated[int, Field(ge=0)] = 1
+    max_concurrent_cases: Annotated[int, Field(ge=1, description="cases sampled at once")] = 8
+    explore_rate: Annotated[float, Field(ge=0, le=1)] = 0.1
+    predict_difficulty: bool = False
+    seed: int = 0
+    shard: InstanceOf[Shard] | None = None
+    replay_first: Annotated[bool, Field(description="replay stored cases before generating new ones")] = True
+    verify_references: bool = True
+    prior_refit_every: Annotated[int, Field(ge=0, description="0: never refit")] = 10
+    prior_smoothing: Annotated[float, Field(
+        gt=0, description="pseudo-cases of the starting prior in each refit")] = 10.0
+    prior: InstanceOf[MajorityPrior] | None = None
+    prior_from_store: Annotated[bool, Field(
+        description="start the prior from the store's earlier cases of this target")] = True
+    replay_scope: Literal["target", "all"] = "target"
+    max_replay: Annotated[int | None, Field(ge=0)] = None
+    judge_sampling: Sampling = Sampling(temperature=0.0, max_tokens=512)
+    embedder: Annotated[Any, Field(
+        description="open-ended answers: embedding model (null: bundled MiniLM)")] = None
+    seen_window: Annotated[int, Field(ge=0)] = 200
+    max_text_chars: int = 4000
+    regression: InstanceOf[RegressionPolicy] = RegressionPolicy()
+    baseline_samples: Annotated[int, Field(ge=1, description="samples an accepted baseline holds "
+                                                               "(accept samples more)")] = 40
+
+    def policy(self) -> SequentialConfig | None:
+        """The sequential policy with this run's band and k (``None`` for fixed k)."""
+        if self.sequential is None:
+            return None
+        return replace(
+            self.sequential,
+            band=(self.band.low, self.band.high),
+            k_max=self.k,
+            k_min=min(self.sequential.k_min, self.k),
+        )
+
+    def run_sampling(self) -> Sampling:
+        """Target sampling with the run's seed filled in."""
+        return self.sampling if self.sampling.seed is not None else replace(self.sampling, seed=self.seed)
