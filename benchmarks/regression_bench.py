@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from frontier_qa.probing._baseline_accept import accept
-from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.probing._engine import ProbeSettings, probe, replay
 from frontier_qa.probing._validation import Validator
 from frontier_qa.store._case_store import CaseStore

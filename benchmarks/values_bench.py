@@ -5,7 +5,7 @@ Not a test. Run from the repository root::
     python benchmarks/values_bench.py              # 20 000 constructions per variant, best of 7
 
 The config sections and the API share one frozen pydantic dataclass per concept
-(``frontier_qa/_schema.py``), so every ``Sampling(...)``, ``Case(...)`` and
+(``frontier_qa/_frozen.py``), so every ``Sampling(...)``, ``Case(...)`` and
 ``dataclasses.replace(...)`` validates its fields. The engine builds them once per run, per
 case, or per model call (``replace(sampling, seed=...)``), never in a per-token loop. This
 prints each operation's time next to two baselines measured in the same process: the same

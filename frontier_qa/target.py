@@ -20,7 +20,7 @@ from typing import Annotated, Any, Protocol, runtime_checkable
 
 from pydantic import Field
 
-from frontier_qa._schema import frozen_value
+from frontier_qa._frozen import frozen_value
 
 Message = Mapping[str, Any]
 """A chat message in OpenAI form: ``{"role": "user", "content": "..."}``."""

@@ -49,7 +49,7 @@ from frontier_qa.adapters._mock_adapter import (
     truth_of,
 )
 from frontier_qa.curricula._file import StaticCurriculum
-from frontier_qa.probing._curriculum import Outcome, Proposal
+from frontier_qa.probing._curriculum_seam import Outcome, Proposal
 from frontier_qa.runtime._budget import BudgetTracker
 from frontier_qa.runtime._cache import SampleCache
 from frontier_qa.runtime._limits import Backoff, Budget, Limits

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.scoring.consistency import self_consistency
 from frontier_qa.store._records import CaseClass, CaseRecord, Interval, case_record
 from frontier_qa.target import Case, Trajectory, Usage

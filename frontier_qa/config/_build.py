@@ -26,7 +26,7 @@ from frontier_qa.config._schema import (
     TargetConfig,
 )
 from frontier_qa.errors import ConfigError, read_text
-from frontier_qa.probing._curriculum import Curriculum
+from frontier_qa.probing._curriculum_seam import Curriculum
 from frontier_qa.probing._sequential import MajorityPrior, policy
 from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.probing._validation import Critic, Validator

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from frontier_qa._schema import field_of, frozen_value
+from frontier_qa._frozen import field_of, frozen_value
 from frontier_qa.curricula._spec import CURRICULUM_SAMPLING, Domain
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing._sequential import DEFAULT_POLICY

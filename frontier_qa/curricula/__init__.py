@@ -1,6 +1,6 @@
 """Curricula: where the cases a probe run tries come from.
 
-Every curriculum implements :class:`frontier_qa.probing._curriculum.Curriculum` (``name``,
+Every curriculum implements :class:`frontier_qa.probing._curriculum_seam.Curriculum` (``name``,
 ``async propose(n)``, ``observe(outcomes)``); that protocol is the seam the probe engine sees
 (proposals in, outcomes back) and is the engine's own input contract, while the curricula
 themselves sit above the engine and may use its validation and verification. Built in:
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from frontier_qa import _lazy_exports
 
 _BY_MODULE: dict[str, tuple[str, ...]] = {
-    "frontier_qa.probing._curriculum": ("Curriculum", "Proposal", "Outcome", "History"),
+    "frontier_qa.probing._curriculum_seam": ("Curriculum", "Proposal", "Outcome", "History"),
     "frontier_qa.curricula._file": ("FileCurriculum", "StaticCurriculum", "proposal_from_row", "read_proposals"),
     "frontier_qa.curricula._prompted": ("PromptedCurriculum",),
     "frontier_qa.curricula._critic": ("SageCritic",),
@@ -38,10 +38,10 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.curricula._file import proposal_from_row as proposal_from_row
     from frontier_qa.curricula._file import read_proposals as read_proposals
     from frontier_qa.curricula._prompted import PromptedCurriculum as PromptedCurriculum
-    from frontier_qa.probing._curriculum import Curriculum as Curriculum
-    from frontier_qa.probing._curriculum import History as History
-    from frontier_qa.probing._curriculum import Outcome as Outcome
-    from frontier_qa.probing._curriculum import Proposal as Proposal
+    from frontier_qa.probing._curriculum_seam import Curriculum as Curriculum
+    from frontier_qa.probing._curriculum_seam import History as History
+    from frontier_qa.probing._curriculum_seam import Outcome as Outcome
+    from frontier_qa.probing._curriculum_seam import Proposal as Proposal
     from frontier_qa.probing._validation import TaskCritique as TaskCritique
 else:
     __getattr__, __dir__, __all__ = _lazy_exports(__name__, _BY_MODULE, globals())

@@ -31,7 +31,7 @@ from pydantic import Field, ValidationError, field_serializer
 
 from frontier_qa.curricula._spec import ANSWER_FORMATS, PromptOptions
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing._curriculum import Outcome, Proposal
+from frontier_qa.probing._curriculum_seam import Outcome, Proposal
 from frontier_qa.target import Case, Sampling, Target
 
 CARD_FILE = "frontier-qa-curriculum.json"

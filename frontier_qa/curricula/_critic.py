@@ -21,7 +21,7 @@ import re
 
 from frontier_qa.curricula._templates import tool_description, tool_name
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.probing._validation import TaskCritique, ask_once
 from frontier_qa.target import Case, Sampling, Target
 

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from frontier_qa.errors import ConfigError, check_unicode, read_text
-from frontier_qa.probing._curriculum import History, Outcome, Proposal
+from frontier_qa.probing._curriculum_seam import History, Outcome, Proposal
 from frontier_qa.probing._verify import SOLUTION_KEY, TRUSTED_KEY
 from frontier_qa.target import Case
 

@@ -12,14 +12,14 @@ one task per proposal, with the templates of :mod:`frontier_qa.curricula._templa
   ``"final_answer"``).
 
 It adapts in context (Agent0's curriculum is trained instead; prompting is the training-free
-stand-in): :meth:`PromptedCurriculum.observe` keeps a :class:`~frontier_qa.probing._curriculum.History`,
+stand-in): :meth:`PromptedCurriculum.observe` keeps a :class:`~frontier_qa.probing._curriculum_seam.History`,
 and the next prompt shows recent frontier, too-easy, too-hard and rejected tasks.
 
 Determinism: proposal ``i`` of round ``r`` samples with ``Sampling.seed`` =
 :func:`derive_seed` (seed, r, i), and its tool specification and topic are drawn from the same
 seed, so a resumed run sends the same requests and the runtime's cache answers them for free.
 
-Invalid output is never dropped: it becomes a :class:`~frontier_qa.probing._curriculum.Proposal` whose
+Invalid output is never dropped: it becomes a :class:`~frontier_qa.probing._curriculum_seam.Proposal` whose
 case has an empty prompt, ``raw`` set to the model's text and ``metadata["invalid_reason"]``
 saying what was wrong, so the validator marks it invalid and reports count it.
 """
@@ -40,7 +40,7 @@ from frontier_qa.curricula._spec import ANSWER_FORMATS, CURRICULUM_SAMPLING, DOM
 from frontier_qa.curricula._spec import STYLES as ALL_STYLES
 from frontier_qa.curricula._topics import TOPIC_FROM, TopicAssigner
 from frontier_qa.errors import ConfigError, FrontierQAError
-from frontier_qa.probing._curriculum import History, Outcome, Proposal
+from frontier_qa.probing._curriculum_seam import History, Outcome, Proposal
 from frontier_qa.store._case_ids import readable_id
 from frontier_qa.target import Case, Sampling, Target, Trajectory, stable_seed
 
@@ -98,7 +98,7 @@ def sample_tool_spec(rng: random.Random, tool_names: Sequence[str]) -> ToolTaskS
 
 
 class PromptedCurriculum:
-    """Proposes tasks by prompting ``model``; implements :class:`~frontier_qa.probing._curriculum.Curriculum`.
+    """Proposes tasks by prompting ``model``; implements :class:`~frontier_qa.probing._curriculum_seam.Curriculum`.
 
     Args:
         model: the curriculum model (any target; a trained checkpoint through

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from frontier_qa.errors import BudgetExceededError, TargetUnavailableError
 from frontier_qa.generators._core import GENERATOR_KEY, Generator, GeneratorError, Knob, check_for, instance_seed
 from frontier_qa.generators._search import AxisSearch, Crossing, GridSearch, InstanceResult, SearchSettings
-from frontier_qa.probing._curriculum import Outcome, Proposal
+from frontier_qa.probing._curriculum_seam import Outcome, Proposal
 from frontier_qa.redaction import redact
 from frontier_qa.runtime._aio import gather_or_cancel
 from frontier_qa.store._records import (

@@ -16,7 +16,7 @@
 =================  ============================================================================
 
 The engine imports the scoring core, the runtime's sandbox and the store; the curriculum seam
-(:mod:`frontier_qa.probing._curriculum`) is its own; the curricula, the config, the CLI, the plugin and the
+(:mod:`frontier_qa.probing._curriculum_seam`) is its own; the curricula, the config, the CLI, the plugin and the
 trainers sit above it. The package is named ``probing`` because ``frontier_qa.probe`` is the
 :func:`probe` function. Names are imported on first use (PEP 562).
 """

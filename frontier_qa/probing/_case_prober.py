@@ -33,7 +33,7 @@ from frontier_qa.probing._classify import CaseEvidence, classify_case
 from frontier_qa.probing._classify import confidence_of as confidence_of
 from frontier_qa.probing._classify import posterior_note as posterior_note
 from frontier_qa.probing._classify import unreadable_reason as unreadable_reason
-from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.probing._regression import ReplayJudge, band_of
 from frontier_qa.probing._sequential import (
     DEFAULT_PRIOR,

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.probing._refresh import Action, Refresh, refresh_case, refresh_prober
 from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.runtime.sandbox import Sandbox

@@ -35,7 +35,7 @@ from typing import Any
 from frontier_qa import __version__
 from frontier_qa.probing._case_prober import POSTERIOR_KEY, CaseProber, answers_of, confidence_of, posterior_note
 from frontier_qa.probing._classify import CaseEvidence, classify_case
-from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.probing._posterior import BandPosterior
 from frontier_qa.probing._run import prepared_case
 from frontier_qa.probing._sequential import BandDecision, decide_consistency, wilson_interval

@@ -39,7 +39,7 @@ from typing import Any
 
 from frontier_qa.errors import BudgetExceededError, ConfigError, RunInterruptedError, TargetUnavailableError
 from frontier_qa.probing._case_prober import CaseProber, version_of
-from frontier_qa.probing._curriculum import Curriculum, DrivesRun, Outcome, Proposal
+from frontier_qa.probing._curriculum_seam import Curriculum, DrivesRun, Outcome, Proposal
 from frontier_qa.probing._regression import ReplayJudge
 from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.probing._validation import ValidationResult, Validator

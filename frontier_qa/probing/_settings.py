@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, InstanceOf
 
-from frontier_qa._schema import frozen_value
+from frontier_qa._frozen import frozen_value
 from frontier_qa.probing._sequential import MajorityPrior, SequentialConfig
 from frontier_qa.scoring.bands import AGENT0_BAND, Band
 from frontier_qa.store._case_store import Shard
@@ -26,7 +26,7 @@ class ProbeSettings:
 
     The keys it shares with the config's ``probing`` section (``k``, ``sampling``,
     ``batch_size`` ...) are defined here once: :class:`~frontier_qa.config.ProbingConfig` takes
-    their bounds, defaults and descriptions from these fields (:func:`~frontier_qa._schema.field_of`).
+    their bounds, defaults and descriptions from these fields (:func:`~frontier_qa._frozen.field_of`).
 
     Attributes:
         band: the frontier band on p̂ (Agent0: 0.3 ≤ p̂ ≤ 0.8, inclusive).

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from frontier_qa.errors import AnswerError, ConfigError
-from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.scoring.answers import check_answer_format
 from frontier_qa.target import Case, Sampling, Target
 

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.probing._task_rules import ILL_POSED, RULES, UNVERIFIABLE, WELL_POSED, Finding, rule_findings
 from frontier_qa.probing._validation import Critic, TaskCritique, ask_once
 from frontier_qa.target import Case, Sampling, Target

@@ -3,7 +3,7 @@
 A curriculum's reference answer is only a claim; Agent0's reference code trusted it and let
 a wrong one erase the uncertainty signal (docs/method.md, defect 2). The QA notes (problem 1)
 ask to check it before anything is called a *failure*: execute the generator's solution.
-Here a :class:`~frontier_qa.probing._curriculum.Proposal` may carry ``solution``, a Python program
+Here a :class:`~frontier_qa.probing._curriculum_seam.Proposal` may carry ``solution``, a Python program
 whose printed output is the answer. It runs in :class:`~frontier_qa.runtime.sandbox.Sandbox`
 (no network, no secrets, resource limits), and:
 
@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from frontier_qa.errors import SandboxError
-from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.runtime.sandbox import Sandbox, SandboxResult
 from frontier_qa.scoring.answers import extract_answer
 from frontier_qa.store._inputs import TAKEN_FROM_SOLUTION

@@ -14,7 +14,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from frontier_qa._schema import frozen_value
+from frontier_qa._frozen import frozen_value
 from frontier_qa.exit_codes import EXIT_FINDINGS, EXIT_NO_JUDGEMENT, EXIT_OK
 from frontier_qa.reports._health import HealthProblem, RunFacts, assess
 from frontier_qa.reports._summary import Summary, summarize

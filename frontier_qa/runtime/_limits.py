@@ -1,7 +1,7 @@
 """The knobs of the target runtime: rate limits, retries and budgets, as frozen values.
 
 ``Limits`` says how fast and how persistently one target is called; ``Budget`` says how
-much a run may spend in total. Each is one frozen pydantic value (:func:`~frontier_qa._schema.frozen_value`):
+much a run may spend in total. Each is one frozen pydantic value (:func:`~frontier_qa._frozen.frozen_value`):
 the Python API builds it, and the config file uses the same class as its ``limits`` and
 ``budget`` sections, so a bound is written once, here.
 """
@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from frontier_qa._schema import from_mapping, frozen_value
+from frontier_qa._frozen import from_mapping, frozen_value
 
 Seconds = Annotated[float, Field(ge=0)]
 # a positive finite number, or None for no limit

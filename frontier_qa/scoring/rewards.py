@@ -28,7 +28,7 @@ from typing import Annotated, Any, cast
 
 from pydantic import Field
 
-from frontier_qa._schema import frozen_value
+from frontier_qa._frozen import frozen_value
 from frontier_qa.errors import ConfigError
 from frontier_qa.scoring._repetition import DEFAULT_THRESHOLD, TextEncoder, repetition_penalty
 from frontier_qa.scoring.bands import check_p_hat

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from frontier_qa.config import Override, ProbeConfig, ProbeParts, build_probe, gate_thresholds, load_config
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing._curriculum import Curriculum
+from frontier_qa.probing._curriculum_seam import Curriculum
 from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.reports import RunFacts, write_reports
 from frontier_qa.reports._gate import GateThresholds

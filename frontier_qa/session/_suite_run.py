@@ -13,8 +13,8 @@ from collections.abc import Collection, Coroutine, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
-from frontier_qa.probing._curriculum import DrivesRun, Proposal
-from frontier_qa.probing._curriculum import Outcome as ProposalOutcome
+from frontier_qa.probing._curriculum_seam import DrivesRun, Proposal
+from frontier_qa.probing._curriculum_seam import Outcome as ProposalOutcome
 from frontier_qa.probing._run import ProbeRun, ReplayItem
 from frontier_qa.redaction import redacted_output
 from frontier_qa.reports._gate import GateThresholds

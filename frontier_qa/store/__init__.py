@@ -30,7 +30,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.store._case_store": (
         "DEFAULT_DIR", "STORE_FORMAT", "CaseStore", "MergeResult", "ResumeState", "new_run_id",
     ),
-    "frontier_qa.store._errors": ("StoreError",),
+    "frontier_qa.store._store_error": ("StoreError",),
     "frontier_qa.store._lines": ("TornLineWarning", "encode_line", "latest_by", "parse_lines"),
     "frontier_qa.store._shards": ("Shard", "shard_of"),
     "frontier_qa.store._suites": ("export_suite", "import_suite", "suite_entries"),
@@ -44,13 +44,13 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.store._case_store import MergeResult as MergeResult
     from frontier_qa.store._case_store import ResumeState as ResumeState
     from frontier_qa.store._case_store import new_run_id as new_run_id
-    from frontier_qa.store._errors import StoreError as StoreError
     from frontier_qa.store._lines import TornLineWarning as TornLineWarning
     from frontier_qa.store._lines import encode_line as encode_line
     from frontier_qa.store._lines import latest_by as latest_by
     from frontier_qa.store._lines import parse_lines as parse_lines
     from frontier_qa.store._shards import Shard as Shard
     from frontier_qa.store._shards import shard_of as shard_of
+    from frontier_qa.store._store_error import StoreError as StoreError
     from frontier_qa.store._suites import export_suite as export_suite
     from frontier_qa.store._suites import import_suite as import_suite
     from frontier_qa.store._suites import suite_entries as suite_entries

@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 from frontier_qa.store import _leases as leases
-from frontier_qa.store._errors import StoreError as StoreError
 from frontier_qa.store._lines import _BASELINE, Line, _digest, _order_key
 from frontier_qa.store._lines import TornLineWarning as TornLineWarning
 from frontier_qa.store._lines import encode_line as encode_line
@@ -59,6 +58,7 @@ from frontier_qa.store._records import (
 )
 from frontier_qa.store._shards import Shard as Shard
 from frontier_qa.store._shards import shard_of as shard_of
+from frontier_qa.store._store_error import StoreError as StoreError
 
 try:  # POSIX; on other systems appends are still single writes but not cross-process locked
     import fcntl

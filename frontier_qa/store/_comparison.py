@@ -39,7 +39,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
-from frontier_qa._schema import frozen_value
+from frontier_qa._frozen import frozen_value
 from frontier_qa.scoring._two_sample import drop_probability, fisher_greater, fisher_less, increasing_counts, spend
 from frontier_qa.store._records import Baseline, CaseClass, CaseRecord, Observed, ReplayRecord, SuiteCase
 from frontier_qa.target import Case

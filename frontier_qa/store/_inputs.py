@@ -153,7 +153,7 @@ class InputHash:
 
 
 def source_inputs(case: Case, *, solution: str | None = None, predicted_pass_rate: float | None = None) -> CaseInputs:
-    """The inputs of a case as a source gives it (a :class:`~frontier_qa.probing._curriculum.Proposal`'s
+    """The inputs of a case as a source gives it (a :class:`~frontier_qa.probing._curriculum_seam.Proposal`'s
     case, with the proposal's ``solution`` and ``predicted_pass_rate``).
 
     A suite row keeps the solution and the engine's notes in the case's metadata; they are read

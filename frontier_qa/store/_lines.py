@@ -17,8 +17,8 @@ from typing import Annotated, Any
 from pydantic import Field, TypeAdapter, ValidationError
 
 from frontier_qa.redaction import protect, redact_data, restore
-from frontier_qa.store._errors import StoreError
 from frontier_qa.store._records import SCHEMA_VERSION, Baseline, CaseRecord, RunRecord
+from frontier_qa.store._store_error import StoreError
 
 Line = CaseRecord | RunRecord
 _LINE = TypeAdapter(Annotated[Line, Field(discriminator="kind")])

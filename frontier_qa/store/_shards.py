@@ -6,7 +6,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from frontier_qa.store._errors import StoreError
+from frontier_qa.store._store_error import StoreError
 
 
 def shard_of(case_id: str, n: int) -> int:

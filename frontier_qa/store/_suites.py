@@ -25,10 +25,10 @@ from pydantic import ValidationError
 from frontier_qa.redaction import restore
 from frontier_qa.store import _baselines as baselines
 from frontier_qa.store._case_store import CaseStore
-from frontier_qa.store._errors import StoreError
 from frontier_qa.store._guards import guards_for, pytest_suite_key
 from frontier_qa.store._lines import _json_line, latest_by, stored_form
 from frontier_qa.store._records import SCHEMA_VERSION, Baseline, CaseClass, CaseRecord, SuiteCase
+from frontier_qa.store._store_error import StoreError
 
 SUITE_KEY = "pytest_suite"
 """Case metadata key naming the suite that found (or replayed) a case."""

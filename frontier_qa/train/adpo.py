@@ -28,7 +28,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from frontier_qa._schema import frozen_value
+from frontier_qa._frozen import frozen_value
 from frontier_qa.errors import ConfigError
 from frontier_qa.scoring._equivalence import MODES, comparator
 from frontier_qa.scoring.answers import extract_boxed

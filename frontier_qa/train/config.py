@@ -29,7 +29,7 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from pydantic_core import ArgsKwargs
 
-from frontier_qa._schema import frozen_value
+from frontier_qa._frozen import frozen_value
 from frontier_qa.config import (
     Budget,
     Override,

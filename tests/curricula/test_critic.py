@@ -20,7 +20,7 @@ from frontier_qa.curricula._critic import (
     parse_score,
 )
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.runtime import open_target
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory
 

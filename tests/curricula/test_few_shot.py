@@ -14,7 +14,7 @@ import pytest
 from frontier_qa.curricula import _few_shot as few_shot
 from frontier_qa.curricula._prompted import PromptedCurriculum
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing._curriculum import Outcome
+from frontier_qa.probing._curriculum_seam import Outcome
 from frontier_qa.runtime import open_target
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory
 

@@ -10,7 +10,7 @@ import pytest
 
 from frontier_qa.curricula import FileCurriculum, StaticCurriculum, read_proposals
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing._curriculum import Curriculum, Outcome
+from frontier_qa.probing._curriculum_seam import Curriculum, Outcome
 from frontier_qa.probing._engine import ProbeSettings, case_id_for, probe
 from frontier_qa.probing._verify import TRUSTED_KEY
 from frontier_qa.store._case_store import CaseStore

@@ -25,7 +25,7 @@ from frontier_qa.curricula._prompted import (
     sample_tool_spec,
 )
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing._curriculum import Curriculum, Outcome, Proposal
+from frontier_qa.probing._curriculum_seam import Curriculum, Outcome, Proposal
 from frontier_qa.runtime import open_target
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory
 from tests.factories import run

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.probing._validation import (
     TaskCritique,
     ValidationResult,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.probing._engine import ProbeSettings, probe
 from frontier_qa.probing._task_rules import ILL_POSED, UNVERIFIABLE, rule_findings
 from frontier_qa.probing._validation import Validator

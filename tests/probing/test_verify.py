@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.probing._verify import TRUSTED_KEY, Verification, solution_answer, verify_reference, verify_references
 from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.target import Case

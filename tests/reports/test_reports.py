@@ -222,7 +222,7 @@ def test_markdown_report(records: list[CaseRecord]) -> None:
 
 def test_removed_cases_are_named_with_the_reason_in_markdown_json_and_html(tmp_path: Path,
                                                                       records: list[CaseRecord]) -> None:
-    from frontier_qa.probing._curriculum import Proposal
+    from frontier_qa.probing._curriculum_seam import Proposal
     from frontier_qa.probing._validation import Validator
     from frontier_qa.target import Case
 

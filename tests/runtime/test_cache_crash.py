@@ -43,7 +43,7 @@ import asyncio, sys
 from frontier_qa.probing import ProbeSettings, probe
 from frontier_qa.store._case_store import CaseStore
 from frontier_qa.testing import EndlessCurriculum, ScriptedAdapter, case, moody, open_scripted
-from frontier_qa.probing._curriculum import Proposal
+from frontier_qa.probing._curriculum_seam import Proposal
 
 class Slow(ScriptedAdapter):
     async def generate(self, case, n, sampling, *, start=0):

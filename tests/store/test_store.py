@@ -17,7 +17,6 @@ import pytest
 
 from frontier_qa.scoring.consistency import Cluster, Consistency
 from frontier_qa.store._case_store import CaseStore
-from frontier_qa.store._errors import StoreError
 from frontier_qa.store._lines import TornLineWarning, encode_line
 from frontier_qa.store._records import (
     CaseClass,
@@ -31,6 +30,7 @@ from frontier_qa.store._records import (
     truncate_text,
 )
 from frontier_qa.store._shards import Shard, shard_of
+from frontier_qa.store._store_error import StoreError
 from frontier_qa.store._suites import export_suite, import_suite
 from frontier_qa.target import Case, ToolCall, Trajectory, Usage, case_seed
 from tests.factories import T0, TARGET, probed_record
