@@ -1,15 +1,15 @@
 """The ``frontier-qa`` command line (``frontier-qa --help``; ``python -m frontier_qa``).
 
-==========  =========================================================================
+==========  =====================================================================================
 ``app``     the root command, exit codes, :func:`main` (the console script)
-``probe``   ``probe`` and ``replay`` (``options``: their options and flag table; ``outputs``: the
+``_probe``  ``probe`` and ``replay`` (``options``: their options and flag table; ``outputs``: the
             report folder and the console summary)
-``suite``   ``export``, ``merge`` and ``schema``
-``init``    ``init``: config, pytest file, GitHub Actions workflow (``init_files``)
-``cases``   ``cases list``, ``cases show``, ``cases diff``: the case store for people
-``score``   ``score``: recorded executor runs through the scoring core
-``train``   ``train curriculum``, ``train coevolve``, ``train merge``, ``train summary``
-==========  =========================================================================
+``_suite``  ``export``, ``merge`` and ``schema``
+``_init``   ``init``: config, pytest file, GitHub Actions workflow (``init_files``)
+``_cases``  ``cases list``, ``cases show``, ``cases diff``: the case store for people
+``_score``  ``score``: recorded executor runs through the scoring core
+``_train``  ``train curriculum``, ``train coevolve``, ``train merge``, ``train summary``
+==========  =====================================================================================
 
 The CLI is the top layer: it may import anything, and nothing in frontier-qa imports it.
 """

@@ -35,12 +35,12 @@ other relative paths (store, output, curriculum files) are relative to the worki
 shared by every model of the run, the sample cache under the store), the curriculum, the
 validator (with SAGE's critic when configured), the judge, the store and the settings.
 
-================  ==============================================================================
-``schema``        the sections of the YAML file, :class:`ProbeConfig`, :func:`json_schema`
-``layers``        reading flags, the file and the environment; :func:`load_config`
-``diagnostics``   validation errors as messages naming the key, where it was set and the fix
-``build``         :func:`build_probe`: target, curriculum, validator, judge, store, settings
-================  ==============================================================================
+================  ==========================================================================
+``_schema``       the sections of the YAML file, :class:`ProbeConfig`, :func:`json_schema`
+``_layers``       reading flags, the file and the environment; :func:`load_config`
+``_diagnostics``  validation errors as messages naming the key, where it was set and the fix
+``_build``        :func:`build_probe`: target, curriculum, validator, judge, store, settings
+================  ==========================================================================
 
 The config sits above the engine, the curricula, the runtime and the reports (it wires them);
 only the CLI, the pytest plugin and the trainers import it. Every public name is exported here.

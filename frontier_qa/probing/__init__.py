@@ -1,23 +1,23 @@
 """The probe engine: propose, validate, verify, sample, score, classify, record, replay.
 
-=================  ============================================================================
-``engine``         the public entry points :func:`probe` and :func:`replay` and their results
-``settings``       :class:`ProbeSettings`: band, k, sequential policy, sampling, stop rules
-``run``            one run step by step (start / resume, replay, generate, record, finish)
-``case``           one case: sample in rounds, score, ask the judge, classify, build the record
-``classify``       a sampled case's class and why (:func:`classify_case` of a :class:`CaseEvidence`)
-``curriculum``     the engine's input contract: :class:`Curriculum` proposes, hears :class:`Outcome` s
-``validation``     checks on proposals before any target call (format, tool calls, duplicates)
-``verify``         a proposal's reference checked by running its solution in the sandbox
-``refresh``        a stored case against its edited source: judged again without calls, or re-probed
-``reconcile``      a suite's stored cases against its cases file: refreshed, re-probed, removed, new
-``sequential``     when to stop sampling a case (Beta-binomial band decision)
-``progress``       the progress callback of ``frontier-qa probe`` (a bar, or lines in CI)
-=================  ============================================================================
+====================  ===================================================================================
+``_engine``           the public entry points :func:`probe` and :func:`replay` and their results
+``_settings``         :class:`ProbeSettings`: band, k, sequential policy, sampling, stop rules
+``_run``              one run step by step (start / resume, replay, generate, record, finish)
+``_case_prober``      one case: sample in rounds, score, ask the judge, classify, build the record
+``_classify``         a sampled case's class and why (:func:`classify_case` of a :class:`CaseEvidence`)
+``_curriculum_seam``  the engine's input contract: :class:`Curriculum` proposes, hears :class:`Outcome` s
+``_validation``       checks on proposals before any target call (format, tool calls, duplicates)
+``_verify``           a proposal's reference checked by running its solution in the sandbox
+``_refresh``          a stored case against its edited source: judged again without calls, or re-probed
+``_reconcile``        a suite's stored cases against its cases file: refreshed, re-probed, removed, new
+``_sequential``       when to stop sampling a case (Beta-binomial band decision)
+``_progress``         the progress callback of ``frontier-qa probe`` (a bar, or lines in CI)
+====================  ===================================================================================
 
 The engine imports the scoring core, the runtime's sandbox and the store; the curriculum seam
-(:mod:`frontier_qa.probing._curriculum_seam`) is its own; the curricula, the config, the CLI, the plugin and the
-trainers sit above it. The package is named ``probing`` because ``frontier_qa.probe`` is the
+(:mod:`frontier_qa.probing._curriculum_seam`) is its own; the curricula, the config, the CLI, the
+plugin and the trainers sit above it. The modules are private (``_name``): import from the package. The package is named ``probing`` because ``frontier_qa.probe`` is the
 :func:`probe` function. Names are imported on first use (PEP 562).
 """
 
