@@ -102,7 +102,7 @@ def score_case(tallies: dict[str, Tally], name: str, side: str, labels: list[str
     return {"check": check, "p_check": round(p, 3), "counts": list(counts), "unparseable": unparseable}
 
 
-MARKDOWN = False  # --markdown: tables as the README shows them
+MARKDOWN = False  # --markdown: tables as docs/results.md shows them
 
 
 def print_table(tallies: dict[str, Tally], *, truth: bool) -> None:
@@ -291,7 +291,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--cases", type=int, default=300)
     parser.add_argument("--no-scatter", action="store_true", help="scripted: the Dirichlet-process rest model only")
-    parser.add_argument("--markdown", action="store_true", help="print the tables as the README shows them")
+    parser.add_argument("--markdown", action="store_true", help="print the tables as docs/results.md shows them")
     parser.add_argument("probe_args", nargs="*", help="--smol: extra arguments for frontier-qa probe (after --)")
     args = parser.parse_args()
     global MARKDOWN

@@ -16,7 +16,7 @@ Scored against the exact truth (p* in the band), as in ``sequential_bench.py``:
 
 It answers one question the goals of ``sequential_bench.py`` raise: is there a setting that
 labels frontier only at 90 % posterior confidence and reaches fixed k's recall with fewer calls?
-(Today's answer, in the README: no; recall grows with k_max, but stays 0.1–0.3 under fixed
+(Today's answer, in docs/results.md: no; recall grows with k_max, but stays 0.1–0.3 under fixed
 k's while the calls pass it.)
 
 Run (about 2 minutes on 2 cores)::

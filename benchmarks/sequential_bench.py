@@ -25,7 +25,7 @@ mix (``probing.prior_from_store``: the population prior a second nightly run sta
 Goals: calls ≤ 0.5× fixed on realistic and ≤ 0.7× on the others, band accuracy
 ≥ fixed − 1 point, recall ≥ fixed − 3 points; each row says which it meets.
 
-Run (about 6 minutes on 2 cores; ``--markdown`` prints the README table)::
+Run (about 6 minutes on 2 cores; ``--markdown`` prints the table of docs/results.md)::
 
     python benchmarks/sequential_bench.py [--cases 100] [--seeds 1 2 3] [--big 1000] [--markdown]
 """
@@ -175,7 +175,7 @@ def main() -> None:
     parser.add_argument("--mixes", nargs="+", default=list(MIXES), choices=list(MIXES))
     parser.add_argument("--policies", nargs="+", default=list(POLICIES))
     parser.add_argument("--big", type=int, default=1000, help="cases of one realistic run, fixed vs default (0: skip)")
-    parser.add_argument("--markdown", action="store_true", help="print the README table")
+    parser.add_argument("--markdown", action="store_true", help="print the table of docs/results.md")
     args = parser.parse_args()
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="frontier-qa-seqbench-") as tmp:

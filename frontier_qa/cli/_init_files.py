@@ -120,7 +120,7 @@ budget:
   max_cost_usd: 5.0
 
 # How cases are sampled and classified: in rounds, until the posterior of a case's true majority
-# share p* says where it lies; frontier = P(p* in the band) >= 0.9 (README: Sampling policies).
+# share p* says where it lies; frontier = P(p* in the band) >= 0.9 (docs/explanation/sampling.md).
 probing:
   policy: calibrated        # up to 30 answers per case; fixed: Agent0's k = 10, frontier = p̂ in the band
   band: agent0              # 0.3 <= p* <= 0.8

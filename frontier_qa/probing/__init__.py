@@ -17,8 +17,9 @@
 
 The engine imports the scoring core, the runtime's sandbox and the store; the curriculum seam
 (:mod:`frontier_qa.probing._curriculum_seam`) is its own; the curricula, the config, the CLI, the
-plugin and the trainers sit above it. The modules are private (``_name``): import from the package. The package is named ``probing`` because ``frontier_qa.probe`` is the
-:func:`probe` function. Names are imported on first use (PEP 562).
+plugin and the trainers sit above it. The modules are private (``_name``): import from the
+package. The package is named ``probing`` because ``frontier_qa.probe`` is the :func:`probe`
+function. Names are imported on first use (PEP 562).
 """
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ class Policy:
         name: what ``probing.policy`` / ``--policy`` call it.
         sequential: the rounds, confidences and k_max; ``None``: every case ``k`` times.
         k: samples per case (fixed) or k_max (sequential) unless ``probing.k`` says otherwise.
-        summary: one line for ``--help``, the schema and the README.
+        summary: one line for ``--help``, the schema and the docs.
     """
 
     name: str

@@ -84,7 +84,7 @@ def unchecked_why(case: Case) -> str:
     else:
         said = f"{judge} found nothing wrong but cannot vouch for it"
     return (f"{said}; no verified reference. Give the case a solution program or a trusted reference, "
-            "or set validation.validity to a judge model (README: Is the task well-posed?)")
+            "or set validation.validity to a judge model (docs/explanation/well-posed.md)")
 
 
 # --- rules --------------------------------------------------------------------------------

@@ -153,7 +153,7 @@ class Invocation:
         unchecked = summary.by_class.get(CaseClass.UNCHECKED, 0)
         if unchecked:
             steps.append(f"check the {unchecked} task(s) the agent was unsure on before calling them its frontier: "
-                         "set validation.validity.model to a judge model (README: Is the task well-posed?)")
+                         "set validation.validity.model to a judge model (docs/explanation/well-posed.md)")
         return tuple(steps)
 
 

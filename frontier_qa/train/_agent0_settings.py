@@ -4,8 +4,9 @@ The paper's appendix A.1 gives the optimiser settings of both agents, §4 the co
 constants; what the paper leaves out (completion lengths, updates per batch of rollouts, the
 executor's sampling when p̂ is measured) is taken from the reference code (aiming-lab/Agent0),
 named file by file. ``configs/train/curriculum-agent0.yaml`` and ``configs/coevolve/agent0.yaml``
-hold these values, the README prints this table (:func:`markdown`), and ``tests/train/test_paper_settings.py``
-checks all three against it, together with every ``# Agent0: value`` comment in ``configs/``.
+hold these values, docs/how-to/coevolution.md prints this table (:func:`markdown`), and
+``tests/train/test_paper_settings.py`` checks all three against it, together with every
+``# Agent0: value`` comment in ``configs/``.
 
 Keys name where a value lives: ``train:<key>`` in curriculum-agent0.yaml, ``coevolve:<key>`` in
 agent0.yaml, ``python:<module>:<name.attr>`` a constant in the code; ``a/b`` divides two keys of
@@ -37,7 +38,7 @@ class Setting:
 
     Attributes:
         agent: ``curriculum``, ``executor`` or ``co-evolution``.
-        what: what it is, in the README's words.
+        what: what it is, in the docs' words.
         value: the value (a number, or a tuple for a range).
         source: the paper section, or the reference file it is read from.
         keys: where frontier-qa holds it (see the module docstring).
@@ -116,7 +117,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("co-evolution", "tasks per iteration in Table 5", 200, "Agent0 §4 (Table 5)",
             ("coevolve:evaluation.table5_tasks",)),
 )
-"""Every constant of the method that frontier-qa's Agent0 configs and README attribute to Agent0."""
+"""Every constant of the method that frontier-qa's Agent0 configs and docs attribute to Agent0."""
 
 
 def _show(value: Any) -> str:
@@ -135,7 +136,7 @@ def _keys(setting: Setting) -> str:
 
 
 def markdown() -> str:
-    """The table as the README prints it (between its ``paper-settings`` markers)."""
+    """The table as docs/how-to/coevolution.md prints it (between its ``paper-settings`` markers)."""
     rows = ["| agent | setting | value | source | where frontier-qa holds it |", "|---|---|---|---|---|"]
     rows += [f"| {s.agent} | {s.what} | {_show(s.value)} | {s.source} | {_keys(s)} |" for s in SETTINGS]
     return "\n".join(rows)

@@ -33,7 +33,7 @@ print(written >> 20)
 def test_the_run_folder_is_capped_in_total_not_per_file() -> None:
     sandbox = Sandbox(timeout_s=30, max_file_mb=16, max_disk_mb=64)
     if not sandbox.capabilities().private_home:
-        pytest.skip("no mount namespace here: only RLIMIT_FSIZE per file applies (README, Reliability)")
+        pytest.skip("no mount namespace here: only RLIMIT_FSIZE per file applies (docs/explanation/reliability.md)")
     result = sandbox.run(FILL_DISK)
     assert result.ok, result.stderr
     assert int(result.stdout) <= 64  # before: 600 MB in 40 files of 15 MB, each under the per-file cap
@@ -65,7 +65,7 @@ def test_the_processes_of_a_run_share_one_memory_cap() -> None:
     sandbox = Sandbox(timeout_s=60, memory_mb=512)  # max_total_memory_mb defaults to memory_mb
     caps = sandbox.capabilities()
     if caps.memory_total == "per process":
-        pytest.skip("no memory cgroup here: memory_mb caps each process only (README, Reliability)")
+        pytest.skip("no memory cgroup here: memory_mb caps each process only (docs/explanation/reliability.md)")
     result = sandbox.run(SIX_CHILDREN)
     assert result.exit_code == 0, result.stderr
     held = int(result.stdout)
@@ -114,7 +114,7 @@ def test_the_home_directory_and_caches_are_hidden_but_the_interpreter_in_them_ru
         sandbox = Sandbox(python=str(home / "venv" / "bin" / "python"), timeout_s=30)
         if not sandbox.capabilities().private_home:
             pytest.skip("no mount namespace here: files under the home directory stay readable "
-                        "(README, Reliability)")
+                        "(docs/explanation/reliability.md)")
         code = READ_SECRETS.format(paths=[str(p) for p in secrets], venv_file=str(home / "venv" / "readable.txt"))
         result = sandbox.run(code)
         assert result.exit_code == 0, result.stderr
