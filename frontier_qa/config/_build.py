@@ -11,30 +11,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import yaml
 
 from frontier_qa.config._schema import (
-    BandRange,
     CurriculumConfig,
     ModelConfig,
     ProbeConfig,
-    ProbingConfig,
     TargetConfig,
 )
 from frontier_qa.errors import ConfigError, read_text
 from frontier_qa.probing._curriculum_seam import Curriculum
-from frontier_qa.probing._sequential import MajorityPrior, policy
+from frontier_qa.probing._sequential import MajorityPrior
 from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.probing._validation import Critic, Validator
 from frontier_qa.reports._gate import GateThresholds
 from frontier_qa.runtime._budget import BudgetTracker
 from frontier_qa.runtime._cache import SampleCache
 from frontier_qa.runtime._env import UnsetVariableError, expand_env
-from frontier_qa.scoring.bands import NAMED_BANDS, Band
 from frontier_qa.store._case_store import CaseStore, Shard
 from frontier_qa.store._comparison import RegressionPolicy
 from frontier_qa.target import Target
@@ -110,45 +106,15 @@ def _open(config: ProbeConfig, section: str, model: ModelConfig | TargetConfig, 
 
 
 def build_settings(config: ProbeConfig) -> ProbeSettings:
-    """The engine's :class:`~frontier_qa.probing._settings.ProbeSettings` from ``probing`` and ``shard``.
-
-    Keys named as in the settings pass through by name; the rest have a layout of their own
-    (a band preset, the named ``policy`` with ``k``/``confidence`` overrides, a ``prior`` file,
-    ``concurrency``, the shard and regression).
+    """The engine's :class:`~frontier_qa.probing._settings.ProbeSettings`: the ``probing`` section
+    (:meth:`~frontier_qa.config._schema.ProbingConfig.to_settings`), its ``prior`` file, ``shard`` and ``regression``.
     """
-    p = config.probing
-    if isinstance(p.band, BandRange):
-        band = Band(p.band.low, p.band.high, name="custom")
-    else:
-        band = NAMED_BANDS[p.band]
-    chosen = policy("fixed" if p.sequential is False else p.policy)
-    sequential = chosen.sequential
-    if sequential is not None:
-        if p.confidence is not None:
-            sequential = replace(sequential, confidence=p.confidence)
-        if p.confidence_out is not None:
-            sequential = replace(sequential, confidence_out=p.confidence_out)
-        if p.rounds is not None:
-            sequential = replace(sequential, rounds=tuple(p.rounds))
-    same = {name: getattr(p, name) for name in _SAME_KEYS}
-    return ProbeSettings(
-        **same,
-        band=band,
-        k=p.k if p.k is not None else chosen.k,
-        sequential=sequential,
-        prior=_prior(config) if p.prior else None,
-        max_concurrent_cases=p.concurrency,
+    return config.probing.to_settings(
+        prior=_prior(config) if config.probing.prior else None,
         shard=Shard.parse(config.shard) if config.shard else None,
         regression=regression_policy(config),
         baseline_samples=config.regression.baseline_samples,
     )
-
-
-# probing keys that are ProbeSettings fields of the same name and meaning (band, k, sequential and prior differ:
-# presets, the policy's defaults, a file)
-_SAME_KEYS = tuple(name for name in ProbingConfig.model_fields
-                   if name in ProbeSettings.__pydantic_fields__  # type: ignore[attr-defined]  # a pydantic dataclass
-                   and name not in ("band", "k", "sequential", "prior"))
 
 
 def regression_policy(config: ProbeConfig) -> RegressionPolicy:

@@ -12,18 +12,21 @@ Every section forbids unknown keys, so a misspelt key is an error that names it
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
+from types import MappingProxyType
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic.fields import FieldInfo
 
 from frontier_qa._frozen import field_of, frozen_value
 from frontier_qa.curricula._spec import CURRICULUM_SAMPLING, Domain
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing._sequential import DEFAULT_POLICY
+from frontier_qa.probing._sequential import DEFAULT_POLICY, MajorityPrior, policy
 from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.reports._gate import GateThresholds
 from frontier_qa.runtime._limits import Backoff, Budget, Limits  # noqa: F401 (re-exported: the config's sections)
-from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND
+from frontier_qa.scoring.bands import AGENT0_BAND, NAMED_BANDS, TOOL_R0_BAND, Band
 from frontier_qa.store._case_store import Shard, StoreError
 from frontier_qa.store._comparison import RegressionPolicy
 from frontier_qa.target import Sampling
@@ -199,17 +202,31 @@ class BandRange(_Section):
         return self
 
 
+def setting(name: str, **changes: Any) -> Any:
+    """The :class:`~frontier_qa.probing._settings.ProbeSettings` field ``name`` as a ``probing`` key.
+
+    Its bounds, default and description are the setting's, stated once there; ``changes`` are a
+    YAML spelling's own (``k``'s ``default=None``: the policy's) and ``note`` is added to the description.
+    """
+    note = changes.pop("note", "")
+    info = field_of(ProbeSettings, name)
+    if note:
+        changes["description"] = f"{info.description}{note}"
+    return FieldInfo.merge_field_infos(info, **changes) if changes else info
+
+
 class ProbingConfig(_Section):
     """How cases are sampled, classified and when the run stops."""
 
-    # A key that ProbeSettings has under the same name takes its bounds, default and description
-    # from there (field_of); build_settings passes those keys through by name. k, sequential,
-    # confidence(_out) and prior default to the chosen policy's, so they are keys of their own.
+    # The YAML spelling of ProbeSettings, the one class of the probe settings: a key with a
+    # setting's meaning is that setting (setting(): its bounds, default and description; listed in
+    # SETTING_KEYS). The other keys spell in the file what the settings hold as values: a named
+    # policy tuned by k, confidence, rounds; a band preset; a prior file; a judge spec.
+    # to_settings turns the section into ProbeSettings.
 
     policy: Literal["calibrated", "economy", "thorough", "fixed"] = Field(
         DEFAULT_POLICY, description="how cases are sampled: calibrated (default), economy, thorough or fixed (Agent0)")
-    k: int | None = Field(
-        None, ge=1, description="samples per case (fixed) or the most (sequential); null: the policy's")
+    k: int | None = setting("k", default=None, note="; null: the policy's")
     sequential: bool | None = Field(None, description="false: the fixed policy (kept for old configs)")
     confidence: float | None = Field(
         None, gt=0.5, lt=1, description="posterior confidence a frontier needs; null: the policy's")
@@ -220,26 +237,63 @@ class ProbingConfig(_Section):
         description="samples per round, the last size repeating ([6]: 6 at a time); null: the policy's. Larger "
                     "rounds batch better on local models, smaller ones stop clear cases sooner")
     prior: str | None = Field(None, description="a population prior to start from (JSON, MajorityPrior.to_json)")
-    prior_from_store: bool = field_of(ProbeSettings, "prior_from_store")
+    prior_from_store: bool = setting("prior_from_store")
     band: Literal["agent0", "tool-r0"] | BandRange = Field(
         "agent0", description=f"agent0 ({AGENT0_BAND.low} ≤ p̂ ≤ {AGENT0_BAND.high}), tool-r0 "
                              f"({TOOL_R0_BAND.low}–{TOOL_R0_BAND.high}) or {{low, high}}"
     )
-    sampling: Sampling = field_of(ProbeSettings, "sampling")
-    batch_size: int = field_of(ProbeSettings, "batch_size")
-    max_candidates: int | None = field_of(ProbeSettings, "max_candidates")
-    saturation_window: int = field_of(ProbeSettings, "saturation_window")
-    saturation_min_new: int = field_of(ProbeSettings, "saturation_min_new")
-    concurrency: int = field_of(ProbeSettings, "max_concurrent_cases")
-    predict_difficulty: bool = field_of(ProbeSettings, "predict_difficulty")
-    explore_rate: float = field_of(ProbeSettings, "explore_rate")
+    sampling: Sampling = setting("sampling")
+    batch_size: int = setting("batch_size")
+    max_candidates: int | None = setting("max_candidates")
+    saturation_window: int = setting("saturation_window")
+    saturation_min_new: int = setting("saturation_min_new")
+    concurrency: int = setting("max_concurrent_cases")
+    predict_difficulty: bool = setting("predict_difficulty")
+    explore_rate: float = setting("explore_rate")
     judge: ModelConfig | None = Field(None, description="a stronger model asked whether stable answers are right")
-    verify_references: bool = field_of(ProbeSettings, "verify_references")
-    seed: int = field_of(ProbeSettings, "seed")
-    replay_first: bool = field_of(ProbeSettings, "replay_first")
-    replay_scope: Literal["target", "all"] = field_of(ProbeSettings, "replay_scope")
-    max_replay: int | None = field_of(ProbeSettings, "max_replay")
-    embedder: str | None = Field(None, description="open-ended answers: embedding model (null: bundled MiniLM)")
+    verify_references: bool = setting("verify_references")
+    seed: int = setting("seed")
+    replay_first: bool = setting("replay_first")
+    replay_scope: Literal["target", "all"] = setting("replay_scope")
+    max_replay: int | None = setting("max_replay")
+    embedder: str | None = setting("embedder")  # a model name in the file; any embedder in Python
+
+    def to_settings(self, *, prior: MajorityPrior | None = None, **outside: Any) -> ProbeSettings:
+        """This section as :class:`~frontier_qa.probing._settings.ProbeSettings`.
+
+        Args:
+            prior: ``prior`` read from its file (the caller reports a bad file where it was set).
+            outside: settings the config keeps in other sections (``shard``, ``regression`` ...).
+        """
+        band = Band(self.band.low, self.band.high, name="custom") if isinstance(self.band, BandRange) \
+            else NAMED_BANDS[self.band]
+        chosen = policy("fixed" if self.sequential is False else self.policy)
+        sequential = chosen.sequential
+        if sequential is not None:
+            if self.confidence is not None:
+                sequential = replace(sequential, confidence=self.confidence)
+            if self.confidence_out is not None:
+                sequential = replace(sequential, confidence_out=self.confidence_out)
+            if self.rounds is not None:
+                sequential = replace(sequential, rounds=tuple(self.rounds))
+        return ProbeSettings(
+            **{name: getattr(self, key) for key, name in SETTING_KEYS.items()},
+            band=band,
+            k=self.k if self.k is not None else chosen.k,
+            sequential=sequential,
+            prior=prior,
+            **outside,
+        )
+
+
+# probing keys the file spells differently from the setting of the same name (to_settings reads them)
+_SPELT = frozenset({"k", "band", "sequential", "prior"})
+# probing key -> the ProbeSettings field it is (the rest of the section is YAML-only: policy, confidence ...)
+SETTING_KEYS: Final[Mapping[str, str]] = MappingProxyType({
+    **{key: key for key in ProbingConfig.model_fields
+       if key in ProbeSettings.__pydantic_fields__ and key not in _SPELT},  # type: ignore[attr-defined]
+    "concurrency": "max_concurrent_cases",
+})
 
 
 @frozen_value

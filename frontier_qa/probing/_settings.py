@@ -24,9 +24,12 @@ from frontier_qa.target import Sampling
 class ProbeSettings:
     """How a probe run samples, classifies and stops.
 
-    The keys it shares with the config's ``probing`` section (``k``, ``sampling``,
-    ``batch_size`` ...) are defined here once: :class:`~frontier_qa.config.ProbingConfig` takes
-    their bounds, defaults and descriptions from these fields (:func:`~frontier_qa._frozen.field_of`).
+    The one class of the probe settings: each field's type, bounds, default and description are
+    stated here once. The config file's ``probing`` section is its YAML spelling
+    (:class:`~frontier_qa.config.ProbingConfig`): a key with a setting's meaning is that field
+    (``sampling``, ``batch_size``, ``concurrency`` for ``max_concurrent_cases`` ...), the others spell
+    values in the file (a named ``policy`` tuned by ``k``/``confidence``/``rounds``, a band preset,
+    a prior file) and ``ProbingConfig.to_settings`` turns the section into this class.
 
     Attributes:
         band: the frontier band on p̂ (Agent0: 0.3 ≤ p̂ ≤ 0.8, inclusive).
@@ -70,7 +73,7 @@ class ProbeSettings:
     """
 
     band: InstanceOf[Band] = AGENT0_BAND
-    k: Annotated[int, Field(ge=1, description="samples per case (k_max with sequential sampling)")] = 30
+    k: Annotated[int, Field(ge=1, description="samples per case (fixed) or the most (sequential)")] = 30
     sequential: InstanceOf[SequentialConfig] | None = Field(default_factory=SequentialConfig)
     sampling: Sampling = Field(default_factory=Sampling)  # T = 1, 512 tokens
     batch_size: Annotated[int, Field(ge=1, description="proposals asked per round")] = 8

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -510,6 +511,32 @@ def test_policies_are_chosen_by_name_and_tuned_by_keys(tmp_path: Path) -> None:
         build_settings(load_config(None, [Override("probing.prior", str(path), "--set")], env={}))
     with pytest.raises(ConfigError, match="probing.prior: cannot read prior file .*missing.json"):
         build_settings(load_config(None, [Override("probing.prior", str(tmp_path / "missing.json"), "--set")], env={}))
+
+
+def test_the_probing_section_states_no_setting_twice() -> None:
+    # ProbeSettings is the one class of the probe settings; probing is its YAML spelling
+    import inspect
+
+    from frontier_qa.config._schema import SETTING_KEYS, ProbingConfig
+    from frontier_qa.probing._settings import ProbeSettings
+
+    section, settings = ProbingConfig.model_fields, ProbeSettings.__pydantic_fields__  # type: ignore[attr-defined]
+    assert SETTING_KEYS["concurrency"] == "max_concurrent_cases"
+    for key, name in SETTING_KEYS.items():  # a key with a setting's meaning is that setting
+        mine, theirs = section[key], settings[name]
+        assert (mine.default, mine.default_factory, mine.description, mine.metadata) == \
+            (theirs.default, theirs.default_factory, theirs.description, theirs.metadata), key
+    source = inspect.getsource(ProbingConfig)
+    for key, name in SETTING_KEYS.items():  # written with setting(), never restated
+        assert re.search(rf'^    {key}: [^=]+= setting\("{name}"\)(  #.*)?$', source, re.M), key
+    spelt = {"k", "band", "sequential", "prior"}  # the same setting, spelt for the file (the policy's k, a preset ...)
+    assert section["k"].description.startswith(settings["k"].description)  # k's own note: null is the policy's
+    assert spelt <= set(section) - set(SETTING_KEYS) and spelt <= set(settings)
+    own = set(section) - set(SETTING_KEYS) - spelt  # what only the file says: a policy and its numbers, a judge
+    assert own == {"policy", "confidence", "confidence_out", "rounds", "judge"}
+    elsewhere = {"shard", "regression", "baseline_samples"}  # other sections of the config
+    python_only = {"prior_refit_every", "prior_smoothing", "judge_sampling", "seen_window", "max_text_chars"}
+    assert set(settings) == set(SETTING_KEYS.values()) | spelt | elsewhere | python_only
 
 
 def test_the_names_a_config_accepts_are_the_tables_the_code_looks_them_up_in() -> None:
