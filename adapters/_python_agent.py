@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
-import importlib
-import importlib.util
 import inspect
 import sys
 import threading
@@ -20,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from frontier_qa._optional import exec_file_module, import_module_ref
 from frontier_qa.adapters._agents import (
     _CONTEXT,
     AgentContext,
@@ -240,14 +239,9 @@ def _load(target: str) -> tuple[Any, Any]:
         if module is None:
             for loaded in [m for m in sys.modules if m.split(".")[0] in siblings]:
                 del sys.modules[loaded]  # imported again, from their files as they are now
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module  # dataclasses and pickling look modules up by name
             try:
-                spec.loader.exec_module(module)
+                module = exec_file_module(name, path)
             except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of the user's file
-                del sys.modules[name]
                 if added:
                     sys.path.remove(str(path.parent))
                 raise _import_failed(path, exc) from None
@@ -259,10 +253,9 @@ def _load(target: str) -> tuple[Any, Any]:
             _AGENT_FOLDERS.add(path.parent)
     else:
         try:
-            module = importlib.import_module(module_ref)
-        except ImportError as exc:
-            raise ConfigError(f"cannot import agent module {module_ref!r}: {exc}",
-                              hint="install the package or run from the folder that contains it") from exc
+            module = import_module_ref(module_ref, "agent")
+        except ConfigError:
+            raise
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the module itself failed
             raise _import_failed(Path(module_ref), exc) from None
     obj: Any = module

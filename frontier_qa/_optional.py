@@ -1,14 +1,19 @@
-"""Import optional dependencies lazily, with an error that names the extra to install."""
+"""Import optional dependencies lazily, with an error that names the extra to install; import the
+user's own modules (a ``FILE.py:NAME`` or ``MODULE:NAME`` reference) with an error that says what to fix.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import re
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 
-from frontier_qa.errors import MissingExtraError
+from frontier_qa.errors import ConfigError, MissingExtraError
 
 
 def require(module: str, *, extra: str, purpose: str, package: str | None = None) -> ModuleType:
@@ -90,3 +95,34 @@ def missing_extras(extra: str, purpose: str) -> Iterator[None]:
 
 
 __all__ = ["missing_extras", "missing_package", "require"]
+
+
+def import_module_ref(module_ref: str, what: str, error: type[ConfigError] = ConfigError) -> ModuleType:
+    """Import the module of a ``MODULE:NAME`` reference, or raise ``error`` when it cannot be found.
+
+    Args:
+        module_ref: the dotted module name.
+        what: what the module holds, in the user's words (``"agent"``, ``"generator"``).
+        error: the :class:`ConfigError` class to raise.
+    """
+    try:
+        return importlib.import_module(module_ref)
+    except ImportError as exc:
+        raise error(f"cannot import {what} module {module_ref!r}: {exc}",
+                    hint="install the package or run from the folder that contains it") from exc
+
+
+def exec_file_module(name: str, path: Path) -> ModuleType:
+    """Run the Python file ``path`` as the module ``name``, registered in :data:`sys.modules` (dataclasses
+    and pickling look modules up by name) and taken out again when the file raises.
+    """
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

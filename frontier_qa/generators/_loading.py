@@ -20,14 +20,13 @@ ordinal knob. Every error names the entry, the generator and the fix.
 from __future__ import annotations
 
 import hashlib
-import importlib
-import importlib.util
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from frontier_qa._optional import exec_file_module, import_module_ref
 from frontier_qa.generators._core import Generator, GeneratorError, Knob, add, categorical, get, ordinal, validate
 
 Entry = str | Mapping[str, Any]
@@ -49,25 +48,15 @@ def _import(ref: str, base: Path | None) -> Any:
         name = f"frontier_qa_generators_{path.stem}_{digest}"
         module = sys.modules.get(name)
         if module is None:
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
             try:
-                spec.loader.exec_module(module)
+                module = exec_file_module(name, path)
             except GeneratorError:
-                del sys.modules[name]
                 raise
             except (Exception, SystemExit) as err:  # noqa: BLE001 - the user's file failed to import
-                del sys.modules[name]
                 raise GeneratorError(f"importing {path} failed: {type(err).__name__}: {err}",
                                      hint=f"run `python {path}` to see the error in full") from None
     else:
-        try:
-            module = importlib.import_module(module_ref)
-        except ImportError as err:
-            raise GeneratorError(f"cannot import generator module {module_ref!r}: {err}",
-                                 hint="install the package or run from the folder that contains it") from None
+        module = import_module_ref(module_ref, "generator", GeneratorError)
     if not hasattr(module, attr):
         raise GeneratorError(f"{module_ref!r} has no {attr!r}", hint="check the name after the last ':'")
     return getattr(module, attr)

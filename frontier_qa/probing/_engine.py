@@ -48,7 +48,7 @@ from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.scoring._difficulty import CalibrationReport, calibration_report
 from frontier_qa.store._case_store import CaseStore
 from frontier_qa.store._comparison import Comparison, RegressionVerdict, count_verdicts
-from frontier_qa.store._records import CLASS_ORDER, CaseClass, CaseRecord, ModelSpend, RunRecord, SuiteCase
+from frontier_qa.store._records import CLASS_ORDER, CaseClass, CaseRecord, ModelSpend, RunRecord, SuiteCase, count_each
 from frontier_qa.store._stop_reason import (
     STOP_BUDGET,
     STOP_DONE,
@@ -217,7 +217,7 @@ async def probe(
         records=tuple(records),
         comparisons=tuple(run.comparisons),
         stop_reason=reason,
-        counts=_by_class(records),
+        counts=count_each(CLASS_ORDER, (r.case_class for r in records)),
         candidates=run.candidates,
         skipped=run.skipped,
         calibration=calibration,
@@ -292,13 +292,6 @@ def _held(run: ProbeRun) -> Iterator[None]:
         raise
     finally:
         run.release()
-
-
-def _by_class(records: Sequence[CaseRecord]) -> dict[CaseClass, int]:
-    out = {c: 0 for c in CLASS_ORDER}
-    for r in records:
-        out[r.case_class] += 1
-    return out
 
 
 __all__ = [

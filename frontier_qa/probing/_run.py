@@ -65,6 +65,7 @@ from frontier_qa.store._records import (
     ModelSpend,
     RunRecord,
     SuiteCase,
+    count_each,
     run_totals,
     utc_now,
 )
@@ -196,9 +197,7 @@ class ProbeRun:
     # -- bookkeeping ------------------------------------------------------------------------
 
     def counts(self) -> dict[str, int]:
-        out = {c.value: 0 for c in CLASS_ORDER}
-        for record in self.recorded.values():
-            out[record.case_class.value] += 1
+        out = {c.value: n for c, n in count_each(CLASS_ORDER, (r.case_class for r in self.recorded.values())).items()}
         out["candidates"], out["skipped"] = self.candidates, self.skipped
         return out
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, cast, overload
 
 from frontier_qa.store._comparison import Comparison, RegressionVerdict
 from frontier_qa.store._records import Baseline, CaseClass, CaseRecord, Interval
@@ -36,6 +36,35 @@ if TYPE_CHECKING:
     from frontier_qa.session._suite_run import Sampler
 
 NEW = "new"  # the verdict of a case first found in this session: nothing to compare with
+
+
+_T = TypeVar("_T")
+
+
+class _Part(Generic[_T]):
+    """A read-only attribute that reads the same-named attribute of one of the case's parts.
+
+    ``prompt = _Part[str]("case", doc)`` reads ``self.case.prompt``.
+    """
+
+    def __init__(self, part: str, doc: str) -> None:
+        self.part = part
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _Part[_T]: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> _T: ...
+    def __get__(self, obj: object | None, owner: type | None = None) -> _Part[_T] | _T:
+        if obj is None:
+            return self
+        return cast("_T", getattr(getattr(obj, self.part), self.name))
+
+    def __set__(self, obj: object, value: object) -> NoReturn:
+        raise AttributeError(f"{type(obj).__name__}.{self.name} is read-only")
 
 
 def _p(value: float | None) -> str:
@@ -90,21 +119,18 @@ class FrontierCase:
         view.command = command
         return view
 
-    # -- the case ------------------------------------------------------------------------------
+    # -- the case, the baseline, what the replay found -----------------------------------------------
 
-    @property
-    def prompt(self) -> str:
-        return self.case.prompt
-
-    @property
-    def topic(self) -> str:
-        return self.case.topic
-
-    @property
-    def reference(self) -> str | None:
-        return self.case.reference
-
-    # -- the baseline, what the replay found ---------------------------------------------------------
+    prompt = _Part[str]("case", "The case's prompt.")
+    topic = _Part[str]("case", "The case's topic.")
+    reference = _Part[str | None]("case", "The case's reference answer (``None`` when it has none).")
+    case_class = _Part[CaseClass](
+        "replayed", 'The replay\'s class (a ``str`` enum: ``frontier_case.case_class == "failure"`` works).')
+    p_hat = _Part[float | None](
+        "replayed", "The replay's p̂: majority share of its k samples, in [0, 1] (Agent0 Eq. 6).")
+    interval = _Part[Interval | None](
+        "replayed", "The replay's confidence interval on p̂ (``.low``, ``.high``, in [0, 1]).")
+    majority = _Part[str | None]("replayed", "The replay's majority answer (pseudo-label).")
 
     @property
     def stored_class(self) -> CaseClass | None:
@@ -115,26 +141,6 @@ class FrontierCase:
     def stored_p_hat(self) -> float | None:
         """The baseline's p̂."""
         return None if self.baseline is None else self.baseline.p_hat
-
-    @property
-    def case_class(self) -> CaseClass:
-        """The replay's class (a ``str`` enum: ``frontier_case.case_class == "failure"`` works)."""
-        return self.replayed.case_class
-
-    @property
-    def p_hat(self) -> float | None:
-        """The replay's p̂: majority share of its k samples, in [0, 1] (Agent0 Eq. 6)."""
-        return self.replayed.p_hat
-
-    @property
-    def interval(self) -> Interval | None:
-        """The replay's confidence interval on p̂ (``.low``, ``.high``, in [0, 1])."""
-        return self.replayed.interval
-
-    @property
-    def majority(self) -> str | None:
-        """The replay's majority answer (pseudo-label)."""
-        return self.replayed.majority
 
     @property
     def verdict(self) -> str:

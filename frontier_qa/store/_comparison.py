@@ -41,7 +41,7 @@ from pydantic import Field, field_validator
 
 from frontier_qa._frozen import frozen_value
 from frontier_qa.scoring._two_sample import drop_probability, fisher_greater, fisher_less, increasing_counts, spend
-from frontier_qa.store._records import Baseline, CaseClass, CaseRecord, Observed, ReplayRecord, SuiteCase
+from frontier_qa.store._records import Baseline, CaseClass, CaseRecord, Observed, ReplayRecord, SuiteCase, count_each
 from frontier_qa.target import Case
 
 DEFAULT_LOOKS = (5, 10, 20, 40, 80)
@@ -435,10 +435,7 @@ def compare_all(
 
 def count_verdicts(comparisons: Iterable[Comparison]) -> dict[RegressionVerdict, int]:
     """How many comparisons got each verdict (every verdict present, zeros included)."""
-    counts = {v: 0 for v in RegressionVerdict}
-    for c in comparisons:
-        counts[c.verdict] += 1
-    return counts
+    return count_each(RegressionVerdict, (c.verdict for c in comparisons))
 
 
 __all__ = [

@@ -26,10 +26,10 @@ only way in-memory values become records.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
@@ -81,6 +81,16 @@ CLASS_ORDER: tuple[CaseClass, ...] = (
     CaseClass.INVALID,
 )
 """Display and replay order: what needs attention first."""
+
+_K = TypeVar("_K", bound=Hashable)
+
+
+def count_each(keys: Iterable[_K], values: Iterable[_K]) -> dict[_K, int]:
+    """How many of ``values`` are each key, in the order of ``keys``, zeros included."""
+    counts = dict.fromkeys(keys, 0)
+    for value in values:
+        counts[value] += 1
+    return counts
 
 
 def utc_now() -> datetime:

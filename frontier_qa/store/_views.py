@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from frontier_qa.store._baselines import base_target_id, current_inputs, first_observations, from_record, still_holds
 from frontier_qa.store._case_store import CaseStore, StoreError, latest_by
 from frontier_qa.store._comparison import Comparison, RegressionPolicy, RegressionVerdict, compare_all
-from frontier_qa.store._records import CLASS_ORDER, Baseline, CaseClass, CaseRecord, RunRecord
+from frontier_qa.store._records import CLASS_ORDER, Baseline, CaseClass, CaseRecord, RunRecord, count_each
 
 SHOWN_NAMES = 5
 """Names an error message offers when a case or run is not found."""
@@ -75,9 +75,7 @@ def list_cases(
 
 def count_classes(records: Iterable[CaseRecord]) -> dict[CaseClass, int]:
     """Cases per class, in :data:`CLASS_ORDER`, zeros left out."""
-    counts = {c: 0 for c in CLASS_ORDER}
-    for r in records:
-        counts[r.case_class] += 1
+    counts = count_each(CLASS_ORDER, (r.case_class for r in records))
     return {c: n for c, n in counts.items() if n}
 
 
