@@ -28,11 +28,12 @@ from frontier_qa.cli._init_files import (
     workflow_text,
 )
 from frontier_qa.cli._init_files import test_text as pytest_text
+from frontier_qa.curricula._spec import DOMAINS
 from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_OK, EXIT_USAGE
 
 _EXAMPLES = "python:agent.py:run, python:my_pkg.agent:run, http://127.0.0.1:9000/agent, litellm:openai/gpt-4o-mini"
-_DOMAINS = ("math", "general", "tools", "open_ended", "workflow")
+_DOMAINS = DOMAINS
 
 
 def _inside(root: Path, text: str, what: str) -> str:

@@ -24,7 +24,7 @@ from frontier_qa.cli._flags import FlagRule, fixed, to_key
 from frontier_qa.config import Override
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing._sequential import POLICIES
-from frontier_qa.scoring.bands import NAMED_BANDS
+from frontier_qa.scoring.bands import AGENT0_BAND, NAMED_BANDS
 
 # --- flags → config ------------------------------------------------------------------------------
 
@@ -53,7 +53,8 @@ def _band(text: str) -> Any:
             return {"low": float(low), "high": float(high)}
     except ValueError:
         pass
-    raise ConfigError(f"--band {text!r} is not understood", hint="use agent0, tool-r0 or LOW:HIGH, e.g. 0.3:0.8")
+    raise ConfigError(f"--band {text!r} is not understood",
+                      hint=f"use agent0, tool-r0 or LOW:HIGH, e.g. {AGENT0_BAND.low}:{AGENT0_BAND.high}")
 
 
 # Every config flag of probe, replay and merge, by parameter name; a command's other

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from frontier_qa.errors import ConfigError, check_unicode, read_text
 from frontier_qa.redaction import redact_data
+from frontier_qa.scoring.bands import AGENT0_BAND
 
 
 class ScoreRow(BaseModel):
@@ -191,7 +192,8 @@ def _print_table(results: list[dict[str, Any]], band: str) -> None:
 def score_command(
     path: str = typer.Argument(..., help="JSONL of recorded runs (one task and its k answers per line), or -"),
     preset: str = typer.Option("paper", help="Reward constants: paper | agent0-compat."),
-    band: str = typer.Option("agent0", help="Frontier band: agent0 (0.3 ≤ p̂ ≤ 0.8) | tool-r0 (soft)."),
+    band: str = typer.Option(
+        "agent0", help=f"Frontier band: agent0 ({AGENT0_BAND.low} ≤ p̂ ≤ {AGENT0_BAND.high}) | tool-r0 (soft)."),
     embedder: str | None = typer.Option(
         None, help="Embedding model for open-ended answers: a sentence-transformers name/path or litellm:<model>."
     ),

@@ -12,7 +12,7 @@ from typing import Any
 
 from frontier_qa.probing._sequential import BandDecision, BandPosterior, SequentialConfig
 from frontier_qa.probing._validity import UNCHECKED_REASON
-from frontier_qa.scoring.bands import in_band
+from frontier_qa.scoring.bands import AGENT0_BAND, in_band
 from frontier_qa.store._records import CaseClass
 
 
@@ -56,7 +56,7 @@ class CaseEvidence:
     judge_verdict: bool | None = None
     n_answered: int = 1
     n_unparseable: int = 0
-    band: tuple[float, float] = (0.3, 0.8)
+    band: tuple[float, float] = AGENT0_BAND.limits
     p_hat: float | None = None
     stopped_by: str | None = None
     forced: bool = False

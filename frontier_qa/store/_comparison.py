@@ -41,6 +41,7 @@ from pydantic import Field, field_validator
 
 from frontier_qa._frozen import frozen_value
 from frontier_qa.scoring._two_sample import drop_probability, fisher_greater, fisher_less, increasing_counts, spend
+from frontier_qa.scoring.bands import AGENT0_BAND
 from frontier_qa.store._records import Baseline, CaseClass, CaseRecord, Observed, ReplayRecord, SuiteCase, count_each
 from frontier_qa.target import Case
 
@@ -386,7 +387,7 @@ def compare(
     base = _baseline(old, case_id)
     evidence = new_evidence(base, new)
     band = "in_band" if new.case_class is CaseClass.FRONTIER else None
-    if band is None and new.p_hat is not None and new.p_hat > 0.8:  # Agent0's band high edge
+    if band is None and new.p_hat is not None and new.p_hat > AGENT0_BAND.high:
         band = "above"
     same = base is not None and (base.target_id, base.target_version) == (
         _base_id(new), new.target_version)
