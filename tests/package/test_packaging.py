@@ -65,7 +65,8 @@ def test_built_wheel_imports_subpackages(tmp_path: Path) -> None:
     # pyproject no longer lists, and leaves build/ and *.egg-info in the checkout
     source = tmp_path / "source"
     shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".frontier-qa", ".pytest_cache", "runs"))
+        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".frontier-qa", ".pytest_cache", "runs",
+        ".mypy_cache", ".ruff_cache"))
     dist = tmp_path / "dist"
     build = subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(source)],
