@@ -25,7 +25,7 @@ from frontier_qa import _lazy_exports
 _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.probing._curriculum_seam": ("Curriculum", "Proposal", "Outcome", "History"),
     "frontier_qa.curricula._file": ("FileCurriculum", "StaticCurriculum", "proposal_from_row", "read_proposals"),
-    "frontier_qa.curricula._prompted": ("PromptedCurriculum",),
+    "frontier_qa.curricula._prompted": ("PromptedCurriculum", "from_spec"),
     "frontier_qa.curricula._critic": ("SageCritic",),
     "frontier_qa.probing._validation": ("TaskCritique",),
 }
@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.curricula._file import proposal_from_row as proposal_from_row
     from frontier_qa.curricula._file import read_proposals as read_proposals
     from frontier_qa.curricula._prompted import PromptedCurriculum as PromptedCurriculum
+    from frontier_qa.curricula._prompted import from_spec as from_spec
     from frontier_qa.probing._curriculum_seam import Curriculum as Curriculum
     from frontier_qa.probing._curriculum_seam import History as History
     from frontier_qa.probing._curriculum_seam import Outcome as Outcome
