@@ -6,19 +6,24 @@ with the Markdown that NAME's generator renders:
 ``cli``         every command of the ``frontier-qa`` typer app, with its usage, arguments and options
 ``config``      every key of the probe config (``frontier_qa.config._schema.ProbeConfig``)
 ``exit-codes``  the exit codes of ``frontier_qa/exit_codes.py``
-``api``         one mkdocstrings block per public package, listing the names the package exports
+``api``         one mkdocstrings block per public package, listing the names the package exports, then one
+                per public module (``PUBLIC_MODULES`` of ``tests/package/test_module_rules.py``)
 
 Nothing here is copied by hand, so the pages cannot drift from the code.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
 import importlib
+import inspect
 import re
 import types
 import typing
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -42,6 +47,26 @@ API_PACKAGES: tuple[tuple[str, str], ...] = (
     ("frontier_qa.testing", "test doubles: scripted targets and curricula"),
     ("frontier_qa.errors", "the exceptions frontier-qa raises"),
 )
+
+
+# the public modules are the ones tests/package/test_module_rules.py allows (one list, read from there);
+# the entry points among them are not API
+_MODULE_RULES = Path(__file__).resolve().parent.parent / "tests" / "package" / "test_module_rules.py"
+_ENTRY_POINTS = ("frontier_qa/cli/app.py", "plugins/pytest_plugin.py")
+
+
+def public_modules() -> dict[str, str]:
+    """Each public module's import name → why it is public, from ``PUBLIC_MODULES`` of the module rules test."""
+    tree = ast.parse(_MODULE_RULES.read_text(encoding="utf-8"))
+    table = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                 and any(isinstance(t, ast.Name) and t.id == "PUBLIC_MODULES" for t in node.targets))
+    out = {}
+    for path, reason in ast.literal_eval(table).items():
+        if path in _ENTRY_POINTS:
+            continue
+        dotted = path.removesuffix(".py").replace("/", ".")
+        out[dotted if dotted.startswith("frontier_qa.") else f"frontier_qa.{dotted}"] = reason
+    return out
 
 
 def _cell(text: object) -> str:
@@ -110,6 +135,8 @@ def _section_type(annotation: Any) -> Any:
 
 
 def _type_name(annotation: Any) -> str:
+    if typing.get_origin(annotation) is typing.Literal:
+        return " | ".join(f'"{v}"' if isinstance(v, str) else repr(v) for v in typing.get_args(annotation))
     if isinstance(annotation, type) and typing.get_origin(annotation) is None:
         return annotation.__name__
     return re.sub(r"\b(?:[a-z_][\w]*\.)+", "", str(annotation)).replace("NoneType", "None")
@@ -130,7 +157,11 @@ def _config_rows(model: Any, prefix: str) -> Iterator[str]:
         section = _section_type(field.annotation)
         description = field.description or ""
         if section is not None:
-            yield f"| `{key}` | section | | {_cell(description)} |"
+            # a union of a section and other forms (a preset name, say): the other forms, then the section's keys
+            others = [a for a in typing.get_args(field.annotation) if a is not section and a is not type(None)]
+            kind = " | ".join([*(_type_name(a) for a in others), f"{section.__name__} (keys below)"]) \
+                if others else "section"
+            yield f"| `{key}` | {_cell(kind)} | {_cell(_default(field))} | {_cell(description)} |"
             yield from _config_rows(section, key + ".")
         else:
             kind, default = _cell(_type_name(field.annotation)), _cell(_default(field))
@@ -158,20 +189,39 @@ def exit_codes_reference() -> str:
 def _exports(package: str) -> list[str]:
     module = importlib.import_module(package)
     names = getattr(module, "__all__", None)
-    if names is None:  # a plain module: its public functions and classes
-        names = [n for n, v in vars(module).items() if not n.startswith("_") and getattr(v, "__module__", None)
-                 == package and callable(v)]
+    if names is None:  # a plain module: its public functions, classes and constants
+        names = [n for n, v in vars(module).items() if not n.startswith("_") and not inspect.ismodule(v)
+                 and (getattr(v, "__module__", None) == package and callable(v) or n.isupper())]
     return sorted(n for n in names if not n.startswith("_"))
+
+
+def _griffe_path(module: str) -> str:
+    """Where griffe finds a module from the repository root: ``adapters/`` and ``plugins/`` install as
+    ``frontier_qa.adapters`` / ``frontier_qa.plugins`` (pyproject's package-dir) but sit at the top.
+    """
+    for top in ("adapters", "plugins"):
+        if module == f"frontier_qa.{top}" or module.startswith(f"frontier_qa.{top}."):
+            return module.removeprefix("frontier_qa.")
+    return module
+
+
+@functools.cache
+def _griffe_root(top: str) -> Any:
+    import griffe
+
+    loader = griffe.GriffeLoader(search_paths=["."])
+    root = loader.load(top)
+    loader.resolve_aliases(external=False, implicit=True)
+    return root
 
 
 def _renderable(package: str, names: list[str]) -> tuple[list[str], list[str]]:
     """The names griffe can follow to their definition, and those it cannot (lazy or dynamic ones)."""
     import griffe
 
-    loader = griffe.GriffeLoader(search_paths=["."])
-    root = loader.load(package.split(".")[0])
-    loader.resolve_aliases(external=False, implicit=True)
-    obj: Any = root if package == root.path else root[package.split(".", 1)[1]]
+    path = _griffe_path(package)
+    root = _griffe_root(path.split(".")[0])
+    obj: Any = root if path == root.path else root[path.split(".", 1)[1]]
     good, bad = [], []
     for name in names:
         try:
@@ -184,19 +234,34 @@ def _renderable(package: str, names: list[str]) -> tuple[list[str], list[str]]:
     return good, bad
 
 
+def _summary(package: str, name: str) -> str:
+    """The first paragraph of a name's docstring, read by Python (for names griffe cannot follow)."""
+    value = getattr(importlib.import_module(package), name)
+    doc = inspect.getdoc(value) if callable(value) or inspect.isclass(value) else None
+    return _cell(doc.split("\n\n")[0]) if doc else ""
+
+
+def _api_section(package: str, purpose: str) -> list[str]:
+    good, bad = _renderable(package, _exports(package))
+    out = [f"## `{package}`", "", f"{purpose[0].upper()}{purpose[1:]}.", ""]
+    if good:
+        out += [f"::: {_griffe_path(package)}", "    options:", "      show_root_heading: false",
+                "      show_root_toc_entry: false", "      show_submodules: false", "      heading_level: 3",
+                "      members:", *[f"        - {n}" for n in good], ""]
+    if bad:  # defined in another tree (adapters/ installs under frontier_qa) or bound at run time
+        out += [f"Also exported (`from {package} import NAME`):", "", "| name | what it is |", "|---|---|",
+                *[f"| `{n}` | {_summary(package, n)} |" for n in bad], ""]
+    return out
+
+
 def api_reference() -> str:
-    """A mkdocstrings block per public package, its exported names listed explicitly."""
+    """A mkdocstrings block per public package, its exported names listed explicitly; then the public modules."""
     out: list[str] = []
     for package, purpose in API_PACKAGES:
-        good, bad = _renderable(package, _exports(package))
-        out += [f"## `{package}`", "", f"{purpose[0].upper()}{purpose[1:]}.", ""]
-        if bad:
-            out += ["Exported but not rendered here (defined outside the package's source tree, or "
-                    "bound at run time): " + ", ".join(f"`{n}`" for n in bad) + ".", ""]
-        if good:
-            out += [f"::: {package}", "    options:", "      show_root_heading: false",
-                    "      show_root_toc_entry: false", "      show_submodules: false", "      heading_level: 3",
-                    "      members:", *[f"        - {n}" for n in good], ""]
+        out += _api_section(package, purpose)
+    for module in public_modules():
+        doc = inspect.getdoc(importlib.import_module(module)) or ""
+        out += _api_section(module, "public module: " + (" ".join(doc.split("\n\n")[0].split()).rstrip(".") or module))
     return "\n".join(out)
 
 
