@@ -42,7 +42,7 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
     for page in ("reference/cli", "reference/config", "reference/exit-codes", "reference/api"):
         html = (site / page / "index.html").read_text(encoding="utf-8")
-        assert "generated:" not in html, f"{page}: a marker was left unreplaced"
+        assert "<!-- generated:" not in html, f"{page}: a marker was left unreplaced"
     cli = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
     assert "frontier-qa probe" in cli and "--budget-calls" in cli
     assert "budget.max_calls" in (site / "reference" / "config" / "index.html").read_text(encoding="utf-8")
