@@ -88,8 +88,8 @@ def accept_command(
 
 def _say_guards(store: CaseStore) -> None:
     """Name the stored guard sets that an accept makes pick again (module docstring)."""
-    from frontier_qa.store._case_store import StoreError
     from frontier_qa.store._guards import stored_keys
+    from frontier_qa.store._store_error import StoreError
 
     try:
         keys = stored_keys(store)

@@ -277,7 +277,7 @@ def _suite_cases(config: ProbeConfig) -> list[Any]:
 
 def _named_cases(session: Session, suite: list[Any] | None, wanted: Sequence[str]) -> list[Any]:
     """The named cases: from the committed suite when there is one, else the store's latest records."""
-    from frontier_qa.store._case_store import latest_by
+    from frontier_qa.store._lines import latest_by
 
     pool: dict[str, Any] = ({e.case.id: e for e in suite} if suite is not None
                             else latest_by(session.store.case_records(), lambda r: r.id))

@@ -31,8 +31,9 @@ from frontier_qa.reports._gate import GateThresholds
 from frontier_qa.runtime._budget import BudgetTracker
 from frontier_qa.runtime._cache import SampleCache
 from frontier_qa.runtime._env import UnsetVariableError, expand_env
-from frontier_qa.store._case_store import CaseStore, Shard
+from frontier_qa.store._case_store import CaseStore
 from frontier_qa.store._comparison import RegressionPolicy
+from frontier_qa.store._shards import Shard
 from frontier_qa.target import Target
 
 # --- wiring: config → the engine's parts --------------------------------------------------------

@@ -27,8 +27,9 @@ from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.reports._gate import GateThresholds
 from frontier_qa.runtime._limits import Backoff, Budget, Limits  # noqa: F401 (re-exported: the config's sections)
 from frontier_qa.scoring.bands import AGENT0_BAND, NAMED_BANDS, TOOL_R0_BAND, Band
-from frontier_qa.store._case_store import Shard, StoreError
 from frontier_qa.store._comparison import RegressionPolicy
+from frontier_qa.store._shards import Shard
+from frontier_qa.store._store_error import StoreError
 from frontier_qa.target import Sampling
 
 CONFIG_VERSION: Final = 1

@@ -21,7 +21,8 @@ from frontier_qa.probing._case_prober import CaseProber, answers_of, version_of
 from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.store import _baselines as baselines
-from frontier_qa.store._case_store import CaseStore, StoreError, latest_by
+from frontier_qa.store._case_store import CaseStore
+from frontier_qa.store._lines import latest_by
 from frontier_qa.store._records import (
     Baseline,
     CaseClass,
@@ -32,6 +33,7 @@ from frontier_qa.store._records import (
     case_record,
     utc_now,
 )
+from frontier_qa.store._store_error import StoreError
 from frontier_qa.target import Case, Target, Trajectory
 
 

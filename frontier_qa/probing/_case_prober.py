@@ -27,12 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from frontier_qa.errors import BudgetExceededError, FrontierQAError, RunInterruptedError, TargetUnavailableError
 from frontier_qa.generators._core import GENERATOR_KEY, check_for
-from frontier_qa.probing._classify import POSTERIOR_KEY as POSTERIOR_KEY
-from frontier_qa.probing._classify import UNREADABLE as UNREADABLE
-from frontier_qa.probing._classify import CaseEvidence, classify_case
-from frontier_qa.probing._classify import confidence_of as confidence_of
-from frontier_qa.probing._classify import posterior_note as posterior_note
-from frontier_qa.probing._classify import unreadable_reason as unreadable_reason
+from frontier_qa.probing._classify import POSTERIOR_KEY, CaseEvidence, classify_case, confidence_of, posterior_note
 from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.probing._regression import ReplayJudge, band_of
 from frontier_qa.probing._sequential import (

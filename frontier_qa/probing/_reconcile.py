@@ -29,7 +29,8 @@ from frontier_qa.probing._refresh import Action, Refresh, refresh_case, refresh_
 from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.store._baselines import base_target_id
-from frontier_qa.store._case_store import CaseStore, latest_by, new_run_id
+from frontier_qa.store._case_store import CaseStore, new_run_id
+from frontier_qa.store._lines import latest_by
 from frontier_qa.store._records import CaseRecord, RunRecord, run_totals
 
 SHOWN_IDS = 5

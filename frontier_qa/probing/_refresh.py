@@ -33,8 +33,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from frontier_qa import __version__
-from frontier_qa.probing._case_prober import POSTERIOR_KEY, CaseProber, answers_of, confidence_of, posterior_note
-from frontier_qa.probing._classify import CaseEvidence, classify_case
+from frontier_qa.probing._case_prober import CaseProber, answers_of
+from frontier_qa.probing._classify import POSTERIOR_KEY, CaseEvidence, classify_case, confidence_of, posterior_note
 from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.probing._posterior import BandPosterior
 from frontier_qa.probing._run import prepared_case
@@ -255,7 +255,7 @@ async def _verification(proposal: Proposal, record: CaseRecord, settings: ProbeS
 
 
 def _stored_decision(meta: Mapping[str, Any]) -> tuple[BandDecision, bool, BandPosterior, float | None] | None:
-    """The band decision a record kept (:func:`~frontier_qa.probing._case_prober.posterior_note`), if it kept one."""
+    """The band decision a record kept (:func:`~frontier_qa.probing._classify.posterior_note`), if it kept one."""
     note = meta.get(POSTERIOR_KEY)
     if not isinstance(note, Mapping):
         return None

@@ -51,10 +51,11 @@ from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.scoring._difficulty import DifficultyPredictor, should_skip
 from frontier_qa.store import _baselines as baselines
 from frontier_qa.store._case_ids import case_id_for, legacy_case_id
-from frontier_qa.store._case_store import CaseStore, Shard, StoreError, latest_by, new_run_id
+from frontier_qa.store._case_store import CaseStore, new_run_id
 from frontier_qa.store._comparison import Comparison, comparison, from_record, to_record
 from frontier_qa.store._inputs import source_inputs, stamped
 from frontier_qa.store._leases import RunBusyError, describe_holder
+from frontier_qa.store._lines import latest_by
 from frontier_qa.store._records import (
     CLASS_ORDER,
     Baseline,
@@ -69,7 +70,9 @@ from frontier_qa.store._records import (
     run_totals,
     utc_now,
 )
+from frontier_qa.store._shards import Shard
 from frontier_qa.store._stop_reason import StopReason
+from frontier_qa.store._store_error import StoreError
 from frontier_qa.target import Case, Target, Trajectory
 
 _OPEN_ENDED = tuple(reason for reason in StopReason if reason.leaves_run_open)  # resume the run to go on

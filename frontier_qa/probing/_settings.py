@@ -15,8 +15,8 @@ from pydantic import Field, InstanceOf
 from frontier_qa._frozen import frozen_value
 from frontier_qa.probing._sequential import MajorityPrior, SequentialConfig
 from frontier_qa.scoring.bands import AGENT0_BAND, Band
-from frontier_qa.store._case_store import Shard
 from frontier_qa.store._comparison import RegressionPolicy
+from frontier_qa.store._shards import Shard
 from frontier_qa.target import Sampling
 
 

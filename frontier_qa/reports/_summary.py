@@ -14,7 +14,7 @@ from datetime import datetime
 from frontier_qa.redaction import redact
 from frontier_qa.reports._text import fmt_usd
 from frontier_qa.scoring.answers import answer_form
-from frontier_qa.store._case_store import latest_by
+from frontier_qa.store._lines import latest_by
 from frontier_qa.store._records import CLASS_ORDER, CaseClass, CaseRecord, Cost, ModelSpend
 
 

@@ -39,8 +39,9 @@ from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.reports import RunFacts, write_reports
 from frontier_qa.reports._gate import GateThresholds
 from frontier_qa.session._outcome import Invocation, Meter, Outcome, judge
-from frontier_qa.store._case_store import CaseStore, encode_line
+from frontier_qa.store._case_store import CaseStore
 from frontier_qa.store._comparison import Comparison
+from frontier_qa.store._lines import encode_line
 from frontier_qa.store._records import CaseClass, CaseRecord, RunRecord, SuiteCase
 from frontier_qa.store._stop_reason import StopReason
 from frontier_qa.target import Case
@@ -139,7 +140,7 @@ class Session:
         changed past re-judging (those are probed again, as new observations).
         """
         from frontier_qa.store._baselines import base_target_id
-        from frontier_qa.store._case_store import latest_by
+        from frontier_qa.store._lines import latest_by
 
         skip = {r.id for r in found.removed} | {r.case_id for r in found.reprobe}
         target = self.parts.target.id

@@ -209,8 +209,8 @@ def judge_runs(store: CaseStore, prefix: str, thresholds: GateThresholds, *, gen
         changes: what refreshing the stored cases from their file found.
     """
     from frontier_qa.reports import RunFacts
-    from frontier_qa.store._case_store import latest_by
     from frontier_qa.store._comparison import from_record
+    from frontier_qa.store._lines import latest_by
     from frontier_qa.store._stop_reason import StopReason
 
     run_ids = [rid for rid in store.run_ids() if rid.startswith(prefix)] if store.runs_dir.is_dir() else []

@@ -33,8 +33,9 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from frontier_qa.store._case_store import CaseStore, latest_by
+from frontier_qa.store._case_store import CaseStore
 from frontier_qa.store._inputs import recorded_hash
+from frontier_qa.store._lines import latest_by
 from frontier_qa.store._records import (
     Baseline,
     BaselineSource,

@@ -39,12 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from frontier_qa.store import _leases as leases
-from frontier_qa.store._lines import _BASELINE, Line, _digest, _order_key
-from frontier_qa.store._lines import TornLineWarning as TornLineWarning
-from frontier_qa.store._lines import encode_line as encode_line
-from frontier_qa.store._lines import latest_by as latest_by
-from frontier_qa.store._lines import parse_lines as parse_lines
-from frontier_qa.store._lines import stored_form as stored_form
+from frontier_qa.store._lines import _BASELINE, Line, _digest, _order_key, encode_line, latest_by, parse_lines
 from frontier_qa.store._records import (
     CLASS_ORDER,
     Baseline,
@@ -56,9 +51,8 @@ from frontier_qa.store._records import (
     run_totals,
     utc_now,
 )
-from frontier_qa.store._shards import Shard as Shard
-from frontier_qa.store._shards import shard_of as shard_of
-from frontier_qa.store._store_error import StoreError as StoreError
+from frontier_qa.store._shards import Shard
+from frontier_qa.store._store_error import StoreError
 
 try:  # POSIX; on other systems appends are still single writes but not cross-process locked
     import fcntl

@@ -41,8 +41,10 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from frontier_qa import __version__
-from frontier_qa.store._case_store import CaseStore, StoreError, latest_by
+from frontier_qa.store._case_store import CaseStore
+from frontier_qa.store._lines import latest_by
 from frontier_qa.store._records import CaseClass, CaseRecord, utc_now
+from frontier_qa.store._store_error import StoreError
 
 GUARDS_FILE = "guards.json"
 """The file in the store folder that holds every suite's guard picks."""

@@ -12,7 +12,7 @@ module only reads the store and decides what belongs in each view:
   test (:func:`frontier_qa.store._comparison.compare_all`: run A's record is the baseline, run B's
   the new observation), so a p̂ that moved within the noise is not called a change.
 
-Unknown names raise :class:`~frontier_qa.store._case_store.StoreError` naming what exists and how
+Unknown names raise :class:`~frontier_qa.store._store_error.StoreError` naming what exists and how
 to list it.
 """
 
@@ -22,9 +22,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from frontier_qa.store._baselines import base_target_id, current_inputs, first_observations, from_record, still_holds
-from frontier_qa.store._case_store import CaseStore, StoreError, latest_by
+from frontier_qa.store._case_store import CaseStore
 from frontier_qa.store._comparison import Comparison, RegressionPolicy, RegressionVerdict, compare_all
+from frontier_qa.store._lines import latest_by
 from frontier_qa.store._records import CLASS_ORDER, Baseline, CaseClass, CaseRecord, RunRecord, count_each
+from frontier_qa.store._store_error import StoreError
 
 SHOWN_NAMES = 5
 """Names an error message offers when a case or run is not found."""

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from frontier_qa._optional import require
 from frontier_qa.errors import ConfigError
-from frontier_qa.store._case_store import encode_line
+from frontier_qa.store._lines import encode_line
 from frontier_qa.target import Case
 from frontier_qa.train.adpo import REFERENCE, ADPOSchedule, PseudoLabelReward, check_p_hat
 from frontier_qa.train.config import GenerationSection, ModelSection, SaveSection, StepPlan, TrainingSection

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from frontier_qa.errors import BudgetExceededError, TargetError
 from frontier_qa.scoring._case_scoring import score_case
 from frontier_qa.scoring.bands import in_band as _probe_band
-from frontier_qa.store._case_store import encode_line
+from frontier_qa.store._lines import encode_line
 from frontier_qa.target import Case, Sampling, Target
 from frontier_qa.train._prompts import TaskFormat
 

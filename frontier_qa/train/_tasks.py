@@ -21,7 +21,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from frontier_qa.errors import ConfigError
 from frontier_qa.scoring.bands import AGENT0_BAND
-from frontier_qa.store._case_store import encode_line
+from frontier_qa.store._lines import encode_line
 from frontier_qa.store._records import utc_now
 
 TASKS_SCHEMA_VERSION = 1

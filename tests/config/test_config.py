@@ -21,7 +21,7 @@ from frontier_qa.config import (
 )
 from frontier_qa.errors import ConfigError
 from frontier_qa.scoring.bands import AGENT0_BAND, TOOL_R0_BAND
-from frontier_qa.store._case_store import Shard
+from frontier_qa.store._shards import Shard
 from tests.factories import REPO
 
 AGENT = "def answer(case, sample_index):\n    return '\\\\boxed{%s}' % case.reference\n"

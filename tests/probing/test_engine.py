@@ -26,8 +26,10 @@ from frontier_qa.reports import RegressionVerdict as ReplayRecord
 from frontier_qa.reports import summarize
 from frontier_qa.runtime import Budget
 from frontier_qa.scoring.bands import Band
-from frontier_qa.store._case_store import CaseStore, Shard, StoreError, shard_of
+from frontier_qa.store._case_store import CaseStore
 from frontier_qa.store._records import CaseClass, CaseRecord
+from frontier_qa.store._shards import Shard, shard_of
+from frontier_qa.store._store_error import StoreError
 from frontier_qa.store._suites import export_suite, import_suite
 from frontier_qa.target import Case, Sampling, Trajectory
 from frontier_qa.testing import (

@@ -15,10 +15,11 @@ from frontier_qa.probing._engine import ProbeSettings, probe, replay
 from frontier_qa.runtime import open_target
 from frontier_qa.store import _baselines as baselines
 from frontier_qa.store._case_ids import case_id_for, legacy_case_id, readable_id, slug
-from frontier_qa.store._case_store import CaseStore, StoreError
+from frontier_qa.store._case_store import CaseStore
 from frontier_qa.store._comparison import RegressionVerdict
 from frontier_qa.store._guards import select_guards
 from frontier_qa.store._records import Baseline, CaseClass, CaseRecord, ClusterCount, SampleRecord
+from frontier_qa.store._store_error import StoreError
 from frontier_qa.store._suites import import_suite
 from frontier_qa.target import Case
 from tests.factories import REPO, run

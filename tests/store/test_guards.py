@@ -18,7 +18,7 @@ import pytest
 
 from frontier_qa.probing._baseline_accept import accept
 from frontier_qa.probing._settings import ProbeSettings
-from frontier_qa.store._case_store import CaseStore, StoreError
+from frontier_qa.store._case_store import CaseStore
 from frontier_qa.store._guards import (
     GUARDS_FILE,
     guards_for,
@@ -28,6 +28,7 @@ from frontier_qa.store._guards import (
     stored_picks,
 )
 from frontier_qa.store._records import CaseClass, CaseRecord
+from frontier_qa.store._store_error import StoreError
 from tests.factories import REPO, probed_record, run
 
 KEY = pytest_suite_key("tests/test_agent.py::test_agent")
