@@ -226,7 +226,7 @@ _SAMPLE: contextvars.ContextVar[_Capture | None] = contextvars.ContextVar("front
 _ENDED = itertools.count()
 
 
-class SpanRecorder(_Processor):  # type: ignore[misc]  # Any where opentelemetry-sdk is missing
+class SpanRecorder(_Processor):
     """A span processor that turns each sample's spans into its trajectory (module docstring).
 
     Attributes:
@@ -363,7 +363,7 @@ def keep_agents_traces_local() -> None:
     from openinference.instrumentation.openai_agents._processor import OpenInferenceTracingProcessor
 
     registered = getattr(getattr(get_trace_provider(), "_multi_processor", None), "_processors", ())
-    local = [p for p in registered if isinstance(p, OpenInferenceTracingProcessor)]
+    local: list[agents.TracingProcessor] = [p for p in registered if isinstance(p, OpenInferenceTracingProcessor)]
     if len(local) != len(registered):
         agents.set_trace_processors(local)
 
