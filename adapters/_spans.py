@@ -181,7 +181,7 @@ def normalise(span: ReadableSpan) -> Found | None:
     """The step a finished span stands for, in whichever convention it was written; ``None`` when
     it stands for none (a LangGraph node, an HTTP request, an output function).
     """
-    name, attributes = span.name, span.attributes or {}
+    name, attributes = span.name, dict(span.attributes or {})  # a plain dict: the SDK's mapping is slow to read
     kind = span_kind(name, attributes)
     if kind is None:
         return None
@@ -266,7 +266,7 @@ class SpanRecorder(_Processor):
             if capture is None:
                 return
             # OpenInference's LangChain spans say their kind only when they end: None until then
-            kind = span_kind(span.name, span.attributes or {})
+            kind = span_kind(span.name, dict(span.attributes or {}))
             span_id = span.context.span_id
             self._owners[span_id] = capture
             capture.kinds[span_id] = kind
