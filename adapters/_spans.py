@@ -245,6 +245,34 @@ def _enclosing(capture: _Capture, parent: int | None) -> str | None:
     return None
 
 
+def _same_arguments(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _drop_recorded(ctx: AgentContext, step: Found, calls: tuple[int, int],
+                   events: tuple[int, int]) -> tuple[int, int]:
+    """Take the tool call ``step`` stands for (same tool, same arguments as JSON) out of what the
+    sample recorded itself: ``ctx.tool_calls[calls[0]:calls[1]]`` and ``ctx.events[events[0]:events[1]]``.
+    Returns how many tool calls and events it took out.
+    """
+    wanted = _same_arguments(step.arguments or "")
+    for i in range(*calls):
+        call = ctx.tool_calls[i]
+        if call.name == step.name and _same_arguments(call.arguments) == wanted:
+            del ctx.tool_calls[i]
+            for j in range(*events):
+                event = ctx.events[j]
+                if event.get("role") == "tool" and event.get("name") == call.name \
+                        and event.get("arguments") == call.arguments:
+                    del ctx.events[j]
+                    return 1, 1
+            return 1, 0
+    return 0, 0
+
+
 _SAMPLE: contextvars.ContextVar[_Capture | None] = contextvars.ContextVar("frontier_qa_spans", default=None)
 _ENDED = itertools.count()
 
@@ -266,9 +294,13 @@ class SpanRecorder(_Processor):
     def sample(self, ctx: AgentContext) -> Iterator[None]:
         """Attribute every span started inside the block to ``ctx``; on the way out, add their steps
         to it in the order the spans started.
+
+        A tool call the block also recorded itself (``record_tool``, the MCP toolbox) is kept once:
+        the span's, which stands in its place among the model calls.
         """
         capture = _Capture(ctx)
         token = _SAMPLE.set(capture)
+        calls, events = len(ctx.tool_calls), len(ctx.events)
         try:
             yield
         finally:
@@ -277,7 +309,11 @@ class SpanRecorder(_Processor):
                 for span_id in capture.started:
                     self._owners.pop(span_id, None)
                 found = sorted(capture.found, key=lambda item: item[:2])
+            recorded = [len(ctx.tool_calls), len(ctx.events)]  # what the block recorded ends here
             for _, _, step in found:
+                if step.kind == "tool":
+                    dropped = _drop_recorded(ctx, step, (calls, recorded[0]), (events, recorded[1]))
+                    recorded = [recorded[0] - dropped[0], recorded[1] - dropped[1]]
                 step.record(ctx)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:

@@ -145,6 +145,21 @@ def test_pydantic_ai_version_2_attributes(recorder: SpanRecorder) -> None:
     assert ctx.tool_calls == [ToolCall("search", '{"q": "x"}', "found")]
 
 
+def test_a_tool_call_recorded_by_hand_and_by_its_span_is_kept_once_in_the_spans_place(
+        recorder: SpanRecorder) -> None:
+    tracer, ctx = _tracer(recorder), _ctx()
+    with recorder.sample(ctx):
+        with tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
+            pass
+        with tracer.start_as_current_span("execute_tool search", attributes={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
+                "gen_ai.tool.call.arguments": '{"query":"paris", "n": 2}'}):
+            ctx.tool_call("search", {"n": 2, "query": "paris"}, "found")  # record_tool, the MCP toolbox
+            ctx.tool_call("search", {"query": "lyon"}, "found")  # another call: kept
+    assert [(e["role"], e.get("name")) for e in ctx.events] == [("tool", "search"), ("step", None), ("tool", "search")]
+    assert [json.loads(c.arguments) for c in ctx.tool_calls] == [{"query": "lyon"}, {"query": "paris", "n": 2}]
+
+
 def test_huge_arguments_and_results_are_cut_with_a_marker(recorder: SpanRecorder) -> None:
     tracer, ctx = _tracer(recorder), _ctx()
     with recorder.sample(ctx):
