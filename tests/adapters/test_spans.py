@@ -31,6 +31,8 @@ from frontier_qa.adapters import _spans  # noqa: E402
 from frontier_qa.adapters._agents import AgentContext, to_trajectory  # noqa: E402
 from frontier_qa.adapters._spans import MAX_CHARS, SpanRecorder, instrument, span_recorder  # noqa: E402
 from frontier_qa.errors import MissingExtraError  # noqa: E402
+from frontier_qa.reports._step_line import step_line  # noqa: E402
+from frontier_qa.store._records import sample_record  # noqa: E402
 from frontier_qa.target import Case, Sampling, ToolCall  # noqa: E402
 from tests.factories import REPO  # noqa: E402
 from tests.servers.fake_openai import FakeOpenAIServer  # noqa: E402
@@ -412,6 +414,8 @@ def test_a_real_openai_agents_run_records_tools_handoffs_and_keeps_its_traces_in
              for e in ctx.events]
     assert steps == [("agent", "Agent workflow"), ("agent", "Triage"), ("model", "gpt-test"), ("lookup", None),
                      ("model", "gpt-test"), ("handoff", "Billing"), ("agent", "Billing"), ("model", "gpt-test")]
+    sample = sample_record(to_trajectory("Refund issued: \\boxed{yes}", ctx, 0.1), "yes")
+    assert step_line(sample) == 'model → lookup(order=17) → model → handoff(Billing) → model → answer "yes"'
 
 
 def test_a_real_langgraph_agent_records_its_tool_calls() -> None:
