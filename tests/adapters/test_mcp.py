@@ -284,3 +284,16 @@ def test_converters_want_a_started_toolbox() -> None:
     with pytest.raises(ConfigError, match="the MCP toolbox is not started"):
         langchain_tools(McpToolbox([EXAMPLE]))
 
+
+
+def test_the_docs_config_builds_the_executor(monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    from frontier_qa.adapters.tool_executor import ToolExecutor
+
+    page = (REPO / "docs/how-to/mcp-tools.md").read_text(encoding="utf-8")
+    config = yaml.safe_load(page.split("```yaml\n", 1)[1].split("```", 1)[0])
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_docs0123456789abcdef")
+    executor = ToolExecutor(open_target("mock:right", cache=False), **config["target"]["tool_options"])
+    assert executor.toolbox is not None and [s.name for s in executor.toolbox.servers] == ["facts", "github"]
+    assert executor.max_tool_turns == 6 and "ghp_docs" not in repr(executor.toolbox.servers)
