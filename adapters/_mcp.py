@@ -125,16 +125,19 @@ class McpToolbox:
         servers: :class:`McpServer` values, mappings of their fields, or command lines.
         start_timeout_s: seconds a server has to answer ``initialize`` and ``tools/list``.
         call_timeout_s: seconds one tool call may take (then it is an error result).
+        record: record each :meth:`call` in the current sample (``False`` where something else
+            records the framework's tool calls already, e.g. its OpenTelemetry spans).
     """
 
     def __init__(self, servers: Sequence[McpServer | Mapping[str, Any] | str], *,
-                 start_timeout_s: float = 30.0, call_timeout_s: float = 60.0) -> None:
+                 start_timeout_s: float = 30.0, call_timeout_s: float = 60.0, record: bool = True) -> None:
         self.servers = tuple(McpServer.parse(s) for s in servers)
         names = [s.name for s in self.servers]
         if len(set(names)) != len(names):
             raise ConfigError(f"two MCP servers share a name: {names}", hint="give each server its own 'name'")
         self.start_timeout_s = float(start_timeout_s)
         self.call_timeout_s = float(call_timeout_s)
+        self.record = record
         self.tools: tuple[McpTool, ...] = ()
         self._env = {s.name: s.resolved_env() for s in self.servers}  # an unset ${VAR} fails here, early
         # what came from ${VAR}s is secret: masked in every log, record and report from now on
@@ -204,7 +207,7 @@ class McpToolbox:
     async def call(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> str:
         """Run tool ``name``, record it in the current sample, and return what the model is shown."""
         call = await self.run(name, arguments)
-        ctx = current_context()
+        ctx = current_context() if self.record else None
         if ctx is not None:
             ctx.tool_call(call.name, call.arguments, call.result, call.error)
         return tool_text(call)
@@ -308,11 +311,13 @@ class McpToolbox:
 
 
 async def _list_all(session: Any) -> list[Any]:
+    from mcp.types import PaginatedRequestParams
+
     result = await session.list_tools()
     tools = list(result.tools)
     while getattr(result, "next_cursor", None) or getattr(result, "nextCursor", None):
         cursor = getattr(result, "next_cursor", None) or getattr(result, "nextCursor", None)
-        result = await session.list_tools(params={"cursor": cursor})
+        result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor))
         tools += result.tools
     return tools
 

@@ -245,7 +245,7 @@ class ToolExecutor:
                 break
             if turn.calls and self.toolbox is not None:
                 ran, messages = await self._call_mcp(turn, self.max_tool_turns - len(calls), len(chat))
-                text += turn.text
+                text += f"{turn.text}\n" if turn.text and ran else turn.text  # the next turn's text on its own line
                 chat.extend(messages)
                 calls.extend(ran if ran else turn.calls)  # none ran: the sample ends with them proposed
                 if not ran:

@@ -13,8 +13,12 @@ Run it by hand with ``python examples/agents/mcp_server.py`` (it then waits for 
 
 from __future__ import annotations
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+except ImportError:  # mcp 1.x calls it FastMCP
+    from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[no-redef]
+    from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
 
 # ToolError: the client gets the message as an error result (any other exception reads "Error executing tool")
 server = MCPServer("facts", log_level="WARNING")

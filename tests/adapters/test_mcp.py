@@ -199,6 +199,30 @@ def test_the_tool_executor_offers_mcp_tools_and_records_each_call(tmp_path: Path
     assert [m["role"] for m in out.messages] == ["user", "assistant", "tool", "assistant"]
 
 
+def test_mcp_calls_count_towards_the_tool_budget() -> None:
+    from frontier_qa.adapters.tool_executor import ToolExecutor
+
+    units = {"name": "convert_units", "arguments": '{"value": 1, "from_unit": "km", "to_unit": "m"}'}
+
+    def greedy(body: dict[str, Any], index: int) -> dict[str, Any]:  # two calls a turn, never an answer
+        return {"content": "Checking.", "tool_calls": [CALL, units]}
+
+    with FakeOpenAIServer(answers=greedy) as server:
+        inner = open_target(f"openai:fake-model@{server.base_url}", cache=False, limits=Limits(timeout_s=10))
+        target = ToolExecutor(inner, max_tool_turns=1, mcp_servers=[EXAMPLE])
+        try:
+            (out,) = run_sync(target.sample(CASE, 1, SAMPLING))
+        finally:
+            run_sync(target.aclose())
+        second = server.requests[1].body
+    assert out.n_tool_calls == 1 and out.tool_calls[0] == ToolCall("lookup_capital", CALL["arguments"], "Paris")
+    assert [(c.name, c.result, c.error) for c in out.tool_calls[1:]] == [  # proposed in the last turn, not run
+        ("lookup_capital", None, None), ("convert_units", None, None)]
+    assert [m["content"] for m in second["messages"] if m["role"] == "tool"] == [
+        "Paris", "Error: not run, the tool budget is spent"]
+    assert server.count() == 2 and out.text == "Checking.\nChecking."
+
+
 def test_the_executor_wants_chat_mode_for_mcp_tools() -> None:
     from frontier_qa.adapters.tool_executor import ToolExecutor
 
