@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import re
 import shlex
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from frontier_qa.adapters._agents import current_context
-from frontier_qa.errors import ConfigError, TargetError
+from frontier_qa.errors import ConfigError, MissingExtraError, TargetError
 from frontier_qa.redaction import redact, register_secrets
 from frontier_qa.runtime._env import ENV_REF, UnsetVariableError, expand_env
 from frontier_qa.target import ToolCall
@@ -131,6 +132,8 @@ class McpToolbox:
 
     def __init__(self, servers: Sequence[McpServer | Mapping[str, Any] | str], *,
                  start_timeout_s: float = 30.0, call_timeout_s: float = 60.0, record: bool = True) -> None:
+        if importlib.util.find_spec("mcp") is None:  # say so when the target opens, not at its first sample
+            raise MissingExtraError("mcp", "mcp", "MCP tools")
         self.servers = tuple(McpServer.parse(s) for s in servers)
         names = [s.name for s in self.servers]
         if len(set(names)) != len(names):

@@ -16,7 +16,7 @@ import pytest
 
 from frontier_qa.adapters._agents import _CONTEXT, AgentContext
 from frontier_qa.adapters._mcp import McpServer, McpToolbox
-from frontier_qa.errors import ConfigError, TargetError
+from frontier_qa.errors import ConfigError, MissingExtraError, TargetError
 from frontier_qa.runtime import Limits, open_target, run_sync
 from frontier_qa.target import Case, Sampling, ToolCall
 from tests.factories import REPO
@@ -154,6 +154,9 @@ def test_server_entries_are_checked_before_anything_starts(monkeypatch: pytest.M
     with pytest.raises(ConfigError, match=r"unknown MCP server key\(s\) \['argv'\]"):
         McpServer.parse({"command": "srv", "argv": []})
     assert McpServer.parse("npx -y @modelcontextprotocol/server-filesystem /tmp").name == "server-filesystem"
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if the extra were not installed
+    with pytest.raises(MissingExtraError, match=r"pip install 'frontier-qa\[mcp\]'"):
+        McpToolbox([EXAMPLE])
 
 
 def test_the_servers_stop_with_the_loop_that_started_them_and_start_again_on_the_next(
