@@ -11,6 +11,9 @@ Spec syntax (``scheme:rest``):
 ``hf:/path/or/name``                         a local transformers model (CPU-friendly)
 ``python:package.module:attr``               a Python agent: callable, async callable or object
 ``http://host:port/path`` / ``https://…``    an agent behind an HTTP JSON endpoint
+``openai-agents:path/agent.py:agent``        an OpenAI Agents SDK ``Agent`` (extra ``openai-agents``)
+``langgraph:package.module:graph``           a compiled LangGraph graph (extra ``langgraph``)
+``pydantic-ai:path/agent.py:agent``          a Pydantic AI ``Agent`` (extra ``pydantic-ai``)
 ``tools+<spec>``                             Agent0's tool-integrated executor around a model spec
                                              (opened by :func:`frontier_qa.runtime.open_target`)
 ``mock:right`` / ``mock:PATH``               a scripted stand-in for offline tests of a config
@@ -46,6 +49,9 @@ _BUILTIN: dict[str, str] = {
     "hf": "frontier_qa.adapters._hf_adapter:create",
     "ct2": "frontier_qa.adapters._ct2_adapter:create",
     "python": "frontier_qa.adapters._python_agent:create_python",
+    "openai-agents": "frontier_qa.adapters._openai_agents:create",
+    "langgraph": "frontier_qa.adapters._langgraph:create",
+    "pydantic-ai": "frontier_qa.adapters._pydantic_ai:create",
     "http": "frontier_qa.adapters._http_agent:create_http",
     "https": "frontier_qa.adapters._http_agent:create_http",
     "mock": "frontier_qa.adapters._mock_adapter:create",

@@ -46,6 +46,9 @@ class AgentContext:
         self.events: list[dict[str, Any]] = []  # tool calls and steps, in order
         self.usage = Usage()
         self.cost_usd: float | None = None
+        # a stop the runtime decided inside the sample (budget spent, target unavailable): raised as
+        # itself once the agent returns, whatever the agent's framework wrapped it in on the way out
+        self.stop_error: BaseException | None = None
 
     def tool_call(self, name: str, arguments: Any, result: Any = None, error: str | None = None) -> ToolCall:
         """Record one executed tool call (arguments/result that are not text become JSON)."""
