@@ -21,6 +21,13 @@ Two ways to continue after a tool output:
   asks the model to go on (APIs that cannot continue an assistant message).
 
 ``"auto"`` picks prefill when the inner target supports it.
+
+With ``mcp_servers``, the tools of those MCP servers (stdio, :mod:`frontier_qa.adapters._mcp`) are
+offered to the model as OpenAI function tools next to the python sandbox (chat mode: the inner
+adapter must pass ``Case.tools`` on, as the openai and litellm adapters do). A turn that calls them
+gets each result back as a ``tool`` message; each call is a :class:`ToolCall` of the trajectory and
+counts towards ``max_tool_turns`` like a code block. A turn that calls one of the case's own tools
+(not an MCP tool) ends the sample with those calls proposed, not run.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from frontier_qa.adapters._mcp import McpServer, McpToolbox, tool_text
 from frontier_qa.errors import ConfigError
 from frontier_qa.runtime.sandbox import Sandbox, SandboxResult
 from frontier_qa.target import Case, Message, Sampling, Target, ToolCall, Trajectory, Usage
@@ -60,6 +68,7 @@ class _Turn:
     cost_usd: float | None
     cached: bool
     error: str | None
+    calls: tuple[ToolCall, ...] = ()  # the function calls the model proposed (MCP tools)
 
 
 def find_code(text: str) -> re.Match[str] | None:
@@ -125,6 +134,9 @@ class ToolExecutor:
             code block ends it.
         output_max_chars: characters of tool output shown to the model (head and tail kept).
         continue_prompt: the user message text after the output block in chat mode.
+        mcp_servers: MCP stdio servers whose tools the model may call too (``McpServer`` values,
+            mappings of their fields or command lines); started at the first sample, closed by
+            :meth:`aclose`. Needs chat mode.
     """
 
     def __init__(
@@ -137,6 +149,7 @@ class ToolExecutor:
         answer_format: str = "boxed",
         output_max_chars: int = 4000,
         continue_prompt: str = CONTINUE_PROMPT,
+        mcp_servers: Sequence[McpServer | Mapping[str, Any] | str] | None = None,
     ) -> None:
         if mode not in ("auto", "prefill", "chat"):
             raise ConfigError(f"tool executor mode={mode!r} is unknown", hint="use 'auto', 'prefill' or 'chat'")
@@ -150,7 +163,11 @@ class ToolExecutor:
         self.inner = inner
         self.sandbox = sandbox if sandbox is not None else Sandbox()
         self.max_tool_turns = int(max_tool_turns)
-        prefill = bool(getattr(inner, "supports_prefill", False))
+        self.toolbox = McpToolbox(mcp_servers) if mcp_servers else None
+        if mode == "prefill" and self.toolbox is not None:
+            raise ConfigError("mode='prefill' cannot offer MCP tools: the model calls them by function calling",
+                              hint="use mode='chat' (or 'auto') with mcp_servers")
+        prefill = bool(getattr(inner, "supports_prefill", False)) and self.toolbox is None
         if mode == "prefill" and not prefill:
             raise ConfigError(f"mode='prefill' but {getattr(inner, 'id', inner)!r} cannot continue "
                               "an assistant message",
@@ -163,6 +180,7 @@ class ToolExecutor:
         self.continue_prompt = continue_prompt
         settings = [] if self.max_tool_turns == 4 else [f"max_tool_turns={self.max_tool_turns}"]
         settings += [f"mode={self.mode}"] if mode != "auto" else []
+        settings += [f"mcp={server.name}" for server in (self.toolbox.servers if self.toolbox else ())]
         self.id: str = f"tools{'[' + ','.join(settings) + ']' if settings else ''}+{inner.id}"
 
     def __repr__(self) -> str:
@@ -174,6 +192,8 @@ class ToolExecutor:
         if n < 0 or start < 0:
             raise ConfigError(f"sample(n={n}, start={start}) is invalid", hint="n and start must be >= 0")
         turn_sampling = replace(sampling, stop=turn_stops(sampling.stop, self.stops_after_code))
+        if self.toolbox is not None:
+            await self.toolbox.start()  # once; a server that cannot start fails the run with its stderr
         tasks = [asyncio.ensure_future(self._one(case, turn_sampling, i)) for i in range(start, start + n)]
         try:
             return list(await asyncio.gather(*tasks))
@@ -184,7 +204,9 @@ class ToolExecutor:
             raise
 
     async def aclose(self) -> None:
-        """Close the inner target."""
+        """Stop the MCP servers and close the inner target."""
+        if self.toolbox is not None:
+            await self.toolbox.aclose()
         close = getattr(self.inner, "aclose", None)
         if close is not None:
             await close()
@@ -207,19 +229,28 @@ class ToolExecutor:
         calls: list[ToolCall] = []
         usage, costs, cached = Usage(), [], True
         error: str | None = None
+        tools = case.tools + tuple(self.toolbox.openai_tools()) if self.toolbox is not None else case.tools
         while True:
             if self.mode == "prefill":
                 sofar = prefix + text
                 history = base_history + (({"role": "assistant", "content": sofar},) if sofar else ())
             else:
                 history = base_history + tuple(chat)
-            turn = await self._turn(replace(case, history=history), sampling, index)
+            turn = await self._turn(replace(case, history=history, tools=tools), sampling, index)
             usage, cached = usage + turn.usage, cached and turn.cached
             if turn.cost_usd is not None:
                 costs.append(turn.cost_usd)
             if turn.error is not None:
                 error = turn.error
                 break
+            if turn.calls and self.toolbox is not None:
+                ran, messages = await self._call_mcp(turn, self.max_tool_turns - len(calls), len(chat))
+                text += f"{turn.text}\n" if turn.text and ran else turn.text  # the next turn's text on its own line
+                chat.extend(messages)
+                calls.extend(ran if ran else turn.calls)  # none ran: the sample ends with them proposed
+                if not ran:
+                    break
+                continue
             block = find_code(turn.text) if len(calls) < self.max_tool_turns else None
             if block is None:  # a final answer, no code, or the tool budget is spent
                 text += turn.text
@@ -254,6 +285,26 @@ class ToolExecutor:
             cached=cached,
         )
 
+    async def _call_mcp(self, turn: _Turn, budget: int, at: int) -> tuple[list[ToolCall], list[Message]]:
+        """Run a turn's MCP tool calls (at most ``budget``): the calls run and the chat messages to add.
+
+        Runs none when one names a tool that is not an MCP tool (the case's own tools: the model's
+        answer) or the budget is spent. Call ids are made from the position ``at`` in the chat, so a
+        rerun sends the same conversation (and hits the same cached turns).
+        """
+        assert self.toolbox is not None
+        ids = [f"call_{at}_{j}" for j in range(len(turn.calls))]
+        assistant = {"role": "assistant", "content": turn.text or None, "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for i, c in zip(ids, turn.calls, strict=True)]}
+        if budget <= 0 or not all(self.toolbox.has(c.name) for c in turn.calls):
+            return [], [assistant]
+        ran = list(await asyncio.gather(*(self.toolbox.run(c.name, c.arguments) for c in turn.calls[:budget])))
+        replies = [{"role": "tool", "tool_call_id": i, "content": tool_text(r)} for i, r in zip(ids, ran, strict=False)]
+        replies += [{"role": "tool", "tool_call_id": i, "content": "Error: not run, the tool budget is spent"}
+                    for i in ids[len(ran):]]
+        return ran, [assistant, *replies]
+
     async def _turn(self, case: Case, sampling: Sampling, index: int) -> _Turn:
         got = await self.inner.sample(case, 1, sampling, start=index)
         if len(got) != 1:
@@ -262,7 +313,8 @@ class ToolExecutor:
         if not trajectory.ok:
             return _Turn("", trajectory.usage, trajectory.cost_usd, trajectory.cached,
                          trajectory.error or "the model returned no text")
-        return _Turn(trajectory.text or "", trajectory.usage, trajectory.cost_usd, trajectory.cached, None)
+        return _Turn(trajectory.text or "", trajectory.usage, trajectory.cost_usd, trajectory.cached, None,
+                     trajectory.tool_calls)
 
 
 def create(inner: Target, **options: Any) -> ToolExecutor:
