@@ -12,7 +12,10 @@ base URL and key the client was built with; no user code changes) and on its way
 * a *call index*: the sample's model calls are numbered 0, 1, 2... in the order they are sent
   (the openai SDK's own retry of a call, ``x-stainless-retry-count > 0``, keeps its index);
 * a *seed*: a chat or completions body without ``seed`` gets ``stable_seed`` of the sample's
-  seed (:attr:`AgentContext.seed`) and the call index; the Responses API has no seed field;
+  seed (:attr:`AgentContext.seed`) and the call index; the Responses API has no seed field. A
+  streamed chat or completions request that does not ask for usage gets
+  ``stream_options.include_usage`` (the budget needs the tokens; the stream then ends with one
+  chunk without choices that carries them, as OpenAI sends it; openai-agents asks only OpenAI);
 * the *per-call cache*: the key is the sample's key (:meth:`ManagedTarget.sample_keys`: target id
   and version, the case's messages and tools, sampling, sample index) with the call index and a
   hash of the method, path and body as sent (the SDKs serialise one request the same way every
@@ -97,7 +100,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MODEL_PATHS = ("/chat/completions", "/responses", "/completions")
-_SEEDED_PATHS = ("/chat/completions", "/completions")  # the Responses API takes no seed
+_BODY_PATHS = ("/chat/completions", "/completions")  # seeded, usage asked of streams (not Responses)
 _STALE_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
 _NO_RETRY = ("x-should-retry", "false")  # the openai SDK's header: do not retry this reply
 Send = Callable[..., Awaitable[httpx.Response]]
@@ -158,7 +161,7 @@ class ModelGateway:
         if ctx.stop_error is not None:
             raise ctx.stop_error
         index = route.call_index(request)
-        request = await _seeded(request, ctx.seed, index)
+        request = await _prepared(request, ctx.seed, index)
         cache = self.target.cache
         key = None
         if cache is not None:
@@ -307,18 +310,29 @@ def _install() -> None:
 # --- requests and replies -------------------------------------------------------------------
 
 
-async def _seeded(request: httpx.Request, seed: int | None, index: int) -> httpx.Request:
-    """The request, with a seed added to a chat or completions body that has none."""
+async def _prepared(request: httpx.Request, seed: int | None, index: int) -> httpx.Request:
+    """The request, its body completed where a chat or completions body lacks what the runtime needs:
+    a ``seed``, and for a stream ``stream_options.include_usage`` (the tokens, for the budget).
+    """
     try:
         raw = request.content
     except httpx.RequestNotRead:
         raw = await request.aread()
-    if seed is None or not raw or not request.url.path.endswith(_SEEDED_PATHS):
+    if not raw or not request.url.path.endswith(_BODY_PATHS):
         return request
     body = _json(raw)
-    if not isinstance(body, dict) or "seed" in body:
+    if not isinstance(body, dict):
         return request
-    body["seed"] = stable_seed(f"frontier-qa/model-call/{seed}/{index}")
+    changed = False
+    if seed is not None and "seed" not in body:
+        body["seed"] = stable_seed(f"frontier-qa/model-call/{seed}/{index}")
+        changed = True
+    options = body.get("stream_options")
+    if body.get("stream") and not (isinstance(options, dict) and options.get("include_usage")):
+        body["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
+        changed = True
+    if not changed:
+        return request
     content = json.dumps(body, ensure_ascii=False).encode()
     headers = httpx.Headers(request.headers)
     headers["content-length"] = str(len(content))

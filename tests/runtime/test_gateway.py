@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 import pytest
 
+from frontier_qa.adapters._agents import AgentContext
 from frontier_qa.errors import BudgetExceededError, TargetError
 from frontier_qa.runtime import Backoff, Budget, Limits, ManagedTarget, SampleCache
 from frontier_qa.runtime._gateway import ModelGateway
-from frontier_qa.target import Sampling, stable_seed
+from frontier_qa.target import Adapter, Case, Sampling, Trajectory, stable_seed
 from tests.factories import REPO
 from tests.runtime._gateway_agent import CASE, SAMPLING, LoopAgent, scripted
 from tests.servers.fake_openai import CHAT_PATH, RESPONSES_PATH, FakeOpenAIServer
@@ -108,15 +110,16 @@ def test_rpm_limit_paces_the_model_calls_not_the_sample() -> None:
     assert len(paced) == CALLS - 1 and all(w <= 0.2 for w in paced)
 
 
-def test_per_call_cache_replays_a_sample_whose_record_is_gone(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("api", "stream"), APIS)
+def test_per_call_cache_replays_a_sample_whose_record_is_gone(tmp_path: Path, api: str, stream: bool) -> None:
     with FakeOpenAIServer(answers=scripted()) as server:
-        first = probe(managed(LoopAgent(server.base_url), tmp_path))
-        again = managed(LoopAgent(server.base_url), tmp_path)
+        first = probe(managed(LoopAgent(server.base_url, api=api, stream=stream), tmp_path))
+        again = managed(LoopAgent(server.base_url, api=api, stream=stream), tmp_path)
         assert probe(again)[0].cached and server.model_calls() == CALLS  # the whole sample, cached
         sample_key = again.sample_keys(CASE, SAMPLING, [0])[0]
         with sqlite3.connect(tmp_path / "samples.sqlite3") as db:
             assert db.execute("DELETE FROM samples WHERE key = ?", (sample_key,)).rowcount == 1
-        replay = managed(LoopAgent(server.base_url), tmp_path)
+        replay = managed(LoopAgent(server.base_url, api=api, stream=stream), tmp_path)
         got = probe(replay)
         assert server.model_calls() == CALLS  # every model call came from the per-call cache
     stats = replay.stats()
@@ -213,3 +216,63 @@ def test_a_killed_probe_resumes_paying_only_the_calls_not_made(tmp_path: Path) -
         assert server.model_calls() - paid == CALLS - done_before_kill  # the lost call and the last one
     assert got[0].text == "The sum is \\boxed{6}."
     assert (target.stats().cached_calls, target.stats().calls) == (done_before_kill, CALLS - done_before_kill)
+
+
+class AgentsAdapter(Adapter):
+    """An openai-agents Agent, its client built by the user: nothing in it knows about frontier-qa."""
+
+    routes_model_calls = True
+    in_process = True
+    gateway: ModelGateway | None = None
+
+    def __init__(self, agent: Any, streamed: bool) -> None:
+        self.id = f"openai-agents:test{'+stream' if streamed else ''}"
+        self.agent, self.streamed = agent, streamed
+
+    async def generate(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
+        import agents
+
+        assert self.gateway is not None
+        ctx = AgentContext(case, start, sampling)
+        with self.gateway.sample(ctx):
+            if self.streamed:
+                run = agents.Runner.run_streamed(self.agent, case.prompt)
+                async for _ in run.stream_events():
+                    pass
+            else:
+                run = await agents.Runner.run(self.agent, case.prompt)
+        if ctx.stop_error is not None:
+            raise ctx.stop_error
+        return [Trajectory(str(run.final_output), usage=ctx.usage, sample_index=start)]
+
+
+@pytest.mark.parametrize(("api", "stream"), APIS)
+def test_an_openai_agents_agent_is_routed_without_changes(tmp_path: Path, api: str, stream: bool) -> None:
+    agents = pytest.importorskip("agents")
+    agents.set_tracing_disabled(True)
+
+    @agents.function_tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    def target(server: FakeOpenAIServer) -> ManagedTarget:
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+        model = (agents.OpenAIResponsesModel if api == "responses" else agents.OpenAIChatCompletionsModel)(
+            model="m", openai_client=client)
+        return managed(AgentsAdapter(agents.Agent(name="adder", tools=[add], model=model), stream), tmp_path)
+
+    with FakeOpenAIServer(answers=scripted()) as server:
+        routed = target(server)
+        got = probe(routed, n=2)
+        assert server.model_calls() == routed.stats().calls == routed.stats().succeeded == 2 * CALLS
+        routed.flush()
+        with sqlite3.connect(tmp_path / "samples.sqlite3") as db:  # only the calls remain: replayed
+            db.execute("DELETE FROM samples WHERE key IN (?, ?)", tuple(routed.sample_keys(CASE, SAMPLING, [0, 1]).values()))
+        replayed = target(server)
+        again = probe(replayed, n=2)
+        assert server.model_calls() == 2 * CALLS and replayed.stats().cached_calls == 2 * CALLS
+    assert [t.text for t in got] == [t.text for t in again] == ["The sum is \\boxed{6}."] * 2
+    assert got[0].usage.total_tokens > 0 and again[0].usage == got[0].usage
+    if api == "chat":
+        assert all("seed" in r.body for r in server.requests)
