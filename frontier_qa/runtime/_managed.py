@@ -452,7 +452,7 @@ class ManagedTarget:
                     self._limiter.refund(estimated)
                 verdict = self._classify(exc)
                 cause = None if self._leaks(exc) else exc  # never chain a secret into a traceback
-                if self._on_failure(verdict):
+                if self._on_failure(verdict, call=not routed):
                     raise self._unavailable() from cause
                 if verdict.kind is ErrorKind.FATAL:
                     raise TargetError(
@@ -543,8 +543,10 @@ class ManagedTarget:
                 verdict = ErrorClass(ErrorKind.FATAL, f"{type(exc).__name__}: {exc} (classify failed: {bug!r})")
         return replace(verdict, message=redact(verdict.message, self._secrets))
 
-    def _on_failure(self, verdict: ErrorClass) -> bool:
-        """Count a failed call; ``True`` when the run must stop (consecutive failures)."""
+    def _on_failure(self, verdict: ErrorClass, *, call: bool = True) -> bool:
+        """Count a failed call (``call=False``: a routed agent's sample, whose model calls counted
+        themselves: the streak only); ``True`` when the run must stop (consecutive failures).
+        """
         with self._lock:
             self._consecutive_failures += 1
             limit = self.limits.max_consecutive_failures
@@ -556,7 +558,7 @@ class ManagedTarget:
                     f"{verdict.kind.value}: {verdict.message}"
                 )
                 log.warning("%s; no more calls go to it", self._halted)
-        self._count(failed=1, rate_limited=int(verdict.kind is ErrorKind.RATE_LIMITED))
+        self._count(failed=int(call), rate_limited=int(call and verdict.kind is ErrorKind.RATE_LIMITED))
         return self._halted is not None
 
     def _leaks(self, exc: BaseException) -> bool:

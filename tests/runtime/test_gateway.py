@@ -152,6 +152,8 @@ def test_retries_run_out_and_the_sdk_raises_the_last_reply() -> None:
         # each sample attempt: 1 + 1 gateway attempts, no SDK retry on top; the sample is retried once
         assert server.model_calls() == 4
     assert not got[0].ok and "HTTP 500" in (got[0].error or "")
+    stats = target.stats()  # the failed sample attempts are no calls of their own; retries: two of model
+    assert (stats.calls, stats.failed, stats.retries, stats.failed_samples) == (4, 4, 3, 1)  # calls, one of the sample
 
 
 def test_401_stops_the_run() -> None:
