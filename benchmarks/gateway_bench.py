@@ -24,6 +24,10 @@ the server answering after 50 ms (the first part). The second part repeats it wi
 server, where the overhead is the same number of milliseconds but a larger share. Beside the wall
 time, the CPU time of the thread that runs the event loop (agent, SDK, gateway; not the server's
 threads) is compared the same way: on a busy machine it is the steadier measure of the same cost.
+
+Measured 2026-11-28 on a shared 2-CPU machine (load average 2-3), 50 ms server: Responses API
++0.77 ms per model call (95 % interval +0.57 .. +1.10), 1.3 % of a sample's 243 ms; chat
+completions +0.65 ms (+0.45 .. +0.80), 1.1 % of 235 ms. Instant server: +0.53 and +0.57 ms per call.
 """
 
 from __future__ import annotations
