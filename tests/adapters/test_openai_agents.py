@@ -1,0 +1,232 @@
+"""OpenAI Agents SDK agents as targets: the real ``agents`` package against the fake OpenAI server.
+
+The server scripts the model: a tool call, then an answer that quotes the tool's result; a unit
+question is first handed off to the example's units agent. Every model call is a real HTTP call
+to 127.0.0.1; no trace may leave the process (a guard refuses and records any other host).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from frontier_qa.adapters import create_adapter
+from frontier_qa.errors import ConfigError, TargetError
+from frontier_qa.runtime import open_target
+from frontier_qa.target import Case, Sampling, Trajectory
+from tests.factories import REPO
+from tests.servers.fake_openai import FakeOpenAIServer
+
+pytest.importorskip("agents")
+
+EXAMPLE = REPO / "examples" / "agents" / "openai_agents_agent.py"
+SPEC = f"openai-agents:{EXAMPLE}:triage_agent"
+
+STRICT_AGENT = '''import os
+
+from agents import Agent, OpenAIChatCompletionsModel, function_tool
+from openai import AsyncOpenAI
+
+# the other way to give the SDK a model: a chat-completions model on a client the agent builds
+client = AsyncOpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key=os.environ["OPENAI_API_KEY"], max_retries=0)
+
+
+@function_tool(failure_error_function=None)  # the tool's exception ends the run
+def capital_of(country: str) -> str:
+    """The capital of a country."""
+    if country == "Atlantis":
+        raise LookupError("Atlantis sank")
+    return {"France": "Paris", "Japan": "Tokyo"}[country]
+
+
+def instructions(wrapper, agent):
+    if "explode" in wrapper.context.case.prompt:
+        raise RuntimeError("the instructions exploded")
+    return f"Answer briefly (sample {wrapper.context.sample_index})."
+
+
+agent = Agent(name="strict", instructions=instructions, tools=[capital_of],
+              model=OpenAIChatCompletionsModel(model="fake-model", openai_client=client))
+not_an_agent = {"name": "strict"}
+'''
+
+
+# ----- the scripted model ---------------------------------------------------------------------
+
+
+def _turn(body: dict[str, Any]) -> tuple[str, str | None, set[str]]:
+    """The task, the last tool output (``None`` when the model has not called a tool yet) and
+    the tools offered, from a chat-completions request.
+    """
+    messages = body["messages"]
+    task = next(m["content"] for m in messages if m["role"] == "user")
+    last = messages[-1]
+    tools = {t["function"]["name"] for t in body.get("tools", [])}
+    return task, last["content"] if last["role"] == "tool" else None, tools
+
+
+def _call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"content": None, "tool_calls": [{"name": name, "arguments": json.dumps(arguments)}]}
+
+
+def script(body: dict[str, Any], index: int) -> Any:
+    """Capitals through ``capital_of``; conversions handed to the units agent, then ``convert_units``."""
+    task, output, tools = _turn(body)
+    if capital := re.search(r"capital of (\w+)", task):
+        return _call("capital_of", country=capital[1]) if output is None else f"It is \\boxed{{{output}}}."
+    if convert := re.search(r"[Cc]onvert ([\d.]+) (\w+) to (\w+)", task):
+        if "convert_units" not in tools:
+            return _call("transfer_to_units_agent")
+        if output is None or "assistant" in output:  # no call yet, or the handoff's own output
+            return _call("convert_units", value=float(convert[1]), from_unit=convert[2], to_unit=convert[3])
+        return f"That is \\boxed{{{output}}} {convert[3]}."
+    return "I cannot help with that."
+
+
+# ----- fixtures ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def remote_hosts(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Hosts other than this machine that something tried to reach (refused; none by the end): the
+    SDK's traces are flushed at the end, so an exporter still registered would try.
+    """
+    tried: list[str] = []
+    resolve = socket.getaddrinfo
+
+    def guarded(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host not in ("127.0.0.1", "localhost", "::1", None):
+            tried.append(str(host))
+            raise OSError(f"test guard: no connection to {host}")
+        return resolve(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", guarded)
+    yield tried
+    from agents.tracing import flush_traces
+
+    flush_traces()
+    assert tried == []
+
+
+@pytest.fixture(autouse=True)
+def _chat_completions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TEMPORARY until the gateway's fake server speaks the Responses API: chat completions."""
+    from agents.models import _openai_shared
+
+    monkeypatch.setattr(_openai_shared, "_use_responses_by_default", False)
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch, remote_hosts: list[str], agent_imports: None) -> Iterator[FakeOpenAIServer]:
+    """The fake server with :func:`script`, named by ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``."""
+    with FakeOpenAIServer(answers=script) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
+        yield srv
+
+
+@pytest.fixture(autouse=True)
+def _no_spans_yet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TEMPORARY until the span recorder lands: no per-sample capture, and no SDK exporter."""
+    from agents import set_trace_processors
+
+    from frontier_qa.adapters._framework import FrameworkAgentAdapter
+
+    set_trace_processors([])
+    monkeypatch.setattr(FrameworkAgentAdapter, "sample_scope", lambda self, ctx: contextlib.nullcontext())
+
+
+def sample(spec: str, prompt: str, n: int = 1, **options: Any) -> list[Trajectory]:
+    target = open_target(spec, cache=False, **options)
+    return target.sample_sync(Case(f"c-{abs(hash(prompt))}", prompt), n, Sampling(seed=0))
+
+
+def strict_spec(tmp_path: Path, attr: str = "agent") -> str:
+    (tmp_path / "strict_agent.py").write_text(STRICT_AGENT)
+    return f"openai-agents:{tmp_path / 'strict_agent.py'}:{attr}"
+
+
+# ----- answers ------------------------------------------------------------------------------------
+
+
+def test_a_tool_call_then_the_answer_that_quotes_its_result(server: FakeOpenAIServer) -> None:
+    out = sample(SPEC, "What is the capital of France?", n=2)
+    assert [t.text for t in out] == ["It is \\boxed{Paris}."] * 2 and [t.sample_index for t in out] == [0, 1]
+    assert all(t.ok and t.usage.prompt_tokens > 0 for t in out)
+    assert server.count() == 4  # a tool call and an answer per sample
+    first = server.requests[0].body
+    assert first["messages"][1] == {"role": "user", "content": "What is the capital of France?"}
+    assert "capital_of" in first["messages"][0]["content"]  # the agent's instructions came first
+
+
+def test_a_handoff_runs_the_units_agent_and_its_tool(server: FakeOpenAIServer) -> None:
+    (out,) = sample(SPEC, "Convert 5 km to mi, please.")
+    assert out.text == "That is \\boxed{3.106856} mi."
+    offered = [{t["function"]["name"] for t in r.body["tools"]} for r in server.requests]
+    assert offered == [{"capital_of", "transfer_to_units_agent"}, {"convert_units"}, {"convert_units"}]
+
+
+def test_the_cases_system_prompt_and_history_become_input_items() -> None:
+    from frontier_qa.adapters._openai_agents import input_items
+
+    case = Case("h", "Capital of Peru?", system="Be terse.", history=(
+        {"role": "assistant", "content": [{"type": "text", "text": "Checking."}]},
+        {"role": "tool", "name": "capital_of", "content": "Lima"}))
+    assert input_items(case.messages) == [
+        {"role": "system", "content": "Be terse."}, {"role": "user", "content": "Capital of Peru?"},
+        {"role": "assistant", "content": "Checking."}, {"role": "user", "content": "[tool capital_of] Lima"}]
+
+
+# ----- errors ---------------------------------------------------------------------------------------
+
+
+def test_a_tools_error_the_sdk_shows_the_model_is_an_answer_not_a_failure(server: FakeOpenAIServer) -> None:
+    (out,) = sample(SPEC, "What is the capital of Atlantis?")
+    assert out.ok and "no capital known for 'Atlantis'" in (out.text or "")
+
+
+def test_an_exception_in_a_tool_or_the_agent_fails_that_sample_only(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    spec = strict_spec(tmp_path)
+    (sank,) = sample(spec, "What is the capital of Atlantis?")
+    (exploded,) = sample(spec, "explode: what is the capital of France?")
+    (fine,) = sample(spec, "What is the capital of Japan?")
+    assert sank.text is None and "Atlantis sank" in (sank.error or "") and "openai-agents agent raised" in sank.error
+    assert exploded.text is None and "the instructions exploded" in (exploded.error or "")
+    assert fine.ok and fine.text == "It is \\boxed{Tokyo}."
+
+
+def test_max_turns_ends_a_run_that_needs_more_turns(server: FakeOpenAIServer) -> None:
+    (out,) = sample(SPEC, "What is the capital of France?", max_turns=1)
+    assert out.text is None and "MaxTurnsExceeded" in (out.error or "")
+    with pytest.raises(ConfigError, match="max_turns=0"):
+        create_adapter(SPEC, max_turns=0)
+
+
+def test_a_401_from_the_server_stops_the_run(monkeypatch: pytest.MonkeyPatch, remote_hosts: list[str],
+                                             agent_imports: None) -> None:
+    with FakeOpenAIServer(answers=script, api_key="sk-right") as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
+        with pytest.raises(TargetError, match="401|Incorrect API key"):
+            sample(SPEC, "What is the capital of France?")
+        assert srv.count() == 1  # not retried
+
+
+def test_a_missing_attribute_or_another_object_is_a_clear_config_error(server: FakeOpenAIServer,
+                                                                       tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="has no attribute 'nope'"):
+        create_adapter(f"openai-agents:{EXAMPLE}:nope")
+    with pytest.raises(ConfigError, match="expected an agents.Agent object, found .*FunctionTool") as tool:
+        create_adapter(f"openai-agents:{EXAMPLE}:capital_of")
+    assert "Agent(name=" in (tool.value.hint or "")
+    with pytest.raises(ConfigError, match="found a builtins.dict"):
+        create_adapter(strict_spec(tmp_path, "not_an_agent"))
+    with pytest.raises(ConfigError, match="unknown option"):
+        create_adapter(SPEC, temperature=0.5)
