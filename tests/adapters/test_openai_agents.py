@@ -7,7 +7,6 @@ to 127.0.0.1; no trace may leave the process (a guard refuses and records any ot
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import socket
@@ -22,7 +21,7 @@ from frontier_qa.errors import ConfigError, TargetError
 from frontier_qa.runtime import open_target
 from frontier_qa.target import Case, Sampling, Trajectory
 from tests.factories import REPO
-from tests.servers.fake_openai import FakeOpenAIServer
+from tests.servers.fake_openai import CHAT_PATH, RESPONSES_PATH, FakeOpenAIServer
 
 pytest.importorskip("agents")
 
@@ -62,14 +61,19 @@ not_an_agent = {"name": "strict"}
 
 
 def _turn(body: dict[str, Any]) -> tuple[str, str | None, set[str]]:
-    """The task, the last tool output (``None`` when the model has not called a tool yet) and
-    the tools offered, from a chat-completions request.
+    """The task, the last tool output (``None`` when the model has not called a tool since) and the
+    tools offered, from a chat-completions or a Responses request.
     """
-    messages = body["messages"]
-    task = next(m["content"] for m in messages if m["role"] == "user")
-    last = messages[-1]
-    tools = {t["function"]["name"] for t in body.get("tools", [])}
-    return task, last["content"] if last["role"] == "tool" else None, tools
+    if "messages" in body:
+        items, tools = body["messages"], {t["function"]["name"] for t in body.get("tools", [])}
+        last = items[-1]
+        output = last["content"] if last["role"] == "tool" else None
+    else:
+        items, tools = body["input"], {t["name"] for t in body.get("tools", [])}
+        last = items[-1]
+        output = last["output"] if last.get("type") == "function_call_output" else None
+    task = next(i["content"] for i in items if i.get("role") == "user")
+    return task, output, tools
 
 
 def _call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -115,9 +119,9 @@ def remote_hosts(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     assert tried == []
 
 
-@pytest.fixture(autouse=True)
-def _chat_completions(monkeypatch: pytest.MonkeyPatch) -> None:
-    """TEMPORARY until the gateway's fake server speaks the Responses API: chat completions."""
+@pytest.fixture
+def chat_completions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Model names get the SDK's chat-completions model instead of its default, the Responses API."""
     from agents.models import _openai_shared
 
     monkeypatch.setattr(_openai_shared, "_use_responses_by_default", False)
@@ -132,15 +136,10 @@ def server(monkeypatch: pytest.MonkeyPatch, remote_hosts: list[str], agent_impor
         yield srv
 
 
-@pytest.fixture(autouse=True)
-def _no_spans_yet(monkeypatch: pytest.MonkeyPatch) -> None:
-    """TEMPORARY until the span recorder lands: no per-sample capture, and no SDK exporter."""
-    from agents import set_trace_processors
-
-    from frontier_qa.adapters._framework import FrameworkAgentAdapter
-
-    set_trace_processors([])
-    monkeypatch.setattr(FrameworkAgentAdapter, "sample_scope", lambda self, ctx: contextlib.nullcontext())
+def _steps(t: Trajectory) -> list[str]:
+    """The trajectory's tool calls and steps in order, one short line each."""
+    return [f"tool {m['name']}" if m["role"] == "tool" else m["content"]
+            for m in t.messages if m["role"] in ("tool", "step")]
 
 
 def sample(spec: str, prompt: str, n: int = 1, **options: Any) -> list[Trajectory]:
@@ -156,21 +155,39 @@ def strict_spec(tmp_path: Path, attr: str = "agent") -> str:
 # ----- answers ------------------------------------------------------------------------------------
 
 
-def test_a_tool_call_then_the_answer_that_quotes_its_result(server: FakeOpenAIServer) -> None:
-    out = sample(SPEC, "What is the capital of France?", n=2)
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "streamed"])
+def test_a_tool_call_then_the_answer_that_quotes_its_result_on_the_responses_api(
+        server: FakeOpenAIServer, stream: bool) -> None:
+    out = sample(SPEC, "What is the capital of France?", n=2, stream=stream)
     assert [t.text for t in out] == ["It is \\boxed{Paris}."] * 2 and [t.sample_index for t in out] == [0, 1]
     assert all(t.ok and t.usage.prompt_tokens > 0 for t in out)
-    assert server.count() == 4  # a tool call and an answer per sample
+    assert server.count(RESPONSES_PATH) == 4 and server.model_calls() == 4  # a tool call and an answer each
     first = server.requests[0].body
-    assert first["messages"][1] == {"role": "user", "content": "What is the capital of France?"}
-    assert "capital_of" in first["messages"][0]["content"]  # the agent's instructions came first
+    assert first["input"] == [{"role": "user", "content": "What is the capital of France?"}]
+    assert "capital_of" in first["instructions"] and first.get("stream", False) is stream
+    for t in out:  # the trajectory, from the SDK's spans: the model call, the tool with its result, the answer
+        assert [(c.name, json.loads(c.arguments), c.result) for c in t.tool_calls] == [
+            ("capital_of", {"country": "France"}, "Paris")]
+        assert _steps(t) == ["agent triage_agent", "model call", "tool capital_of", "model call"]
 
 
-def test_a_handoff_runs_the_units_agent_and_its_tool(server: FakeOpenAIServer) -> None:
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "streamed"])
+def test_chat_completions_work_too(server: FakeOpenAIServer, chat_completions: None, stream: bool) -> None:
+    (out,) = sample(SPEC, "What is the capital of Japan?", stream=stream)
+    assert out.text == "It is \\boxed{Tokyo}." and [c.result for c in out.tool_calls] == ["Tokyo"]
+    assert server.count(CHAT_PATH) == 2 and server.count(RESPONSES_PATH) == 0
+    assert server.requests[0].body.get("stream", False) is stream
+
+
+def test_a_handoff_runs_the_units_agent_and_its_tool_and_the_trajectory_shows_it(server: FakeOpenAIServer) -> None:
     (out,) = sample(SPEC, "Convert 5 km to mi, please.")
     assert out.text == "That is \\boxed{3.106856} mi."
-    offered = [{t["function"]["name"] for t in r.body["tools"]} for r in server.requests]
+    offered = [{t["name"] for t in r.body["tools"]} for r in server.requests]
     assert offered == [{"capital_of", "transfer_to_units_agent"}, {"convert_units"}, {"convert_units"}]
+    assert [(c.name, json.loads(c.arguments), c.result) for c in out.tool_calls] == [
+        ("convert_units", {"value": 5.0, "from_unit": "km", "to_unit": "mi"}, "3.106856")]
+    assert _steps(out) == ["agent triage_agent", "model call", "handoff to units_agent", "agent units_agent",
+                           "model call", "tool convert_units", "model call"]
 
 
 def test_the_cases_system_prompt_and_history_become_input_items() -> None:
@@ -200,6 +217,9 @@ def test_an_exception_in_a_tool_or_the_agent_fails_that_sample_only(server: Fake
     assert sank.text is None and "Atlantis sank" in (sank.error or "") and "openai-agents agent raised" in sank.error
     assert exploded.text is None and "the instructions exploded" in (exploded.error or "")
     assert fine.ok and fine.text == "It is \\boxed{Tokyo}."
+    (call,) = sank.tool_calls  # the failed sample keeps its trajectory up to the failure
+    assert call.name == "capital_of" and call.result is None and "Atlantis sank" in (call.error or "")
+    assert "the instructions exploded" in exploded.messages[-1]["error"]
 
 
 def test_max_turns_ends_a_run_that_needs_more_turns(server: FakeOpenAIServer) -> None:
@@ -216,7 +236,7 @@ def test_a_401_from_the_server_stops_the_run(monkeypatch: pytest.MonkeyPatch, re
         monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
         with pytest.raises(TargetError, match="401|Incorrect API key"):
             sample(SPEC, "What is the capital of France?")
-        assert srv.count() == 1  # not retried
+        assert srv.model_calls() == 1  # not retried
 
 
 def test_a_missing_attribute_or_another_object_is_a_clear_config_error(server: FakeOpenAIServer,
