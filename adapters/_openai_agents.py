@@ -68,7 +68,7 @@ class OpenAIAgentsAdapter(FrameworkAgentAdapter):
         options: dict[str, Any] = {"context": ctx, "run_config": config}
         if self.max_turns is not None:
             options["max_turns"] = self.max_turns
-        items = input_items(case.messages)
+        items: Any = input_items(case.messages)  # the SDK types its items as TypedDicts: these are some of them
         if self.stream:
             streamed = Runner.run_streamed(self.agent, items, **options)
             async for _event in streamed.stream_events():

@@ -8,6 +8,7 @@ to 127.0.0.1; no trace may leave the process (a guard refuses and records any ot
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from frontier_qa.adapters import create_adapter
 from frontier_qa.errors import ConfigError, TargetError
 from frontier_qa.runtime import open_target
 from frontier_qa.target import Case, Sampling, Trajectory
+from tests.cli.runner import run_cli
 from tests.factories import REPO
 from tests.servers.fake_openai import CHAT_PATH, RESPONSES_PATH, FakeOpenAIServer
 
@@ -250,3 +252,30 @@ def test_a_missing_attribute_or_another_object_is_a_clear_config_error(server: F
         create_adapter(strict_spec(tmp_path, "not_an_agent"))
     with pytest.raises(ConfigError, match="unknown option"):
         create_adapter(SPEC, temperature=0.5)
+
+
+# ----- the CLI, end to end ------------------------------------------------------------------------
+
+
+CASES = [{"id": "capital-france", "topic": "geography", "prompt": "What is the capital of France?",
+          "reference": "Paris", "reference_verified": True},
+         {"id": "km-to-mi", "topic": "units", "prompt": "Convert 5 km to mi.", "reference": "3.106856",
+          "reference_verified": True}]
+
+
+def test_frontier_qa_probe_runs_the_example_agent_from_the_command_line(
+        server: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [n for n in os.environ if n.startswith("FRONTIER_QA_") or n == "CI"]:
+        monkeypatch.delenv(name)
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in CASES))
+    args = ["--target", f"openai-agents:{EXAMPLE}:triage_agent", "--k", "2", "--policy", "fixed",
+            "--progress", "off", "--store", "store"]
+    rc, out, err = run_cli(tmp_path, capsys, ["probe", *args, "--curriculum", "cases.jsonl", "--out", "out"])
+    assert rc == 0, out + err
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert {c["id"]: (c["case_class"], c["majority"]) for c in report["cases"]} == {
+        "capital-france": ("pass", "Paris"), "km-to-mi": ("pass", "3.106856")}
+    assert server.model_calls() == 2 * 2 + 2 * 3  # per sample: 2 for a capital, 3 with the handoff
+    rc, out, _ = run_cli(tmp_path, capsys, ["cases", "show", "km-to-mi", "--store", "store"])
+    assert rc == 0 and "handoff(units_agent) → units_agent → model → convert_units(value=5.0" in out
