@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import itertools
+import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -127,6 +128,16 @@ def _after(name: str, prefix: str) -> str:
     return name[len(prefix):].strip() if name.startswith(prefix) else ""
 
 
+def _tool_result(value: Any) -> Any:
+    """LangChain's tool spans hold the whole ToolMessage as JSON: the result is its content."""
+    if isinstance(value, str) and value.startswith('{"type": "tool"'):
+        with contextlib.suppress(ValueError, AttributeError):
+            content = json.loads(value)["data"].get("content")
+            if content is not None:
+                return content
+    return value
+
+
 def span_kind(name: str, attributes: Mapping[str, Any]) -> str | None:
     """``"model"``, ``"tool"``, ``"agent"``, ``"handoff"``, or ``None`` for a span that is no step."""
     operation = attributes.get("gen_ai.operation.name")
@@ -180,7 +191,8 @@ def normalise(span: ReadableSpan) -> Found | None:
         return Found("tool", str(tool), start, error=error,
                      arguments=_bounded(_first(attributes, "gen_ai.tool.call.arguments", "tool_arguments",
                                                "input.value")),
-                     result=_bounded(_first(attributes, "gen_ai.tool.call.result", "tool_response", "output.value")))
+                     result=_bounded(_tool_result(_first(attributes, "gen_ai.tool.call.result", "tool_response",
+                                                         "output.value"))))
     if kind == "model":
         model = (_first(attributes, "gen_ai.request.model", "gen_ai.response.model", "llm.model_name")
                  or _after(name, "chat") or _after(name, "text_completion"))
@@ -205,7 +217,8 @@ class _Capture:
     """The spans of one sample: whose they are, and the steps of those that ended."""
 
     ctx: AgentContext
-    kinds: dict[int, str | None] = field(default_factory=dict)  # span id -> its kind (None: no step)
+    kinds: dict[int, str | None] = field(default_factory=dict)  # span id -> its kind as it started
+    nested: set[int] = field(default_factory=set)  # model calls inside model calls: not steps
     found: list[tuple[int, int, Found]] = field(default_factory=list)  # (start, end order, step)
 
 
@@ -252,18 +265,22 @@ class SpanRecorder(_Processor):  # type: ignore[misc]  # Any where opentelemetry
                 capture = self._owners.get(parent)  # a span started where the context did not follow
             if capture is None:
                 return
+            # OpenInference's LangChain spans say their kind only when they end: None until then
             kind = span_kind(span.name, span.attributes or {})
+            span_id = span.context.span_id
+            self._owners[span_id] = capture
+            capture.kinds[span_id] = kind
             # a model call inside a model call is the client's span under the framework's: one call
             if kind == "model" and parent is not None and capture.kinds.get(parent) == "model":
-                kind = None
-            self._owners[span.context.span_id] = capture
-            capture.kinds[span.context.span_id] = kind
+                capture.nested.add(span_id)
 
     def on_end(self, span: ReadableSpan) -> None:
-        span_id = span.context.span_id if span.context is not None else None
+        if span.context is None:
+            return
+        span_id = span.context.span_id
         with self._lock:
-            capture = self._owners.get(span_id) if span_id is not None else None
-            if capture is None or capture.kinds.get(span_id) is None:  # type: ignore[arg-type]
+            capture = self._owners.get(span_id)
+            if capture is None or span_id in capture.nested:
                 return
         step = normalise(span)
         if step is not None:
@@ -368,6 +385,9 @@ _INSTRUMENTED: set[str] = set()
 def instrument(framework: str) -> SpanRecorder:
     """Turn on ``framework``'s span instrumentation (once per process) against the recorder's provider.
 
+    Cheap after the first call: a framework adapter calls it for every run. For the Agents SDK each
+    call also checks that no processor but OpenInference's is registered.
+
     Args:
         framework: ``"pydantic-ai"``, ``"openai-agents"``, ``"langgraph"`` or ``"langchain"``.
 
@@ -387,6 +407,8 @@ def instrument(framework: str) -> SpanRecorder:
             _INSTRUMENTED.add(framework)
             if framework in ("langgraph", "langchain"):
                 _INSTRUMENTED.update(("langgraph", "langchain"))
+        elif framework == "openai-agents":
+            keep_agents_traces_local()  # a processor added since (the SDK's default, by a reset) goes again
     return recorder
 
 

@@ -12,6 +12,7 @@ import asyncio
 import json
 import sys
 import threading
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -287,3 +288,90 @@ def test_a_real_pydantic_ai_agent_records_its_tool_calls_in_order() -> None:
     assert steps == ["agent", "model", "search", "population", "model"]
     models = [m for m in france.messages if m.get("kind") == "model"]
     assert [m["model"] for m in models] == ["gpt-test", "gpt-test"] and models[0]["input_tokens"] > 0
+
+
+def test_a_real_openai_agents_run_records_tools_handoffs_and_keeps_its_traces_in_the_process() -> None:
+    pytest.importorskip("agents")
+    pytest.importorskip("openinference.instrumentation.openai_agents")
+    import agents
+    from agents.tracing import get_trace_provider
+    from agents.tracing.processors import default_processor
+    from openai import AsyncOpenAI
+    from openinference.instrumentation.openai_agents._processor import OpenInferenceTracingProcessor
+
+    def registered() -> list[Any]:
+        return list(get_trace_provider()._multi_processor._processors)  # type: ignore[attr-defined]
+
+    recorder = instrument("openai-agents")
+    agents.add_trace_processor(default_processor())  # the SDK's exporter to OpenAI's servers, back again
+    assert instrument("openai-agents") is recorder
+    assert registered() and all(isinstance(p, OpenInferenceTracingProcessor) for p in registered())
+
+    def triage_then_billing(body: dict[str, Any], index: int) -> Any:
+        tools = [t["function"]["name"] for t in body.get("tools", [])]
+        if "transfer_to_billing" not in tools:
+            return "Refund issued: \\boxed{yes}"  # the billing agent
+        if not any(m["role"] == "tool" for m in body["messages"]):
+            return {"content": None, "tool_calls": [{"name": "lookup", "arguments": json.dumps({"order": 17})}]}
+        return {"content": None, "tool_calls": [{"name": "transfer_to_billing", "arguments": "{}"}]}
+
+    with FakeOpenAIServer(answers=triage_then_billing) as server:
+        model = agents.OpenAIChatCompletionsModel(
+            model="gpt-test", openai_client=AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0))
+
+        @agents.function_tool
+        def lookup(order: int) -> str:
+            """Look an order up."""
+            return f"order {order}: paid"
+
+        billing = agents.Agent(name="Billing", instructions="Refund.", model=model)
+        triage = agents.Agent(name="Triage", instructions="Route.", model=model, tools=[lookup], handoffs=[billing])
+        ctx = _ctx()
+
+        async def main() -> Any:
+            with recorder.sample(ctx):
+                return (await agents.Runner.run(triage, "I want a refund")).final_output
+
+        assert asyncio.run(main()) == "Refund issued: \\boxed{yes}"
+    assert ctx.tool_calls == [ToolCall("lookup", '{"order": 17}', "order 17: paid")]
+    steps = [(e.get("kind") or e["name"], e.get("agent") or e.get("target") or e.get("model"))
+             for e in ctx.events]
+    assert steps == [("agent", "Agent workflow"), ("agent", "Triage"), ("model", "gpt-test"), ("lookup", None),
+                     ("model", "gpt-test"), ("handoff", "Billing"), ("agent", "Billing"), ("model", "gpt-test")]
+
+
+def test_a_real_langgraph_agent_records_its_tool_calls() -> None:
+    pytest.importorskip("langgraph")
+    pytest.importorskip("langchain_openai")
+    pytest.importorskip("openinference.instrumentation.langchain")
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.prebuilt import create_react_agent
+
+    recorder = instrument("langgraph")
+    with FakeOpenAIServer(answers=_search_then_answer) as server:
+        @tool
+        def search(query: str) -> str:
+            """Search the web."""
+            return f"{query.title()} is a capital city."
+
+        @tool
+        def population(city: str) -> int:
+            """How many people live in a city."""
+            return 2_100_000
+
+        llm = ChatOpenAI(model="gpt-test", base_url=server.base_url, api_key="x")
+        with warnings.catch_warnings():  # moved to langchain.agents (not installed with the langgraph extra)
+            warnings.simplefilter("ignore")
+            graph = create_react_agent(llm, [search, population])
+        ctx = _ctx()
+
+        async def main() -> Any:
+            with recorder.sample(ctx):
+                return (await graph.ainvoke({"messages": [("user", "What is the capital of France?")]}))["messages"]
+
+        messages = asyncio.run(main())
+    assert messages[-1].content == "The capital is \\boxed{Paris}."
+    assert [(c.name, c.result) for c in ctx.tool_calls] == [("search", "Paris is a capital city."),
+                                                           ("population", "2100000")]
+    assert [e.get("kind") for e in ctx.events if e["role"] == "step"].count("model") == 2
