@@ -35,6 +35,8 @@ class AgentContext:
         sampling: the sampling parameters of the request.
         seed: ``sampling.seed_for(case, sample_index)`` (the base seed mixed with the case, plus
             the sample index), or ``None`` when no seed was given.
+        stop_error: set by the model gateway (:mod:`frontier_qa.runtime._gateway`) when the run
+            must stop (budget, unavailable target, fatal reply); raise it after the agent ends.
     """
 
     def __init__(self, case: Case, sample_index: int, sampling: Sampling) -> None:
@@ -46,8 +48,8 @@ class AgentContext:
         self.events: list[dict[str, Any]] = []  # tool calls and steps, in order
         self.usage = Usage()
         self.cost_usd: float | None = None
-        # a stop the runtime decided inside the sample (budget spent, target unavailable): raised as
-        # itself once the agent returns, whatever the agent's framework wrapped it in on the way out
+        # a stop the model gateway met inside the agent's HTTP client (which would wrap and retry
+        # it as a connection error): the adapter raises it once the agent returns or raises
         self.stop_error: BaseException | None = None
 
     def tool_call(self, name: str, arguments: Any, result: Any = None, error: str | None = None) -> ToolCall:
