@@ -20,6 +20,7 @@ import pytest
 from frontier_qa.adapters import create_adapter
 from frontier_qa.errors import ConfigError, TargetError
 from frontier_qa.runtime import open_target
+from frontier_qa.runtime._aio import run_sync
 from frontier_qa.target import Case, Sampling, Trajectory
 from tests.cli.runner import run_cli
 from tests.factories import REPO
@@ -201,6 +202,54 @@ def test_the_cases_system_prompt_and_history_become_input_items() -> None:
     assert input_items(case.messages) == [
         {"role": "system", "content": "Be terse."}, {"role": "user", "content": "Capital of Peru?"},
         {"role": "assistant", "content": "Checking."}, {"role": "user", "content": "[tool capital_of] Lima"}]
+
+
+# ----- model calls through frontier-qa's runtime ------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", ["responses", "chat_completions"])
+def test_every_model_call_is_counted_and_cached_so_a_second_run_pays_none(
+        server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, api: str) -> None:
+    from agents.models import _openai_shared
+
+    monkeypatch.setattr(_openai_shared, "_use_responses_by_default", api == "responses")
+    cases = [Case("capital", "What is the capital of Kenya?"), Case("units", "Convert 2 mi to km.")]
+
+    def run(n: int) -> tuple[list[list[Trajectory]], Any]:
+        target = open_target(SPEC, cache=tmp_path / "cache")
+        try:
+            return [target.sample_sync(case, n, Sampling(seed=3)) for case in cases], target.stats()
+        finally:
+            run_sync(target.aclose())  # type: ignore[attr-defined]
+
+    first, stats = run(2)
+    assert [[t.text for t in out] for out in first] == [["It is \\boxed{Nairobi}."] * 2,
+                                                        ["That is \\boxed{3.218688} km."] * 2]
+    assert stats.calls == server.model_calls() == 2 * 2 + 2 * 3 and stats.cached_calls == 0
+    assert stats.tokens == sum(t.usage.prompt_tokens + t.usage.completion_tokens for out in first for t in out) > 0
+    if api == "chat_completions":  # the Responses API has no seed field
+        seeds = [r.body["seed"] for r in server.requests]
+        assert len(set(seeds)) == len(seeds)  # one per sample and call
+    server.reset()
+    again, stats = run(3)  # samples 0 and 1 again (from the cache), and a new one
+    assert server.model_calls() == stats.calls == 2 + 3
+    assert [[(t.text, t.tool_calls) for t in out[:2]] for out in again] == [
+        [(t.text, t.tool_calls) for t in out] for out in first]
+
+
+def test_a_sample_stopped_after_its_first_model_call_pays_only_the_rest_when_run_again(
+        server: FakeOpenAIServer, tmp_path: Path) -> None:
+    case = Case("units", "Convert 3 km to m.")
+    server.push("ok", "401")  # the handoff is answered, then the run stops
+    target = open_target(SPEC, cache=tmp_path / "cache")
+    with pytest.raises(TargetError):
+        target.sample_sync(case, 1, Sampling(seed=1))
+    run_sync(target.aclose())  # type: ignore[attr-defined]
+    assert server.model_calls() == 2
+    target = open_target(SPEC, cache=tmp_path / "cache")
+    (out,) = target.sample_sync(case, 1, Sampling(seed=1))
+    assert out.text == "That is \\boxed{3000.0} m."
+    assert server.model_calls() == 2 + 2 and target.stats().cached_calls == 1  # the handoff call was replayed
 
 
 # ----- errors ---------------------------------------------------------------------------------------
