@@ -66,3 +66,11 @@ triage_agent = Agent(
     tools=[capital_of],
     handoffs=[units_agent],
 )
+
+
+if __name__ == "__main__":  # python examples/agents/openai_agents_agent.py "Convert 5 km to mi."
+    import sys
+
+    from agents import Runner
+
+    print(Runner.run_sync(triage_agent, " ".join(sys.argv[1:]) or "What is the capital of Kenya?").final_output)
