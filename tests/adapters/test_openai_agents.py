@@ -11,6 +11,7 @@ import json
 import os
 import re
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 from frontier_qa.adapters import create_adapter
-from frontier_qa.errors import ConfigError, TargetError
+from frontier_qa.errors import ConfigError, MissingExtraError, TargetError
 from frontier_qa.runtime import open_target
 from frontier_qa.runtime._aio import run_sync
 from frontier_qa.target import Case, Sampling, Trajectory
@@ -328,3 +329,10 @@ def test_frontier_qa_probe_runs_the_example_agent_from_the_command_line(
     assert server.model_calls() == 2 * 2 + 2 * 3  # per sample: 2 for a capital, 3 with the handoff
     rc, out, _ = run_cli(tmp_path, capsys, ["cases", "show", "km-to-mi", "--store", "store"])
     assert rc == 0 and "handoff(units_agent) → units_agent → model → convert_units(value=5.0" in out
+
+
+def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "agents", None)  # what an environment without openai-agents imports
+    with pytest.raises(MissingExtraError, match="openai-agents") as missing:
+        create_adapter(SPEC)
+    assert "frontier-qa[openai-agents]" in str(missing.value)
