@@ -183,8 +183,8 @@ def normalise(span: ReadableSpan) -> Found | None:
     """
     name, attributes = span.name, dict(span.attributes or {})  # a plain dict: the SDK's mapping is slow to read
     kind = span_kind(name, attributes)
-    if kind is None:
-        return None
+    if kind is None or set(attributes) == {"openinference.span.kind"}:
+        return None  # the second: the Agents SDK's trace root (its workflow), which no agent ran
     start, error = span.start_time or 0, _error(span)
     if kind == "tool":
         tool = _first(attributes, "gen_ai.tool.name", "tool.name") or _after(name, "execute_tool") or name

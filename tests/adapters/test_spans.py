@@ -118,7 +118,6 @@ def test_openinference_spans_tool_llm_agent_handoff_and_chains(recorder: SpanRec
                         "openinference.span.kind": "TOOL", "tool.name": "broken", "input.value": "{}"}) as span:
                     span.record_exception(RuntimeError("backend down"))  # OpenInference sets no status here
     assert ctx.events == [
-        {"role": "step", "content": "agent Agent workflow", "kind": "agent", "agent": "Agent workflow"},
         {"role": "step", "content": "model call", "kind": "model", "model": "gpt-4.1", "input_tokens": 40,
          "output_tokens": 7},
         {"role": "tool", "name": "get_weather", "arguments": '{"city": "Paris"}', "content": "sunny"},
@@ -412,7 +411,7 @@ def test_a_real_openai_agents_run_records_tools_handoffs_and_keeps_its_traces_in
     assert ctx.tool_calls == [ToolCall("lookup", '{"order": 17}', "order 17: paid")]
     steps = [(e.get("kind") or e["name"], e.get("agent") or e.get("target") or e.get("model"))
              for e in ctx.events]
-    assert steps == [("agent", "Agent workflow"), ("agent", "Triage"), ("model", "gpt-test"), ("lookup", None),
+    assert steps == [("agent", "Triage"), ("model", "gpt-test"), ("lookup", None),
                      ("model", "gpt-test"), ("handoff", "Billing"), ("agent", "Billing"), ("model", "gpt-test")]
     sample = sample_record(to_trajectory("Refund issued: \\boxed{yes}", ctx, 0.1), "yes")
     assert step_line(sample) == 'model → lookup(order=17) → model → handoff(Billing) → model → answer "yes"'
