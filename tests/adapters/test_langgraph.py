@@ -7,11 +7,9 @@ the tool calls and the answers.
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
 import json
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -31,7 +29,7 @@ from frontier_qa.adapters._framework import FrameworkAgentAdapter  # noqa: E402
 from frontier_qa.adapters._langgraph import LangGraphAdapter, final_answer  # noqa: E402
 from frontier_qa.errors import ConfigError, TargetError  # noqa: E402
 from frontier_qa.runtime._aio import run_sync  # noqa: E402
-from frontier_qa.target import Case, Sampling, Trajectory  # noqa: E402
+from frontier_qa.target import Case, Sampling, ToolCall, Trajectory  # noqa: E402
 from tests.factories import REPO  # noqa: E402
 from tests.servers.fake_openai import FakeOpenAIServer  # noqa: E402
 
@@ -39,26 +37,12 @@ CASE = Case("capital", "What is the capital of France?", system="Answer with \\b
 ANSWER = "The capital of France is \\boxed{Paris}."
 
 
-@pytest.fixture(autouse=True)
-def _no_spans_until_otel_lands(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Until the span recorder exists, a sample's scope is the gateway's route alone (tests only)."""
-    if importlib.util.find_spec("frontier_qa.adapters._spans") is not None:
-        return
-
-    @contextlib.contextmanager
-    def scope(self: FrameworkAgentAdapter, ctx: Any) -> Iterator[None]:
-        with self.gateway.sample(ctx) if self.gateway is not None else contextlib.nullcontext():
-            yield
-
-    monkeypatch.setattr(FrameworkAgentAdapter, "sample_scope", scope)
-
-
 @tool
 def capital(country: str) -> str:
     """The capital city of a country."""
     if country == "Atlantis":
         raise LookupError("Atlantis sank")
-    return {"France": "Paris"}[country]
+    return {"France": "Paris", "Japan": "Tokyo"}[country]
 
 
 def tool_then_answer(country: str = "France") -> Callable[[dict[str, Any], int], Any]:
@@ -100,6 +84,24 @@ def test_a_react_agent_calls_its_tool_then_answers(stream: bool) -> None:
     assert (last["role"], last["content"]) == ("tool", "Paris")
     # streamed runs stream the model's tokens, as a streaming app's graph does
     assert all(bool(b.get("stream")) is stream for b in bodies)
+    assert t.tool_calls == (ToolCall("capital", '{"country": "France"}', "Paris"),)
+
+
+def test_parallel_calls_of_one_tool_keep_their_own_arguments() -> None:
+    def both(body: dict[str, Any], index: int) -> Any:
+        if body["messages"][-1]["role"] == "tool":
+            return "\\boxed{Tokyo, Paris}"
+        return {"content": None, "tool_calls": [{"name": "capital", "arguments": json.dumps({"country": c})}
+                                                for c in ("Japan", "France", "Japan")]}
+
+    with FakeOpenAIServer(answers=both) as server:
+        graph = create_react_agent(ChatOpenAI(model="m", base_url=server.base_url, api_key="sk-test", max_retries=0),
+                                   [capital], version="v1")  # v1: one ToolNode task, the calls run in parallel
+        [t] = sample(LangGraphAdapter(graph))
+    # each call's arguments beside its own result (matched by call id), whichever order the calls started in
+    assert (t.text, t.error) == ("\\boxed{Tokyo, Paris}", None)
+    assert sorted((json.loads(c.arguments)["country"], c.result) for c in t.tool_calls) == [
+        ("France", "Paris"), ("Japan", "Tokyo"), ("Japan", "Tokyo")]
 
 
 def test_the_example_agent_from_a_spec_uses_both_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -125,6 +127,13 @@ def test_the_example_agent_from_a_spec_uses_both_tools(tmp_path: Path, monkeypat
     assert adapter.id == f"langgraph:{agent_file}:graph" and "src." in (adapter.version() or "")
     assert [m["content"] for m in bodies[-1]["messages"] if m["role"] == "tool"] == ["Tokyo", "62.14"]
     assert {t["function"]["name"] for t in bodies[0]["tools"]} == {"capital", "convert"}
+    # the trajectory, from LangChain's OpenTelemetry spans: each tool call with its arguments and result,
+    # in order, between the model calls (a one-argument tool's arguments named too)
+    assert [(c.name, json.loads(c.arguments), c.result, c.error) for c in t.tool_calls] == [
+        ("capital", {"country": "Japan"}, "Tokyo", None),
+        ("convert", {"value": 100, "from_unit": "km", "to_unit": "mi"}, "62.14", None)]
+    steps = [m.get("kind") or m["role"] for m in t.messages if m["role"] in ("step", "tool")]
+    assert [s for s in steps if s != "agent"] == ["model", "tool", "model", "tool", "model"]
 
 
 def test_an_exception_in_a_tool_fails_that_sample_only() -> None:
@@ -142,6 +151,8 @@ def test_an_exception_in_a_tool_fails_that_sample_only() -> None:
     assert failed.text is None
     assert failed.error is not None and "LookupError: Atlantis sank" in failed.error
     assert failed.error.startswith("the langgraph agent raised")
+    assert [(c.name, c.arguments, c.error) for c in failed.tool_calls] == [
+        ("capital", '{"country": "Atlantis"}', "LookupError: Atlantis sank")]
     assert (fine.text, fine.error) == (ANSWER, None)
 
 
