@@ -229,7 +229,7 @@ def normalise(span: ReadableSpan) -> Found | None:
     """The step a finished span stands for, in whichever convention it was written; ``None`` when
     it stands for none (a LangGraph node, an HTTP request, an output function).
     """
-    name, attributes = span.name, span.attributes or {}
+    name, attributes = span.name, dict(span.attributes or {})  # a plain dict: the SDK's mapping is slow to read
     kind = span_kind(name, attributes)
     if kind is None:
         return None
@@ -276,7 +276,7 @@ _SAMPLE: contextvars.ContextVar[_Capture | None] = contextvars.ContextVar("front
 _ENDED = itertools.count()
 
 
-class SpanRecorder(_Processor):  # type: ignore[misc]  # Any where opentelemetry-sdk is missing
+class SpanRecorder(_Processor):
     """A span processor that turns each sample's spans into its trajectory (module docstring).
 
     Attributes:
@@ -316,7 +316,7 @@ class SpanRecorder(_Processor):  # type: ignore[misc]  # Any where opentelemetry
             if capture is None:
                 return
             # OpenInference's LangChain spans say their kind only when they end: None until then
-            kind = span_kind(span.name, span.attributes or {})
+            kind = span_kind(span.name, dict(span.attributes or {}))
             span_id = span.context.span_id
             self._owners[span_id] = capture
             capture.kinds[span_id] = kind
@@ -413,7 +413,7 @@ def keep_agents_traces_local() -> None:
     from openinference.instrumentation.openai_agents._processor import OpenInferenceTracingProcessor
 
     registered = getattr(getattr(get_trace_provider(), "_multi_processor", None), "_processors", ())
-    local = [p for p in registered if isinstance(p, OpenInferenceTracingProcessor)]
+    local: list[agents.TracingProcessor] = [p for p in registered if isinstance(p, OpenInferenceTracingProcessor)]
     if len(local) != len(registered):
         agents.set_trace_processors(local)
 
