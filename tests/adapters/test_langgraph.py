@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypedDict
@@ -251,3 +252,43 @@ def test_spec_errors_say_what_to_fix(tmp_path: Path) -> None:
         create_adapter(f"langgraph:{agent_file}:graph")
     with pytest.raises(ConfigError, match="unknown option.*streaming"):
         create_adapter(f"langgraph:{agent_file}:graph", streaming=True)
+
+
+# ----- through frontier-qa's runtime: the model gateway ---------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
+def test_every_model_call_goes_through_the_runtime_and_a_rerun_pays_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stream: bool) -> None:
+    from frontier_qa.runtime import open_target
+
+    agent_file = Path(shutil.copy(REPO / "examples" / "agents" / "langgraph_agent.py", tmp_path))
+    sampling = Sampling(seed=1)
+
+    def run() -> tuple[Any, list[Trajectory]]:
+        target = open_target(f"langgraph:{agent_file}:graph", cache=tmp_path / "cache", stream=stream)
+        got = target.sample_sync(CASE, 3, sampling)
+        target.flush()
+        return target, got
+
+    with FakeOpenAIServer(answers=tool_then_answer("Kenya")) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        target, got = run()
+        paid = server.model_calls()
+        again, cached = run()  # the samples come from the cache whole
+        assert server.model_calls() == paid and again.stats().cached == 3
+        keys = again.sample_keys(CASE, sampling, [0, 1, 2])
+        with sqlite3.connect(tmp_path / "cache" / "samples.sqlite3") as db:
+            db.executemany("DELETE FROM samples WHERE key = ?", [(k,) for k in keys.values()])
+        replay, replayed = run()  # the graphs run again, every model call answered from the per-call cache
+        assert server.model_calls() == paid
+    assert [(t.text, t.error) for t in got] == [(ANSWER, None)] * 3
+    stats = target.stats()
+    assert stats.calls == paid == 6 and stats.samples == 3  # a tool call and an answer per sample, each counted
+    assert stats.tokens == sum(t.usage.total_tokens for t in got)
+    # ChatOpenAI asks a server other than OpenAI's for no usage in a stream (stream_usage=False): no tokens then
+    assert all(t.usage.total_tokens > 0 for t in got) is not stream
+    assert (replay.stats().calls, replay.stats().cached_calls) == (0, 6)
+    assert [(t.text, t.tool_calls) for t in replayed] == [(t.text, t.tool_calls) for t in got]
+    assert [t.tool_calls for t in got] == [(ToolCall("capital", '{"country": "Kenya"}', "Nairobi"),)] * 3
