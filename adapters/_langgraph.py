@@ -70,15 +70,16 @@ class LangGraphAdapter(FrameworkAgentAdapter):
         config: dict[str, Any] = {"configurable": {"thread_id": f"frontier-qa-{uuid.uuid4().hex}"}}
         if self.max_turns is not None:
             config["recursion_limit"] = 2 * self.max_turns - 1
+        limit = "" if self.max_turns is None else f" (max_turns={self.max_turns})"
         try:
             state = await (_streamed(graph, graph_input(graph, case), config) if self.stream
                            else graph.ainvoke(graph_input(graph, case), config))
         except GraphRecursionError as exc:
-            raise GraphRecursionError(f"{exc} (max_turns={self.max_turns})") from exc
+            raise GraphRecursionError(f"{exc}{limit}") from exc
         answer = final_answer(state)
         if answer == _OUT_OF_STEPS:
-            raise GraphRecursionError(f"the agent ran out of steps with tool calls pending (max_turns="
-                                      f"{self.max_turns}): create_react_agent answered {_OUT_OF_STEPS!r}")
+            raise GraphRecursionError(f"the agent ran out of steps with tool calls pending{limit}: "
+                                      f"create_react_agent answered {_OUT_OF_STEPS!r}")
         return answer
 
 

@@ -221,6 +221,16 @@ def test_a_graph_without_messages_gets_the_task_text_and_answers_by_key() -> Non
         sample(LangGraphAdapter(qa_graph(lambda s: {"notes": "thinking"})))
 
 
+def test_a_functional_api_graph_answers_with_its_return_value() -> None:
+    from langgraph.func import entrypoint
+
+    @entrypoint()
+    async def count(inputs: dict[str, Any]) -> str:
+        return f"\\boxed{{{len(inputs['messages'])}}}"
+
+    assert [t.text for s in (False, True) for t in sample(LangGraphAdapter(count, stream=s))] == ["\\boxed{2}"] * 2
+
+
 def test_the_answer_is_the_text_of_the_graphs_last_message() -> None:
     parts = AIMessage(content=[{"type": "reasoning", "reasoning": "hmm"}, {"type": "text", "text": "\\boxed{4}"}])
     assert final_answer({"messages": [HumanMessage("2+2?"), parts]}) == "\\boxed{4}"
