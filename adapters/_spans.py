@@ -30,7 +30,7 @@ import itertools
 import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from frontier_qa._optional import require
@@ -81,6 +81,8 @@ class Found:
         source: for a handoff, the agent that handed over.
         input_tokens: a model call's prompt tokens.
         output_tokens: a model call's completion tokens.
+        asked: the tool calls a model call's output asks for, ``(call id, name, arguments)`` in order.
+        call_id: a tool call's id (the one the model gave it), when its span says it.
     """
 
     kind: str
@@ -92,6 +94,8 @@ class Found:
     source: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    asked: tuple[tuple[str, str, str], ...] = ()
+    call_id: str | None = None
 
     def record(self, ctx: AgentContext) -> None:
         """Add this step to the sample's context (a tool call, or a step with its data)."""
@@ -128,14 +132,20 @@ def _after(name: str, prefix: str) -> str:
     return name[len(prefix):].strip() if name.startswith(prefix) else ""
 
 
-def _tool_result(value: Any) -> Any:
-    """LangChain's tool spans hold the whole ToolMessage as JSON: the result is its content."""
+def _tool_message(value: Any) -> Mapping[str, Any]:
+    """LangChain's tool spans hold the whole ToolMessage as JSON: its fields (none for other spans)."""
     if isinstance(value, str) and value.startswith('{"type": "tool"'):
-        with contextlib.suppress(ValueError, AttributeError):
-            content = json.loads(value)["data"].get("content")
-            if content is not None:
-                return content
-    return value
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            data = json.loads(value)["data"]
+            if isinstance(data, dict):
+                return data
+    return {}
+
+
+def _tool_result(value: Any) -> Any:
+    """A tool span's result: a LangChain ToolMessage's content, else the value as is."""
+    content = _tool_message(value).get("content")
+    return value if content is None else content
 
 
 def span_kind(name: str, attributes: Mapping[str, Any]) -> str | None:
@@ -170,11 +180,49 @@ def _error(span: ReadableSpan) -> str | None:
     if raised is not None and raised.attributes:
         kind, message = raised.attributes.get("exception.type"), raised.attributes.get("exception.message")
         described = f"{kind}: {message}" if kind and message else str(kind or message or "") or None
-    if span.status.status_code is StatusCode.ERROR:
-        return _bounded(span.status.description or described or "error")
+    if span.status.status_code is StatusCode.ERROR:  # the exception's type and message before the
+        return _bounded(described or span.status.description or "error")  # status (OpenInference: a traceback)
     if span.status.status_code is StatusCode.UNSET and described:
         return _bounded(described)
     return None
+
+
+def _asked(attributes: Mapping[str, Any]) -> tuple[tuple[str, str, str], ...]:
+    """The tool calls in a model span's output messages (OpenInference): ``(id, name, arguments)``."""
+    names = [key[:-len("function.name")] for key in attributes
+             if key.startswith("llm.output_messages.") and key.endswith(".tool_call.function.name")]
+    return tuple((str(attributes.get(f"{k}id") or ""), str(attributes[f"{k}function.name"]),
+                  str(attributes.get(f"{k}function.arguments") or "")) for k in names)
+
+
+def _with_asked_arguments(steps: list[Found]) -> list[Found]:
+    """Tool calls with the arguments the model asked for, where their span lost the names: OpenInference
+    writes a one-argument LangChain tool's input as the bare value (``France`` for ``{"country":
+    "France"}``). A call is matched by its id, else (a failed call has no ToolMessage) it is the
+    earliest call of that tool the model asked for and no span has taken yet.
+    """
+    asked: dict[str, tuple[str, str]] = {}  # call id (or its place) -> (tool name, arguments), in order
+    out = []
+    for step in steps:
+        if step.kind == "model":
+            asked.update((call_id or f"{step.start_ns}.{i}", (name, arguments))
+                         for i, (call_id, name, arguments) in enumerate(step.asked))
+        elif step.kind == "tool":
+            key = step.call_id if step.call_id in asked else next(
+                (k for k, (name, _) in asked.items() if name == step.name), None)
+            if key is not None:
+                arguments = asked.pop(key)[1]
+                if not _is_object(step.arguments):
+                    step = replace(step, arguments=_bounded(arguments))
+        out.append(step)
+    return out
+
+
+def _is_object(text: str | None) -> bool:
+    try:
+        return isinstance(json.loads(text or ""), dict)
+    except ValueError:
+        return False
 
 
 def normalise(span: ReadableSpan) -> Found | None:
@@ -188,18 +236,20 @@ def normalise(span: ReadableSpan) -> Found | None:
     start, error = span.start_time or 0, _error(span)
     if kind == "tool":
         tool = _first(attributes, "gen_ai.tool.name", "tool.name") or _after(name, "execute_tool") or name
+        output = _first(attributes, "gen_ai.tool.call.result", "tool_response", "output.value")
+        call_id = _first(attributes, "gen_ai.tool.call.id") or _tool_message(output).get("tool_call_id")
         return Found("tool", str(tool), start, error=error,
                      arguments=_bounded(_first(attributes, "gen_ai.tool.call.arguments", "tool_arguments",
                                                "input.value")),
-                     result=_bounded(_tool_result(_first(attributes, "gen_ai.tool.call.result", "tool_response",
-                                                         "output.value"))))
+                     result=_bounded(_tool_result(output)), call_id=None if call_id is None else str(call_id))
     if kind == "model":
         model = (_first(attributes, "gen_ai.request.model", "gen_ai.response.model", "llm.model_name")
                  or _after(name, "chat") or _after(name, "text_completion"))
         return Found("model", str(model or ""), start, error=error,
                      input_tokens=_int(_first(attributes, "gen_ai.usage.input_tokens", "llm.token_count.prompt")),
                      output_tokens=_int(_first(attributes, "gen_ai.usage.output_tokens",
-                                               "llm.token_count.completion")))
+                                               "llm.token_count.completion")),
+                     asked=_asked(attributes))
     if kind == "handoff":
         target = _first(attributes, "output.value") or _after(name, _HANDOFF_PREFIX)
         source = _first(attributes, "input.value")
@@ -310,7 +360,7 @@ class SpanRecorder(_Processor):
                     self._owners.pop(span_id, None)
                 found = sorted(capture.found, key=lambda item: item[:2])
             recorded = [len(ctx.tool_calls), len(ctx.events)]  # what the block recorded ends here
-            for _, _, step in found:
+            for step in _with_asked_arguments([step for _, _, step in found]):
                 if step.kind == "tool":
                     dropped = _drop_recorded(ctx, step, (calls, recorded[0]), (events, recorded[1]))
                     recorded = [recorded[0] - dropped[0], recorded[1] - dropped[1]]
