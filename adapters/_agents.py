@@ -54,8 +54,8 @@ class AgentContext:
         """Record one executed tool call (arguments/result that are not text become JSON)."""
         call = ToolCall(name, _text(arguments), None if result is None else _text(result), error)
         self.tool_calls.append(call)
-        self.events.append({"role": "tool", "name": name, "arguments": call.arguments,
-                            "content": call.result or call.error})
+        event = {"role": "tool", "name": name, "arguments": call.arguments, "content": call.result or call.error}
+        self.events.append(event if error is None else {**event, "error": error})
         return call
 
     def step(self, description: str, **data: Any) -> None:

@@ -3,7 +3,8 @@
 ``list`` prints the latest record of each stored case (filters ``--class``, ``--topic``,
 ``--run``, ``--target``), failures first, then suspects, frontier, unresolved, pass and invalid
 cases; ``show CASE`` one case's prompt, reference, answers with their votes (failed samples by
-their error: ``3 × call failed: RuntimeError: flaky backend (at agent.py:3 in run)``), every observation
+their error: ``3 × call failed: RuntimeError: flaky backend (at agent.py:3 in run)``) and, for an
+agent, the steps that led to each (``steps: model → search(query="paris") → model → answer "Paris"``), every observation
 (runs, agent versions, replay verdicts) and its baselines; ``diff [RUN_A RUN_B]`` two runs (the
 last two by default): class changes, p̂ changes beyond the noise (the replay's own test, run A
 as the baseline), new and vanished cases. A case is named by its id, by ``topic/id`` as pytest
@@ -18,7 +19,8 @@ are only ever added). A case row (``list``'s ``cases``, ``diff``'s ``new`` and `
 * ``cases.list``: ``store``, ``filters`` {``classes``, ``topics``, ``run``, ``target``},
   ``cases`` [case rows], ``counts`` {class: cases}, ``total``;
 * ``cases.show``: ``store``, ``case`` (the case as recorded: prompt, system, reference, tools,
-  metadata...), ``latest`` (a case row plus ``reason``), ``answers`` [{``answer``, ``votes``}],
+  metadata...), ``latest`` (a case row plus ``reason``), ``answers`` [{``answer``, ``votes``, ``steps``
+  (an agent's steps to that answer on one line, from one sample that gave it, or null)}],
   ``errors`` [{``error``, ``count``}] (the failed samples' errors, most frequent first), ``history``
   [case rows plus ``verdict`` (the replay's verdict record or null)], ``baseline`` (the baseline
   record or null), ``accepted`` [baseline records, oldest first];
@@ -49,6 +51,7 @@ from frontier_qa.config import load_config, regression_policy
 from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_FINDINGS, EXIT_OK
 from frontier_qa.reports._explain import answer_label, side
+from frontier_qa.reports._step_line import cluster_steps
 from frontier_qa.reports._summary import answer_distribution, sample_errors
 from frontier_qa.reports._text import fmt_p, shorten
 from frontier_qa.store import _views as views
@@ -186,11 +189,12 @@ def show_command(
     source, _ = _store(config, store)
     view = views.case_view(source, views.find_case(source, case))
     last = view.latest
+    steps = cluster_steps(last)
     if as_json:
         _emit({"kind": "cases.show", "version": JSON_VERSION, "store": str(source.root),
                "case": last.model_dump(mode="json", include={"case"})["case"],
                "latest": {**case_row(last), "reason": last.reason},
-               "answers": [{"answer": a, "votes": n} for a, n in answer_distribution(last)],
+               "answers": [{"answer": a, "votes": n, "steps": steps.get(a)} for a, n in answer_distribution(last)],
                "errors": [{"error": e, "count": n} for e, n in sample_errors(last)],
                "history": [{**case_row(r), "verdict": None if r.verdict is None else r.verdict.model_dump(mode="json")}
                            for r in view.history],
@@ -218,7 +222,11 @@ def _show_lines(view: views.CaseView) -> list[str]:
         lines.append(f"  why:        {_one_line(last.reason, 300)}")
     answers = answer_distribution(last)
     lines.append(f"  answers ({last.k} samples, latest run):" if answers else "  answers:    none (never sampled)")
-    lines += [f"    {n:>3} × {answer_label(a, 100)}" for a, n in answers]
+    steps = cluster_steps(last)
+    for a, n in answers:
+        lines.append(f"    {n:>3} × {answer_label(a, 100)}")
+        if a in steps:
+            lines.append(f"          steps: {steps[a]}")
     lines.append(f"  history ({len(view.history)} observation(s), oldest first):")
     rows = [[f"{r.finished_at:%Y-%m-%d %H:%M}", r.run_id, r.case_class.value, _p_cell(r), f"k={r.k}",
              f"agent {_agent(r)}", "" if r.verdict is None else f"replay: {r.verdict.verdict}"] for r in view.history]

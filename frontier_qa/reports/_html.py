@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from frontier_qa.reports import _boundaries as bd
 from frontier_qa.reports._explain import baseline_votes, removal, votes
 from frontier_qa.reports._report_input import ReportInput, ReportParts
+from frontier_qa.reports._step_line import cluster_steps
 from frontier_qa.reports._summary import Summary, answer_distribution, invalid_cases, timeline
 from frontier_qa.reports._svg import COLORS, boundary_svg, frontier_map_svg, histogram_svg, line_svg
 from frontier_qa.reports._text import esc, fmt_p, fmt_usd, shorten, write_text
@@ -54,7 +55,8 @@ max-height:320px;overflow:auto}
 .dist{display:grid;grid-template-columns:minmax(120px,38%) 1fr 60px;gap:3px 8px;align-items:center;
 font-size:13px}
 .bar{height:12px;background:#1f6fb2;border-radius:2px}.bar.maj{background:#e59f00}
-.ans{overflow-wrap:anywhere}details{margin:4px 0}summary{cursor:pointer}
+.ans{overflow-wrap:anywhere}.steps{grid-column:1/-1;margin:-2px 0 4px 12px;color:#5a6270;font:12px ui-monospace,monospace;
+overflow-wrap:anywhere}details{margin:4px 0}summary{cursor:pointer}
 table.samples td:nth-child(2){width:22%}table.samples td:nth-child(6){width:55%}
 """
 
@@ -74,6 +76,7 @@ def _interval(r: CaseRecord) -> str:
 def _distribution(r: CaseRecord) -> str:
     k = max(r.k, 1)
     rows = []
+    steps = cluster_steps(r)
     for answer, n in answer_distribution(r):
         cls = "bar maj" if answer == r.majority else "bar"
         rows.append(
@@ -81,6 +84,8 @@ def _distribution(r: CaseRecord) -> str:
             f'<div><div class="{cls}" style="width:{100 * n / k:.1f}%"></div></div>'
             f'<div class="n">{n}/{r.k}</div>'
         )
+        if answer in steps:
+            rows.append(f'<div class="steps">{esc(steps[answer])}</div>')
     return f'<div class="dist">{"".join(rows)}</div>' if rows else "<p>No answers.</p>"
 
 

@@ -31,9 +31,11 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler,
+                      model_serializer, model_validator)
 
 from frontier_qa import __version__
+from frontier_qa.store._steps import Step, steps_of
 from frontier_qa.target import Case, Trajectory, case_seed
 
 if TYPE_CHECKING:  # consistency pulls in answer extraction; records only read its fields
@@ -164,6 +166,8 @@ class SampleRecord(_Record):
         completion_tokens: completion tokens of this sample.
         cost_usd: cost of this sample in US dollars, ``None`` when unknown.
         latency_s: wall-clock seconds the sample took.
+        steps: an agent's steps (model calls, tool calls with their arguments, handoffs), in
+            order and bounded (:mod:`frontier_qa.store._steps`); left out of the line when empty.
     """
 
     sample_index: int = Field(ge=0)
@@ -178,10 +182,19 @@ class SampleRecord(_Record):
     completion_tokens: int = Field(default=0, ge=0)
     cost_usd: float | None = None
     latency_s: float = Field(default=0.0, ge=0.0)
+    steps: tuple[Step, ...] = ()
 
     @property
     def truncated(self) -> bool:
         return self.text is not None and len(self.text) < self.text_chars
+
+    @model_serializer(mode="wrap")
+    def _without_empty_steps(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # most targets have no steps: their lines stay as they were
+        data: dict[str, Any] = handler(self)
+        if not data.get("steps"):
+            data.pop("steps", None)
+        return data
 
 
 class Round(_Record):
@@ -752,6 +765,7 @@ def sample_record(
         completion_tokens=trajectory.usage.completion_tokens,
         cost_usd=trajectory.cost_usd,
         latency_s=max(trajectory.latency_s, 0.0),
+        steps=steps_of(trajectory),
     )
 
 
