@@ -7,17 +7,28 @@ TCP, so retries, timeouts and header handling are exercised for real.
 
 Endpoints:
     ``POST /v1/chat/completions`` (honours ``n`` unless ``supports_n=False``; ``seed``;
-    ``tools``), ``GET /v1/models``. Anything else is a 404 in OpenAI's error shape.
+    ``tools``; ``stream``), ``POST /v1/responses`` (the Responses API: ``input`` as a string
+    or a list of items, ``tools`` of type function; ``stream``), ``GET /v1/models``. Anything
+    else is a 404 in OpenAI's error shape.
 
-Answers are deterministic. ``answers`` maps the *last user message* to a string or a list
-of strings (or dicts ``{"content": ..., "tool_calls": [{"name": ..., "arguments": ...}]}``).
+Answers are deterministic. ``answers`` maps the *last user message* (for the Responses API:
+the last user input text) to a string or a list of strings (or dicts
+``{"content": ..., "tool_calls": [{"name": ..., "arguments": ...}]}``; on the Responses API the
+tool calls become ``function_call`` output items, the content a ``message`` item).
 Choice ``j`` of a request carrying ``seed`` gets item ``(seed + j) % len(list)`` (frontier-qa
 sends ``Sampling.seed_for(case, start)``, so sample *i* of a case always gets the same item:
 :func:`served` says which); without a seed a
 per-prompt arrival counter is used. ``answers`` may also be a callable
 ``(request_body, index) -> str | dict``. Unknown prompts get ``default_answer``.
 
-Faults are injected per chat request, in arrival order: first from ``script`` (a list of
+*Streaming* (``"stream": true``) answers the same content as server-sent events: chat
+completions as ``chat.completion.chunk`` deltas (text, then tool-call deltas, then the finish
+reason, then a usage chunk when ``stream_options.include_usage`` is set, then ``[DONE]``); the
+Responses API as ``response.created``, ``response.output_item.added``, ``response.content_part.added``,
+``response.output_text.delta``/``.done``, ``response.function_call_arguments.delta``/``.done``,
+``response.output_item.done`` and ``response.completed`` carrying the whole response with usage.
+
+Faults are injected per model request (chat or Responses), in arrival order: first from ``script`` (a list of
 :class:`Fault` or short strings), then at random with ``fault_rates`` (seeded). Short forms:
 
 =================  =====================================================================
@@ -37,8 +48,9 @@ Faults are injected per chat request, in arrival order: first from ``script`` (a
 =================  =====================================================================
 
 ``api_key="k"`` makes the server demand ``Authorization: Bearer k`` (401 otherwise).
-Usage is counted in whitespace-separated words: prompt tokens = words in all messages,
-completion tokens = words in each answer (at least 1).
+Usage is counted in whitespace-separated words: prompt tokens = words in all messages (input
+texts, instructions and tool outputs on the Responses API), completion tokens = words in each
+answer (at least 1). :meth:`FakeOpenAIServer.model_calls` counts both model endpoints together.
 
 Example::
 
@@ -70,13 +82,15 @@ except ImportError:  # pragma: no cover
     pytest = None  # type: ignore[assignment]
 
 CHAT_PATH = "/v1/chat/completions"
+RESPONSES_PATH = "/v1/responses"
+MODEL_PATHS = (CHAT_PATH, RESPONSES_PATH)
 AnswerItem = str | Mapping[str, Any]
 Answers = Mapping[str, AnswerItem | Sequence[AnswerItem]] | Callable[[dict[str, Any], int], AnswerItem]
 
 
 @dataclass(frozen=True)
 class Fault:
-    """One injected behaviour for one chat request.
+    """One injected behaviour for one model request (chat or Responses).
 
     Attributes:
         kind: ``ok``, ``latency``, ``status`` (an error status), ``hang``, ``malformed``,
@@ -147,7 +161,8 @@ class FakeOpenAIServer:
         fault_rates: ``{short_form: probability}`` applied after the script, e.g.
             ``{"429:0.1": 0.05, "500": 0.05}``; draws use ``random.Random(seed)``.
         seed: seed for ``fault_rates``.
-        latency_s: delay added before every chat answer, in seconds.
+        latency_s: delay before every model answer (chat and Responses, streamed or not),
+            in seconds (benchmarks use it as the model's think time).
         api_key: if set, requests must carry ``Authorization: Bearer <api_key>``.
         supports_n: when ``False`` the server ignores ``n`` and returns one choice.
         reject_n: when ``True`` a request with ``n > 1`` gets a 400 "n must be 1" (llama.cpp style).
@@ -239,6 +254,11 @@ class FakeOpenAIServer:
         with self._lock:
             return self._counters[path]
 
+    def model_calls(self) -> int:
+        """Requests to both model endpoints (chat completions and Responses), faulted ones included."""
+        with self._lock:
+            return sum(self._counters[path] for path in MODEL_PATHS)
+
     def push(self, *faults: str | Fault | None) -> None:
         """Append faults to the script (they apply to the next requests)."""
         with self._lock:
@@ -255,7 +275,7 @@ class FakeOpenAIServer:
     def _record(self, method: str, path: str, headers: Mapping[str, str], body: Any) -> Fault:
         with self._lock:
             fault = Fault()
-            if path == CHAT_PATH:
+            if path in MODEL_PATHS:
                 if self._script:
                     fault = self._script.pop(0)
                 else:
@@ -273,11 +293,7 @@ class FakeOpenAIServer:
         if callable(self.answers):
             item = self.answers(dict(body), index)
         else:
-            prompt = next(
-                (m.get("content") for m in reversed(body.get("messages", [])) if m.get("role") == "user"),
-                "",
-            )
-            options = self.answers.get(str(prompt), self.default_answer)
+            options = self.answers.get(_last_user_text(body), self.default_answer)
             if isinstance(options, (str, Mapping)):
                 options = [options]
             item = options[index % len(options)]
@@ -289,7 +305,7 @@ class FakeOpenAIServer:
         seed = body.get("seed")
         if isinstance(seed, int):
             return [seed + j for j in range(n)]
-        key = json.dumps(body.get("messages", []), sort_keys=True)
+        key = json.dumps(body.get("messages", body.get("input", [])), sort_keys=True)
         with self._lock:
             first = self._counters[f"prompt:{key}"]
             self._counters[f"prompt:{key}"] += n
@@ -329,6 +345,144 @@ class FakeOpenAIServer:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+
+    def response(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The Responses-API JSON for ``body`` (no faults): a ``message`` item for the text and a
+        ``function_call`` item per scripted tool call.
+        """
+        answer = self._answer(body, self._indices(body, 1)[0])
+        output: list[dict[str, Any]] = []
+        if answer.get("content") or not answer.get("tool_calls"):
+            output.append({
+                "id": f"msg_{next(self._ids)}", "type": "message", "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": answer.get("content") or "", "annotations": []}],
+            })
+        for call in answer.get("tool_calls") or ():
+            output.append({
+                "id": f"fc_{next(self._ids)}", "type": "function_call", "status": "completed",
+                "call_id": f"call_{next(self._ids)}", "name": call["name"],
+                "arguments": call.get("arguments", "{}"),
+            })
+        input_tokens = sum(_words(text) for text in _input_texts(body))
+        output_tokens = max(1, _words(answer.get("content")))
+        return {
+            "id": f"resp_{next(self._ids)}", "object": "response", "created_at": int(time.time()),
+            "model": body.get("model", self.model), "status": "completed", "output": output,
+            "parallel_tool_calls": True, "tool_choice": body.get("tool_choice", "auto"),
+            "tools": list(body.get("tools") or []), "error": None, "incomplete_details": None,
+            "instructions": body.get("instructions"), "metadata": {}, "temperature": body.get("temperature"),
+            "top_p": body.get("top_p"),
+            "usage": {
+                "input_tokens": input_tokens, "output_tokens": output_tokens,
+                "total_tokens": input_tokens + output_tokens,
+                "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0},
+            },
+        }
+
+
+def chat_chunks(completion: Mapping[str, Any], *, include_usage: bool) -> list[dict[str, Any]]:
+    """A finished chat completion as the ``chat.completion.chunk`` objects a streaming server sends."""
+    head = {"id": completion["id"], "object": "chat.completion.chunk", "created": completion["created"],
+            "model": completion["model"]}
+    chunks: list[dict[str, Any]] = []
+
+    def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> None:
+        chunks.append({**head, "choices": [{"index": index, "delta": delta, "finish_reason": finish,
+                                            "logprobs": None}]})
+
+    for choice in completion["choices"]:
+        j, message = choice["index"], choice["message"]
+        chunk(j, {"role": "assistant", "content": ""})
+        for piece in _pieces(message.get("content") or ""):
+            chunk(j, {"content": piece})
+        for k, call in enumerate(message.get("tool_calls") or ()):
+            chunk(j, {"tool_calls": [{"index": k, "id": call["id"], "type": "function",
+                                      "function": {"name": call["function"]["name"], "arguments": ""}}]})
+            for piece in _pieces(call["function"]["arguments"]):
+                chunk(j, {"tool_calls": [{"index": k, "function": {"arguments": piece}}]})
+        chunk(j, {}, choice["finish_reason"])
+    if include_usage:
+        chunks.append({**head, "choices": [], "usage": completion["usage"]})
+    return chunks
+
+
+def response_events(response: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A finished Responses-API object as the server-sent events of ``"stream": true``."""
+    events: list[dict[str, Any]] = []
+
+    def event(kind: str, **fields: Any) -> None:
+        events.append({"type": kind, "sequence_number": len(events), **fields})
+
+    event("response.created", response={**response, "status": "in_progress", "output": [], "usage": None})
+    for i, item in enumerate(response["output"]):
+        where = {"output_index": i, "item_id": item["id"]}
+        if item["type"] == "function_call":
+            event("response.output_item.added", output_index=i, item={**item, "arguments": "",
+                                                                       "status": "in_progress"})
+            for piece in _pieces(item["arguments"]):
+                event("response.function_call_arguments.delta", **where, delta=piece)
+            event("response.function_call_arguments.done", **where, arguments=item["arguments"],
+                  name=item["name"])
+        else:
+            event("response.output_item.added", output_index=i, item={**item, "content": [],
+                                                                       "status": "in_progress"})
+            for c, part in enumerate(item["content"]):
+                at = {**where, "content_index": c}
+                event("response.content_part.added", **at, part={**part, "text": ""})
+                for piece in _pieces(part["text"]):
+                    event("response.output_text.delta", **at, delta=piece, logprobs=[])
+                event("response.output_text.done", **at, text=part["text"], logprobs=[])
+                event("response.content_part.done", **at, part=part)
+        event("response.output_item.done", output_index=i, item=item)
+    event("response.completed", response=response)
+    return events
+
+
+def _pieces(text: str, size: int = 8) -> list[str]:
+    """``text`` cut into deltas of ``size`` characters (at least one, possibly empty, piece)."""
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _sse(events: Sequence[Mapping[str, Any]], *, named: bool, done: bool) -> bytes:
+    """Server-sent events: ``event:`` lines (Responses API) or bare ``data:`` lines (chat), then ``[DONE]``."""
+    lines = [(f"event: {e['type']}\n" if named else "") + f"data: {json.dumps(e)}\n\n" for e in events]
+    if done:
+        lines.append("data: [DONE]\n\n")
+    return "".join(lines).encode()
+
+
+def _parts_text(content: Any) -> str:
+    """The text of a message's content: a string, or the ``text`` of its parts joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return ""
+
+
+def _last_user_text(body: Mapping[str, Any]) -> str:
+    """The last user message (chat) or the last user input text (Responses API)."""
+    items = body.get("messages")
+    if items is None:
+        items = body.get("input", [])
+        if isinstance(items, str):
+            return items
+    for item in reversed(items or []):
+        if isinstance(item, Mapping) and item.get("role") == "user":
+            return _parts_text(item.get("content"))
+    return ""
+
+
+def _input_texts(body: Mapping[str, Any]) -> list[str]:
+    """Every text a Responses-API request sends (instructions, messages, tool outputs)."""
+    items = body.get("input", [])
+    texts = [str(body.get("instructions") or "")]
+    if isinstance(items, str):
+        return [*texts, items]
+    for item in items:
+        if isinstance(item, Mapping):
+            texts.append(_parts_text(item.get("content")) if "content" in item else str(item.get("output", "")))
+    return texts
 
 
 _REASONS = {
@@ -392,7 +546,7 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = None
         fault = state._record("POST", self.path, headers, body)
-        if self.path != CHAT_PATH:
+        if self.path not in MODEL_PATHS:
             self._error(404)
             return
         if not isinstance(body, dict):
@@ -425,8 +579,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"object": "status", "detail": "upstream queue full, try later"})
         elif fault.kind == "html":
             self._send(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
+        elif self.path == RESPONSES_PATH:
+            response = state.response(body)
+            if body.get("stream"):
+                self._send(200, _sse(response_events(response), named=True, done=False), "text/event-stream")
+            else:
+                self._send_json(200, response)
         else:
-            self._send_json(200, state.completion(body, fewer=fault.kind == "fewer"))
+            completion = state.completion(body, fewer=fault.kind == "fewer")
+            if body.get("stream"):
+                usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                self._send(200, _sse(chat_chunks(completion, include_usage=usage), named=False, done=True),
+                           "text/event-stream")
+            else:
+                self._send_json(200, completion)
 
 
 def _fake_openai() -> Iterator[FakeOpenAIServer]:
@@ -438,4 +604,4 @@ def _fake_openai() -> Iterator[FakeOpenAIServer]:
 fake_openai = pytest.fixture(_fake_openai, name="fake_openai") if pytest is not None else _fake_openai
 
 
-__all__ = ["CHAT_PATH", "Fault", "FakeOpenAIServer", "RecordedRequest", "fake_openai"]
+__all__ = ["CHAT_PATH", "MODEL_PATHS", "RESPONSES_PATH", "Fault", "FakeOpenAIServer", "RecordedRequest", "fake_openai"]

@@ -1,0 +1,180 @@
+"""The test server's Responses API and streaming, read by the real clients that will talk to it.
+
+The real ``openai`` SDK parses every reply shape (Responses non-streaming and streaming, chat
+streaming with tool-call deltas and a usage chunk), and openai-agents completes a tool-call loop
+against it with both of its model classes: the framework tests and the gateway's rely on both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import openai
+import pytest
+
+from tests.servers.fake_openai import CHAT_PATH, RESPONSES_PATH, FakeOpenAIServer
+
+TOOL_THEN_TEXT = {"weather in Paris?": [{"content": None, "tool_calls": [
+    {"name": "get_weather", "arguments": '{"city": "Paris"}'}]}]}
+TOOLS_RESPONSES = [{"type": "function", "name": "get_weather", "description": "Weather of a city.",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                   "required": ["city"]}}]
+TOOLS_CHAT = [{"type": "function", "function": {**{k: v for k, v in TOOLS_RESPONSES[0].items() if k != "type"},
+                                                "strict": True}}]
+
+
+def _tool_loop_answers(body: dict[str, Any], index: int) -> Any:
+    """A tool call first; once the tool's output is in the conversation, a text answer quoting it."""
+    items = body.get("messages") or body.get("input") or []
+    outputs = [i for i in items if isinstance(i, dict) and (i.get("role") == "tool"
+                                                            or i.get("type") == "function_call_output")]
+    if outputs:
+        last = outputs[-1]
+        return f"It is {last.get('content') or last.get('output')}."
+    return {"content": None, "tool_calls": [{"name": "get_weather", "arguments": '{"city": "Paris"}'}]}
+
+
+def _client(server: FakeOpenAIServer) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+
+
+def test_responses_non_streaming_tool_call_then_text() -> None:
+    async def go(server: FakeOpenAIServer) -> None:
+        client = _client(server)
+        first = await client.responses.create(model="m", input="weather in Paris?", tools=TOOLS_RESPONSES)
+        call = first.output[0]
+        assert call.type == "function_call" and call.name == "get_weather"
+        assert json.loads(call.arguments) == {"city": "Paris"} and call.call_id
+        assert first.usage is not None and first.usage.input_tokens == 3 and first.usage.total_tokens == 4
+        follow = [{"role": "user", "content": [{"type": "input_text", "text": "weather in Paris?"}]},
+                  call.model_dump(exclude_none=True),
+                  {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}]
+        second = await client.responses.create(model="m", input=follow, tools=TOOLS_RESPONSES)
+        assert second.output_text == "It is sunny."
+        assert second.output[0].type == "message"
+
+    with FakeOpenAIServer(answers=_tool_loop_answers) as server:
+        asyncio.run(go(server))
+        assert server.count(RESPONSES_PATH) == 2 and server.model_calls() == 2
+
+
+def test_responses_answers_by_last_user_input_text() -> None:
+    async def go(server: FakeOpenAIServer) -> tuple[Any, Any]:
+        client = _client(server)
+        as_string = await client.responses.create(model="m", input="weather in Paris?")
+        as_items = await client.responses.create(model="m", input=[
+            {"role": "user", "content": "something else"},
+            {"role": "user", "content": [{"type": "input_text", "text": "weather in Paris?"}]}])
+        return as_string, as_items
+
+    with FakeOpenAIServer(answers=TOOL_THEN_TEXT) as server:
+        as_string, as_items = asyncio.run(go(server))
+    assert [o.type for o in as_string.output] == [o.type for o in as_items.output] == ["function_call"]
+
+
+def test_responses_streaming_events_and_final_response() -> None:
+    async def go(server: FakeOpenAIServer) -> tuple[list[str], Any, Any]:
+        client = _client(server)
+        kinds = []
+        stream = await client.responses.create(model="m", input="hi", stream=True)
+        async for event in stream:
+            kinds.append(event.type)
+        async with client.responses.stream(model="m", input="weather in Paris?",
+                                           tools=TOOLS_RESPONSES) as helper:
+            async for _ in helper:
+                pass
+            tool = await helper.get_final_response()
+        async with client.responses.stream(model="m", input="hi") as helper:
+            text = await helper.get_final_response()
+        return kinds, tool, text
+
+    with FakeOpenAIServer(answers=TOOL_THEN_TEXT, default_answer="Hello there, friend.") as server:
+        kinds, tool, text = asyncio.run(go(server))
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert {"response.output_item.added", "response.output_text.delta", "response.output_item.done"} <= set(kinds)
+    assert tool.output[0].type == "function_call" and json.loads(tool.output[0].arguments) == {"city": "Paris"}
+    assert text.output_text == "Hello there, friend." and text.usage.output_tokens == 3
+
+
+def test_chat_streaming_deltas_tool_calls_and_usage() -> None:
+    async def go(server: FakeOpenAIServer) -> tuple[str, Any, Any]:
+        client = _client(server)
+        pieces, usage = [], None
+        stream = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=True,
+            stream_options={"include_usage": True})
+        async for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content:
+                pieces.append(chunk.choices[0].delta.content)
+            if chunk.usage is not None:
+                usage = chunk.usage
+        async with client.chat.completions.stream(
+                model="m", messages=[{"role": "user", "content": "weather in Paris?"}], tools=TOOLS_CHAT) as helper:
+            async for _ in helper:
+                pass
+            final = await helper.get_final_completion()
+        return "".join(pieces), usage, final
+
+    with FakeOpenAIServer(answers=TOOL_THEN_TEXT, default_answer="A rather long answer, cut in deltas.") as server:
+        text, usage, final = asyncio.run(go(server))
+        assert server.count(CHAT_PATH) == 2
+    assert text == "A rather long answer, cut in deltas."
+    assert usage is not None and usage.completion_tokens == 7 and usage.prompt_tokens == 1
+    call = final.choices[0].message.tool_calls[0]
+    assert call.function.name == "get_weather" and json.loads(call.function.arguments) == {"city": "Paris"}
+    assert final.choices[0].finish_reason == "tool_calls"
+
+
+def test_faults_apply_to_the_responses_api() -> None:
+    async def go(server: FakeOpenAIServer) -> Any:
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=1)
+        return await client.responses.create(model="m", input="hi")
+
+    with FakeOpenAIServer(script=["429:0.01"]) as server:
+        reply = asyncio.run(go(server))
+        assert reply.output_text and server.count(RESPONSES_PATH) == 2
+        assert [r.fault.kind for r in server.requests] == ["status", "ok"]
+
+
+def test_latency_applies_to_every_model_request() -> None:
+    async def go(server: FakeOpenAIServer) -> float:
+        started = time.monotonic()
+        await _client(server).responses.create(model="m", input="hi", stream=True)
+        return time.monotonic() - started
+
+    with FakeOpenAIServer(latency_s=0.05) as server:
+        assert asyncio.run(go(server)) >= 0.05  # a lower bound: the server waited before answering
+
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+@pytest.mark.parametrize("streamed", [False, True])
+def test_openai_agents_tool_loop(api: str, streamed: bool) -> None:
+    agents = pytest.importorskip("agents")
+    agents.set_tracing_disabled(True)
+    calls: list[str] = []
+
+    @agents.function_tool
+    def get_weather(city: str) -> str:
+        """The weather of a city."""
+        calls.append(city)
+        return "sunny"
+
+    async def go(server: FakeOpenAIServer) -> str:
+        client = _client(server)
+        model_class = agents.OpenAIResponsesModel if api == "responses" else agents.OpenAIChatCompletionsModel
+        agent = agents.Agent(name="weather", instructions="Answer with the tool.", tools=[get_weather],
+                             model=model_class(model="fake-model", openai_client=client))
+        if streamed:
+            run = agents.Runner.run_streamed(agent, "weather in Paris?")
+            async for _ in run.stream_events():
+                pass
+            return str(run.final_output)
+        return str((await agents.Runner.run(agent, "weather in Paris?")).final_output)
+
+    with FakeOpenAIServer(answers=_tool_loop_answers) as server:
+        answer = asyncio.run(go(server))
+        assert server.count(RESPONSES_PATH if api == "responses" else CHAT_PATH) == 2
+    assert calls == ["Paris"] and answer == "It is sunny."
