@@ -8,7 +8,6 @@ the conversation. Agents are built the way users build them (``OpenAIChatModel``
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import sys
 from collections.abc import Iterator
@@ -21,34 +20,30 @@ pytest.importorskip("pydantic_ai")
 
 from pydantic import BaseModel  # noqa: E402
 from pydantic_ai import Agent  # noqa: E402
-from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
+from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
 
 from frontier_qa.adapters import create_adapter  # noqa: E402
-from frontier_qa.adapters._framework import FrameworkAgentAdapter  # noqa: E402
 from frontier_qa.adapters._pydantic_ai import PydanticAIAdapter  # noqa: E402
 from frontier_qa.errors import ConfigError, MissingExtraError, TargetError  # noqa: E402
-from frontier_qa.target import Case, Sampling, Trajectory  # noqa: E402
+from frontier_qa.target import Case, Sampling, ToolCall, Trajectory  # noqa: E402
+from tests.factories import REPO  # noqa: E402
 from tests.servers.fake_openai import CHAT_PATH, FakeOpenAIServer  # noqa: E402
 
 CAPITALS = {"France": "Paris", "Japan": "Tokyo"}
-
-
-@pytest.fixture(autouse=True)
-def _no_spans_yet(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Until the span recorder lands (branch ``otel``), samples run without its capture."""
-    try:
-        import frontier_qa.adapters._spans  # noqa: F401
-    except ImportError:
-        monkeypatch.setattr(FrameworkAgentAdapter, "sample_scope", lambda self, ctx: contextlib.nullcontext())
+EXAMPLE = REPO / "examples" / "agents" / "pydantic_ai_agent.py"
 
 
 def script(body: dict[str, Any], index: int) -> Any:
-    """Ask for the capital named in the task; answer once the tool's result came back."""
-    messages = body["messages"]
-    if messages[-1]["role"] == "tool":
-        return f"The capital is \\boxed{{{messages[-1]['content']}}}."
-    task = next(m["content"] for m in messages if m["role"] == "user")
+    """Ask for the capital named in the task; answer once the tool's result came back (chat
+    completions or the Responses API).
+    """
+    items = body.get("messages") or body["input"]
+    last = items[-1]
+    if last.get("role") == "tool" or last.get("type") == "function_call_output":
+        return f"The capital is \\boxed{{{last.get('content', last.get('output'))}}}."
+    task = next(m["content"] for m in items if m.get("role") == "user")
+    task = task if isinstance(task, str) else " ".join(part["text"] for part in task)
     country = task.rsplit(" ", 1)[-1].rstrip("?")
     return {"content": None, "tool_calls": [{"name": "capital", "arguments": json.dumps({"country": country})}]}
 
@@ -59,8 +54,9 @@ def server() -> Iterator[FakeOpenAIServer]:
         yield srv
 
 
-def geo_agent(base_url: str, api_key: str = "sk-test", **options: Any) -> Agent[None, Any]:
-    model = OpenAIChatModel("fake-model", provider=OpenAIProvider(base_url=base_url, api_key=api_key))
+def geo_agent(base_url: str, api_key: str = "sk-test", responses: bool = False, **options: Any) -> Agent[None, Any]:
+    provider = OpenAIProvider(base_url=base_url, api_key=api_key)
+    model = (OpenAIResponsesModel if responses else OpenAIChatModel)("fake-model", provider=provider)
     agent: Agent[None, Any] = Agent(model, name="geo", system_prompt="You are a geographer.", **options)
 
     @agent.tool_plain
@@ -85,6 +81,26 @@ def test_a_tool_call_then_the_answer(server: FakeOpenAIServer) -> None:
     assert [m["content"] for m in first if m["role"] == "system"] == ["You are a geographer.", "Answer in one line."]
     assert second[-1] == {"role": "tool", "tool_call_id": second[-2]["tool_calls"][0]["id"], "content": "Paris"}
     assert t.usage.prompt_tokens > 0 and t.usage.completion_tokens > 0
+    # the trajectory, from Pydantic AI's spans: the agent, a model call, the tool call, a model call
+    assert t.tool_calls == (ToolCall("capital", '{"country": "France"}', "Paris"),)
+    steps = [m.get("kind") or m["role"] for m in t.messages]
+    assert steps == ["system", "user", "agent", "model", "tool", "model", "assistant"]
+
+
+@pytest.mark.parametrize("responses", [False, True], ids=["chat", "responses"])
+def test_streamed_runs_on_both_apis(server: FakeOpenAIServer, responses: bool) -> None:
+    adapter = PydanticAIAdapter(geo_agent(server.base_url, responses=responses), stream=True)
+    (t,) = run(adapter, Case("c1", "What is the capital of Japan?"))
+    assert t.text == "The capital is \\boxed{Tokyo}." and t.tool_calls == (ToolCall("capital", '{"country": "Japan"}', "Tokyo"),)
+    assert [r.path for r in server.requests] == ["/v1/responses" if responses else CHAT_PATH] * 2
+    assert all(r.body["stream"] is True for r in server.requests)  # the run went on past the tool call, streamed
+    assert t.usage.prompt_tokens > 0
+
+
+def test_the_responses_api_without_streaming(server: FakeOpenAIServer) -> None:
+    (t,) = run(PydanticAIAdapter(geo_agent(server.base_url, responses=True)), Case("c1", "What is the capital of France?"))
+    assert t.text == "The capital is \\boxed{Paris}." and t.tool_calls[0].result == "Paris"
+    assert server.model_calls() == server.count("/v1/responses") == 2
 
 
 def test_each_sample_is_a_fresh_run(server: FakeOpenAIServer) -> None:
@@ -188,6 +204,18 @@ def test_a_spec_loads_the_agent(agent_file: Path, monkeypatch: pytest.MonkeyPatc
         assert (adapter.version() or "").startswith("3+src.")
         (t,) = run(adapter, Case("c", "Hello"))
     assert t.text == "The answer is \\boxed{42}."  # the server's default answer
+
+
+def test_the_example_agent_runs_from_its_spec(server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
+                                              agent_imports: None) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_MODEL", "fake-model")
+    adapter = create_adapter(f"pydantic-ai:{EXAMPLE}:agent")
+    (t,) = run(adapter, Case("c1", "What is the capital of Kenya?"))
+    assert t.text == "The capital is \\boxed{Nairobi}." and t.tool_calls[0].name == "capital"
+    assert server.count("/v1/responses") == 2  # "openai:" models speak the Responses API
+    assert server.requests[0].body["model"] == "fake-model"
 
 
 @pytest.mark.parametrize(("attr", "message"), [
