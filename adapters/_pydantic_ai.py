@@ -64,7 +64,7 @@ class PydanticAIAdapter(FrameworkAgentAdapter):
             options["usage_limits"] = UsageLimits(request_limit=self.max_turns)
         if self.stream:
             options["event_stream_handler"] = _consume
-        result = await self.agent.run(prompt, **options)
+        result = await self.agent.run(prompt, infer_name=False, **options)  # never renames the user's agent
         if self.gateway is None:  # the gateway counts each routed call's usage itself
             usage = result.usage
             ctx.add_usage(usage.input_tokens or 0, usage.output_tokens or 0)
