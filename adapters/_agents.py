@@ -35,6 +35,8 @@ class AgentContext:
         sampling: the sampling parameters of the request.
         seed: ``sampling.seed_for(case, sample_index)`` (the base seed mixed with the case, plus
             the sample index), or ``None`` when no seed was given.
+        stop_error: set by the model gateway (:mod:`frontier_qa.runtime._gateway`) when the run
+            must stop (budget, unavailable target, fatal reply); raise it after the agent ends.
     """
 
     def __init__(self, case: Case, sample_index: int, sampling: Sampling) -> None:

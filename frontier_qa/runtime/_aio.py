@@ -6,7 +6,9 @@
 * :func:`run_sync`: the blocking API's bridge (``sample_sync``): every call runs on one
   long-lived background loop, so the clients adapters keep stay on the loop that made them;
 * :func:`run_blocking`: a self-contained coroutine (the sandbox's) run to completion from
-  sync code, even from a thread whose event loop is running (a fresh loop in a helper thread).
+  sync code, even from a thread whose event loop is running (a fresh loop in a helper thread);
+* :func:`within`: the runtime's own per-call timeout (a backend call, a routed model call),
+  told apart from a ``TimeoutError`` the call raised itself.
 
 Stdlib only (and the base's errors).
 """
@@ -130,4 +132,37 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
 
-__all__ = ["gather_or_cancel", "run_blocking", "run_sync"]
+class CallTimeout(Exception):
+    """A backend call ran past ``Limits.timeout_s`` (the runtime's own timeout)."""
+
+
+async def within(coro: Coroutine[Any, Any, T], timeout_s: float | None) -> T:
+    """Await ``coro`` for at most ``timeout_s`` seconds, then cancel it and raise
+    :class:`CallTimeout` (unlike ``asyncio.wait_for``, distinguishable from a
+    ``TimeoutError`` the adapter raised itself).
+    """
+    if timeout_s is None:
+        return await coro
+    if hasattr(asyncio, "timeout"):  # Python 3.11+: no extra task per call
+        try:
+            async with asyncio.timeout(timeout_s) as scope:
+                return await coro
+        except TimeoutError:
+            if scope.expired():
+                raise CallTimeout() from None
+            raise
+    task = asyncio.ensure_future(coro)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    except asyncio.CancelledError:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise
+    if not done:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise CallTimeout()
+    return task.result()
+
+
+__all__ = ["CallTimeout", "gather_or_cancel", "run_blocking", "run_sync", "within"]

@@ -23,6 +23,11 @@ Logged on this module's logger (``frontier_qa.runtime._managed``; ``frontier-qa 
 INFO): each retry (INFO, with the redacted verdict), a call that runs out of retries and a
 target that stops the run (WARNING); rate-limit waits on ``frontier_qa.runtime._rate_limit``.
 
+An adapter with ``routes_model_calls = True`` (a framework agent) gets a
+:class:`~frontier_qa.runtime._gateway.ModelGateway` as ``adapter.gateway``: its agent's model calls
+take the rate limits, retries, budget and per-call cache one by one, so its sample takes none of
+its own (still a concurrency slot, the timeout, halting and the whole-sample cache).
+
 Every requested index comes back exactly once and in order: if an adapter returns fewer
 samples than asked (a server that ignored ``n``), the missing indices are requested again.
 """
@@ -42,8 +47,8 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError, TargetUnavailableError
 from frontier_qa.redaction import mentions, redact, register_secrets
-from frontier_qa.runtime._aio import gather_or_cancel, run_sync
-from frontier_qa.runtime._budget import BudgetSnapshot, BudgetTracker
+from frontier_qa.runtime._aio import CallTimeout, gather_or_cancel, run_sync, within
+from frontier_qa.runtime._budget import BudgetSnapshot, BudgetTracker, Reservation
 from frontier_qa.runtime._cache import SampleCache, record_json, trajectory_from_json
 from frontier_qa.runtime._limits import Budget, Limits
 from frontier_qa.runtime._rate_limit import RateLimiter, Sleep, estimate_tokens
@@ -74,6 +79,11 @@ class RuntimeStats:
         slow_calls: calls that ran longer than ``Limits.slow_call_s``.
         tokens: prompt and completion tokens the calls reported (estimates for abandoned calls).
         cost_usd: US dollars of the calls that reported a cost; ``None`` while none did.
+        cached_calls: model calls of framework agents replayed from the per-call cache
+            (:mod:`frontier_qa.runtime._gateway`; their samples were not cached whole).
+
+    For an adapter that routes its agent's model calls through the runtime
+    (``routes_model_calls``), a call is one model call of the agent, not one sample.
     """
 
     calls: int = 0
@@ -89,6 +99,7 @@ class RuntimeStats:
     abandoned: int = 0
     tokens: int = 0
     cost_usd: float | None = None
+    cached_calls: int = 0
 
 
 def _chunks(indices: Sequence[int], max_n: int) -> list[tuple[int, int]]:
@@ -149,6 +160,12 @@ class ManagedTarget:
         self._consecutive_failures = 0
         self._halted: str | None = None
         self._slow_reported = False
+        # an agent whose own model calls come through the runtime: each is a call, the sample is not
+        self._routed = bool(getattr(adapter, "routes_model_calls", False))
+        if self._routed:
+            from frontier_qa.runtime._gateway import ModelGateway  # httpx, only for such agents
+
+            adapter.gateway = ModelGateway(self)  # type: ignore[attr-defined]
 
     # --- Target protocol ------------------------------------------------------------------
 
@@ -179,13 +196,8 @@ class ManagedTarget:
         if n == 0:
             return []
         indices = range(start, start + n)
-        keys: dict[int, str] = {}
-        if self.cache is not None:  # keys only with a cache: hashing them is most of a free call's cost
-            extra: dict[str, Any] = {"tools": list(case.tools)} if case.tools else {}
-            version = self.version()
-            if version is not None:
-                extra["version"] = version
-            keys = {i: cache_key(self.id, case.messages, sampling, i, extra or None) for i in indices}
+        # keys only with a cache: hashing them is most of a free call's cost
+        keys = self.sample_keys(case, sampling, indices) if self.cache is not None else {}
         results = await self._fetch(case, sampling, list(indices), keys)
         out = [results[i] for i in indices]
         self._count(samples=len(out))
@@ -194,6 +206,14 @@ class ManagedTarget:
     def sample_sync(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
         """Blocking :meth:`sample`, for scripts and notebooks (runs on a private event loop)."""
         return run_sync(self.sample(case, n, sampling, start=start))
+
+    def sample_keys(self, case: Case, sampling: Sampling, indices: Iterable[int]) -> dict[int, str]:
+        """The cache key of each sample index of ``case`` (target id and version, messages, tools, sampling)."""
+        extra: dict[str, Any] = {"tools": list(case.tools)} if case.tools else {}
+        version = self.version()
+        if version is not None:
+            extra["version"] = version
+        return {i: cache_key(self.id, case.messages, sampling, i, extra or None) for i in indices}
 
     # --- progress -------------------------------------------------------------------------
 
@@ -399,18 +419,22 @@ class ManagedTarget:
             raise self._unavailable()
 
     async def _attempt(self, case: Case, n: int, sampling: Sampling, start: int) -> list[Trajectory]:
+        """One call of the adapter. A routed agent's sample takes no budget, rate-limit token or call
+        count of its own: its model calls do (:mod:`frontier_qa.runtime._gateway`).
+        """
         self._check_halted()
+        routed = self._routed
         estimated = estimate_tokens(case.messages, n, sampling.max_tokens, case.tools) if self.limits.tpm else 0
         async with self._semaphore():
-            if self._limiter.active:
+            if self._limiter.active and not routed:
                 await self._limiter.acquire(estimated)
             self._check_halted()  # it may have halted while this call waited for its slot or the limiter
-            reservation = self.budget.reserve()
-            self._count(calls=1)
+            reservation = None if routed else self.budget.reserve()
+            self._count(calls=int(not routed))
             started = time.monotonic()
             watch = self._watch_slow()
             try:
-                got = await _within(self.adapter.generate(case, n, sampling, start=start), self.timeout_s)
+                got = await within(self.adapter.generate(case, n, sampling, start=start), self.timeout_s)
                 if not got:
                     raise _NoSamples(f"{self.id} returned no samples for a request of {n}")
                 if not all(isinstance(t, Trajectory) for t in got):
@@ -419,9 +443,11 @@ class ManagedTarget:
                 self._settle_abandoned(reservation, estimated, case, n, sampling)
                 raise
             except Exception as exc:  # noqa: BLE001 - every failure goes through classify
-                if isinstance(exc, _CallTimeout):
+                if routed and isinstance(exc, (BudgetExceededError, TargetError)):
+                    raise  # the gateway's stop (ctx.stop_error), raised again by the adapter
+                if isinstance(exc, CallTimeout):
                     self._settle_abandoned(reservation, estimated, case, n, sampling)
-                else:
+                elif reservation is not None:
                     self.budget.settle(reservation)
                     self._limiter.refund(estimated)
                 verdict = self._classify(exc)
@@ -441,23 +467,31 @@ class ManagedTarget:
                 if watch is not None:
                     watch.cancel()
         latency = time.monotonic() - started
-        usage = sum((t.usage for t in got), Usage())
-        costs = [t.cost_usd for t in got if t.cost_usd is not None]
-        self.budget.settle(reservation, tokens=usage.total_tokens, cost_usd=sum(costs) if costs else None)
-        if usage.total_tokens:
-            self._limiter.reconcile(estimated, usage.total_tokens)
-        with self._lock:
-            self._consecutive_failures = 0
-            if costs:
-                self._cost = (self._cost or 0.0) + sum(costs)
-        self._count(succeeded=1, tokens=usage.total_tokens)
+        if reservation is not None:  # a routed sample's calls were settled one by one
+            usage = sum((t.usage for t in got), Usage())
+            costs = [t.cost_usd for t in got if t.cost_usd is not None]
+            self._call_succeeded(reservation, estimated, usage.total_tokens, sum(costs) if costs else None)
         return [t if t.latency_s else replace(t, latency_s=latency) for t in got]
 
-    def _settle_abandoned(self, reservation: Any, estimated: int, case: Case, n: int, sampling: Sampling) -> None:
+    def _call_succeeded(self, reservation: Reservation, estimated: int, tokens: int, cost_usd: float | None) -> None:
+        """Settle a call that answered: budget, TPM correction, the failure streak, statistics."""
+        self.budget.settle(reservation, tokens=tokens, cost_usd=cost_usd)
+        if tokens:
+            self._limiter.reconcile(estimated, tokens)
+        with self._lock:
+            self._consecutive_failures = 0
+            if cost_usd is not None:
+                self._cost = (self._cost or 0.0) + cost_usd
+        self._count(succeeded=1, tokens=tokens)
+
+    def _settle_abandoned(self, reservation: Reservation | None, estimated: int, case: Case, n: int,
+                          sampling: Sampling) -> None:
         """A call given up before its reply (timeout, cancellation) was still run, and billed,
         by a server: it counts as a call with estimated tokens (prompt + n · max_tokens).
         An in-process model stops the abandoned work, so nothing is estimated for it.
         """
+        if reservation is None:  # a routed sample: its model calls settle themselves
+            return
         if getattr(self.adapter, "in_process", False):
             self.budget.settle(reservation)
             self._limiter.refund(estimated)
@@ -499,7 +533,7 @@ class ManagedTarget:
     def _classify(self, exc: BaseException) -> ErrorClass:
         if isinstance(exc, _NoSamples):
             verdict = ErrorClass(ErrorKind.TRANSIENT, str(exc))
-        elif isinstance(exc, _CallTimeout):
+        elif isinstance(exc, CallTimeout):
             which = "local_timeout_s" if getattr(self.adapter, "in_process", False) else "timeout_s"
             verdict = ErrorClass(ErrorKind.TRANSIENT, f"no answer within Limits.{which} = {self.timeout_s} s")
         else:
@@ -533,39 +567,6 @@ class ManagedTarget:
 
 class _NoSamples(Exception):
     """The adapter returned an empty list."""
-
-
-class _CallTimeout(Exception):
-    """A backend call ran past ``Limits.timeout_s`` (the runtime's own timeout)."""
-
-
-async def _within(coro: Coroutine[Any, Any, T], timeout_s: float | None) -> T:
-    """Await ``coro`` for at most ``timeout_s`` seconds, then cancel it and raise
-    :class:`_CallTimeout` (unlike ``asyncio.wait_for``, distinguishable from a
-    ``TimeoutError`` the adapter raised itself).
-    """
-    if timeout_s is None:
-        return await coro
-    if hasattr(asyncio, "timeout"):  # Python 3.11+: no extra task per call
-        try:
-            async with asyncio.timeout(timeout_s) as scope:
-                return await coro
-        except TimeoutError:
-            if scope.expired():
-                raise _CallTimeout() from None
-            raise
-    task = asyncio.ensure_future(coro)
-    try:
-        done, _ = await asyncio.wait({task}, timeout=timeout_s)
-    except asyncio.CancelledError:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        raise
-    if not done:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        raise _CallTimeout()
-    return task.result()
 
 
 __all__ = ["ManagedTarget", "RuntimeStats", "run_sync"]

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import email.utils
 import math
+import random
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from tenacity import RetryCallState, wait_exponential, wait_random
+from tenacity import RetryCallState
 from tenacity.wait import wait_base
 
 from frontier_qa.runtime._limits import Backoff
@@ -38,21 +39,26 @@ class BackoffWait(wait_base):
 
     def __init__(self, backoff: Backoff) -> None:
         self.backoff = backoff
-        self._exponential = wait_exponential(multiplier=backoff.initial_s, max=backoff.max_s)
-        self._jitter = wait_random(0, backoff.jitter_s)
 
     def __call__(self, retry_state: RetryCallState) -> float:
         outcome = retry_state.outcome
         exc = outcome.exception() if outcome is not None and outcome.failed else None
         verdict = getattr(exc, "verdict", None)
-        if (
-            isinstance(verdict, ErrorClass)
-            and verdict.kind is ErrorKind.RATE_LIMITED
-            and verdict.retry_after is not None
-        ):
-            return min(max(verdict.retry_after, 0.0), self.backoff.max_retry_after_s)
-        # wait_exponential gives multiplier * 2**(attempt-1), capped at max
-        return self._exponential(retry_state) + self._jitter(retry_state)
+        return retry_wait_s(self.backoff, retry_state.attempt_number,
+                            verdict if isinstance(verdict, ErrorClass) else None)
+
+
+def retry_wait_s(backoff: Backoff, retry: int, verdict: ErrorClass | None = None) -> float:
+    """Seconds to wait before retry ``retry`` (1-based) after a failure judged ``verdict``.
+
+    A rate-limit verdict carrying the server's Retry-After waits exactly that (clipped to
+    ``backoff.max_retry_after_s``); anything else waits ``min(initial_s * 2**(retry-1), max_s)``
+    plus a uniform jitter in ``[0, jitter_s]``.
+    """
+    if verdict is not None and verdict.kind is ErrorKind.RATE_LIMITED and verdict.retry_after is not None:
+        return min(max(verdict.retry_after, 0.0), backoff.max_retry_after_s)
+    exponential = min(backoff.initial_s * 2.0 ** max(retry - 1, 0), backoff.max_s)
+    return exponential + random.uniform(0.0, backoff.jitter_s)
 
 
 def parse_retry_after(headers: Mapping[str, Any] | None, *, now: float | None = None) -> float | None:
@@ -106,4 +112,4 @@ def classify_status(status: int | None) -> ErrorKind | None:
     return None
 
 
-__all__ = ["AttemptFailed", "BackoffWait", "classify_status", "parse_retry_after"]
+__all__ = ["AttemptFailed", "BackoffWait", "classify_status", "parse_retry_after", "retry_wait_s"]
