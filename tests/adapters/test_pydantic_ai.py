@@ -30,7 +30,7 @@ from frontier_qa.target import Case, Sampling, ToolCall, Trajectory  # noqa: E40
 from tests.factories import REPO  # noqa: E402
 from tests.servers.fake_openai import CHAT_PATH, FakeOpenAIServer  # noqa: E402
 
-CAPITALS = {"France": "Paris", "Japan": "Tokyo"}
+CAPITALS = {"France": "Paris", "Japan": "Tokyo", "Peru": "Lima"}
 EXAMPLE = REPO / "examples" / "agents" / "pydantic_ai_agent.py"
 
 
@@ -238,3 +238,40 @@ def test_an_unknown_option_and_a_missing_framework_are_usage_errors(
     monkeypatch.setitem(sys.modules, "pydantic_ai", None)
     with pytest.raises(MissingExtraError, match=r"frontier-qa\[pydantic-ai\]"):
         create_adapter(f"pydantic-ai:{agent_file}:agent")
+
+
+# ----- through the runtime: the model gateway -------------------------------------------------
+
+
+@pytest.mark.parametrize("api", ["responses", "chat-streamed"])
+def test_every_model_call_is_counted_and_cached_by_the_runtime(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent_imports: None, api: str) -> None:
+    import sqlite3
+
+    from frontier_qa.runtime import open_target
+
+    case, sampling = Case("c1", "What is the capital of Peru?"), Sampling(seed=7)
+    with FakeOpenAIServer(answers=script) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_MODEL", "fake-model")
+
+        def target() -> Any:
+            if api == "responses":  # the example agent, from its spec: "openai:" speaks Responses
+                return open_target(f"pydantic-ai:{EXAMPLE}:agent", cache=tmp_path)
+            return open_target(PydanticAIAdapter(geo_agent(srv.base_url), stream=True), cache=tmp_path)
+
+        first = target()
+        paid = first.sample_sync(case, 2, sampling)
+        assert [t.text for t in paid] == ["The capital is \\boxed{Lima}."] * 2
+        assert first.stats().calls == srv.model_calls() == 4  # two model calls per sample, each counted
+        first.flush()
+        assert [t.cached for t in target().sample_sync(case, 2, sampling)] == [True, True]
+        # a probe killed before it recorded its samples: each model call replays from the per-call cache
+        with sqlite3.connect(tmp_path / "samples.sqlite3") as db:
+            for key in first.sample_keys(case, sampling, [0, 1]).values():
+                assert db.execute("DELETE FROM samples WHERE key = ?", (key,)).rowcount == 1
+        resumed = target()
+        again = resumed.sample_sync(case, 2, sampling)
+        assert srv.model_calls() == 4 and (resumed.stats().calls, resumed.stats().cached_calls) == (0, 4)
+    assert [(t.text, t.tool_calls, t.usage) for t in again] == [(t.text, t.tool_calls, t.usage) for t in paid]
