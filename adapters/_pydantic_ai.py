@@ -59,7 +59,9 @@ class PydanticAIAdapter(FrameworkAgentAdapter):
         from pydantic_ai.usage import UsageLimits
 
         prompt, history = _conversation(case, self.agent)
-        options: dict[str, Any] = {"message_history": history or None, "instructions": case.system}
+        options: dict[str, Any] = {"message_history": history or None}
+        if case.system:  # run-time instructions came with pydantic-ai 1.x (PR 3309): only asked for when needed
+            options["instructions"] = case.system
         if self.max_turns is not None:
             options["usage_limits"] = UsageLimits(request_limit=self.max_turns)
         if self.stream:

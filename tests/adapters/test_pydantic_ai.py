@@ -135,6 +135,7 @@ def test_a_failing_tool_fails_that_sample_only(server: FakeOpenAIServer) -> None
     (bad,) = target.sample_sync(Case("c2", "What is the capital of Atlantis?"), 1, Sampling())
     (good,) = target.sample_sync(Case("c1", "What is the capital of France?"), 1, Sampling())
     assert bad.text is None and bad.error.startswith("the pydantic-ai agent raised KeyError: 'Atlantis'")
+    assert bad.tool_calls == (ToolCall("capital", '{"country": "Atlantis"}', None, "KeyError: 'Atlantis'"),)
     assert good.text == "The capital is \\boxed{Paris}."
     assert target.stats().retries == 0  # a broken tool is not retried
 
