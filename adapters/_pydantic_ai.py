@@ -68,7 +68,7 @@ class PydanticAIAdapter(FrameworkAgentAdapter):
             options["event_stream_handler"] = _consume
         result = await self.agent.run(prompt, infer_name=False, **options)  # never renames the user's agent
         if self.gateway is None:  # the gateway counts each routed call's usage itself
-            usage = result.usage
+            usage = result.usage() if callable(result.usage) else result.usage  # a method in 1.x, a property in 2.x
             ctx.add_usage(usage.input_tokens or 0, usage.output_tokens or 0)
         return text_of(result.output)
 
