@@ -181,7 +181,7 @@ def normalise(span: ReadableSpan) -> Found | None:
     """The step a finished span stands for, in whichever convention it was written; ``None`` when
     it stands for none (a LangGraph node, an HTTP request, an output function).
     """
-    name, attributes = span.name, span.attributes or {}
+    name, attributes = span.name, dict(span.attributes or {})  # a plain dict: the SDK's mapping is slow to read
     kind = span_kind(name, attributes)
     if kind is None:
         return None
@@ -217,16 +217,39 @@ class _Capture:
     """The spans of one sample: whose they are, and the steps of those that ended."""
 
     ctx: AgentContext
-    kinds: dict[int, str | None] = field(default_factory=dict)  # span id -> its kind as it started
-    nested: set[int] = field(default_factory=set)  # model calls inside model calls: not steps
+    # span id -> (its parent, what it is as it started: "model", "tool:NAME"..., None when it says nothing yet)
+    started: dict[int, tuple[int | None, str | None]] = field(default_factory=dict)
+    nested: set[int] = field(default_factory=set)  # a step inside the same step: no step of its own
     found: list[tuple[int, int, Found]] = field(default_factory=list)  # (start, end order, step)
+
+
+def _what(name: str, attributes: Mapping[str, Any]) -> str | None:
+    """What a span is as it starts: ``"model"``, ``"tool:NAME"``, ``"agent"``, ``"handoff"``;
+    ``None`` for no step, or one that says what it is only when it ends (OpenInference's LangChain spans).
+    """
+    kind = span_kind(name, attributes)
+    if kind != "tool":
+        return kind
+    return "tool:" + str(_first(attributes, "gen_ai.tool.name", "tool.name") or _after(name, "execute_tool") or name)
+
+
+def _enclosing(capture: _Capture, parent: int | None) -> str | None:
+    """What the nearest enclosing step is. A model call inside a model call is the client library's span
+    under the framework's, and a tool inside the same tool an in-process MCP server's span under the
+    agent's: one call each.
+    """
+    while parent is not None and parent in capture.started:
+        parent, what = capture.started[parent]
+        if what is not None:
+            return what
+    return None
 
 
 _SAMPLE: contextvars.ContextVar[_Capture | None] = contextvars.ContextVar("frontier_qa_spans", default=None)
 _ENDED = itertools.count()
 
 
-class SpanRecorder(_Processor):  # type: ignore[misc]  # Any where opentelemetry-sdk is missing
+class SpanRecorder(_Processor):
     """A span processor that turns each sample's spans into its trajectory (module docstring).
 
     Attributes:
@@ -251,7 +274,7 @@ class SpanRecorder(_Processor):  # type: ignore[misc]  # Any where opentelemetry
         finally:
             _SAMPLE.reset(token)
             with self._lock:
-                for span_id in capture.kinds:
+                for span_id in capture.started:
                     self._owners.pop(span_id, None)
                 found = sorted(capture.found, key=lambda item: item[:2])
             for _, _, step in found:
@@ -265,13 +288,11 @@ class SpanRecorder(_Processor):  # type: ignore[misc]  # Any where opentelemetry
                 capture = self._owners.get(parent)  # a span started where the context did not follow
             if capture is None:
                 return
-            # OpenInference's LangChain spans say their kind only when they end: None until then
-            kind = span_kind(span.name, span.attributes or {})
             span_id = span.context.span_id
             self._owners[span_id] = capture
-            capture.kinds[span_id] = kind
-            # a model call inside a model call is the client's span under the framework's: one call
-            if kind == "model" and parent is not None and capture.kinds.get(parent) == "model":
+            what = _what(span.name, dict(span.attributes or {}))
+            capture.started[span_id] = (parent, what)
+            if what is not None and what.startswith(("model", "tool:")) and what == _enclosing(capture, parent):
                 capture.nested.add(span_id)
 
     def on_end(self, span: ReadableSpan) -> None:
@@ -363,7 +384,7 @@ def keep_agents_traces_local() -> None:
     from openinference.instrumentation.openai_agents._processor import OpenInferenceTracingProcessor
 
     registered = getattr(getattr(get_trace_provider(), "_multi_processor", None), "_processors", ())
-    local = [p for p in registered if isinstance(p, OpenInferenceTracingProcessor)]
+    local: list[agents.TracingProcessor] = [p for p in registered if isinstance(p, OpenInferenceTracingProcessor)]
     if len(local) != len(registered):
         agents.set_trace_processors(local)
 

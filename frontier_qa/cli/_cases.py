@@ -19,8 +19,8 @@ are only ever added). A case row (``list``'s ``cases``, ``diff``'s ``new`` and `
 * ``cases.list``: ``store``, ``filters`` {``classes``, ``topics``, ``run``, ``target``},
   ``cases`` [case rows], ``counts`` {class: cases}, ``total``;
 * ``cases.show``: ``store``, ``case`` (the case as recorded: prompt, system, reference, tools,
-  metadata...), ``latest`` (a case row plus ``reason``), ``answers`` [{``answer``, ``votes``, ``steps``
-  (an agent's steps to that answer on one line, from one sample that gave it, or null)}],
+  metadata...), ``latest`` (a case row plus ``reason``), ``answers`` [{``answer``, ``votes``, and for an
+  agent ``steps`` (its steps to that answer on one line, from one sample that gave it)}],
   ``errors`` [{``error``, ``count``}] (the failed samples' errors, most frequent first), ``history``
   [case rows plus ``verdict`` (the replay's verdict record or null)], ``baseline`` (the baseline
   record or null), ``accepted`` [baseline records, oldest first];
@@ -194,7 +194,8 @@ def show_command(
         _emit({"kind": "cases.show", "version": JSON_VERSION, "store": str(source.root),
                "case": last.model_dump(mode="json", include={"case"})["case"],
                "latest": {**case_row(last), "reason": last.reason},
-               "answers": [{"answer": a, "votes": n, "steps": steps.get(a)} for a, n in answer_distribution(last)],
+               "answers": [{"answer": a, "votes": n, **({"steps": steps[a]} if a in steps else {})}
+                           for a, n in answer_distribution(last)],
                "errors": [{"error": e, "count": n} for e, n in sample_errors(last)],
                "history": [{**case_row(r), "verdict": None if r.verdict is None else r.verdict.model_dump(mode="json")}
                            for r in view.history],

@@ -55,8 +55,8 @@ max-height:320px;overflow:auto}
 .dist{display:grid;grid-template-columns:minmax(120px,38%) 1fr 60px;gap:3px 8px;align-items:center;
 font-size:13px}
 .bar{height:12px;background:#1f6fb2;border-radius:2px}.bar.maj{background:#e59f00}
-.ans{overflow-wrap:anywhere}.steps{grid-column:1/-1;margin:-2px 0 4px 12px;color:#5a6270;font:12px ui-monospace,monospace;
-overflow-wrap:anywhere}details{margin:4px 0}summary{cursor:pointer}
+.ans{overflow-wrap:anywhere}details{margin:4px 0}summary{cursor:pointer}
+.steps{grid-column:1/-1;margin:-2px 0 4px 12px;color:#5a6270;font:12px ui-monospace,monospace;overflow-wrap:anywhere}
 table.samples td:nth-child(2){width:22%}table.samples td:nth-child(6){width:55%}
 """
 

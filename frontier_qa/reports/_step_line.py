@@ -90,10 +90,14 @@ def _ending(sample: SampleRecord) -> str:
 
 
 def step_line(sample: SampleRecord, chars: int = LINE_CHARS) -> str | None:
-    """The sample's steps and its answer on one line, or ``None`` when it recorded no steps."""
-    if not sample.steps:
+    """The sample's steps and its answer on one line, or ``None`` when it recorded no steps (agents
+    started do not count).
+    """
+    # an agent starting is no step of its own: the model calls and handoffs under it say what it did
+    shown = [step_label(s) for s in sample.steps if s.kind != "agent"]
+    if not shown:
         return None
-    return _fit(_collapsed([*(step_label(s) for s in sample.steps), _ending(sample)]), chars)
+    return _fit(_collapsed([*shown, _ending(sample)]), chars)
 
 
 def _answer_of(sample: SampleRecord) -> str:

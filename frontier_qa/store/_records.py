@@ -31,8 +31,16 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar
 
-from pydantic import (AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler,
-                      model_serializer, model_validator)
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from frontier_qa import __version__
 from frontier_qa.store._steps import Step, steps_of

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 import sys
 import threading
 import warnings
@@ -30,6 +32,7 @@ from frontier_qa.adapters._agents import AgentContext, to_trajectory  # noqa: E4
 from frontier_qa.adapters._spans import MAX_CHARS, SpanRecorder, instrument, span_recorder  # noqa: E402
 from frontier_qa.errors import MissingExtraError  # noqa: E402
 from frontier_qa.target import Case, Sampling, ToolCall  # noqa: E402
+from tests.factories import REPO  # noqa: E402
 from tests.servers.fake_openai import FakeOpenAIServer  # noqa: E402
 
 CASE = Case(id="c1", prompt="What is the capital of France?")
@@ -154,7 +157,7 @@ def test_huge_arguments_and_results_are_cut_with_a_marker(recorder: SpanRecorder
     assert len(call.result or "") < MAX_CHARS + 40 and (call.result or "").endswith("…[996000 characters cut]")
 
 
-def test_a_model_call_inside_a_model_call_counts_once_and_other_spans_are_no_steps(recorder: SpanRecorder) -> None:
+def test_a_call_inside_the_same_call_counts_once_and_other_spans_are_no_steps(recorder: SpanRecorder) -> None:
     tracer, ctx = _tracer(recorder), _ctx()
     with tracer.start_as_current_span("chat outside", attributes={"gen_ai.operation.name": "chat"}):
         pass  # no sample: nobody's
@@ -164,7 +167,26 @@ def test_a_model_call_inside_a_model_call_counts_once_and_other_spans_are_no_ste
                 pass  # the client library's span under the framework's
         with tracer.start_as_current_span("POST /v1/chat/completions", attributes={"http.method": "POST"}):
             pass
-    assert _kinds(ctx) == [("step", "model")]
+        with tracer.start_as_current_span("execute_tool search", attributes={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"}):
+            with tracer.start_as_current_span("MCP send tools/call search", attributes={"mcp.method.name": "tools/call"}):
+                with tracer.start_as_current_span("tools/call search", attributes={  # an in-process MCP server's
+                        "mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": "search"}):
+                    pass
+        with tracer.start_as_current_span("execute_tool research", attributes={  # an agent as a tool
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "research"}):
+            with tracer.start_as_current_span("invoke_agent researcher", attributes={
+                    "gen_ai.operation.name": "invoke_agent"}):
+                with tracer.start_as_current_span("invoke_agent helper", attributes={
+                        "gen_ai.operation.name": "invoke_agent"}):
+                    with tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
+                        pass
+                with tracer.start_as_current_span("execute_tool search", attributes={
+                        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"}):
+                    pass
+    assert _kinds(ctx) == [("step", "model"), ("tool", "search"), ("tool", "research"), ("step", "agent"),
+                           ("step", "agent"), ("step", "model"), ("tool", "search")]
 
 
 def test_a_span_started_where_the_context_did_not_follow_belongs_to_its_parents_sample(
@@ -230,6 +252,40 @@ def test_the_process_recorder_joins_the_global_sdk_provider_once() -> None:
     assert sum(p is recorder for p in provider._active_span_processor._span_processors) == 1
 
 
+USER_PROVIDER = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from frontier_qa.adapters._agents import AgentContext
+from frontier_qa.adapters._spans import span_recorder
+from frontier_qa.target import Case, Sampling
+
+exported = InMemorySpanExporter()
+mine = TracerProvider()
+mine.add_span_processor(SimpleSpanProcessor(exported))
+trace.set_tracer_provider(mine)  # the user's own, with its exporter
+
+recorder = span_recorder()
+ctx = AgentContext(Case(id="c", prompt="p"), 0, Sampling())
+with recorder.sample(ctx):
+    with trace.get_tracer("app").start_as_current_span("execute_tool search", attributes={
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"}):
+        pass
+assert recorder.provider is mine and trace.get_tracer_provider() is mine
+assert [s.name for s in exported.get_finished_spans()] == ["execute_tool search"]  # still exported
+assert [c.name for c in ctx.tool_calls] == ["search"]
+print("ok")
+"""
+
+
+def test_a_users_own_tracer_provider_and_its_exporters_stay() -> None:
+    done = subprocess.run([sys.executable, "-c", USER_PROVIDER], capture_output=True, text=True, timeout=120,
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
 def test_a_missing_instrumentation_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_spans, "_INSTRUMENTED", set())
     monkeypatch.setitem(sys.modules, "openinference.instrumentation.langchain", None)
@@ -241,12 +297,15 @@ def test_a_missing_instrumentation_package_names_the_extra(monkeypatch: pytest.M
 
 
 def _search_then_answer(body: dict[str, Any], index: int) -> Any:
-    if any(m["role"] == "tool" for m in body["messages"]):
+    """One tool call a turn (calls made in one turn may run in any order): search, population, answer."""
+    done = sum(1 for m in body["messages"] if m["role"] == "tool")
+    if done == 2:
         return "The capital is \\boxed{Paris}."
-    question = body["messages"][-1]["content"]
-    return {"content": None, "tool_calls": [
-        {"name": "search", "arguments": json.dumps({"query": "paris" if "France" in question else "berlin"})},
-        {"name": "population", "arguments": json.dumps({"city": "paris"})}]}
+    if done == 1:
+        return {"content": None, "tool_calls": [{"name": "population", "arguments": json.dumps({"city": "paris"})}]}
+    question = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    query = "paris" if "France" in question else "berlin"
+    return {"content": None, "tool_calls": [{"name": "search", "arguments": json.dumps({"query": query})}]}
 
 
 def test_a_real_pydantic_ai_agent_records_its_tool_calls_in_order() -> None:
@@ -285,9 +344,9 @@ def test_a_real_pydantic_ai_agent_records_its_tool_calls_in_order() -> None:
     assert france.tool_calls[0].result == "Paris is a capital city." and france.tool_calls[1].result == "2100000"
     assert json.loads(germany.tool_calls[0].arguments) == {"query": "berlin"}  # each sample its own spans
     steps = [m.get("kind") or m.get("name") for m in france.messages if m["role"] in ("step", "tool")]
-    assert steps == ["agent", "model", "search", "population", "model"]
+    assert steps == ["agent", "model", "search", "model", "population", "model"]
     models = [m for m in france.messages if m.get("kind") == "model"]
-    assert [m["model"] for m in models] == ["gpt-test", "gpt-test"] and models[0]["input_tokens"] > 0
+    assert [m["model"] for m in models] == ["gpt-test"] * 3 and models[0]["input_tokens"] > 0
 
 
 def test_a_real_openai_agents_run_records_tools_handoffs_and_keeps_its_traces_in_the_process() -> None:
@@ -374,4 +433,4 @@ def test_a_real_langgraph_agent_records_its_tool_calls() -> None:
     assert messages[-1].content == "The capital is \\boxed{Paris}."
     assert [(c.name, c.result) for c in ctx.tool_calls] == [("search", "Paris is a capital city."),
                                                            ("population", "2100000")]
-    assert [e.get("kind") for e in ctx.events if e["role"] == "step"].count("model") == 2
+    assert [e.get("kind") for e in ctx.events if e["role"] == "step"].count("model") == 3
