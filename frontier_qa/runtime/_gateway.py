@@ -13,12 +13,16 @@ base URL and key the client was built with; no user code changes) and on its way
   (the openai SDK's own retry of a call, ``x-stainless-retry-count > 0``, keeps its index);
 * a *seed*: a chat or completions body without ``seed`` gets ``stable_seed`` of the sample's
   seed (:attr:`AgentContext.seed`) and the call index; the Responses API has no seed field;
-* the *per-call cache*: the key is the sample's key (:meth:`ManagedTarget.sample` : target id
+* the *per-call cache*: the key is the sample's key (:meth:`ManagedTarget.sample_keys`: target id
   and version, the case's messages and tools, sampling, sample index) with the call index and a
-  hash of the method, path and canonical JSON body. Headers (``Authorization``) are never part of
-  it. A hit is answered from the cache (no network, no budget, no rate limit); a 2xx reply is
-  stored. So a probe killed in the middle of a sample, resumed, replays the calls it already paid
-  (those committed: the cache's ``flush_interval_s``) and pays only the rest;
+  hash of the method, path and body as sent (the SDKs serialise one request the same way every
+  run; the body carries the conversation so far, so a replay never answers a different question).
+  Headers (``Authorization``) are never part of it. A hit is answered from the cache (no network,
+  no budget, no rate limit); a 2xx reply is stored. So a probe killed in the middle of a sample,
+  resumed, replays the calls it already paid (those committed: the cache's ``flush_interval_s``)
+  and pays only the rest. Calls that an agent makes in parallel are numbered in the order they
+  are sent: if that order changes between runs, those calls miss (the key holds the body), never
+  get another call's reply;
 * the target's *limits*: model calls in flight (``Limits.max_concurrency``, apart from the
   samples' own slots), the RPM/TPM pacer (tokens estimated from the body), ``Limits.timeout_s``
   per call, and retries with the target's backoff for 429 (Retry-After honoured, and every new
@@ -43,9 +47,11 @@ retries it, so a stop is also left in ``ctx.stop_error``: a budget that allows n
 ``ctx.stop_error`` once the agent returns or raises; later calls of the sample raise it at once.
 
 *Streams* (``"stream": true``) are read whole from the server first, so that they can be
-cached and their usage counted; the caller then gets a response whose stream yields the same
-bytes (``content-length``, ``content-encoding`` and ``transfer-encoding`` are dropped: the body
-is already decoded). The agent sees its tokens arrive together, when the reply is complete.
+cached and their usage counted; the caller then gets the server's response, read: its stream
+yields the (decoded) bytes it holds, so the SDK parses the events as usual. A reply made here (a
+replay, a masked or a final one) drops ``content-length``, ``content-encoding`` and
+``transfer-encoding``, which described the body on the wire. The agent sees its tokens arrive
+together, when the reply is complete.
 
 *Secrets.* A stored reply passes the runtime's masking (:mod:`frontier_qa.redaction`), and a
 live reply that holds a secret is masked the same way before the agent reads it, so a replay
@@ -67,6 +73,7 @@ import datetime
 import hashlib
 import json
 import logging
+import re
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -116,16 +123,6 @@ class _Route:
 _ROUTE: contextvars.ContextVar[_Route | None] = contextvars.ContextVar("frontier_qa_model_route", default=None)
 
 
-@dataclass(frozen=True)
-class _Reply:
-    """A model call's reply, read whole."""
-
-    status: int
-    headers: tuple[tuple[str, str], ...]
-    content: bytes
-    elapsed: datetime.timedelta
-
-
 class ModelGateway:
     """Routes the model calls of a :class:`ManagedTarget`'s agent through the target's runtime.
 
@@ -161,33 +158,31 @@ class ModelGateway:
         if ctx.stop_error is not None:
             raise ctx.stop_error
         index = route.call_index(request)
-        request, body = await _seeded(request, ctx.seed, index)
+        request = await _seeded(request, ctx.seed, index)
         cache = self.target.cache
         key = None
         if cache is not None:
             if route.sample_key is None:
                 route.sample_key = self.target.sample_keys(ctx.case, ctx.sampling, [ctx.sample_index])[ctx.sample_index]
-            key = _call_key(route.sample_key, index, request, body)
+            key = _call_key(route.sample_key, index, request)
             hit = cache.get(key)
             if hit is not None:
                 self.target._count(cached_calls=1)
                 ctx.add_usage(hit.usage.prompt_tokens, hit.usage.completion_tokens, hit.cost_usd)
                 status, content_type = hit.messages[0]["status"], hit.messages[0]["content_type"]
-                reply = _Reply(int(status), (("content-type", str(content_type)),),
-                               (hit.text or "").encode(), datetime.timedelta(0))
-                return _response(request, reply)
-        reply, usage, cost = await self._live(ctx, send, request, body, kwargs)
-        if 200 <= reply.status < 300:
+                return _made(request, int(status), [("content-type", str(content_type))], (hit.text or "").encode())
+        response, usage, cost = await self._live(ctx, send, request, kwargs)
+        if response.is_success:
             if key is not None and cache is not None:
-                reply = self._store(key, reply, usage, cost, ctx.sample_index)
+                response = self._store(key, response, usage, cost, ctx.sample_index)
             ctx.add_usage(usage.prompt_tokens, usage.completion_tokens, cost)
-        return _response(request, reply)
+        return response
 
-    async def _live(self, ctx: AgentContext, send: Send, request: httpx.Request, body: Any,
-                    kwargs: dict[str, Any]) -> tuple[_Reply, Usage, float | None]:
+    async def _live(self, ctx: AgentContext, send: Send, request: httpx.Request,
+                    kwargs: dict[str, Any]) -> tuple[httpx.Response, Usage, float | None]:
         """The call with the target's limits, budget and retries; the last reply when they run out."""
         target, limits = self.target, self.target.limits
-        estimated = _estimate(body, ctx) if limits.tpm else 0
+        estimated = _estimate(_json(request.content), ctx) if limits.tpm else 0
         retry = 0
         while True:
             try:
@@ -195,12 +190,12 @@ class ModelGateway:
             except FrontierQAError as exc:
                 ctx.stop_error = exc
                 raise
-            reply, verdict = await self._attempt(ctx, send, request, kwargs, estimated)
+            response, verdict = await self._attempt(ctx, send, request, kwargs, estimated)
             if isinstance(verdict, Reservation):
-                usage = _usage(reply.content)
+                usage = _usage(response.content)
                 cost = _cost(usage, getattr(target.adapter, "price", None))
                 target._call_succeeded(verdict, estimated, usage.total_tokens, cost)
-                return reply, usage, cost
+                return response, usage, cost
             verdict = ErrorClass(verdict.kind, redact(verdict.message, target._secrets), verdict.retry_after)
             if target._on_failure(verdict):
                 ctx.stop_error = target._unavailable()
@@ -209,11 +204,11 @@ class ModelGateway:
                 ctx.stop_error = TargetError(
                     f"target {target.id!r} failed: {verdict.message}",
                     hint="this error is not retried; fix the credentials, model name or request and run again")
-                return reply, Usage(), None
+                return response, Usage(), None
             if retry >= limits.max_retries:
                 log.warning("gave up on a model call of case %r from %s after %d attempts: %s", ctx.case.id,
                             target.id, retry + 1, verdict.message)
-                return _final(reply), Usage(), None
+                return _final(response), Usage(), None
             retry += 1
             target._count(retries=1)
             if verdict.kind is ErrorKind.RATE_LIMITED and verdict.retry_after is not None:
@@ -224,9 +219,10 @@ class ModelGateway:
             await target._sleep(wait)
 
     async def _attempt(self, ctx: AgentContext, send: Send, request: httpx.Request, kwargs: dict[str, Any],
-                       estimated: int) -> tuple[_Reply, ErrorClass | Reservation]:
-        """One attempt: a slot, the pacer, a budget reservation, the request. Returns the reply and
-        the verdict on it if it failed, else (a 2xx reply) the reservation for the caller to settle.
+                       estimated: int) -> tuple[httpx.Response, ErrorClass | Reservation]:
+        """One attempt: a slot, the pacer, a budget reservation, the request. Returns the reply (read
+        whole) and the verdict on it if it failed, else (a 2xx reply) the reservation for the caller
+        to settle with the reply's usage.
         """
         target = self.target
         async with self._semaphore():
@@ -239,7 +235,7 @@ class ModelGateway:
                 raise
             target._count(calls=1)
             try:
-                reply = await within(_fetch(send, request, kwargs), target.limits.timeout_s)
+                response = await within(_fetch(send, request, kwargs), target.limits.timeout_s)
             except asyncio.CancelledError:
                 target.budget.settle(reservation)
                 target._limiter.refund(estimated)
@@ -250,30 +246,32 @@ class ModelGateway:
                 what = (f"no answer within Limits.timeout_s = {target.limits.timeout_s} s"
                         if isinstance(exc, CallTimeout) else f"{type(exc).__name__}: {exc}")
                 return _unreachable(request, what), ErrorClass(ErrorKind.TRANSIENT, f"connection failed: {what}")
-        if 200 <= reply.status < 300:
-            return reply, reservation  # settled by the caller, with the reply's usage
+        if response.is_success:
+            return response, reservation
         target.budget.settle(reservation)
         target._limiter.refund(estimated)
-        return reply, _verdict(reply)
+        return response, _verdict(response)
 
-    def _store(self, key: str, reply: _Reply, usage: Usage, cost: float | None, sample_index: int) -> _Reply:
+    def _store(self, key: str, response: httpx.Response, usage: Usage, cost: float | None,
+               sample_index: int) -> httpx.Response:
         """Queue a 2xx reply for the cache (masked if it holds a secret); returns what the agent reads."""
         target, cache = self.target, self.target.cache
         assert cache is not None
         try:
-            text = reply.content.decode("utf-8")
+            text = response.content.decode("utf-8")
         except UnicodeDecodeError:
-            return reply  # not text: served, never replayed
-        content_type = dict(reply.headers).get("content-type", "application/json")
-        record = Trajectory(text=text, messages=({"status": reply.status, "content_type": content_type},),
+            return response  # not text: served, never replayed
+        content_type = response.headers.get("content-type", "application/json")
+        record = Trajectory(text=text, messages=({"status": response.status_code, "content_type": content_type},),
                             usage=usage, cost_usd=cost, sample_index=sample_index)
         masked = None
-        if mentions(record, target._secrets):
+        if mentions(text, target._secrets):
             masked = record_json(record, target._secrets)
             record = trajectory_from_json(masked)
-            reply = _Reply(reply.status, reply.headers, (record.text or "").encode(), reply.elapsed)
-        cache.put(key, target.id, record, record=masked, secrets=target._secrets, checked=masked is None)
-        return reply
+            response = _made(response.request, response.status_code, _fresh_headers(response.headers),
+                             (record.text or "").encode(), response.elapsed)
+        cache.put(key, target.id, record, record=masked, secrets=target._secrets, checked=True)
+        return response
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -309,106 +307,101 @@ def _install() -> None:
 # --- requests and replies -------------------------------------------------------------------
 
 
-async def _seeded(request: httpx.Request, seed: int | None, index: int) -> tuple[httpx.Request, Any]:
-    """The request (with a seed added to a chat or completions body that has none) and its JSON body."""
+async def _seeded(request: httpx.Request, seed: int | None, index: int) -> httpx.Request:
+    """The request, with a seed added to a chat or completions body that has none."""
     try:
         raw = request.content
     except httpx.RequestNotRead:
         raw = await request.aread()
-    try:
-        body = json.loads(raw) if raw else None
-    except (ValueError, UnicodeDecodeError):
-        return request, None
-    if (seed is None or not isinstance(body, dict) or "seed" in body
-            or not request.url.path.endswith(_SEEDED_PATHS)):
-        return request, body
-    body = {**body, "seed": stable_seed(f"frontier-qa/model-call/{seed}/{index}")}
+    if seed is None or not raw or not request.url.path.endswith(_SEEDED_PATHS):
+        return request
+    body = _json(raw)
+    if not isinstance(body, dict) or "seed" in body:
+        return request
+    body["seed"] = stable_seed(f"frontier-qa/model-call/{seed}/{index}")
     content = json.dumps(body, ensure_ascii=False).encode()
     headers = httpx.Headers(request.headers)
     headers["content-length"] = str(len(content))
-    return httpx.Request(request.method, request.url, headers=headers, content=content,
-                         extensions=request.extensions), body
+    return httpx.Request(request.method, request.url, headers=headers, content=content, extensions=request.extensions)
 
 
-def _call_key(sample_key: str, index: int, request: httpx.Request, body: Any) -> str:
-    """The cache key of call ``index`` of a sample: the sample's key, the index and the request."""
-    payload = (json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-               if body is not None else request.content.decode("utf-8", "replace"))
-    text = f"{sample_key}\0call {index}\0{request.method} {request.url.path}\0{payload}"
-    return hashlib.sha256(text.encode()).hexdigest()
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
-async def _fetch(send: Send, request: httpx.Request, kwargs: Mapping[str, Any]) -> _Reply:
-    """Send ``request`` upstream and read the reply whole (a stream too)."""
+def _call_key(sample_key: str, index: int, request: httpx.Request) -> str:
+    """The cache key of call ``index`` of a sample: the sample's key, the index, and the request's
+    method, path and body as sent (the seeded body; clients serialise one request the same way each run).
+    """
+    head = f"{sample_key}\0call {index}\0{request.method} {request.url.path}\0".encode()
+    return hashlib.sha256(head + request.content).hexdigest()
+
+
+async def _fetch(send: Send, request: httpx.Request, kwargs: Mapping[str, Any]) -> httpx.Response:
+    """Send ``request`` upstream and read the reply whole (a stream too). The response is handed on as
+    it is: once read, its stream yields the decoded bytes it holds, whatever ``stream`` the caller asked.
+    """
     response = await send(request, **{**kwargs, "stream": True})
     try:
-        content = await response.aread()
+        await response.aread()
     finally:
         await response.aclose()
-    headers = tuple((k, v) for k, v in response.headers.items() if k.lower() not in _STALE_HEADERS)
-    return _Reply(response.status_code, headers, content, response.elapsed)
-
-
-def _response(request: httpx.Request, reply: _Reply) -> httpx.Response:
-    """An ``httpx.Response`` holding ``reply`` whose stream (if the caller streams) yields its bytes."""
-    response = httpx.Response(reply.status, headers=list(reply.headers), content=reply.content, request=request)
-    response.elapsed = reply.elapsed
     return response
 
 
-def _final(reply: _Reply) -> _Reply:
-    """``reply`` marked so that the openai SDK raises it instead of retrying on top of the gateway."""
-    headers = tuple(h for h in reply.headers if h[0].lower() != _NO_RETRY[0]) + (_NO_RETRY,)
-    return _Reply(reply.status, headers, reply.content, reply.elapsed)
+def _made(request: httpx.Request, status: int, headers: list[tuple[str, str]], content: bytes,
+          elapsed: datetime.timedelta = datetime.timedelta(0)) -> httpx.Response:
+    """A response made here (a replay, a masked or final reply) whose stream yields ``content``."""
+    response = httpx.Response(status, headers=headers, content=content, request=request)
+    response.elapsed = elapsed
+    return response
 
 
-def _unreachable(request: httpx.Request, what: str) -> _Reply:
+def _fresh_headers(headers: httpx.Headers) -> list[tuple[str, str]]:
+    """``headers`` without those that describe the body as it came over the wire (length, encoding)."""
+    return [(k, v) for k, v in headers.items() if k.lower() not in _STALE_HEADERS]
+
+
+def _final(response: httpx.Response) -> httpx.Response:
+    """``response`` marked so that the openai SDK raises it instead of retrying on top of the gateway."""
+    headers = [h for h in _fresh_headers(response.headers) if h[0].lower() != _NO_RETRY[0]] + [_NO_RETRY]
+    return _made(response.request, response.status_code, headers, response.content, response.elapsed)
+
+
+def _unreachable(request: httpx.Request, what: str) -> httpx.Response:
     """A 502 in OpenAI's error shape for a call that got no reply (what the SDK raises once retries end)."""
     message = f"frontier-qa: no reply from {request.url.host}: {what}"
     body = json.dumps({"error": {"message": message, "type": "server_error", "code": "no_reply"}}).encode()
-    return _Reply(502, (("content-type", "application/json"),), body, datetime.timedelta(0))
+    return _made(request, 502, [("content-type", "application/json")], body)
 
 
-def _verdict(reply: _Reply) -> ErrorClass:
+def _verdict(response: httpx.Response) -> ErrorClass:
     """How to treat an error reply: 429 rate limited (with Retry-After), 408/409/425/5xx transient, else fatal."""
-    kind = classify_status(reply.status) or ErrorKind.FATAL
+    status = response.status_code
+    kind = classify_status(status) or ErrorKind.FATAL
     try:
-        detail = json.loads(reply.content)["error"]["message"]
+        detail = json.loads(response.content)["error"]["message"]
     except (ValueError, KeyError, TypeError):
-        detail = reply.content[:200].decode("utf-8", "replace")
-    retry_after = parse_retry_after(dict(reply.headers)) if kind is ErrorKind.RATE_LIMITED else None
-    return ErrorClass(kind, f"HTTP {reply.status}: {detail}", retry_after)
+        detail = response.content[:200].decode("utf-8", "replace")
+    retry_after = parse_retry_after(response.headers) if kind is ErrorKind.RATE_LIMITED else None
+    return ErrorClass(kind, f"HTTP {status}: {detail}", retry_after)
+
+
+# a usage field: the quotes and colon keep it from matching inside a string (escaped quotes there)
+_TOKENS = re.compile(rb'"(prompt_tokens|completion_tokens|input_tokens|output_tokens)"\s*:\s*(\d+)')
 
 
 def _usage(content: bytes) -> Usage:
-    """Tokens a reply reports: a JSON body's ``usage``, or a stream's last event that has one
-    (chat's usage chunk, the Responses API's ``response.completed``).
+    """Tokens a reply reports: the last ``usage`` in it (a JSON body's; a stream's usage chunk or
+    ``response.completed``, which come last). A regular expression, not a parse: the SDK parses it.
     """
-    text = content.decode("utf-8", "replace")
-    if text.lstrip().startswith("{"):
-        try:
-            return _usage_of(json.loads(text))
-        except ValueError:
-            return Usage()
-    for line in reversed(text.splitlines()):
-        if line.startswith("data:") and '"usage"' in line:
-            try:
-                event = json.loads(line[5:])
-            except ValueError:
-                continue
-            usage = _usage_of(event.get("response", event) if isinstance(event, dict) else {})
-            if usage.total_tokens:
-                return usage
-    return Usage()
-
-
-def _usage_of(payload: Any) -> Usage:
-    usage = payload.get("usage") if isinstance(payload, dict) else None
-    if not isinstance(usage, dict):
-        return Usage()
-    prompt = usage.get("prompt_tokens", usage.get("input_tokens")) or 0
-    completion = usage.get("completion_tokens", usage.get("output_tokens")) or 0
-    return Usage(int(prompt), int(completion))
+    found = {name: int(value) for name, value in _TOKENS.findall(content)}  # later ones win
+    prompt = found.get(b"prompt_tokens", found.get(b"input_tokens", 0))
+    completion = found.get(b"completion_tokens", found.get(b"output_tokens", 0))
+    return Usage(prompt, completion)
 
 
 def _cost(usage: Usage, price: Any) -> float | None:
