@@ -61,6 +61,10 @@ class FrameworkAgentAdapter(Adapter):
         stream: run the agent in the framework's streaming mode (the events are consumed and
             the final output read) instead of its plain run.
         max_turns: the most model turns one sample may take (``None``: the framework's default).
+        mcp_servers: MCP stdio servers whose tools are added to the agent's own
+            (:class:`~frontier_qa.adapters._mcp.McpServer` values, mappings or command lines), for
+            frameworks that take tools per run (:attr:`takes_tools`); started once, with the first
+            sample, and stopped by :meth:`aclose`.
         transient: exception types retried by the runtime (others fail only their sample).
         fatal: exception types that stop the run.
     """
@@ -71,6 +75,8 @@ class FrameworkAgentAdapter(Adapter):
     """The module that must import for this framework (``agents``)."""
     package: ClassVar[str] = ""
     """The pip package that provides :attr:`module_name` (``openai-agents``)."""
+    takes_tools: ClassVar[bool] = True
+    """Whether a run can be given tools besides the agent's own (``mcp_servers``)."""
     routes_model_calls: ClassVar[bool] = True
     in_process = True  # Limits.local_timeout_s applies
     supports_prefill = False
@@ -85,6 +91,7 @@ class FrameworkAgentAdapter(Adapter):
         module: Any = None,
         stream: bool = False,
         max_turns: int | None = None,
+        mcp_servers: Sequence[Any] = (),
         transient: Sequence[type[BaseException]] = (TimeoutError, ConnectionError),
         fatal: Sequence[type[BaseException]] = (),
     ) -> None:
@@ -94,6 +101,16 @@ class FrameworkAgentAdapter(Adapter):
         if max_turns is not None and max_turns < 1:
             raise ConfigError(f"max_turns={max_turns} is not a number of turns",
                               hint="give max_turns >= 1, or leave it out")
+        self.mcp: Any = None  # an McpToolbox, when the target has MCP servers
+        if mcp_servers:
+            if not self.takes_tools:
+                raise ConfigError(f"{self.framework} targets take no mcp_servers: the agent's tools are fixed "
+                                  "when it is built", hint="give the agent its MCP tools where you build it")
+            from frontier_qa.adapters._mcp import McpToolbox
+
+            # spans record the framework's tool calls (with the toolbox's errors, by span status): the
+            # toolbox records none itself, so each call is in the trajectory once
+            self.mcp = McpToolbox(mcp_servers, record=False)
         self.agent = agent
         self.stream = bool(stream)
         self.max_turns = max_turns
@@ -104,7 +121,8 @@ class FrameworkAgentAdapter(Adapter):
         where = getattr(module, "__name__", None) or getattr(agent, "__module__", "?")
         self.id = id or f"{self.framework}:{where}.{name}"
         # what changes answers besides the source: how the agent is run
-        options = {"stream": self.stream, "max_turns": max_turns}
+        options = {"stream": self.stream, "max_turns": max_turns,
+                   "mcp_servers": [] if self.mcp is None else [repr(s) for s in self.mcp.servers]}
         self._version = version if module is None else agent_version(module, version, options)
 
     def __repr__(self) -> str:
@@ -123,6 +141,11 @@ class FrameworkAgentAdapter(Adapter):
         text, or a mapping with ``answer``), recording into ``ctx`` what the spans do not.
         """
         raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Stop the MCP servers, if any."""
+        if self.mcp is not None:
+            await self.mcp.aclose()
 
     # --- one sample ------------------------------------------------------------------------
 
@@ -149,8 +172,10 @@ class FrameworkAgentAdapter(Adapter):
             yield
 
     async def _one(self, case: Case, sampling: Sampling, index: int) -> Trajectory:
+        if self.mcp is not None:
+            await self.mcp.start()  # once; a server that cannot start stops the run (ConfigError)
         ctx = AgentContext(case, index, sampling)
-        token = _CONTEXT.set(ctx)  # record_tool and the MCP toolbox record into it
+        token = _CONTEXT.set(ctx)  # record_tool records into it
         started = time.monotonic()
         try:
             with self.sample_scope(ctx):

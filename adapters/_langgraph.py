@@ -50,6 +50,7 @@ class LangGraphAdapter(FrameworkAgentAdapter):
     framework = "langgraph"
     module_name = "langgraph"
     package = "langgraph"
+    takes_tools = False  # a compiled graph's tools are fixed in its ToolNode
 
     def check_agent(self, agent: Any) -> None:
         from langgraph.graph import StateGraph

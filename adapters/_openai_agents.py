@@ -26,6 +26,7 @@ exporter, so no trace leaves the process (:mod:`frontier_qa.adapters._spans`).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -34,6 +35,7 @@ from frontier_qa.adapters._framework import FrameworkAgentAdapter, load_agent, t
 from frontier_qa.errors import ConfigError
 from frontier_qa.target import Case
 
+log = logging.getLogger(__name__)
 _ROLES = ("system", "developer", "user", "assistant")
 _OTHER_SCHEMES = {"pydantic_ai": "pydantic-ai", "langgraph": "langgraph", "langchain": "langgraph"}
 
@@ -65,21 +67,44 @@ class OpenAIAgentsAdapter(FrameworkAgentAdapter):
         # stay in this process (the recorder's processor replaced the SDK's exporter)
         config = RunConfig(workflow_name=f"frontier-qa {self.id}", trace_include_sensitive_data=True,
                            trace_metadata={"case": case.id, "sample_index": str(ctx.sample_index)})
+        _warn_if_tracing_is_off(self.id)
         options: dict[str, Any] = {"context": ctx, "run_config": config}
         if self.max_turns is not None:
             options["max_turns"] = self.max_turns
+        agent = self.agent
+        if self.mcp is not None:  # the MCP servers' tools beside the agent's own (handoff targets keep theirs)
+            from frontier_qa.adapters._mcp_frameworks import openai_agents_tools
+
+            agent = agent.clone(tools=[*agent.tools, *openai_agents_tools(self.mcp)])
         items: Any = input_items(case.messages)  # the SDK types its items as TypedDicts: these are some of them
         if self.stream:
-            streamed = Runner.run_streamed(self.agent, items, **options)
+            streamed = Runner.run_streamed(agent, items, **options)
             async for _event in streamed.stream_events():
                 pass  # the run advances as its events are read; its error is raised here
             result: Any = streamed
         else:
-            result = await Runner.run(self.agent, items, **options)
+            result = await Runner.run(agent, items, **options)
         if self.gateway is None:  # the gateway counts the tokens of the calls it routes
             usage = result.context_wrapper.usage
             ctx.add_usage(usage.input_tokens, usage.output_tokens)
         return text_of(result.final_output)
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_if_tracing_is_off(target_id: str) -> None:
+    """Say once per target when the SDK's tracing is off: its spans are the trajectory, so without
+    them the samples keep their answers but record no model calls, tool calls or handoffs.
+    """
+    from agents.tracing import get_trace_provider
+
+    if target_id in _WARNED or type(get_trace_provider().create_trace("frontier-qa")).__name__ != "NoOpTrace":
+        return
+    _WARNED.add(target_id)
+    log.warning("%s: the Agents SDK's tracing is off (OPENAI_AGENTS_DISABLE_TRACING or set_tracing_disabled), so "
+                "frontier-qa cannot record this agent's steps (model calls, tool calls, handoffs); turn tracing on "
+                "to record them: frontier-qa keeps the traces in this process and sends none to OpenAI", target_id)
 
 
 def input_items(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

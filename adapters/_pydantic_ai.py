@@ -66,6 +66,10 @@ class PydanticAIAdapter(FrameworkAgentAdapter):
             options["usage_limits"] = UsageLimits(request_limit=self.max_turns)
         if self.stream:
             options["event_stream_handler"] = _consume
+        if self.mcp is not None:  # the MCP servers' tools beside the agent's own
+            from frontier_qa.adapters._mcp_frameworks import pydantic_ai_toolset
+
+            options["toolsets"] = [pydantic_ai_toolset(self.mcp)]
         result = await self.agent.run(prompt, infer_name=False, **options)  # never renames the user's agent
         if self.gateway is None:  # the gateway counts each routed call's usage itself
             usage = result.usage() if callable(result.usage) else result.usage  # a method in 1.x, a property in 2.x

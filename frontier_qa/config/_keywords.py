@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from frontier_qa.config._layers import Override
+from frontier_qa.config._layers import Override, python_file
 from frontier_qa.curricula._spec import DOMAINS
 from frontier_qa.errors import ConfigError, closest_name
 from frontier_qa.scoring.bands import AGENT0_BAND
@@ -70,30 +70,32 @@ _PATH_KEYS = frozenset({"store", "curriculum.path", "curriculum.tools", "replay.
 
 
 def absolute_target(spec: str, base: Path) -> str:
-    """A ``python:path/to/agent.py:attr`` spec with its file made absolute against ``base``.
+    """An agent file spec (``python:path/to/agent.py:attr``, ``openai-agents:path/agent.py:agent``...)
+    with its file made absolute against ``base``.
 
     Other specs (``python:package.module:attr``, ``litellm:...``, ``hf:...``) are returned as
     they are: a module name is found on ``sys.path``, a model name is not a path.
     """
-    kind, sep, rest = spec.partition(":")
-    module_ref, colon, attr = rest.rpartition(":")
-    if kind != "python" or not sep or not colon or not (module_ref.endswith(".py") or "/" in module_ref):
+    kind = spec.partition(":")[0]
+    agent = python_file(spec)
+    if agent is None:
         return spec
-    path = Path(module_ref).expanduser()
+    path = Path(agent[0]).expanduser()
     # normalised: "../agent.py" from tests/ is named python:agent.py:run, as the CLI names it
-    return spec if path.is_absolute() else f"python:{os.path.normpath(base / path)}:{attr}"
+    return spec if path.is_absolute() else f"{kind}:{os.path.normpath(base / path)}:{agent[1]}"
 
 
 def target_label(spec: str, root: Path) -> str:
-    """How a ``python:`` file spec is named in records and reports: its file relative to the
+    """How an agent file spec (``python:``, a framework's) is named in records and reports: its file relative to the
     rootdir (``python:agent.py:run``), the same on every machine and from every directory.
     """
-    kind, _, rest = spec.partition(":")
-    module_ref, colon, attr = rest.rpartition(":")
-    if kind != "python" or not colon or not Path(module_ref).is_absolute():
+    kind = spec.partition(":")[0]
+    agent = python_file(spec)
+    if agent is None or not Path(agent[0]).is_absolute():
         return spec
+    module_ref, attr = agent
     try:
-        return f"python:{Path(module_ref).relative_to(root).as_posix()}:{attr}"
+        return f"{kind}:{Path(module_ref).relative_to(root).as_posix()}:{attr}"
     except ValueError:
         return spec
 

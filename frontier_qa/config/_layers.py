@@ -310,16 +310,20 @@ def validate_layers(schema: type[M], layers: list[_Layer], data: dict[str, Any],
 # --- loading ----------------------------------------------------------------------------------
 
 
+AGENT_FILE_SCHEMES = ("python", "openai-agents", "langgraph", "pydantic-ai")
+"""The specs that name an agent by ``MODULE:ATTR``, where the module may be a file."""
+
+
 def python_file(spec: Any) -> tuple[str, str] | None:
-    """The file and attribute of a ``python:path/to/agent.py:attr`` spec (an agent file: a name
-    ending in .py or with a ``/``); ``None`` for any other spec, ``python:package.module:attr``
-    included (found on ``sys.path``).
+    """The file and attribute of an agent file spec, ``python:path/to/agent.py:attr`` or a
+    framework's (``openai-agents:path/agent.py:agent``; a name ending in .py or with a ``/``);
+    ``None`` for any other spec, ``python:package.module:attr`` included (found on ``sys.path``).
     """
     if not isinstance(spec, str):
         return None
     kind, sep, rest = spec.partition(":")
     module_ref, colon, attr = rest.rpartition(":")
-    if kind != "python" or not sep or not colon or not (module_ref.endswith(".py") or "/" in module_ref):
+    if kind not in AGENT_FILE_SCHEMES or not sep or not colon or not (module_ref.endswith(".py") or "/" in module_ref):
         return None
     return module_ref, attr
 
@@ -342,7 +346,7 @@ def _spec_file(spec: Any) -> tuple[Path, str] | None:
         agent = python_file(spec)
         if agent is None:
             return None
-        file, template = Path(agent[0]).expanduser(), f"python:{{}}:{agent[1]}"
+        file, template = Path(agent[0]).expanduser(), f"{kind}:{{}}:{agent[1]}"
     return None if file.is_absolute() else (file, template)
 
 

@@ -153,8 +153,8 @@ def test_latency_applies_to_every_model_request() -> None:
 @pytest.mark.parametrize("streamed", [False, True])
 def test_openai_agents_tool_loop(api: str, streamed: bool) -> None:
     agents = pytest.importorskip("agents")
-    agents.set_tracing_disabled(True)
     calls: list[str] = []
+    untraced = agents.RunConfig(tracing_disabled=True)  # this run only: the process's tracing stays as it was
 
     @agents.function_tool
     def get_weather(city: str) -> str:
@@ -168,11 +168,11 @@ def test_openai_agents_tool_loop(api: str, streamed: bool) -> None:
         agent = agents.Agent(name="weather", instructions="Answer with the tool.", tools=[get_weather],
                              model=model_class(model="fake-model", openai_client=client))
         if streamed:
-            run = agents.Runner.run_streamed(agent, "weather in Paris?")
+            run = agents.Runner.run_streamed(agent, "weather in Paris?", run_config=untraced)
             async for _ in run.stream_events():
                 pass
             return str(run.final_output)
-        return str((await agents.Runner.run(agent, "weather in Paris?")).final_output)
+        return str((await agents.Runner.run(agent, "weather in Paris?", run_config=untraced)).final_output)
 
     with FakeOpenAIServer(answers=_tool_loop_answers) as server:
         answer = asyncio.run(go(server))

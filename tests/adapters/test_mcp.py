@@ -324,3 +324,52 @@ def test_the_docs_config_builds_the_executor(monkeypatch: pytest.MonkeyPatch) ->
     executor = ToolExecutor(open_target("mock:right", cache=False), **config["target"]["tool_options"])
     assert executor.toolbox is not None and [s.name for s in executor.toolbox.servers] == ["facts", "github"]
     assert executor.max_tool_turns == 6 and "ghp_docs" not in repr(executor.toolbox.servers)
+
+
+# ----- framework targets given mcp_servers --------------------------------------------------------
+
+AGENT_FILES = {
+    "openai-agents": """
+from agents import Agent, OpenAIChatCompletionsModel
+from openai import AsyncOpenAI
+import os
+agent = Agent(name="geo", instructions="Answer.", model=OpenAIChatCompletionsModel(
+    "fake-model", openai_client=AsyncOpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key="x")))
+""",
+    "pydantic-ai": """
+from pydantic_ai import Agent
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+import os
+agent = Agent(OpenAIChatModel("fake-model", provider=OpenAIProvider(base_url=os.environ["OPENAI_BASE_URL"],
+                                                                   api_key="x")))
+""",
+}
+
+
+@pytest.mark.parametrize("framework", sorted(AGENT_FILES))
+def test_a_framework_target_given_mcp_servers_offers_their_tools_and_records_each_call_once(
+        framework: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the spec, as a config gives it: the agent has no tools of its own; the servers' tools are
+    offered beside them, and the call is in the trajectory once (from the framework's span), with its result.
+    """
+    (tmp_path / "geo_agent.py").write_text(AGENT_FILES[framework])
+    with FakeOpenAIServer(answers=capital_then_answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        target = open_target(f"{framework}:{tmp_path / 'geo_agent.py'}:agent", mcp_servers=[EXAMPLE], cache=False)
+        try:
+            (out,) = target.sample_sync(CASE, 1, SAMPLING)
+        finally:
+            run_sync(target.aclose())
+    assert out.ok and "Paris" in (out.text or ""), out.error
+    assert [(c.name, c.result) for c in out.tool_calls] == [("lookup_capital", "Paris")]
+    assert {t["function"]["name"] for t in server.requests[0].body["tools"]} >= {"lookup_capital", "convert_units"}
+    assert server.model_calls() == 2 and target.stats().calls == 2
+
+
+def test_a_langgraph_target_refuses_mcp_servers_with_the_fix(tmp_path: Path) -> None:
+    pytest.importorskip("langgraph")
+    with pytest.raises(ConfigError, match="take no mcp_servers") as refused:
+        open_target(f"langgraph:{REPO / 'examples/agents/langgraph_agent.py'}:graph", mcp_servers=[EXAMPLE],
+                    cache=False)
+    assert "where you build it" in (refused.value.hint or "")

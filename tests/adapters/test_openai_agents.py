@@ -328,7 +328,7 @@ def test_frontier_qa_probe_runs_the_example_agent_from_the_command_line(
         "capital-france": ("pass", "Paris"), "km-to-mi": ("pass", "3.106856")}
     assert server.model_calls() == 2 * 2 + 2 * 3  # per sample: 2 for a capital, 3 with the handoff
     rc, out, _ = run_cli(tmp_path, capsys, ["cases", "show", "km-to-mi", "--store", "store"])
-    assert rc == 0 and "handoff(units_agent) → units_agent → model → convert_units(value=5.0" in out
+    assert rc == 0 and "handoff(units_agent) → model → convert_units(value=5.0" in out
 
 
 def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -336,3 +336,17 @@ def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.MonkeyPat
     with pytest.raises(MissingExtraError, match="openai-agents") as missing:
         create_adapter(SPEC)
     assert "frontier-qa[openai-agents]" in str(missing.value)
+
+
+def test_with_the_sdks_tracing_off_the_answer_stands_and_a_warning_says_no_steps_are_recorded(
+        server: FakeOpenAIServer, caplog: pytest.LogCaptureFixture) -> None:
+    import agents
+
+    agents.set_tracing_disabled(True)
+    try:
+        with caplog.at_level("WARNING", logger="frontier_qa.adapters._openai_agents"):
+            (out,) = sample(SPEC, "What is the capital of France?", id="openai-agents:untraced")
+    finally:
+        agents.set_tracing_disabled(False)
+    assert out.text == "It is \\boxed{Paris}." and _steps(out) == []  # no spans: no steps, and the user is told
+    assert [r.getMessage() for r in caplog.records if "tracing is off" in r.getMessage()] != []

@@ -85,6 +85,13 @@ def test_flags_beat_the_file_which_beats_the_environment(tmp_path: Path) -> None
     assert load_config(None, env={}).probing.k is None  # the default: the policy says (30 for calibrated)
 
 
+@pytest.mark.parametrize("scheme", ["openai-agents", "langgraph", "pydantic-ai"])
+def test_a_framework_agent_file_in_a_config_file_is_found_next_to_it_too(tmp_path: Path, scheme: str) -> None:
+    config = load_config(write(tmp_path, f"target: {scheme}:agents/agent.py:agent\n"))
+    assert config.target.spec == f"{scheme}:{(tmp_path / 'agents' / 'agent.py').resolve()}:agent"
+    assert config.target.options["id"] == f"{scheme}:agents/agent.py:agent"
+
+
 def test_environment_values_are_typed_and_foreign_variables_ignored() -> None:
     env = {
         "FRONTIER_QA_TARGET": "litellm:openai/gpt-4o-mini",
