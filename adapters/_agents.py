@@ -13,12 +13,14 @@ import functools
 import inspect
 import json
 import re
+import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from frontier_qa.target import Case, ErrorKind, Sampling, ToolCall, Trajectory, Usage
+from frontier_qa.errors import TargetError
+from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, ToolCall, Trajectory, Usage
 
 T = TypeVar("T")
 _CONTEXT: contextvars.ContextVar[AgentContext | None] = contextvars.ContextVar("frontier_qa_agent", default=None)
@@ -173,6 +175,81 @@ def _usage(value: Any) -> Usage:
     prompt = _field(value, "prompt_tokens", "input_tokens") or 0
     completion = _field(value, "completion_tokens", "output_tokens") or 0
     return Usage(int(prompt), int(completion))
+
+
+class InProcessAgent(Adapter):
+    """What the in-process agent adapters (``python:``, the frameworks') share: one run of the agent
+    per sample index, and the agent's exceptions classified by the ``python:`` contract.
+    """
+
+    transient: tuple[type[BaseException], ...] = (TimeoutError, ConnectionError)
+    fatal: tuple[type[BaseException], ...] = ()
+
+    async def generate(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
+        """Run the agent once per sample index (concurrently when ``n > 1``)."""
+        from frontier_qa.runtime._aio import gather_or_cancel
+
+        if n == 1:
+            return [await self.run_sample(case, sampling, start)]
+        return await gather_or_cancel([self.run_sample(case, sampling, i) for i in range(start, start + n)])
+
+    def classify(self, exc: BaseException) -> ErrorClass:
+        kind = _classify_agent_error(exc, self.transient, self.fatal)
+        return ErrorClass(kind or ErrorKind.FATAL, f"{type(exc).__name__}: {exc}")
+
+    agent_name = "the agent"
+    """How errors name the agent (``the openai-agents agent``)."""
+
+    async def invoke(self, case: Case, ctx: AgentContext) -> Any:
+        """Run the agent once for the sample ``ctx``; return what it returned."""
+        raise NotImplementedError
+
+    def sample_scope(self, ctx: AgentContext) -> contextlib.AbstractContextManager[Any]:
+        """What surrounds one run of the agent (the framework adapters' gateway route and span capture)."""
+        return contextlib.nullcontext()
+
+    def unreadable(self, exc: Exception) -> TargetError:
+        """The error for a result :func:`to_trajectory` cannot read."""
+        return TargetError(f"agent {self.id!r} broke the return contract: {exc}",
+                           hint="return the answer text, or a dict with 'answer' (and optionally 'tool_calls', "
+                           "'messages', 'usage', 'cost_usd', 'steps')")
+
+    async def run_sample(self, case: Case, sampling: Sampling, index: int) -> Trajectory:
+        """One sample: the agent run once, as a trajectory.
+
+        An exception from the agent fails this sample only (an error trajectory keeps what it
+        recorded); transient and fatal ones are raised to the runtime, which retries them or stops
+        the run; a stop the runtime decided inside the sample (``ctx.stop_error``) is raised as itself,
+        whatever the agent's framework wrapped it in on the way out.
+        """
+        ctx = AgentContext(case, index, sampling)
+        token = _CONTEXT.set(ctx)  # record_tool records into it (sync agents' threads copy the context)
+        started = time.monotonic()
+        try:
+            with self.sample_scope(ctx):
+                result = await self.invoke(case, ctx)
+        except Exception as exc:  # noqa: BLE001 - classified below
+            if ctx.stop_error is not None:
+                raise ctx.stop_error from None
+            if _classify_agent_error(exc, self.transient, self.fatal) is not None:
+                raise  # the runtime retries it (or stops the run for fatal ones)
+            return failed_sample(ctx, time.monotonic() - started,
+                                 f"{self.agent_name} raised {type(exc).__name__}: {exc}{_where(exc)}")
+        finally:
+            _CONTEXT.reset(token)
+        if ctx.stop_error is not None:
+            raise ctx.stop_error
+        try:
+            return to_trajectory(result, ctx, time.monotonic() - started)
+        except (TypeError, ValueError) as exc:
+            raise self.unreadable(exc) from exc
+
+
+def failed_sample(ctx: AgentContext, latency_s: float, error: str) -> Trajectory:
+    """A sample the agent failed (it raised): what it recorded up to the failure, and why."""
+    return Trajectory(text=None, messages=(*ctx.case.messages, *ctx.events), tool_calls=tuple(ctx.tool_calls),
+                      usage=ctx.usage, cost_usd=ctx.cost_usd, latency_s=latency_s, error=error,
+                      sample_index=ctx.sample_index)
 
 
 def to_trajectory(result: Any, ctx: AgentContext, latency_s: float) -> Trajectory:

@@ -30,25 +30,20 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from frontier_qa._optional import require
 from frontier_qa.adapters._agents import (
-    _CONTEXT,
     AgentContext,
-    _classify_agent_error,
+    InProcessAgent,
     _field,
-    _where,
-    to_trajectory,
 )
 from frontier_qa.errors import ConfigError, TargetError
-from frontier_qa.runtime._aio import gather_or_cancel
-from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, Trajectory
+from frontier_qa.target import Case, Sampling, Trajectory
 
 
-class FrameworkAgentAdapter(Adapter):
+class FrameworkAgentAdapter(InProcessAgent):
     """A framework's agent object as a target; subclasses say how to run it once.
 
     Args:
@@ -112,6 +107,7 @@ class FrameworkAgentAdapter(Adapter):
             # toolbox records none itself, so each call is in the trajectory once
             self.mcp = McpToolbox(mcp_servers, record=False)
         self.agent = agent
+        self.agent_name = f"the {self.framework} agent"
         self.stream = bool(stream)
         self.max_turns = max_turns
         self.transient = tuple(transient)
@@ -149,16 +145,6 @@ class FrameworkAgentAdapter(Adapter):
 
     # --- one sample ------------------------------------------------------------------------
 
-    async def generate(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
-        """Run the agent once per sample index (concurrently when ``n > 1``)."""
-        if n == 1:
-            return [await self._one(case, sampling, start)]
-        return await gather_or_cancel([self._one(case, sampling, i) for i in range(start, start + n)])
-
-    def classify(self, exc: BaseException) -> ErrorClass:
-        kind = _classify_agent_error(exc, self.transient, self.fatal)
-        return ErrorClass(kind or ErrorKind.FATAL, f"{type(exc).__name__}: {exc}")
-
     @contextlib.contextmanager
     def sample_scope(self, ctx: AgentContext) -> Iterator[None]:
         """The model gateway's route and the span recorder's capture, for one sample."""
@@ -171,34 +157,18 @@ class FrameworkAgentAdapter(Adapter):
             stack.enter_context(span_recorder().sample(ctx))
             yield
 
-    async def _one(self, case: Case, sampling: Sampling, index: int) -> Trajectory:
+    async def run_sample(self, case: Case, sampling: Sampling, index: int) -> Trajectory:
         if self.mcp is not None:
             await self.mcp.start()  # once; a server that cannot start stops the run (ConfigError)
-        ctx = AgentContext(case, index, sampling)
-        token = _CONTEXT.set(ctx)  # record_tool records into it
-        started = time.monotonic()
-        try:
-            with self.sample_scope(ctx):
-                result = await self.run_agent(case, ctx)
-        except Exception as exc:  # noqa: BLE001 - classified below
-            if ctx.stop_error is not None:
-                raise ctx.stop_error from None  # the gateway's stop, not the framework's wrapper of it
-            if _classify_agent_error(exc, self.transient, self.fatal) is not None:
-                raise  # the runtime retries it (or stops the run for fatal ones)
-            return Trajectory(text=None, messages=(*case.messages, *ctx.events), tool_calls=tuple(ctx.tool_calls),
-                              usage=ctx.usage, cost_usd=ctx.cost_usd, latency_s=time.monotonic() - started,
-                              error=f"the {self.framework} agent raised {type(exc).__name__}: {exc}{_where(exc)}",
-                              sample_index=index)
-        finally:
-            _CONTEXT.reset(token)
-        if ctx.stop_error is not None:
-            raise ctx.stop_error
-        try:
-            return to_trajectory(result, ctx, time.monotonic() - started)
-        except (TypeError, ValueError) as exc:
-            raise TargetError(f"{self.framework} agent {self.id!r} gave no answer frontier-qa can read: {exc}",
-                              hint="the agent's final output must be text, or an object with an 'answer' "
-                              "field (set the agent's output type accordingly)") from exc
+        return await super().run_sample(case, sampling, index)
+
+    async def invoke(self, case: Case, ctx: AgentContext) -> Any:
+        return await self.run_agent(case, ctx)
+
+    def unreadable(self, exc: Exception) -> TargetError:
+        return TargetError(f"{self.framework} agent {self.id!r} gave no answer frontier-qa can read: {exc}",
+                           hint="the agent's final output must be text, or an object with an 'answer' field "
+                           "(set the agent's output type accordingly)")
 
 
 def text_of(output: Any) -> Any:

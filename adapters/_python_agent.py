@@ -12,7 +12,6 @@ import hashlib
 import inspect
 import sys
 import threading
-import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -20,22 +19,18 @@ from typing import Any
 
 from frontier_qa._optional import exec_file_module, import_module_ref
 from frontier_qa.adapters._agents import (
-    _CONTEXT,
     AgentContext,
+    InProcessAgent,
     T,
-    _classify_agent_error,
     _field,
-    _where,
-    to_trajectory,
 )
-from frontier_qa.errors import ConfigError, TargetError
-from frontier_qa.runtime._aio import gather_or_cancel
-from frontier_qa.target import Adapter, Case, ErrorClass, ErrorKind, Sampling, Trajectory
+from frontier_qa.errors import ConfigError
+from frontier_qa.target import Case
 
 # ----- Python agents ------------------------------------------------------------------------
 
 
-class PythonAgentAdapter(Adapter):
+class PythonAgentAdapter(InProcessAgent):
     """A Python callable or object as a target (the contract is in :mod:`frontier_qa.adapters.workflow`).
 
     Args:
@@ -94,49 +89,18 @@ class PythonAgentAdapter(Adapter):
     def version(self) -> str | None:
         return None if self._version is None else str(self._version)
 
-    async def generate(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
-        """Run the agent once per sample index (concurrently when ``n > 1``)."""
-        if n == 1:
-            return [await self._one(case, sampling, start)]
-        return await gather_or_cancel([self._one(case, sampling, i) for i in range(start, start + n)])
-
-    def classify(self, exc: BaseException) -> ErrorClass:
-        message = f"{type(exc).__name__}: {exc}"
-        kind = _classify_agent_error(exc, self.transient, self.fatal)
-        return ErrorClass(kind or ErrorKind.FATAL, message)
-
-    async def _one(self, case: Case, sampling: Sampling, index: int) -> Trajectory:
-        ctx = AgentContext(case, index, sampling)
-        values = {"case": case, "ctx": ctx, "context": ctx, "sample_index": index, "seed": ctx.seed,
-                  "sampling": sampling, "messages": case.messages, "prompt": case.prompt}
+    async def invoke(self, case: Case, ctx: AgentContext) -> Any:
+        values = {"case": case, "ctx": ctx, "context": ctx, "sample_index": ctx.sample_index, "seed": ctx.seed,
+                  "sampling": ctx.sampling, "messages": case.messages, "prompt": case.prompt}
         args = [values[value] for how, _, value in self._plan if how == "pos"]
         kwargs = {name: values[value] for how, name, value in self._plan if how == "kw"}
-        token = _CONTEXT.set(ctx)  # to_thread copies the context, so sync tools see it too
-        started = time.monotonic()
+        if not self._is_async:
+            result = await in_daemon_thread(self.call, *args, **kwargs)
+            return await result if inspect.isawaitable(result) else result
         try:
-            if self._is_async:
-                try:
-                    result = await self.call(*args, **kwargs)
-                except SystemExit as exc:
-                    raise AgentExitError(exc) from None
-            else:
-                result = await in_daemon_thread(self.call, *args, **kwargs)
-                if inspect.isawaitable(result):
-                    result = await result
-        except Exception as exc:  # noqa: BLE001 - classified below
-            if _classify_agent_error(exc, self.transient, self.fatal) is not None:
-                raise  # the runtime retries it (or stops the run for fatal ones)
-            return Trajectory(text=None, messages=(*case.messages, *ctx.events), tool_calls=tuple(ctx.tool_calls),
-                              usage=ctx.usage, cost_usd=ctx.cost_usd, latency_s=time.monotonic() - started,
-                              error=f"the agent raised {type(exc).__name__}: {exc}{_where(exc)}", sample_index=index)
-        finally:
-            _CONTEXT.reset(token)
-        try:
-            return to_trajectory(result, ctx, time.monotonic() - started)
-        except (TypeError, ValueError) as exc:
-            raise TargetError(f"agent {self.id!r} broke the return contract: {exc}",
-                              hint="return the answer text, or a dict with 'answer' (and optionally "
-                              "'tool_calls', 'messages', 'usage', 'cost_usd', 'steps')") from exc
+            return await self.call(*args, **kwargs)
+        except SystemExit as exc:
+            raise AgentExitError(exc) from None
 
 
 class AgentExitError(Exception):
