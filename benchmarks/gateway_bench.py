@@ -10,11 +10,16 @@ The agent is an openai-agents ``Agent`` with one function tool (``add``), on
 :class:`tests.servers.fake_openai.FakeOpenAIServer` (a real HTTP server on 127.0.0.1) scripted to ask
 for the tool three times and then answer: four model calls per sample. Two variants, in one process:
 
-* *direct*: ``Runner.run(agent, prompt)``, as a user runs it;
-* *frontier-qa*: the same agent as a ``routes_model_calls`` adapter inside a ManagedTarget with a
-  SampleCache: every model call through the gateway (call index, seed, per-call cache lookup and
-  store, budget, stats, usage parsing) plus the sample's own cache lookup, claim and store. Every
-  sample index is new, so every call is a miss and a write (the most expensive path).
+* *direct*: ``Runner.run(agent, prompt)`` with the SDK's tracing off, as a user runs it without
+  frontier-qa (no tracing at all: the cheapest baseline);
+* *gateway*: the same agent as a ``routes_model_calls`` adapter inside a ManagedTarget with a
+  SampleCache, tracing off: every model call through the gateway (call index, seed, per-call cache
+  lookup and store, budget, stats, usage parsing) plus the sample's own cache lookup, claim and store;
+* *frontier-qa*: the agent as an ``openai-agents:`` target (:class:`OpenAIAgentsAdapter`), what a
+  user gets: the gateway, plus the SDK's tracing through OpenInference's processor into the span
+  recorder, and the trajectory built from the spans.
+
+Every sample index is new, so every call is a miss and a write (the most expensive path).
 
 The variants run sample by sample, interleaved in a shuffled order, so a busy machine slows them
 alike. Printed: each variant's median wall time per sample; the overhead as the median of per-pair
@@ -25,9 +30,10 @@ server, where the overhead is the same number of milliseconds but a larger share
 time, the CPU time of the thread that runs the event loop (agent, SDK, gateway; not the server's
 threads) is compared the same way: on a busy machine it is the steadier measure of the same cost.
 
-Measured 2026-11-28 on a shared 2-CPU machine (load average 2-3), 50 ms server: Responses API
-+0.77 ms per model call (95 % interval +0.57 .. +1.10), 1.3 % of a sample's 243 ms; chat
-completions +0.65 ms (+0.45 .. +0.80), 1.1 % of 235 ms. Instant server: +0.53 and +0.57 ms per call.
+Measured 2026-11-28 (2-CPU machine, load average 0.6-0.8; 100 samples a variant; docs/results.md),
+server answering after 50 ms, per model call (95 % interval), share of a sample:
+gateway +0.75 ms (+0.55 .. +1.10), 1.2 % on the Responses API; +0.92 ms (+0.60 .. +1.21), 1.6 % on chat;
+the whole openai-agents: target +2.66 ms (+2.14 .. +3.03), 4.3 %; +2.80 ms (+2.39 .. +3.19), 4.7 %.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ import agents  # noqa: E402
 import openai  # noqa: E402
 
 from frontier_qa.adapters._agents import AgentContext  # noqa: E402
+from frontier_qa.adapters._openai_agents import OpenAIAgentsAdapter  # noqa: E402
 from frontier_qa.runtime import Limits, ManagedTarget, SampleCache  # noqa: E402
 from frontier_qa.runtime._gateway import ModelGateway  # noqa: E402
 from frontier_qa.target import Adapter, Case, Sampling, Trajectory  # noqa: E402
@@ -58,6 +65,7 @@ from tests.runtime._gateway_agent import scripted  # noqa: E402
 from tests.servers.fake_openai import FakeOpenAIServer  # noqa: E402
 
 CALLS_PER_SAMPLE = 4
+UNTRACED = agents.RunConfig(tracing_disabled=True)  # no spans made: the baseline pays for no tracing at all
 CASE = Case("sum", "Add up, please.")
 SAMPLING = Sampling(seed=0, max_tokens=64)
 
@@ -89,7 +97,7 @@ class AgentsAdapter(Adapter):
         assert self.gateway is not None
         ctx = AgentContext(case, start, sampling)
         with self.gateway.sample(ctx):
-            result = await agents.Runner.run(self.agent, case.prompt)
+            result = await agents.Runner.run(self.agent, case.prompt, run_config=UNTRACED)
         if ctx.stop_error is not None:
             raise ctx.stop_error
         return [Trajectory(str(result.final_output), usage=ctx.usage, sample_index=start)]
@@ -99,23 +107,29 @@ async def measure(api: str, latency_s: float, samples: int, seed: int) -> dict[s
     with FakeOpenAIServer(answers=scripted(), latency_s=latency_s) as server, tempfile.TemporaryDirectory() as tmp:
         client = openai.AsyncOpenAI(base_url=server.base_url, api_key="EMPTY", max_retries=0, timeout=30)
         agent = build_agent(client, api)
-        target = ManagedTarget(AgentsAdapter(agent), Limits(), cache=SampleCache(Path(tmp)))
+        gateway = ManagedTarget(AgentsAdapter(agent), Limits(), cache=SampleCache(Path(tmp) / "gateway"))
+        full = ManagedTarget(OpenAIAgentsAdapter(agent, id="openai-agents:bench"), Limits(),
+                             cache=SampleCache(Path(tmp) / "full"))
         counter = iter(range(10**9))  # a new sample index each time: every call a miss and a write
 
         async def direct() -> object:
-            return (await agents.Runner.run(agent, CASE.prompt)).final_output
+            return (await agents.Runner.run(agent, CASE.prompt, run_config=UNTRACED)).final_output
 
-        async def through() -> object:
-            return (await target.sample(CASE, 1, SAMPLING, start=next(counter)))[0].text
+        async def through(target: ManagedTarget) -> object:
+            (got,) = await target.sample(CASE, 1, SAMPLING, start=next(counter))
+            assert target is gateway or len(got.tool_calls) == CALLS_PER_SAMPLE - 1, got  # the trajectory is there
+            return got.text
 
-        variants: dict[str, Callable[[], Awaitable[object]]] = {"direct": direct, "frontier-qa": through}
+        variants: dict[str, Callable[[], Awaitable[object]]] = {
+            "direct": direct, "gateway": lambda: through(gateway), "frontier-qa": lambda: through(full)}
         await _interleaved(variants, 5, seed + 1)  # warm up connections, imports, the cache file
         before = server.model_calls()
         times = await _interleaved(variants, samples, seed)
-        assert server.model_calls() - before == 2 * samples * CALLS_PER_SAMPLE, "a call was lost or cached"
-        stats = target.stats()
-        assert stats.calls == (samples + 5) * CALLS_PER_SAMPLE and stats.failed == 0, stats
-        await target.aclose()
+        assert server.model_calls() - before == 3 * samples * CALLS_PER_SAMPLE, "a call was lost or cached"
+        for target in (gateway, full):
+            stats = target.stats()
+            assert stats.calls == (samples + 5) * CALLS_PER_SAMPLE and stats.failed == 0, stats
+            await target.aclose()
         await client.close()
         return times
 
@@ -146,22 +160,29 @@ def _paired(base: list[float], other: list[float]) -> tuple[float, float, float]
 
 
 def report(title: str, times: dict[str, list[float]], goals: bool) -> None:
-    base, routed = times["direct"], times["frontier-qa"]
+    base = times["direct"]
+    print(f"\n{title}")
+    print(f"  direct       {statistics.median(base) * 1e3:8.2f} ms per sample (median of {len(base)})")
+    for variant, what in (("gateway", "model calls through the runtime, no trajectory"),
+                          ("frontier-qa", "the openai-agents: target: the gateway, spans and trajectory")):
+        print(f"  {variant:<12} {statistics.median(times[variant]) * 1e3:8.2f} ms per sample ({what})")
+        _overhead(times, variant, goals)
+
+
+def _overhead(times: dict[str, list[float]], variant: str, goals: bool) -> None:
+    base, routed = times["direct"], times[variant]
     per_sample, low, high = _paired(base, routed)
-    cpu, cpu_low, cpu_high = _paired(times["direct cpu"], times["frontier-qa cpu"])
+    cpu, cpu_low, cpu_high = _paired(times["direct cpu"], times[f"{variant} cpu"])
     base_ms, routed_ms = statistics.median(base) * 1e3, statistics.median(routed) * 1e3
     per_call, share = per_sample / CALLS_PER_SAMPLE, per_sample / base_ms
-    print(f"\n{title}")
-    print(f"  direct       {base_ms:8.2f} ms per sample (median of {len(base)})")
-    print(f"  frontier-qa  {routed_ms:8.2f} ms per sample")
-    print(f"  overhead     {per_sample:+.3f} ms per sample (95% interval {low:+.3f} .. {high:+.3f}), "
+    print(f"    overhead   {per_sample:+.3f} ms per sample (95% interval {low:+.3f} .. {high:+.3f}), "
           f"{per_call:+.3f} ms per model call ({low / CALLS_PER_SAMPLE:+.3f} .. {high / CALLS_PER_SAMPLE:+.3f}), "
-          f"{share:+.2%} of a sample's wall time; ratio frontier-qa / direct = {routed_ms / base_ms:.4f}")
-    print(f"  CPU of the event loop's thread: {cpu / CALLS_PER_SAMPLE:+.3f} ms per model call "
+          f"{share:+.2%} of a sample's wall time; ratio {variant} / direct = {routed_ms / base_ms:.4f}")
+    print(f"    CPU of the event loop's thread: {cpu / CALLS_PER_SAMPLE:+.3f} ms per model call "
           f"({cpu_low / CALLS_PER_SAMPLE:+.3f} .. {cpu_high / CALLS_PER_SAMPLE:+.3f}); direct "
           f"{statistics.median(times['direct cpu']) * 1e3:.2f} ms per sample (the cache's writer thread not included)")
     if goals:
-        print(f"  goal <= 1 ms per call: {'met' if per_call <= 1.0 else 'NOT met'} (interval's upper end "
+        print(f"    goal <= 1 ms per call: {'met' if per_call <= 1.0 else 'NOT met'} (interval's upper end "
               f"{'within' if high / CALLS_PER_SAMPLE <= 1.0 else 'above'} it); "
               f"goal <= 5 % of a sample: {'met' if share <= 0.05 else 'NOT met'}")
 
@@ -172,7 +193,6 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=40, help="samples per variant and part")
     parser.add_argument("--latency", type=float, default=0.05, help="server delay per model call, seconds")
     args = parser.parse_args()
-    agents.set_tracing_disabled(True)
     one, five, _ = os.getloadavg()
     print(f"openai-agents {agents.__version__ if hasattr(agents, '__version__') else ''} on the {args.api} API, "
           f"{CALLS_PER_SAMPLE} model calls per sample; load average {one:.2f} (1 min), {five:.2f} (5 min) "
