@@ -166,7 +166,8 @@ def junit(path: Path) -> dict[str, dict[str, str]]:
 # --- inert when unused ---------------------------------------------------------------------
 
 
-def test_plugin_is_inert_for_suites_that_do_not_use_it(pytester: pytest.Pytester) -> None:
+def test_plugin_is_inert_for_suites_that_do_not_use_it(pytester: pytest.Pytester,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makeconftest(
         """
         import sys
@@ -179,8 +180,11 @@ def test_plugin_is_inert_for_suites_that_do_not_use_it(pytester: pytest.Pytester
         """
     )
     pytester.makepyfile(test_plain="def test_plain():\n    assert 1 + 1 == 2\n")
-    # options set but no marked test: nothing may happen (no store, no import of the engine)
-    result = pytester.runpytest_subprocess(*plugin_args(), "-p", "no:cacheprovider", "--frontier-mode=generate",
+    # options set but no marked test: nothing may happen (no store, no import of the engine). Other
+    # installed plugins are kept out (langsmith's, which langchain-core brings, imports pydantic): this
+    # is about what frontier-qa's plugin loads
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    result = pytester.runpytest_subprocess("-p", PLUGIN, "-p", "no:cacheprovider", "--frontier-mode=generate",
                                            "--frontier-store=store", "--frontier-budget-calls=5")
     result.assert_outcomes(passed=1)
     loaded = (pytester.path / "modules.txt").read_text().split()
