@@ -189,7 +189,9 @@ def _load(target: str) -> tuple[Any, Any]:
     if module_ref.endswith(".py") or "/" in module_ref:
         path = Path(module_ref).expanduser().resolve()
         if not path.is_file():
-            raise ConfigError(f"agent file {path} does not exist", hint="check the path in the python: spec")
+            raise ConfigError(f"agent file {path} does not exist",
+                              hint="check the path in the spec (a relative one starts at the current folder, "
+                              "or at the config file's when the spec is in one)")
         from frontier_qa.adapters._agent_source import sibling_modules
 
         siblings = sibling_modules(path)

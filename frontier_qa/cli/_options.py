@@ -103,7 +103,8 @@ REPLAY_FLAGS: dict[str, FlagRule] = {
 
 # options other commands (accept, cases, export, merge) share too
 CONFIG = typer.Option(None, "--config", "-c", help="YAML config (see configs/example.yaml).")
-TARGET = typer.Option(None, "--target", help="Target spec: litellm:…, openai:MODEL@URL, hf:…, python:FILE:ATTR, http://…")
+TARGET = typer.Option(None, "--target", help="Target spec: litellm:…, openai:MODEL@URL, hf:…, python:FILE:ATTR, "
+                      "openai-agents:FILE:ATTR, langgraph:FILE:ATTR, pydantic-ai:FILE:ATTR, http://…")
 NO_CACHE = typer.Option(False, "--no-cache", help="Sample afresh: neither read nor write the sample cache.")
 STORE = typer.Option(None, "--store", help="Case store directory (default .frontier-qa).")
 SET = typer.Option([], "--set", help="Any config key: --set probing.k=6 (repeatable).")

@@ -64,7 +64,8 @@ the samples, with the same batched commits.
 
 *Not routed*: synchronous clients (``openai.OpenAI``, ``httpx.Client``), clients that do not
 use httpx, and calls made from threads or tasks that do not inherit the sample's context
-(a thread pool started by the agent). Their calls go out untouched and uncounted.
+(a thread pool started by the agent). Their calls go out untouched and uncounted; a synchronous
+client's model call inside a sample is named in a warning, once per target.
 """
 
 from __future__ import annotations
@@ -305,6 +306,29 @@ def _install() -> None:
 
     send._frontier_qa_gateway = True  # type: ignore[attr-defined]
     httpx.AsyncClient.send = send  # type: ignore[method-assign]
+    original_sync = httpx.Client.send
+
+    def sync_send(self: httpx.Client, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        route = _ROUTE.get()
+        if route is not None and request.method == "POST" and request.url.path.endswith(MODEL_PATHS):
+            _unrouted(route.gateway.target.id)
+        return original_sync(self, request, **kwargs)
+
+    httpx.Client.send = sync_send  # type: ignore[method-assign]
+
+
+_WARNED_SYNC: set[str] = set()
+
+
+def _unrouted(target_id: str) -> None:
+    """Say once per target that a synchronous client made a model call inside a sample: it goes out
+    as it is, with no limit, retry, cache or count (``model.invoke`` in a plain ``def`` node).
+    """
+    if target_id not in _WARNED_SYNC:
+        _WARNED_SYNC.add(target_id)
+        log.warning("%s: the agent made a model call with a synchronous client; frontier-qa routes async "
+                    "clients only, so this call is not rate-limited, retried, cached or counted in calls and "
+                    "budgets. Use the async entry points (ainvoke, an async node, AsyncOpenAI)", target_id)
 
 
 # --- requests and replies -------------------------------------------------------------------

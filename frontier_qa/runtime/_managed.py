@@ -443,8 +443,8 @@ class ManagedTarget:
                 self._settle_abandoned(reservation, estimated, case, n, sampling)
                 raise
             except Exception as exc:  # noqa: BLE001 - every failure goes through classify
-                if routed and isinstance(exc, (BudgetExceededError, TargetError)):
-                    raise  # the gateway's stop (ctx.stop_error), raised again by the adapter
+                if routed and isinstance(exc, (BudgetExceededError, TargetError, ConfigError)):
+                    raise  # the gateway's stop (ctx.stop_error), or the adapter's usage error (an MCP server)
                 if isinstance(exc, CallTimeout):
                     self._settle_abandoned(reservation, estimated, case, n, sampling)
                 elif reservation is not None:

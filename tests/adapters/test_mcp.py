@@ -373,3 +373,19 @@ def test_a_langgraph_target_refuses_mcp_servers_with_the_fix(tmp_path: Path) -> 
         open_target(f"langgraph:{REPO / 'examples/agents/langgraph_agent.py'}:graph", mcp_servers=[EXAMPLE],
                     cache=False)
     assert "where you build it" in (refused.value.hint or "")
+
+
+def test_an_mcp_server_that_cannot_start_stops_a_framework_target_with_its_own_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The usage error (which server, its stderr, the fix), not the runtime's generic "fix the credentials"."""
+    pytest.importorskip("pydantic_ai")
+    (tmp_path / "geo_agent.py").write_text(AGENT_FILES["pydantic-ai"])
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never reached: the server fails first
+    broken = {"name": "broken", "command": sys.executable, "args": ["-c", "import sys; sys.exit('no such tool')"]}
+    target = open_target(f"pydantic-ai:{tmp_path / 'geo_agent.py'}:agent", mcp_servers=[broken], cache=False)
+    try:
+        with pytest.raises(ConfigError, match="broken") as stopped:
+            target.sample_sync(CASE, 1, SAMPLING)
+    finally:
+        run_sync(target.aclose())
+    assert not isinstance(stopped.value, TargetError) and "credentials" not in (stopped.value.hint or "")

@@ -76,6 +76,34 @@ def test_calls_outside_a_sample_and_other_requests_are_untouched() -> None:
         assert "seed" not in server.requests[0].body
 
 
+class SyncClientAgent(Adapter):
+    """An agent whose one model call uses the synchronous openai client (``model.invoke`` in a plain node)."""
+
+    routes_model_calls = True
+    gateway: ModelGateway | None = None
+
+    def __init__(self, base_url: str) -> None:
+        self.id, self.base_url = "sync-client-agent", base_url
+
+    async def generate(self, case: Case, n: int, sampling: Sampling, *, start: int = 0) -> list[Trajectory]:
+        assert self.gateway is not None
+        ctx = AgentContext(case, start, sampling)
+        client = openai.OpenAI(base_url=self.base_url, api_key="x", max_retries=0)
+        with self.gateway.sample(ctx):
+            reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": case.prompt}])
+        return [Trajectory(reply.choices[0].message.content, sample_index=start)]
+
+
+def test_a_synchronous_clients_model_call_goes_out_unrouted_and_a_warning_says_so(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with FakeOpenAIServer() as server, caplog.at_level("WARNING", logger="frontier_qa.runtime._gateway"):
+        target = managed(SyncClientAgent(server.base_url))
+        probe(target, n=2)
+        assert server.model_calls() == 2 and target.stats().calls == 0  # out untouched, and uncounted
+    warned = [r.getMessage() for r in caplog.records if "synchronous client" in r.getMessage()]
+    assert len(warned) == 1 and "sync-client-agent" in warned[0]  # once per target, naming it
+
+
 def test_seeds_are_injected_per_call_and_stable() -> None:
     def seeds(server: FakeOpenAIServer) -> list[Any]:
         return [r.body.get("seed") for r in server.requests if r.path == CHAT_PATH]
