@@ -132,7 +132,7 @@ class FrameworkAgentAdapter(InProcessAgent):
     def check_agent(self, agent: Any) -> None:
         """Raise :class:`ConfigError` when ``agent`` is not this framework's agent object."""
 
-    async def run_agent(self, case: Case, ctx: AgentContext) -> Any:
+    async def invoke(self, case: Case, ctx: AgentContext) -> Any:
         """Run the agent once on ``case``; return what :func:`to_trajectory` reads (the answer
         text, or a mapping with ``answer``), recording into ``ctx`` what the spans do not.
         """
@@ -161,9 +161,6 @@ class FrameworkAgentAdapter(InProcessAgent):
         if self.mcp is not None:
             await self.mcp.start()  # once; a server that cannot start stops the run (ConfigError)
         return await super().run_sample(case, sampling, index)
-
-    async def invoke(self, case: Case, ctx: AgentContext) -> Any:
-        return await self.run_agent(case, ctx)
 
     def unreadable(self, exc: Exception) -> TargetError:
         return TargetError(f"{self.framework} agent {self.id!r} gave no answer frontier-qa can read: {exc}",

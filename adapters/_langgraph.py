@@ -64,7 +64,7 @@ class LangGraphAdapter(FrameworkAgentAdapter):
                               hint="point it at create_react_agent(...)'s result or at StateGraph(...).compile()")
         input_key(agent)
 
-    async def run_agent(self, case: Case, ctx: AgentContext) -> Any:
+    async def invoke(self, case: Case, ctx: AgentContext) -> Any:
         from langgraph.errors import GraphRecursionError
 
         graph = self.agent

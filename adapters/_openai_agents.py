@@ -60,7 +60,7 @@ class OpenAIAgentsAdapter(FrameworkAgentAdapter):
                 "instructions=..., tools=[...]); a python: spec runs a function that calls Runner.run itself")
         raise ConfigError(f"openai-agents target: expected an agents.Agent object, found {found}", hint=hint)
 
-    async def run_agent(self, case: Case, ctx: AgentContext) -> Any:
+    async def invoke(self, case: Case, ctx: AgentContext) -> Any:
         from agents import RunConfig, Runner
 
         # sensitive data on: tool arguments and results are what the trajectory records; the spans

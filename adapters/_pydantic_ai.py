@@ -55,7 +55,7 @@ class PydanticAIAdapter(FrameworkAgentAdapter):
                               hint="give the agent its model: Agent('openai:gpt-4o-mini', ...) or "
                               "Agent(OpenAIChatModel(...))")
 
-    async def run_agent(self, case: Case, ctx: AgentContext) -> Any:
+    async def invoke(self, case: Case, ctx: AgentContext) -> Any:
         from pydantic_ai.usage import UsageLimits
 
         prompt, history = _conversation(case, self.agent)
