@@ -19,7 +19,8 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.runtime": ("open_target", "Limits", "Budget"),
     "frontier_qa.runtime.sandbox": ("Sandbox", "SandboxResult"),
     # target seam
-    "frontier_qa.target": ("Case", "Sampling", "Trajectory", "ToolCall", "Target", "Adapter"),
+    "frontier_qa.target": ("Case", "Expectations", "ToolArguments", "Sampling", "Trajectory", "ToolCall", "Target",
+                           "Adapter"),
     # the one front door (the CLI and the pytest plugin use it)
     "frontier_qa.session._session": ("Session",),
     "frontier_qa.session._outcome": ("Outcome",),
@@ -116,8 +117,10 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.session._session import Session as Session
     from frontier_qa.target import Adapter as Adapter
     from frontier_qa.target import Case as Case
+    from frontier_qa.target import Expectations as Expectations
     from frontier_qa.target import Sampling as Sampling
     from frontier_qa.target import Target as Target
+    from frontier_qa.target import ToolArguments as ToolArguments
     from frontier_qa.target import ToolCall as ToolCall
     from frontier_qa.target import Trajectory as Trajectory
 else:

@@ -16,7 +16,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 
@@ -24,6 +24,61 @@ from frontier_qa._frozen import frozen_value
 
 Message = Mapping[str, Any]
 """A chat message in OpenAI form: ``{"role": "user", "content": "..."}``."""
+
+
+ORDERS = ("strict", "in_order", "any_order")
+"""How :attr:`Expectations.tool_sequence` is matched (ADK's exact, in-order and any-order trajectory match)."""
+
+
+@frozen_value
+class ToolArguments:
+    """What the arguments of one tool must be, in at least one call of it.
+
+    Attributes:
+        tool: the tool's name.
+        arguments: the expected arguments (a JSON object's keys and values).
+        match: ``"subset"`` (the default: the call has these keys with these values, and may have
+            more) or ``"exact"`` (the call has exactly these arguments).
+        check: instead of (or beside) ``arguments``, a function ``"module:function"`` or
+            ``"path/to/file.py:function"`` called with the call's arguments as a dict; a truthy
+            return is a match, an exception is not.
+    """
+
+    tool: Annotated[str, Field(min_length=1)]
+    arguments: Mapping[str, Any] = Field(default_factory=dict)
+    match: Literal["subset", "exact"] = "subset"
+    check: str | None = None
+
+
+@frozen_value
+class Expectations:
+    """What every sample's trajectory must do (checked per sample; pass^k counts the samples that meet them).
+
+    Attributes:
+        tools_used: tools each sample calls at least once.
+        tools_not_used: tools no sample may call (a call that succeeded counts: a forbidden tool
+            called "successfully" is the miss).
+        tool_sequence: tools in the order expected, matched per :attr:`order`.
+        order: ``"strict"`` (the calls are exactly this sequence), ``"in_order"`` (the default:
+            these calls appear in this order, others may come between) or ``"any_order"`` (each
+            appears, in any order).
+        arguments: what some call of a tool must be given (:class:`ToolArguments`).
+        max_steps: most steps a sample may take: tool calls plus model calls where the target
+            records them (an agent framework's spans), tool calls alone otherwise.
+    """
+
+    tools_used: tuple[str, ...] = ()
+    tools_not_used: tuple[str, ...] = ()
+    tool_sequence: tuple[str, ...] = ()
+    order: Literal["strict", "in_order", "any_order"] = "in_order"
+    arguments: tuple[ToolArguments, ...] = ()
+    max_steps: Annotated[int | None, Field(ge=1)] = None
+
+    @property
+    def empty(self) -> bool:
+        """Whether nothing is expected (such an ``expect`` is treated as none)."""
+        return not (self.tools_used or self.tools_not_used or self.tool_sequence or self.arguments
+                    or self.max_steps is not None)
 
 
 @frozen_value
@@ -46,6 +101,8 @@ class Case:
         metadata: anything else, JSON-serialisable.
         history: messages after the task (earlier assistant turns, tool outputs). When the
             last one is an assistant message, adapters with ``supports_prefill`` continue it.
+        expect: what every sample's trajectory must do (tools used or not, their order and
+            arguments, the most steps): :class:`Expectations`; ``None``: nothing expected.
     """
 
     id: str
@@ -58,6 +115,7 @@ class Case:
     reference_verified: bool = False
     metadata: Mapping[str, Any] = Field(default_factory=dict)
     history: tuple[Message, ...] = ()
+    expect: Expectations | None = None
 
     @classmethod
     def from_case(cls, case: Case, *, reference_verified: bool = False) -> Case:

@@ -176,6 +176,11 @@ class SampleRecord(_Record):
         latency_s: wall-clock seconds the sample took.
         steps: an agent's steps (model calls, tool calls with their arguments, handoffs), in
             order and bounded (:mod:`frontier_qa.store._steps`); left out of the line when empty.
+        path: the sample's path at the run's granularity (:func:`frontier_qa.scoring._paths.path_key`);
+            ``None`` when paths were not analysed (left out of the line).
+        misses: what the sample missed of the case's expectations (and its answer, when pass^k
+            counts answers), one line each: ``()`` when it passed, ``None`` when nothing was
+            checked (left out of the line).
     """
 
     sample_index: int = Field(ge=0)
@@ -191,17 +196,27 @@ class SampleRecord(_Record):
     cost_usd: float | None = None
     latency_s: float = Field(default=0.0, ge=0.0)
     steps: tuple[Step, ...] = ()
+    path: str | None = None
+    misses: tuple[str, ...] | None = None
 
     @property
     def truncated(self) -> bool:
         return self.text is not None and len(self.text) < self.text_chars
 
+    @property
+    def passed(self) -> bool | None:
+        """Whether the sample met the case's expectations (``None``: nothing was checked)."""
+        return None if self.misses is None else not self.misses
+
     @model_serializer(mode="wrap")
     def _without_empty_steps(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # most targets have no steps: their lines stay as they were
+        # most targets have no steps, paths or expectations: their lines stay as they were
         data: dict[str, Any] = handler(self)
         if not data.get("steps"):
             data.pop("steps", None)
+        for key in ("path", "misses"):
+            if data.get(key) is None:
+                data.pop(key, None)
         return data
 
 
@@ -298,6 +313,65 @@ class ReplayRecord(_Record):
     level: float | None = None
 
 
+PATH_FINDINGS = ("scatter", "wrong", "undecided")
+"""A path's findings: the samples take different paths; they agree on a path that misses the
+case's expectations; the path could not be decided at the sample limit."""
+
+
+class PathCluster(_Record):
+    """One path the samples took, and how many took it."""
+
+    path: str
+    count: int = Field(ge=1)
+
+
+class PathRecord(_Record):
+    """Path self-consistency of a case: do its samples take the same path, and is it the right one?
+
+    Attributes:
+        granularity: what a path was made of (``tools``, ``sequence``, ``arguments``).
+        p_hat: the majority path's share of the samples that ran.
+        majority: the majority path (``"capital_of → convert_units"``).
+        clusters: every path taken, largest first.
+        decision: where the band decision put the path's p* (``in_band``, ``below``, ``above``;
+            ``None`` when undecided).
+        below: P(p* below the band); inside: P(p* in it); above: P(p* above it).
+        finding: ``scatter`` (the paths disagree: p* in or below the band), ``wrong`` (they agree
+            on a path that misses the expectations), ``undecided``; ``None``: a stable path and,
+            where there are expectations, the right one.
+        reason: why, in words.
+    """
+
+    granularity: str
+    p_hat: float = Field(ge=0.0, le=1.0)
+    majority: str
+    clusters: list[PathCluster] = Field(default_factory=list)
+    decision: str | None = None
+    below: float | None = None
+    inside: float | None = None
+    above: float | None = None
+    finding: Literal["scatter", "wrong", "undecided"] | None = None
+    reason: str = ""
+
+
+class PassK(_Record):
+    """pass^k of a case (τ-bench): the chance that k of its samples all pass.
+
+    Attributes:
+        k: the k asked for (``probing.pass_k.k``).
+        n: samples counted (failed calls included: they did not pass).
+        passed: samples that met the expectations (and the answer, where counted).
+        value: ``C(passed, k) / C(n, k)``; ``None`` when sampling ended below k samples.
+        misses: the most common misses, with how many samples had each.
+    """
+
+    k: int = Field(ge=1)
+    n: int = Field(ge=0)
+    passed: int = Field(ge=0)
+    value: float | None = Field(default=None, ge=0.0, le=1.0)
+    misses: list[str] = Field(default_factory=list)
+
+
 class CaseRecord(_Record):
     """Everything recorded about one probed case in one run.
 
@@ -325,6 +399,9 @@ class CaseRecord(_Record):
         finished_at: when the record was written (UTC); orders records of one case.
         frontier_qa_version: the frontier-qa version that wrote it.
         verdict: the replay's verdict against the case's baseline, when this was a replay.
+        path: whether the samples took one path, and the path finding (:class:`PathRecord`);
+            ``None`` when paths were not analysed (left out of the line).
+        pass_k: the case's pass^k (:class:`PassK`); ``None`` when not counted (left out of the line).
     """
 
     schema_version: Literal[1, 2] = SCHEMA_VERSION
@@ -350,6 +427,17 @@ class CaseRecord(_Record):
     finished_at: AwareDatetime = Field(default_factory=utc_now)
     frontier_qa_version: str = __version__
     verdict: ReplayRecord | None = None
+    path: PathRecord | None = None
+    pass_k: PassK | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unanalysed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a case without tools or expectations: its line stays as it was
+        data: dict[str, Any] = handler(self)
+        for key in ("path", "pass_k"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
 
     @property
     def id(self) -> str:
