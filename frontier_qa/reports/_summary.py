@@ -8,14 +8,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from frontier_qa.redaction import redact
 from frontier_qa.reports._text import fmt_usd
 from frontier_qa.scoring.answers import answer_form
 from frontier_qa.store._lines import latest_by
-from frontier_qa.store._records import CLASS_ORDER, CaseClass, CaseRecord, Cost, ModelSpend
+from frontier_qa.store._records import CLASS_ORDER, PATH_FINDINGS, CaseClass, CaseRecord, Cost, ModelSpend, count_each
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,32 @@ class TimePoint:
 
 
 @dataclass(frozen=True)
+class PassKSummary:
+    """pass^k over the cases that count it (τ-bench): the mean of their per-case pass^k.
+
+    Attributes:
+        k: the k (the cases' own; a run asks one).
+        cases: cases with a pass^k value (sampled at least k times).
+        value: mean pass^k over them; ``None`` when no case has one.
+        pass_1: mean share of passing samples over the same cases (pass^1), for scale.
+        short: counted cases whose sampling ended below k (no value: budget, stop).
+    """
+
+    k: int
+    cases: int
+    value: float | None
+    pass_1: float | None
+    short: int = 0
+
+
+@dataclass(frozen=True)
 class Summary:
-    """Everything a report summarises about a set of cases (one record per case)."""
+    """Everything a report summarises about a set of cases (one record per case).
+
+    ``path_findings`` counts the cases by path finding (``scatter``, ``wrong``, ``undecided``,
+    zeros included) and ``paths`` the cases whose paths were analysed; ``pass_k`` is ``None``
+    when no case counts pass^k.
+    """
 
     records: tuple[CaseRecord, ...]
     total: int
@@ -69,6 +93,21 @@ class Summary:
     cost: Cost
     frontier_share: float | None
     targets: tuple[str, ...]
+    path_findings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PATH_FINDINGS, 0))
+    paths: int = 0
+    pass_k: PassKSummary | None = None
+
+
+def pass_k_summary(records: Iterable[CaseRecord]) -> PassKSummary | None:
+    """Mean pass^k (and pass^1) over the records that count it; ``None`` when none does."""
+    counted = [r.pass_k for r in records if r.pass_k is not None]
+    if not counted:
+        return None
+    valued = [p for p in counted if p.value is not None]
+    value = sum(p.value for p in valued if p.value is not None) / len(valued) if valued else None
+    pass_1 = sum(p.passed / p.n for p in valued if p.n) / len(valued) if valued else None
+    return PassKSummary(k=max(p.k for p in counted), cases=len(valued), value=value, pass_1=pass_1,
+                        short=len(counted) - len(valued))
 
 
 def class_counts(summary: Summary) -> str:
@@ -180,6 +219,9 @@ def summarize(records: Iterable[CaseRecord], *, bins: int = 10) -> Summary:
         cost=cost,
         frontier_share=_share(by_class[CaseClass.FRONTIER], len(recs) - by_class[CaseClass.INVALID]),
         targets=tuple(sorted({r.target_id for r in recs})),
+        path_findings=count_each(PATH_FINDINGS, (r.path.finding for r in recs if r.path and r.path.finding)),
+        paths=sum(1 for r in recs if r.path is not None),
+        pass_k=pass_k_summary(recs),
     )
 
 
