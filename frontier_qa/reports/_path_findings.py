@@ -79,8 +79,8 @@ def findings_cell(counts: Mapping[str, int]) -> str:
 
 def path_cases(records: Iterable[CaseRecord]) -> list[CaseRecord]:
     """The cases with a path finding: wrong paths first, then scatter, then undecided; by id within."""
-    found = [r for r in records if r.path is not None and r.path.finding is not None]
-    return sorted(found, key=lambda r: (FINDING_ORDER.index(r.path.finding), r.id))  # type: ignore[union-attr]
+    found = [(r.path.finding, r) for r in records if r.path is not None and r.path.finding is not None]
+    return [r for _, r in sorted(found, key=lambda fr: (FINDING_ORDER.index(fr[0]), fr[1].id))]
 
 
 def finding_word(path: PathRecord | None) -> str:
