@@ -13,7 +13,7 @@ from frontier_qa._expectations import EXPECT_BASE_KEY, expectations_from
 from frontier_qa.curricula import FileCurriculum, read_proposals
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing._engine import ProbeSettings, probe
-from frontier_qa.scoring._paths import ToolUse, PathView, expectation_misses
+from frontier_qa.scoring._paths import PathView, ToolUse, expectation_misses
 from frontier_qa.store._case_store import CaseStore
 from frontier_qa.store._inputs import recorded_hash
 from frontier_qa.store._suites import export_suite
