@@ -12,7 +12,7 @@ part       fields                                                          when 
 ``asked``  system, prompt, tools, history: what the target sees             probe again (a new case)
 ``judged`` answer_format, reference, whether the source vouches for the    judge the stored samples
            reference (``reference_verified``), the solution program that   again: no target call
-           verifies it, the trajectory expectations (``expect``)
+           verifies it
 ``labels`` topic, the source's own metadata, its ``predicted_pass_rate``   record it: nothing to judge
 =========  ==============================================================  ==========================
 
@@ -24,23 +24,19 @@ The engine writes the hash into the recorded case's metadata (:data:`INPUT_HASH_
 prepares a proposal; a replay carries it on with the case. A record written before that has
 none, and :func:`recorded_hash` computes it from the recorded case, with what the engine added
 to it taken away (:data:`ENGINE_KEYS`). Hashes are taken over the inputs as the store keeps
-them (a secret as ``${secret:NAME}``), so no hash is ever made of a secret. A case without
-expectations hashes as it did before cases had them; where a relative check file is found
-(``expect_base``, the cases file's folder) is not an input: moving the file changes no case.
+them (a secret as ``${secret:NAME}``), so no hash is ever made of a secret.
 
 Pure values and functions: no I/O.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from frontier_qa._expectations import EXPECT_BASE_KEY
 from frontier_qa.redaction import protect, redact
 from frontier_qa.target import Case
 
@@ -62,7 +58,8 @@ PASS_RATE_KEY: Final = "predicted_pass_rate"
 ENGINE_KEYS: Final = frozenset({
     "source", SOLUTION_KEY, "solution_output", "verification", PASS_RATE_KEY, "critic", "validity",  # run._prepared
     "judge", "stated_reference", "band_posterior", "answer_format_from",  # probing.case.CaseProber.probe
-    INPUT_HASH_KEY, REFRESHED_KEY, TRUSTED_KEY, EXPECT_BASE_KEY,
+    INPUT_HASH_KEY, REFRESHED_KEY, TRUSTED_KEY,
+    "expect_base",  # where the cases file lies (its argument checks' files): not the author's, moves with a checkout
 })  # fmt: skip
 """Metadata keys the engine writes (or that carry a field of the inputs): not the source's metadata."""
 
@@ -92,7 +89,6 @@ class CaseInputs:
         topic: the topic label.
         metadata: the source's own metadata (without :data:`ENGINE_KEYS`).
         predicted_pass_rate: the source's guess of p̂ in [0, 1], if any.
-        expect: the trajectory expectations as plain data, ``None`` when there are none.
     """
 
     prompt: str
@@ -106,13 +102,10 @@ class CaseInputs:
     topic: str = "general"
     metadata: Mapping[str, Any] | None = None
     predicted_pass_rate: float | None = None
-    expect: Mapping[str, Any] | None = None
 
     def part(self, name: str) -> dict[str, Any]:
-        """The fields of one part (``"asked"``, ``"judged"`` or ``"labels"``) by name (``expect`` only
-        when there is one, so a case without it hashes as it always did).
-        """
-        return {f: getattr(self, f) for f in _PART_FIELDS[name] if not (f == "expect" and self.expect is None)}
+        """The fields of one part (``"asked"``, ``"judged"`` or ``"labels"``) by name."""
+        return {f: getattr(self, f) for f in _PART_FIELDS[name]}
 
     def input_hash(self) -> InputHash:
         """The content hash of these inputs."""
@@ -121,7 +114,7 @@ class CaseInputs:
 
 _PART_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "asked": ("system", "prompt", "tools", "history"),
-    "judged": ("answer_format", "reference", "trusted", "solution", "expect"),
+    "judged": ("answer_format", "reference", "trusted", "solution"),
     "labels": ("topic", "metadata", "predicted_pass_rate"),
 }
 
@@ -182,7 +175,6 @@ def source_inputs(case: Case, *, solution: str | None = None, predicted_pass_rat
         topic=case.topic,
         metadata={k: v for k, v in sorted(meta.items()) if k not in ENGINE_KEYS},
         predicted_pass_rate=float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None,
-        expect=None if case.expect is None else dataclasses.asdict(case.expect),
     )
 
 
