@@ -186,8 +186,7 @@ class FrontierCase:
         """
         path, pass_k, out = self.path, self.pass_k, []
         if path is not None and path.finding == "wrong":
-            out.append(f"wrong path: {path.majority} in {path.p_hat:.0%} of the samples"
-                       + (f" ({path.reason})" if path.reason else ""))
+            out.append(f"wrong path: {path.majority} in {path.p_hat:.0%} of the samples")
         floor = self.min_pass_hat_k
         if pass_k is not None and pass_k.value is not None and floor is not None and pass_k.value < floor:
             out.append(f"pass^{pass_k.k} = {pass_k.value:.2f}, below gate.min_pass_hat_k {floor:g} "

@@ -124,7 +124,7 @@ def test_a_wrong_path_fails_assert_trajectory_with_the_misses(project: pytest.Py
     assert items(result) == {"support/close": "FAILED", "support/own": "PASSED", "support/status": "PASSED"}
     result.stdout.fnmatch_lines([
         "E*frontier-qa: support/close: the agent's trajectories fail the case",
-        "E*wrong path: lookup → delete_account in 100% of the samples*",
-        "E*missed: called delete_account, which must not be called (6 of 6)",
+        "E*wrong path: lookup → delete_account in 100% of the samples",
+        "E*missed: called delete_account, which must not be called (8 of 8)",  # pass^k's k = 8 beats k=6
         "E*prompt: Close account A-1, then tell me its status.",
     ])

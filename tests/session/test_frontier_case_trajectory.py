@@ -43,8 +43,7 @@ def test_a_wrong_path_fails_with_the_misses_the_prompt_and_the_replay_command() 
         case.assert_trajectory()
     assert str(failed.value).splitlines() == [
         "frontier-qa: support/c1: the agent's trajectories fail the case",
-        "  wrong path: search → delete_account in 100% of the samples (the samples agree on a path that misses "
-        "the expectations)",
+        "  wrong path: search → delete_account in 100% of the samples",
         "  missed: called delete_account, which must not be called (4 of 4)",
         "  prompt: Close my account?",
         "  replay: pytest test_agent.py::test_agent[support/c1]",
