@@ -9,7 +9,6 @@ import json
 import pytest
 
 from frontier_qa._expectations import EXPECT_BASE_KEY
-from frontier_qa.reports._gate import GateThresholds
 from frontier_qa.target import Expectations, ToolArguments
 from tests.plugins.test_pytest_plugin import items, run, store_of
 
@@ -116,8 +115,6 @@ def test_an_expectations_object_and_its_dict_are_the_same_argument(project: pyte
     result.assert_outcomes(passed=6)
 
 
-@pytest.mark.skipif(not hasattr(GateThresholds(), "min_pass_hat_k"),
-                    reason="needs the prober's path analysis (issue 32) to fill a record's path and pass^k")
 def test_a_wrong_path_fails_assert_trajectory_with_the_misses(project: pytest.Pytester) -> None:
     project.makepyfile(test_agent=marked(body="frontier_case.assert_trajectory()"))
     result = run(project)
