@@ -9,7 +9,9 @@ An argument check may name a file by a relative path (``check: checks.py:is_city
 path in a file that names another, it is relative to the file that wrote it: the reader sets the
 case's metadata :data:`EXPECT_BASE_KEY` to that file's folder (:func:`anchored`), and the prober
 finds the check there (:func:`frontier_qa.scoring._paths.resolve_check`'s ``base``). The key is
-where the case came from, not what it is: moving a cases file does not change its cases.
+where the case came from, not what it is: moving a cases file does not change its cases. A
+committed suite file keeps it relative to itself (:func:`portable`, :func:`rooted`), so the same
+file works in every checkout.
 
 Pure values; no I/O.
 """
@@ -136,6 +138,31 @@ def anchored(case: Case, base: str | os.PathLike[str]) -> Case:
     return replace(case, metadata={**case.metadata, EXPECT_BASE_KEY: os.path.abspath(base)})
 
 
+def portable(case: Case, folder: str | os.PathLike[str]) -> Case:
+    """``case`` with its :data:`EXPECT_BASE_KEY` written relative to ``folder`` (a committed suite file's),
+    so that the file reads the same in every checkout and on every machine.
+    """
+    base = case.metadata.get(EXPECT_BASE_KEY)
+    if not isinstance(base, str) or not os.path.isabs(base):
+        return case
+    try:
+        relative = PurePath(os.path.relpath(base, os.path.abspath(folder))).as_posix()
+    except ValueError:  # another drive: only the absolute path says where
+        return case
+    return replace(case, metadata={**case.metadata, EXPECT_BASE_KEY: relative})
+
+
+def rooted(case: Case, folder: str | os.PathLike[str]) -> Case:
+    """``case`` with a relative :data:`EXPECT_BASE_KEY` (as a suite file keeps it) made absolute against
+    ``folder``, the suite file's.
+    """
+    base = case.metadata.get(EXPECT_BASE_KEY)
+    if not isinstance(base, str) or os.path.isabs(base):
+        return case
+    found = os.path.normpath(os.path.join(os.path.abspath(folder), base))
+    return replace(case, metadata={**case.metadata, EXPECT_BASE_KEY: found})
+
+
 def with_expect(case: Case, expect: Expectations | None, base: str | os.PathLike[str] | None = None) -> Case:
     """``case`` given ``expect`` when it has none of its own (a marker's or a generator's default for
     its cases), anchored at ``base`` when given.
@@ -152,6 +179,8 @@ __all__ = [
     "EXPECT_KEYS",
     "anchored",
     "expectations_from",
+    "portable",
     "relative_checks",
+    "rooted",
     "with_expect",
 ]

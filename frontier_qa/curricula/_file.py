@@ -42,8 +42,8 @@ field                     meaning
 **Suite entries**, as :func:`frontier_qa.store.export_suite` writes them (``{"case": {...},
 "observed": {...}}``): the case is taken as recorded, with its verified flag, its expectations
 and, when the engine kept one, its solution program (``case.metadata.solution``). A relative
-check file is found where the case was first read (``case.metadata.expect_base``) while that
-folder exists, else next to the suite file.
+check file is found where the case was first read (``case.metadata.expect_base``, which the suite
+keeps relative to itself), else next to the suite file.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from frontier_qa._expectations import EXPECT_BASE_KEY, anchored, expectations_from
+from frontier_qa._expectations import EXPECT_BASE_KEY, anchored, expectations_from, rooted
 from frontier_qa.errors import ConfigError, check_unicode, read_text
 from frontier_qa.probing._curriculum_seam import History, Outcome, Proposal
 from frontier_qa.probing._verify import SOLUTION_KEY, TRUSTED_KEY
@@ -206,11 +206,11 @@ def _from_suite(row: Mapping[str, Any], where: str, source: str, base: str | os.
         first = err.errors()[0]
         loc = ".".join(str(p) for p in first.get("loc", ()))
         raise _fail(where, f"case.{loc}: {first.get('msg')}", "fix that field of the suite entry") from err
-    case = spec.to_case()
+    case = spec.to_case() if base is None else rooted(spec.to_case(), base)  # kept relative to the suite file
     metadata = dict(case.metadata)
     kept = metadata.get(EXPECT_BASE_KEY)
     if base is not None and not (isinstance(kept, str) and Path(kept).is_dir()):
-        metadata.pop(EXPECT_BASE_KEY, None)  # recorded on another machine: next to the suite file instead
+        metadata.pop(EXPECT_BASE_KEY, None)  # written on another machine: next to the suite file instead
         case = anchored(replace(case, metadata=metadata), base)
         metadata = dict(case.metadata)
     if spec.reference_verified and spec.reference is not None:

@@ -16,7 +16,7 @@ from frontier_qa.probing._engine import ProbeSettings, probe
 from frontier_qa.scoring._paths import PathView, ToolUse, expectation_misses
 from frontier_qa.store._case_store import CaseStore
 from frontier_qa.store._inputs import recorded_hash
-from frontier_qa.store._suites import export_suite
+from frontier_qa.store._suites import export_suite, import_suite
 from frontier_qa.target import Expectations, ToolArguments
 from frontier_qa.testing import ScriptedAdapter, always, open_scripted
 
@@ -147,8 +147,19 @@ def test_an_exported_suite_keeps_the_expectations_and_finds_their_check(tmp_path
         assert back["w"].metadata[EXPECT_BASE_KEY] == str(folder)  # the check is still where it was written
         again = asyncio.run(probe(target, FileCurriculum(suite), settings, store=CaseStore(tmp_path / suffix)))
         assert {r.id: r.case.expect for r in again.records} == {"w": recorded["w"].expect, "plain": None}
-    # on another machine the recorded folder is gone: the check is looked for next to the suite file
-    shutil.move(str(folder / "checks.py"), tmp_path / "exported" / "checks.py")
-    folder.rename(tmp_path / "gone")
-    (w,) = [p.case for p in read_proposals(tmp_path / "exported" / "suite.jsonl") if p.case.id == "w"]
-    assert w.metadata[EXPECT_BASE_KEY] == str(tmp_path / "exported")
+    # the committed file says where the check is relative to itself: a checkout elsewhere finds it there
+    suite = tmp_path / "exported" / "suite.jsonl"
+    assert {e["case"]["metadata"].get(EXPECT_BASE_KEY) for e in map(json.loads, suite.read_text().splitlines())} == {
+        "../suite", None}
+    assert {e.case.id: e.case.metadata.get(EXPECT_BASE_KEY) for e in import_suite(suite)} == {
+        "w": str(folder), "plain": None}
+    clone = tmp_path / "clone"
+    shutil.copytree(tmp_path / "exported", clone / "exported")
+    shutil.copytree(folder, clone / "suite")
+    (w,) = [p.case for p in read_proposals(clone / "exported" / "suite.jsonl") if p.case.id == "w"]
+    assert w.metadata[EXPECT_BASE_KEY] == str(clone / "suite")
+    # a suite whose check folder is gone: the check is looked for next to the suite file
+    shutil.move(str(clone / "suite" / "checks.py"), clone / "exported" / "checks.py")
+    shutil.rmtree(clone / "suite")
+    (w,) = [p.case for p in read_proposals(clone / "exported" / "suite.jsonl") if p.case.id == "w"]
+    assert w.metadata[EXPECT_BASE_KEY] == str(clone / "exported")

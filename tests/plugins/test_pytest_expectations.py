@@ -5,10 +5,12 @@ that has none, through real pytest sessions (``pytester``) probing a real Python
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
 from frontier_qa._expectations import EXPECT_BASE_KEY
+from frontier_qa.store._case_store import CaseStore
 from frontier_qa.target import Expectations, ToolArguments
 from tests.plugins.test_pytest_plugin import items, run, store_of
 
@@ -141,3 +143,22 @@ def test_pass_k_below_the_gates_floor_fails_assert_trajectory(project: pytest.Py
         "E*missed: called delete_account, which must not be called (* of *)",
     ])
     assert not [line for line in result.stdout.lines if line.startswith("E") and "wrong path" in line]
+
+
+def test_a_committed_suite_finds_its_check_file_in_another_checkout(project: pytest.Pytester) -> None:
+    project.makepyfile(test_agent=marked(body="frontier_case.assert_trajectory()").replace(
+        "sequential=False", "sequential=False, suite='suites/frontier_suite.yaml'"))
+    assert items(run(project, "--frontier-mode=generate"))["support/close"] == "FAILED"
+    committed = (project.path / "suites" / "frontier_suite.yaml").read_text()
+    assert "expect_base: .." in committed and str(project.path) not in committed  # relative to the suite file
+    # a fresh clone somewhere else: no store, only the files
+    clone = project.path / "clone"
+    clone.mkdir()
+    for name in ("agent.py", "checks.py", "cases.jsonl", "test_agent.py", "suites"):
+        (project.path / name).rename(clone / name)
+    shutil.rmtree(project.path / ".frontier-qa")
+    result = run(project, "clone/test_agent.py", "--frontier-mode=replay")
+    assert items(result) == {"support/close": "FAILED", "support/own": "PASSED", "support/status": "PASSED"}
+    result.stdout.fnmatch_lines(["E*wrong path: lookup → delete_account in 100% of the samples"])
+    replayed = CaseStore(project.path / ".frontier-qa").latest()  # the rootdir stays where pytest was started
+    assert replayed["status"].case.metadata[EXPECT_BASE_KEY] == str(clone)
