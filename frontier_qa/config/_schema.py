@@ -26,6 +26,7 @@ from frontier_qa.probing._sequential import DEFAULT_POLICY, MajorityPrior, polic
 from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.reports._gate import GateThresholds
 from frontier_qa.runtime._limits import Backoff, Budget, Limits  # noqa: F401 (re-exported: the config's sections)
+from frontier_qa.scoring._paths import PassKSettings, PathSettings
 from frontier_qa.scoring.bands import AGENT0_BAND, NAMED_BANDS, TOOL_R0_BAND, Band
 from frontier_qa.store._comparison import RegressionPolicy
 from frontier_qa.store._shards import Shard
@@ -258,6 +259,8 @@ class ProbingConfig(_Section):
     replay_scope: Literal["target", "all"] = setting("replay_scope")
     max_replay: int | None = setting("max_replay")
     embedder: str | None = setting("embedder")  # a model name in the file; any embedder in Python
+    path: PathSettings = setting("path")
+    pass_k: PassKSettings = setting("pass_k")
 
     def to_settings(self, *, prior: MajorityPrior | None = None, **outside: Any) -> ProbeSettings:
         """This section as :class:`~frontier_qa.probing._settings.ProbeSettings`.

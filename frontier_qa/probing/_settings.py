@@ -14,6 +14,7 @@ from pydantic import Field, InstanceOf
 
 from frontier_qa._frozen import frozen_value
 from frontier_qa.probing._sequential import MajorityPrior, SequentialConfig
+from frontier_qa.scoring._paths import PassKSettings, PathSettings
 from frontier_qa.scoring.bands import AGENT0_BAND, Band
 from frontier_qa.store._comparison import RegressionPolicy
 from frontier_qa.store._shards import Shard
@@ -70,6 +71,10 @@ class ProbeSettings:
             that matters); see :mod:`frontier_qa.store._comparison`.
         baseline_samples: samples an accepted baseline holds (``frontier-qa accept`` samples
             more when the observations it pools have fewer).
+        path: how a sample's path (its tool calls) is read, and whether sampling goes on until
+            the path is decided too (:class:`~frontier_qa.scoring._paths.PathSettings`).
+        pass_k: which cases count pass^k and its k; every counted case is sampled at least k
+            times (:class:`~frontier_qa.scoring._paths.PassKSettings`).
     """
 
     band: InstanceOf[Band] = AGENT0_BAND
@@ -104,6 +109,11 @@ class ProbeSettings:
     regression: InstanceOf[RegressionPolicy] = RegressionPolicy()
     baseline_samples: Annotated[int, Field(ge=1, description="samples an accepted baseline holds "
                                                                "(accept samples more)")] = 40
+    path: PathSettings = Field(default_factory=PathSettings, description=(
+        "path self-consistency: how a sample's tool calls make its path, and whether cases are sampled "
+        "until the path is decided too"))
+    pass_k: PassKSettings = Field(default_factory=PassKSettings, description=(
+        "pass^k: which cases count it and its k (every counted case is sampled at least k times)"))
 
     def policy(self) -> SequentialConfig | None:
         """The sequential policy with this run's band and k (``None`` for fixed k)."""

@@ -43,6 +43,10 @@ class GateThresholds:
             "could not tell yet" is not a finding).
         max_boundary_regressions: most crossings (task generators) that moved toward the easy end
             of their knob since the latest earlier run searched it: the agent now fails easier tasks.
+        min_pass_hat_k: least mean pass^k over the cases that count it (``probing.pass_k``); off by
+            default. No case with a pass^k value: nothing to check.
+        max_wrong_paths: most cases whose samples agree on a path that misses their expectations.
+        max_path_scatter: most cases whose samples scatter over different paths (off by default).
     """
 
     max_failures: Count = 0
@@ -57,6 +61,11 @@ class GateThresholds:
     max_inconclusive: Annotated[Count, Field(description="replay verdicts left undecided at the cap")] = None
     max_boundary_regressions: Annotated[Count, Field(
         description="most boundaries that moved toward the easy end since the last search of the same knob")] = 0
+    min_pass_hat_k: Annotated[Share, Field(
+        description="least mean pass^k over the cases that count it (probing.pass_k); null: no check")] = None
+    max_wrong_paths: Annotated[Count, Field(
+        description="most cases whose samples agree on a path that misses their expectations")] = 0
+    max_path_scatter: Annotated[Count, Field(description="most cases whose samples scatter over paths")] = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +131,25 @@ def _share(name: str, what: str, part: int, whole: int, limit: float) -> GateChe
     )
 
 
+def _path_checks(summary: Summary, t: GateThresholds) -> list[GateCheck]:
+    """The path findings and pass^k against their limits (the numbers are the summary's, as every report's)."""
+    checks: list[GateCheck] = []
+    found = summary.path_findings
+    if t.max_wrong_paths is not None:
+        checks.append(_count("wrong_paths", "cases on a wrong path", found.get("wrong", 0), t.max_wrong_paths))
+    if t.max_path_scatter is not None:
+        checks.append(_count("path_scatter", "cases whose paths scatter", found.get("scatter", 0),
+                             t.max_path_scatter))
+    pass_k = summary.pass_k
+    if t.min_pass_hat_k is not None and pass_k is not None and pass_k.value is not None:
+        ok = pass_k.value >= t.min_pass_hat_k - 1e-12
+        checks.append(GateCheck(
+            "pass_hat_k", pass_k.value, t.min_pass_hat_k, ok,
+            f"pass^{pass_k.k} {pass_k.value:.2f} over {pass_k.cases} case(s) is {'at or above' if ok else 'below'} "
+            f"the minimum of {t.min_pass_hat_k:.2f}"))
+    return checks
+
+
 def evaluate_gate(
     records: Iterable[CaseRecord] | Summary,
     thresholds: GateThresholds = GateThresholds(),
@@ -168,6 +196,7 @@ def evaluate_gate(
         moved = sum(1 for b in boundaries for m in b.moved if m.direction == "easier")
         checks.append(_count("boundary_regressions", "boundary crossings moved toward the easy end", moved,
                              t.max_boundary_regressions))
+    checks += _path_checks(summary, t)
     health = assess(summary, facts or RunFacts(mode="unknown"), max_unresolved_share=t.max_unresolved_share,
                     boundaries=boundaries)
     return GateResult(passed=not health and all(c.passed for c in checks), checks=tuple(checks), health=health)

@@ -61,11 +61,15 @@ class PathSettings:
             (its confidences and k_max); off: the path is judged on the samples the answers took.
     """
 
-    enabled: bool = True
-    granularity: Literal["tools", "sequence", "arguments"] = "sequence"
-    key_arguments: Mapping[str, tuple[str, ...]] = Field(default_factory=dict)
-    ignore: tuple[str, ...] = ()
-    sample: bool = True
+    enabled: Annotated[bool, Field(description="analyse paths (cases whose samples call tools or that "
+                                                "carry expectations)")] = True
+    granularity: Annotated[Literal["tools", "sequence", "arguments"], Field(
+        description="a path is the set of tools, their sequence, or the sequence with arguments")] = "sequence"
+    key_arguments: Mapping[str, tuple[str, ...]] = Field(default_factory=dict, description=(
+        "granularity arguments: the arguments compared per tool ({search: [query]}); others: all"))
+    ignore: Annotated[tuple[str, ...], Field(description="tools left out of every path")] = ()
+    sample: Annotated[bool, Field(description="sample a case until its path is decided too (within k_max); "
+                                              "false: judge the path on the answers' samples")] = True
 
 
 PASS_K_CASES = ("expectations", "judged", "off")
@@ -83,8 +87,10 @@ class PassKSettings:
             sample passes when its answer is right and it meets the expectations) or ``"off"``.
     """
 
-    k: Annotated[int, Field(ge=1, le=64)] = 8
-    cases: Literal["expectations", "judged", "off"] = "expectations"
+    k: Annotated[int, Field(ge=1, le=64, description="the k of pass^k; counted cases get at least k samples")] = 8
+    cases: Annotated[Literal["expectations", "judged", "off"], Field(
+        description="expectations: cases with trajectory expectations; judged: those and every case with a "
+                    "reference or check (the answer must be right too); off")] = "expectations"
 
 
 @dataclass(frozen=True)
