@@ -29,6 +29,7 @@ from frontier_qa.errors import BudgetExceededError, FrontierQAError, RunInterrup
 from frontier_qa.generators._core import GENERATOR_KEY, check_for
 from frontier_qa.probing._classify import POSTERIOR_KEY, CaseEvidence, classify_case, confidence_of, posterior_note
 from frontier_qa.probing._curriculum_seam import Proposal
+from frontier_qa.probing._paths_judge import judge_paths, pass_k_need, path_need
 from frontier_qa.probing._regression import ReplayJudge, band_of
 from frontier_qa.probing._sequential import (
     DEFAULT_PRIOR,
@@ -46,6 +47,7 @@ from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.probing._validity import ModelJudge, task_checked, unchecked_why
 from frontier_qa.redaction import redact
 from frontier_qa.scoring._case_scoring import TOOL_CALLS_FORMAT, answer_matches, answers_of, score_answers, score_case
+from frontier_qa.scoring._paths import view_of
 from frontier_qa.scoring.consistency import Consistency, self_consistency
 from frontier_qa.store._records import CaseClass, CaseRecord, Interval, Round, case_record, utc_now
 from frontier_qa.store._stop_reason import StopReason
@@ -304,6 +306,13 @@ class CaseProber:
             return self.first_round(prediction)
         return 0 if decision.stopped else decision.next_n
 
+    def _more(self, case: Case, trajectories: Sequence[Trajectory]) -> int:
+        """Samples the path's decision (``probing.path.sample``) and pass^k's k still want; a counted
+        case reaches k whatever the policy's k_max.
+        """
+        views = [view_of(t) for t in trajectories]
+        return max(path_need(case, views, self.settings, self.policy), pass_k_need(case, len(views), self.settings))
+
     def _decision(self, consistency: Consistency, k: int) -> Decision | None:
         """The band decision of the samples so far (fixed k: ``None`` until k samples)."""
         if self.policy is not None:
@@ -325,7 +334,7 @@ class CaseProber:
         stop: str | None = None
         try:
             while True:
-                need = self._need(decision, len(trajectories), prediction)
+                need = max(self._need(decision, len(trajectories), prediction), self._more(case, trajectories))
                 if judge is not None:
                     answers = list(consistency.answers) if consistency is not None else []
                     if len(answers) != len(trajectories):
@@ -483,6 +492,8 @@ class CaseProber:
             if len(consistency.answers) == len(trajectories)
             else answers_of(case, trajectories)
         )
+        paths = await judge_paths(case, [view_of(t) for t in trajectories], answers, self.settings, self.policy,
+                                  self.judge_answer)
         record = case_record(
             case,
             trajectories,
@@ -500,6 +511,10 @@ class CaseProber:
             majority_correct=majority_correct,
             reason=reason,
             max_text_chars=self.settings.max_text_chars,
+            paths=paths.paths,
+            misses=paths.misses,
+            path=paths.path,
+            pass_k=paths.pass_k,
         )
         return record, stop
 

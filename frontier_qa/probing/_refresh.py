@@ -6,9 +6,10 @@ the latest record of a case with the case as its source has it now (the hashes o
 :mod:`frontier_qa.store._inputs`) and:
 
 * nothing that matters changed → ``unchanged``, nothing to do;
-* the reference, whether the source vouches for it, its solution program or the answer format
-  changed → ``refreshed``: the record's stored samples are judged again against the new
-  inputs, with the probe's own equivalence and classification
+* the reference, whether the source vouches for it, its solution program, the answer format or
+  the trajectory expectations (``expect``) changed → ``refreshed``: the record's stored samples
+  are judged again against the new inputs (their paths, misses and pass^k from their stored
+  steps: :mod:`frontier_qa.probing._paths_judge`), with the probe's own equivalence and classification
   (:class:`~frontier_qa.probing._case_prober.CaseProber`, :func:`~frontier_qa.probing._classify.classify_case`)
   and **no target call**: a new :class:`~frontier_qa.store._records.CaseRecord` whose reason says
   what changed ("reference changed 43 → 42: judged again from the 6 stored samples, no new
@@ -36,6 +37,7 @@ from frontier_qa import __version__
 from frontier_qa.probing._case_prober import CaseProber, answers_of
 from frontier_qa.probing._classify import POSTERIOR_KEY, CaseEvidence, classify_case, confidence_of, posterior_note
 from frontier_qa.probing._curriculum_seam import Proposal
+from frontier_qa.probing._paths_judge import judge_paths
 from frontier_qa.probing._posterior import BandPosterior
 from frontier_qa.probing._run import prepared_case
 from frontier_qa.probing._sequential import BandDecision, decide_consistency, wilson_interval
@@ -55,6 +57,7 @@ from frontier_qa.probing._verify import (
 )
 from frontier_qa.runtime.sandbox import Sandbox
 from frontier_qa.scoring._case_scoring import TOOL_CALLS_FORMAT
+from frontier_qa.scoring._paths import view_of_steps
 from frontier_qa.store._inputs import (
     ENGINE_KEYS,
     INPUT_HASH_KEY,
@@ -188,6 +191,7 @@ async def refresh_case(
         return again(judged)
     how = f"judged again from the {record.k} stored samples, no new calls"
     case, case_class, reason, verified, correct, update = judged
+    update = {**update, **await _paths(record, case, settings, prober, update)}
     refreshed = _record(record, case, case_class, how, change, reason, run_id, verified=verified,
                         majority_correct=correct, **update)
     moved = (f"{record.case_class.value} → {case_class.value}" if case_class is not record.case_class
@@ -351,6 +355,20 @@ async def _judge(record: CaseRecord, case: Case, check: Verification, settings: 
         fixed=confidence is None, answer_format=case.answer_format, task_checked=task_checked(case, verified),
         unchecked_why=unchecked_why(case)))
     return replace(case, reference=reference, metadata=meta), case_class, reason, verified, correct, update
+
+
+async def _paths(record: CaseRecord, case: Case, settings: ProbeSettings, prober: CaseProber,
+                 update: Mapping[str, Any]) -> dict[str, Any]:
+    """The samples' paths and misses, the path finding and pass^k, judged again from the stored steps
+    and answers (the probe's rules, no target call).
+    """
+    samples = update.get("samples", record.samples)
+    views = [view_of_steps(s.steps, failed=s.error is not None) for s in samples]
+    found = await judge_paths(case, views, [None if s.error else s.answer for s in samples], settings,
+                              prober.policy, prober.judge_answer)
+    samples = [s.model_copy(update={"path": p, "misses": m})
+               for s, p, m in zip(samples, found.paths, found.misses, strict=True)]
+    return {"samples": samples, "path": found.path, "pass_k": found.pass_k}
 
 
 async def _matches(prober: CaseProber, majority: str | None, case: Case) -> bool | None:

@@ -12,12 +12,13 @@ part       fields                                                          when 
 ``asked``  system, prompt, tools, history: what the target sees             probe again (a new case)
 ``judged`` answer_format, reference, whether the source vouches for the    judge the stored samples
            reference (``reference_verified``), the solution program that   again: no target call
-           verifies it
+           verifies it, the trajectory expectations (``expect``)
 ``labels`` topic, the source's own metadata, its ``predicted_pass_rate``   record it: nothing to judge
 =========  ==============================================================  ==========================
 
 "What the target sees" is what the case ids and the runtime cache key on (the conversation and
-the tools). ``gold_calls`` are left out: they are checked once, statically, when a case is
+the tools). ``expect`` enters the hash only when a case has one, so the hashes recorded before
+expectations existed still hold. ``gold_calls`` are left out: they are checked once, statically, when a case is
 validated, and no record keeps them.
 
 The engine writes the hash into the recorded case's metadata (:data:`INPUT_HASH_KEY`) as it
@@ -37,8 +38,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from pydantic import TypeAdapter
+
 from frontier_qa.redaction import protect, redact
-from frontier_qa.target import Case
+from frontier_qa.target import Case, Expectations
 
 INPUT_HASH_KEY: Final = "input_hash"
 """Case metadata key of the recorded input hash: ``{"asked": hex, "judged": hex, "labels": hex}``."""
@@ -59,6 +62,7 @@ ENGINE_KEYS: Final = frozenset({
     "source", SOLUTION_KEY, "solution_output", "verification", PASS_RATE_KEY, "critic", "validity",  # run._prepared
     "judge", "stated_reference", "band_posterior", "answer_format_from",  # probing.case.CaseProber.probe
     INPUT_HASH_KEY, REFRESHED_KEY, TRUSTED_KEY,
+    "expect_base",  # where the cases file lies (its argument checks' files): not the author's, moves with a checkout
 })  # fmt: skip
 """Metadata keys the engine writes (or that carry a field of the inputs): not the source's metadata."""
 
@@ -88,6 +92,7 @@ class CaseInputs:
         topic: the topic label.
         metadata: the source's own metadata (without :data:`ENGINE_KEYS`).
         predicted_pass_rate: the source's guess of p̂ in [0, 1], if any.
+        expect: the case's trajectory expectations as JSON data; ``None`` when it has none.
     """
 
     prompt: str
@@ -101,6 +106,7 @@ class CaseInputs:
     topic: str = "general"
     metadata: Mapping[str, Any] | None = None
     predicted_pass_rate: float | None = None
+    expect: Mapping[str, Any] | None = None
 
     def part(self, name: str) -> dict[str, Any]:
         """The fields of one part (``"asked"``, ``"judged"`` or ``"labels"``) by name."""
@@ -108,14 +114,27 @@ class CaseInputs:
 
     def input_hash(self) -> InputHash:
         """The content hash of these inputs."""
-        return InputHash(*(_digest(self.part(name)) for name in PARTS))
+        return InputHash(*(_digest(_hashed(self.part(name))) for name in PARTS))
 
 
 _PART_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "asked": ("system", "prompt", "tools", "history"),
-    "judged": ("answer_format", "reference", "trusted", "solution"),
+    "judged": ("answer_format", "reference", "trusted", "solution", "expect"),
     "labels": ("topic", "metadata", "predicted_pass_rate"),
 }
+
+
+def _hashed(fields: dict[str, Any]) -> dict[str, Any]:
+    # a case without expectations hashes as before they existed: no stored hash moves
+    return {k: v for k, v in fields.items() if not (k == "expect" and v is None)}
+
+
+def expect_data(expect: Expectations | None) -> dict[str, Any] | None:
+    """A case's expectations as JSON data for its inputs (``None`` when it has none, or only an empty one)."""
+    if expect is None or expect.empty:
+        return None
+    data: dict[str, Any] = TypeAdapter(Expectations).dump_python(expect, mode="json")
+    return data
 
 
 def _digest(payload: Mapping[str, Any]) -> str:
@@ -174,6 +193,7 @@ def source_inputs(case: Case, *, solution: str | None = None, predicted_pass_rat
         topic=case.topic,
         metadata={k: v for k, v in sorted(meta.items()) if k not in ENGINE_KEYS},
         predicted_pass_rate=float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None,
+        expect=expect_data(case.expect),
     )
 
 

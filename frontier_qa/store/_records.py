@@ -841,8 +841,11 @@ def sample_record(
     *,
     seed: int | None = None,
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+    path: str | None = None,
+    misses: tuple[str, ...] | None = None,
 ) -> SampleRecord:
-    """Record one trajectory with its extracted answer (``None`` when none was extracted).
+    """Record one trajectory with its extracted answer (``None`` when none was extracted), its path
+    and its misses of the case's expectations (``None``: not analysed, nothing checked).
 
     ``seed`` is the case's base seed (:func:`~frontier_qa.target.case_seed`); the sample's own
     seed is that plus its index, as the adapters draw it.
@@ -862,6 +865,8 @@ def sample_record(
         cost_usd=trajectory.cost_usd,
         latency_s=max(trajectory.latency_s, 0.0),
         steps=steps_of(trajectory),
+        path=path,
+        misses=misses,
     )
 
 
@@ -901,6 +906,10 @@ def case_record(
     reason: str | None = None,
     finished_at: datetime | None = None,
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+    paths: Sequence[str | None] | None = None,
+    misses: Sequence[tuple[str, ...] | None] | None = None,
+    path: PathRecord | None = None,
+    pass_k: PassK | None = None,
 ) -> CaseRecord:
     """Build the record of one probed case from the engine's in-memory values.
 
@@ -922,12 +931,20 @@ def case_record(
         reason: why the case was classified so.
         finished_at: when probing ended; now when omitted.
         max_text_chars: raw text kept per sample, in characters.
+        paths: each sample's path, aligned with ``trajectories`` (``None``: paths not analysed).
+        misses: each sample's misses of the expectations, aligned with ``trajectories``.
+        path: the case's path self-consistency and finding.
+        pass_k: the case's pass^k.
     """
-    if len(trajectories) != len(answers):
-        raise ValueError(f"{len(trajectories)} trajectories but {len(answers)} answers: pass one answer each")
-    pairs = sorted(zip(trajectories, answers, strict=True), key=lambda pair: pair[0].sample_index)
+    n = len(trajectories)
+    if len(answers) != n:
+        raise ValueError(f"{n} trajectories but {len(answers)} answers: pass one answer each")
+    if (paths is not None and len(paths) != n) or (misses is not None and len(misses) != n):
+        raise ValueError(f"{n} trajectories: pass one path and one set of misses each")
+    rows = zip(trajectories, answers, paths or [None] * n, misses or [None] * n, strict=True)
     base = None if seed is None else case_seed(seed, case)  # what the adapters seeded this case's samples from
-    samples = [sample_record(t, a, seed=base, max_text_chars=max_text_chars) for t, a in pairs]
+    samples = [sample_record(t, a, seed=base, max_text_chars=max_text_chars, path=p, misses=m)
+               for t, a, p, m in sorted(rows, key=lambda row: row[0].sample_index)]
     return CaseRecord(
         case=replace(case, reference_verified=reference_verified),
         run_id=run_id,
@@ -948,6 +965,8 @@ def case_record(
         cost=cost_of(samples),
         started_at=started_at,
         finished_at=finished_at or utc_now(),
+        path=path,
+        pass_k=pass_k,
     )
 
 

@@ -37,7 +37,7 @@ KNOWN = CaseInputs(
 OTHER: dict[str, Any] = {
     "prompt": "What is 6 * 8?", "system": None, "tools": (), "history": ({"role": "user", "content": "go"},),
     "answer_format": "final_answer", "reference": "43", "trusted": False, "solution": None, "topic": "general",
-    "metadata": {"level": 3}, "predicted_pass_rate": 0.9,
+    "metadata": {"level": 3}, "predicted_pass_rate": 0.9, "expect": {"tools_used": ["calc"]},
 }
 
 
@@ -54,6 +54,24 @@ def test_each_field_moves_exactly_one_part(name: str) -> None:
     want = {"prompt": "asked", "system": "asked", "tools": "asked", "history": "asked", "topic": "labels",
             "metadata": "labels", "predicted_pass_rate": "labels"}.get(name, "judged")
     assert changed == (want,)
+
+
+def test_expectations_are_judged_inputs_that_leave_every_earlier_hash_as_it_was() -> None:
+    from frontier_qa.target import Expectations
+
+    source = Case(id="c", prompt="What is 6 * 7?", reference="42")
+    plain = source_inputs(source)
+    # no expect (or an empty one): the hash is the one recorded before expectations existed
+    assert source_inputs(replace(source, expect=Expectations())).input_hash() == plain.input_hash()
+    assert plain.input_hash() == replace(plain, expect=None).input_hash()
+    expected = source_inputs(replace(source, expect=Expectations(tools_used=("calc",))))
+    assert plain.input_hash().changed(expected.input_hash()) == ("judged",)
+    assert describe_change(plain, expected) == "expect changed"
+    assert expected.expect == {"tools_used": ["calc"], "tools_not_used": [], "tool_sequence": [], "order": "in_order",
+                               "arguments": [], "max_steps": None}
+    # where the cases file lies is not an input: a checkout that moves changes no hash
+    moved = source_inputs(replace(source, metadata={"expect_base": "/elsewhere"}))
+    assert moved.input_hash() == plain.input_hash()
 
 
 def test_what_the_engine_adds_to_a_recorded_case_is_not_an_input() -> None:
