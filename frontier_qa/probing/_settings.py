@@ -70,6 +70,9 @@ class ProbeSettings:
             that matters); see :mod:`frontier_qa.store._comparison`.
         baseline_samples: samples an accepted baseline holds (``frontier-qa accept`` samples
             more when the observations it pools have fewer).
+        verdicts: where the run's case verdicts go as it ends, besides the store: an object with
+            ``send(records, band)`` that never raises (config ``export.otel`` makes a
+            :class:`~frontier_qa.reports._otel_export.OtelVerdicts`); ``None``: nowhere else.
     """
 
     band: InstanceOf[Band] = AGENT0_BAND
@@ -104,6 +107,7 @@ class ProbeSettings:
     regression: InstanceOf[RegressionPolicy] = RegressionPolicy()
     baseline_samples: Annotated[int, Field(ge=1, description="samples an accepted baseline holds "
                                                                "(accept samples more)")] = 40
+    verdicts: Annotated[Any, Field(description="where the run's verdicts go as it ends (send(records, band))")] = None
 
     def policy(self) -> SequentialConfig | None:
         """The sequential policy with this run's band and k (``None`` for fixed k)."""

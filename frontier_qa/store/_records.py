@@ -181,6 +181,8 @@ class SampleRecord(_Record):
         misses: what the sample missed of the case's expectations (and its answer, when pass^k
             counts answers), one line each: ``()`` when it passed, ``None`` when nothing was
             checked (left out of the line).
+        span: the OpenTelemetry span the sample ran in, ``"<trace id>-<span id>"`` in hex
+            (:attr:`~frontier_qa.target.Trajectory.span`); ``None``: none (left out of the line).
     """
 
     sample_index: int = Field(ge=0)
@@ -198,6 +200,7 @@ class SampleRecord(_Record):
     steps: tuple[Step, ...] = ()
     path: str | None = None
     misses: tuple[str, ...] | None = None
+    span: str | None = None
 
     @property
     def truncated(self) -> bool:
@@ -214,7 +217,7 @@ class SampleRecord(_Record):
         data: dict[str, Any] = handler(self)
         if not data.get("steps"):
             data.pop("steps", None)
-        for key in ("path", "misses"):
+        for key in ("path", "misses", "span"):
             if data.get(key) is None:
                 data.pop(key, None)
         return data
@@ -862,6 +865,7 @@ def sample_record(
         cost_usd=trajectory.cost_usd,
         latency_s=max(trajectory.latency_s, 0.0),
         steps=steps_of(trajectory),
+        span=trajectory.span,
     )
 
 
