@@ -249,6 +249,9 @@ class Trajectory:
         error: why the sample failed, ``None`` when it succeeded.
         sample_index: the index of this sample for its case (0-based; part of the cache key).
         cached: whether it was served from the on-disk cache.
+        span: the OpenTelemetry span the sample ran in, ``"<trace id>-<span id>"`` in hex (an
+            in-process agent's ``invoke_agent`` span); ``None`` for targets without spans and for
+            cached samples (they did not run in this run).
     """
 
     text: str | None
@@ -260,6 +263,7 @@ class Trajectory:
     error: str | None = None
     sample_index: int = 0
     cached: bool = False
+    span: str | None = None
 
     @property
     def ok(self) -> bool:
