@@ -19,12 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from frontier_qa.reports._summary import summarize
 from frontier_qa.store._case_store import CaseStore
 from frontier_qa.store._records import CaseRecord, SampleRecord
 from frontier_qa.target import Case
 from tests.cli.runner import run_cli
 from tests.factories import REPO
 from tests.servers.fake_openai import CHAT_PATH, RESPONSES_PATH, FakeOpenAIServer, ToolScript, ToolTurn, call
+from tests.servers.otlp_collector import Event, OtlpCollector
 
 K = 8
 AGENTS = REPO / "examples" / "agents"
@@ -63,20 +65,22 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, agent_imports: None) -> Iterator[
     yield
 
 
-def probe(framework: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-          monkeypatch: pytest.MonkeyPatch) -> tuple[FakeOpenAIServer, dict[str, CaseRecord]]:
-    """Probe the framework's example agent (a copy: its module is this test's own) with the cases file."""
+def probe(framework: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+          ) -> tuple[FakeOpenAIServer, dict[str, CaseRecord], list[Event]]:
+    """Probe the framework's example agent (a copy: its module is this test's own) with the cases file,
+    its verdicts sent to an in-process OTLP collector.
+    """
     file, name, capital, options, _ = FRAMEWORKS[framework]
     agent = Path(shutil.copy(AGENTS / file, tmp_path))
     shutil.copy(CASES, tmp_path)
-    with FakeOpenAIServer(answers=script(capital)) as server:
+    with FakeOpenAIServer(answers=script(capital)) as server, OtlpCollector() as collector:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         args = ["probe", "--target", f"{framework}:{agent}:{name}", "--curriculum", CASES.name, "--k", str(K),
                 "--policy", "fixed", "--seed", str(SEED), "--progress", "off", "--store", "store", "--out", "out",
-                *(f"--set={o}" for o in options)]
+                "--otel-endpoint", collector.endpoint, *(f"--set={o}" for o in options)]
         rc, out, err = run_cli(tmp_path, capsys, args)
-    assert rc in (0, 1), out + err  # 1: the gate fails on the wrong path (gate.max_wrong_paths: 0)
-    return server, CaseStore(tmp_path / "store").latest()
+    assert rc == 1 and "wrong" in out, out + err  # the gate fails on the wrong path (gate.max_wrong_paths: 0)
+    return server, CaseStore(tmp_path / "store").latest(), collector.events
 
 
 def tools_of(sample: SampleRecord) -> list[str]:
@@ -88,7 +92,7 @@ def passes(sample: SampleRecord, case: Case) -> bool:
     stored steps, apart from the prober's own ``misses``.
     """
     expect = case.expect
-    assert expect is not None and expect.order == "strict"  # the cases file's sequences are strict
+    assert expect is not None and (not expect.tool_sequence or expect.order == "strict")  # as the file's is
     tools = tools_of(sample)
     steps = sum(s.kind in ("tool", "model") for s in sample.steps)
     return (sample.error is None and sample.answer == case.reference
@@ -101,7 +105,7 @@ def passes(sample: SampleRecord, case: Case) -> bool:
 def test_scatter_wrong_and_stable_paths_and_pass_hat_k_of_each_frameworks_example_agent(
         framework: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
         clean_env: None) -> None:
-    server, records = probe(framework, tmp_path, capsys, monkeypatch)
+    server, records, events = probe(framework, tmp_path, capsys, monkeypatch)
     capital, api = FRAMEWORKS[framework][2], FRAMEWORKS[framework][4]
     assert server.count(api) == server.model_calls() == 3 * K * 2  # a tool call and an answer per sample
     assert set(records) == {"capital-kenya", "capital-peru", "river-paris"}
@@ -119,11 +123,27 @@ def test_scatter_wrong_and_stable_paths_and_pass_hat_k_of_each_frameworks_exampl
     assert split.count((capital,)) == K // 2, f"{split}: see SEED"
 
     # pass^k at k = 8, recomputed from the stored samples' steps and answers
+    exact = {}
     for record in (kenya, peru, seine):
-        passed = sum(passes(s, record.case) for s in record.samples)
-        n = len(record.samples)
-        assert record.pass_k is not None and (record.pass_k.k, record.pass_k.n) == (K, n)
-        assert record.pass_k.passed == passed
-        assert record.pass_k.value == math.comb(passed, K) / math.comb(n, K)
-    assert (peru.pass_k.value, seine.pass_k.value) == (0.0, 1.0)  # type: ignore[union-attr]
-    assert kenya.pass_k.passed == split.count((capital,))  # type: ignore[union-attr]
+        passed, n = sum(passes(s, record.case) for s in record.samples), len(record.samples)
+        exact[record.id] = (passed, n, math.comb(passed, K) / math.comb(n, K))
+        assert record.pass_k is not None
+        assert (record.pass_k.k, record.pass_k.passed, record.pass_k.n, record.pass_k.value) == (K, *exact[record.id])
+    assert exact == {"capital-kenya": (K // 2, K, 0.0), "capital-peru": (0, K, 0.0), "river-paris": (K, K, 1.0)}
+    # ... and the run's summary, the one source of every report's numbers
+    summary = summarize(records.values())
+    assert summary.path_findings == {"scatter": 1, "wrong": 1, "undecided": 0} and summary.paths == 3
+    assert summary.pass_k is not None and (summary.pass_k.k, summary.pass_k.cases) == (K, 3)
+    assert summary.pass_k.value == pytest.approx(sum(v for _, _, v in exact.values()) / 3)
+    assert summary.pass_k.pass_1 == pytest.approx(sum(p / n for p, n, _ in exact.values()) / 3)
+
+    # the verdicts out: one gen_ai.evaluation.result event per case, in the sample spans' trace
+    assert sorted(e.attributes["frontier_qa.case.id"] for e in events) == sorted(records)
+    for event in events:
+        record = records[event.attributes["frontier_qa.case.id"]]
+        assert event.event_name == "gen_ai.evaluation.result"
+        assert event.attributes["gen_ai.evaluation.score.label"] == "pass"
+        assert event.attributes.get("frontier_qa.path.finding") == record.path.finding  # type: ignore[union-attr]
+        assert event.attributes["frontier_qa.pass_k"] == record.pass_k.value  # type: ignore[union-attr]
+        assert f"{event.trace_id}-{event.span_id}" == record.samples[0].span
+        assert event.attributes["frontier_qa.sample_spans"] == tuple(s.span for s in record.samples)
