@@ -4,7 +4,10 @@
 ``--run``, ``--target``), failures first, then suspects, frontier, unresolved, pass and invalid
 cases; ``show CASE`` one case's prompt, reference, answers with their votes (failed samples by
 their error: ``3 × call failed: RuntimeError: flaky backend (at agent.py:3 in run)``) and, for an
-agent, the steps that led to each (``steps: model → search(query="paris") → model → answer "Paris"``), every observation
+agent, the steps that led to each (``steps: model → search(query="paris") → model → answer "Paris"``) and
+what that sample missed of the case's expectations (``misses: never called convert``), the path
+finding with the paths the samples took and pass^k (``path: scatter · p̂ 0.62 · capital_of 5/8 ·
+lookup_city 3/8``), every observation
 (runs, agent versions, replay verdicts) and its baselines; ``diff [RUN_A RUN_B]`` two runs (the
 last two by default): class changes, p̂ changes beyond the noise (the replay's own test, run A
 as the baseline), new and vanished cases. A case is named by its id, by ``topic/id`` as pytest
@@ -20,8 +23,13 @@ are only ever added). A case row (``list``'s ``cases``, ``diff``'s ``new`` and `
   ``cases`` [case rows], ``counts`` {class: cases}, ``total``;
 * ``cases.show``: ``store``, ``case`` (the case as recorded: prompt, system, reference, tools,
   metadata...), ``latest`` (a case row plus ``reason``), ``answers`` [{``answer``, ``votes``, and for an
-  agent ``steps`` (its steps to that answer on one line, from one sample that gave it)}],
-  ``errors`` [{``error``, ``count``}] (the failed samples' errors, most frequent first), ``history``
+  agent ``steps`` (its steps to that answer on one line, from one sample that gave it) and, where the
+  expectations were checked, that sample's ``misses`` [str]}],
+  ``errors`` [{``error``, ``count``}] (the failed samples' errors, most frequent first), ``path`` (the
+  path record: ``granularity``, ``p_hat``, ``majority``, ``clusters`` [{``path``, ``count``}],
+  ``decision``, ``below``, ``inside``, ``above``, ``finding``, ``reason``; or null), ``pass_k``
+  ({``k``, ``n``, ``passed``, ``value``, ``misses``} or null), ``samples`` [{``index``, ``path``,
+  ``misses``}] (the samples whose path or expectations were recorded), ``history``
   [case rows plus ``verdict`` (the replay's verdict record or null)], ``baseline`` (the baseline
   record or null), ``accepted`` [baseline records, oldest first];
 * ``cases.diff``: ``store``, ``run_a`` and ``run_b`` {``run_id``, ``started_at``, ``target_id``,
@@ -51,12 +59,13 @@ from frontier_qa.config import load_config, regression_policy
 from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_FINDINGS, EXIT_OK
 from frontier_qa.reports._explain import answer_label, side
-from frontier_qa.reports._step_line import cluster_steps
+from frontier_qa.reports._path_findings import case_misses, clusters_text, finding_word, pass_k_text, sample_misses
+from frontier_qa.reports._step_line import cluster_samples, cluster_steps
 from frontier_qa.reports._summary import answer_distribution, sample_errors
 from frontier_qa.reports._text import fmt_p, shorten
 from frontier_qa.store import _views as views
 from frontier_qa.store._case_store import CaseStore
-from frontier_qa.store._records import CLASS_ORDER, CaseClass, CaseRecord, Interval, RunRecord
+from frontier_qa.store._records import CLASS_ORDER, CaseClass, CaseRecord, Interval, RunRecord, SampleRecord
 
 JSON_VERSION = 1
 _JSON = typer.Option(False, "--json", help='One JSON object: "kind", "version": 1, fields only ever added '
@@ -189,14 +198,19 @@ def show_command(
     source, _ = _store(config, store)
     view = views.case_view(source, views.find_case(source, case))
     last = view.latest
-    steps = cluster_steps(last)
+    steps, shown = cluster_steps(last), cluster_samples(last)
     if as_json:
         _emit({"kind": "cases.show", "version": JSON_VERSION, "store": str(source.root),
                "case": last.model_dump(mode="json", include={"case"})["case"],
                "latest": {**case_row(last), "reason": last.reason},
-               "answers": [{"answer": a, "votes": n, **({"steps": steps[a]} if a in steps else {})}
+               "answers": [{"answer": a, "votes": n, **({"steps": steps[a]} if a in steps else {}),
+                            **_misses_of(shown.get(a))}
                            for a, n in answer_distribution(last)],
                "errors": [{"error": e, "count": n} for e, n in sample_errors(last)],
+               "path": None if last.path is None else last.path.model_dump(mode="json"),
+               "pass_k": None if last.pass_k is None else last.pass_k.model_dump(mode="json"),
+               "samples": [{"index": s.sample_index, "path": s.path, "misses": None if s.misses is None
+                            else list(s.misses)} for s in last.samples if s.path is not None or s.misses is not None],
                "history": [{**case_row(r), "verdict": None if r.verdict is None else r.verdict.model_dump(mode="json")}
                            for r in view.history],
                "baseline": None if view.baseline is None else view.baseline.model_dump(mode="json"),
@@ -205,6 +219,27 @@ def show_command(
     for text in _show_lines(view):
         typer.echo(text)
     raise typer.Exit(EXIT_OK)
+
+
+def _misses_of(sample: SampleRecord | None) -> dict[str, list[str]]:
+    """``{"misses": [...]}`` of the sample an answer's line shows, when its expectations were checked."""
+    return {} if sample is None or sample.misses is None else {"misses": list(sample.misses)}
+
+
+def _path_lines(r: CaseRecord) -> list[str]:
+    """The case's paths (finding, clusters, why) and its pass^k with the most common misses."""
+    lines = []
+    if r.path is not None:
+        lines.append(f"  path:       {finding_word(r.path)} · p̂ {fmt_p(r.path.p_hat)} · {clusters_text(r.path)} "
+                     f"(granularity {r.path.granularity})")
+        if r.path.reason:
+            lines.append(f"              {_one_line(r.path.reason, 300)}")
+    if r.pass_k is not None:
+        lines.append(f"  pass^k:     {pass_k_text(r.pass_k)}")
+    misses = case_misses(r)
+    if misses:
+        lines.append(f"  misses:     {'; '.join(misses)}")
+    return lines
 
 
 def _show_lines(view: views.CaseView) -> list[str]:
@@ -221,13 +256,17 @@ def _show_lines(view: views.CaseView) -> list[str]:
                                          f"run {last.run_id}, {last.finished_at:%Y-%m-%d %H:%M}"))
     if last.reason:
         lines.append(f"  why:        {_one_line(last.reason, 300)}")
+    lines += _path_lines(last)
     answers = answer_distribution(last)
     lines.append(f"  answers ({last.k} samples, latest run):" if answers else "  answers:    none (never sampled)")
-    steps = cluster_steps(last)
+    steps, shown = cluster_steps(last), cluster_samples(last)
     for a, n in answers:
         lines.append(f"    {n:>3} × {answer_label(a, 100)}")
         if a in steps:
             lines.append(f"          steps: {steps[a]}")
+        said = None if a not in shown else sample_misses(shown[a])
+        if said is not None:  # what the same sample missed of the expectations
+            lines.append(f"          misses: {said}")
     lines.append(f"  history ({len(view.history)} observation(s), oldest first):")
     rows = [[f"{r.finished_at:%Y-%m-%d %H:%M}", r.run_id, r.case_class.value, _p_cell(r), f"k={r.k}",
              f"agent {_agent(r)}", "" if r.verdict is None else f"replay: {r.verdict.verdict}"] for r in view.history]

@@ -3,8 +3,9 @@ the pytest plugin's terminal summary shows, from the same :class:`~frontier_qa.r
 the files are written from (so every number agrees with them).
 
 Order: why the run could not judge the agent (first, when it could not), the title, the headline
-numbers (:meth:`ReportInput.headline`), where the ability ends along each knob the run searched (its
-boundaries, and the failures shrunk to smaller knob values), the frontier map, the cases validation removed (each
+numbers (:meth:`ReportInput.headline`: paths and pass^k among them), where the ability ends along each knob
+the run searched (its boundaries, and the failures shrunk to smaller knob values), the frontier map, the
+cases with a path finding (wrong paths first), the cases validation removed (each
 named, with the reason), the first regressions explained, the files written, the gate and its
 reasons, and the next steps.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from frontier_qa.reports import _boundaries as bd
 from frontier_qa.reports._explain import explain, removal
+from frontier_qa.reports._path_findings import case_line, finding_word, path_cases
 from frontier_qa.reports._report_input import ReportInput
 from frontier_qa.reports._summary import invalid_cases
 from frontier_qa.store._records import CaseClass
@@ -24,6 +26,7 @@ SHOWN_VERDICTS = 5  # regressions explained on the console (the reports list the
 SHOWN_REMOVED = 5  # cases validation removed, named on the console with the reason
 SHOWN_TOPICS = 10  # rows of the frontier map on the console
 SHOWN_BOUNDARIES = 10  # boundaries on the console (with their shrunk failures; the reports list them all)
+SHOWN_PATHS = 5  # cases with a path finding named on the console (wrong paths first)
 
 
 def console_lines(report: ReportInput, title: str, *, written: Mapping[str, Path] | None = None,
@@ -64,6 +67,10 @@ def console_lines(report: ReportInput, title: str, *, written: Mapping[str, Path
         apart = f" (+{unchecked} uncertain on unchecked tasks)" if unchecked else ""
         out.append(f"  frontier map: {t.topic}: {t.counts[CaseClass.FRONTIER]} frontier, "
                    f"{t.counts[CaseClass.FAILURE]} failure of {t.total}{apart}")
+    pathed = path_cases(s.records)
+    out += [f"  {finding_word(r.path)}: {r.id}: {case_line(r)}" for r in pathed[:SHOWN_PATHS]]
+    if len(pathed) > SHOWN_PATHS:
+        out.append(f"  … {len(pathed) - SHOWN_PATHS} more path findings: see report.md")
     invalid = invalid_cases(s.records)
     if invalid:
         out.append(f"  removed by validation: {len(invalid)}")
@@ -92,4 +99,4 @@ def console_lines(report: ReportInput, title: str, *, written: Mapping[str, Path
     return out
 
 
-__all__ = ["SHOWN_BOUNDARIES", "SHOWN_REMOVED", "SHOWN_VERDICTS", "console_lines"]
+__all__ = ["SHOWN_BOUNDARIES", "SHOWN_PATHS", "SHOWN_REMOVED", "SHOWN_VERDICTS", "console_lines"]

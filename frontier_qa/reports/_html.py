@@ -15,13 +15,26 @@ from typing import TYPE_CHECKING
 
 from frontier_qa.reports import _boundaries as bd
 from frontier_qa.reports._explain import baseline_votes, removal, votes
+from frontier_qa.reports._path_findings import (
+    FINDINGS_HEADER,
+    PATHS_NOTE,
+    case_misses,
+    clusters_text,
+    finding_row,
+    finding_word,
+    findings_cell,
+    pass_k_text,
+    path_cases,
+    path_text,
+    sample_misses,
+)
 from frontier_qa.reports._report_input import ReportInput, ReportParts
 from frontier_qa.reports._step_line import cluster_steps
 from frontier_qa.reports._summary import Summary, answer_distribution, invalid_cases, timeline
 from frontier_qa.reports._svg import COLORS, boundary_svg, frontier_map_svg, histogram_svg, line_svg
 from frontier_qa.reports._text import esc, fmt_p, fmt_usd, shorten, write_text
 from frontier_qa.store._comparison import Comparison, RegressionVerdict
-from frontier_qa.store._records import CLASS_ORDER, BoundaryRecord, CaseClass, CaseRecord, RunRecord
+from frontier_qa.store._records import CLASS_ORDER, BoundaryRecord, CaseClass, CaseRecord, RunRecord, SampleRecord
 
 if TYPE_CHECKING:  # typing.Unpack is 3.11+; the package supports 3.10
     from typing_extensions import Unpack
@@ -98,8 +111,34 @@ def _case_card(r: CaseRecord, prompt_chars: int) -> str:
     return (
         f'<div class="case"><h3>{_badge(r.case_class)} {esc(r.id)} '
         f'<span class="meta">· {esc(r.topic)} · p̂ {fmt_p(r.p_hat)} {_interval(r)} · k={r.k}</span></h3>'
-        f"<pre>{esc(shorten(r.case.prompt, prompt_chars))}</pre>{ref}{why}{_distribution(r)}</div>"
+        f"<pre>{esc(shorten(r.case.prompt, prompt_chars))}</pre>{ref}{why}{_path(r)}{_distribution(r)}</div>"
     )
+
+
+def _path(r: CaseRecord) -> str:
+    """The case's paths and pass^k under its prompt, when analysed."""
+    items = []
+    if r.path is not None:
+        items.append(f"Path ({esc(finding_word(r.path))}): {esc(clusters_text(r.path))}")
+    if r.pass_k is not None:
+        items.append(esc(pass_k_text(r.pass_k)))
+    misses = case_misses(r)
+    if misses:
+        items.append("misses: " + esc("; ".join(misses)))
+    return f'<p class="meta">{" · ".join(items)}</p>' if items else ""
+
+
+def _paths_section(records: Sequence[CaseRecord], top: int) -> str:
+    """The cases with a path finding, wrong paths first (as report.md lists them)."""
+    found = path_cases(records)
+    if not found:
+        return ""
+    head = "".join(f"<th>{esc(h)}</th>" for h in FINDINGS_HEADER)
+    rows = "".join(f"<tr><td><code>{esc(case_id)}</code></td><td><b>{esc(finding)}</b></td>"
+                   + "".join(f"<td>{esc(cell)}</td>" for cell in rest) + "</tr>"
+                   for case_id, finding, *rest in map(finding_row, found[:top]))
+    more = f"<p>{len(found) - top} more in report.json.</p>" if len(found) > top else ""
+    return f"<h2>Path findings ({len(found)})</h2><p>{esc(PATHS_NOTE)}</p><table><tr>{head}</tr>{rows}</table>{more}"
 
 
 def _verdict_card(x: Comparison, r: CaseRecord | None, history: Sequence[CaseRecord], prompt_chars: int) -> str:
@@ -177,15 +216,25 @@ def _badge_text(text: str) -> str:
 
 
 def _samples(r: CaseRecord, sample_chars: int) -> str:
+    checked = any(s.path is not None or s.misses is not None for s in r.samples)  # paths analysed: say each one
+
+    def path(s: SampleRecord) -> str:
+        if not checked:
+            return ""
+        said = [path_text(s.path)] if s.path is not None else []
+        said += [m] if (m := sample_misses(s)) is not None else []
+        return f"<td>{esc(' — '.join(said))}</td>"
+
     rows = [
         f'<tr><td class="n">{s.sample_index}</td><td class="ans">{esc(shorten(s.answer or "—", 200))}</td>'
         f'<td class="n">{s.n_tool_calls}</td><td>{esc(shorten(s.error or "", 200))}</td>'
         f"<td>{'yes' if s.cached else ''}</td>"
         f"<td><details><summary>{s.text_chars} chars</summary><pre>{esc(shorten(s.text or '', sample_chars))}"
-        f"</pre></details></td></tr>"
+        f"</pre></details></td>{path(s)}</tr>"
         for s in r.samples
     ]
-    head = "<tr><th>#</th><th>answer</th><th>tools</th><th>error</th><th>cached</th><th>text</th></tr>"
+    head = ("<tr><th>#</th><th>answer</th><th>tools</th><th>error</th><th>cached</th><th>text</th>"
+            + ("<th>path · misses</th>" if checked else "") + "</tr>")
     return f'<table class="samples">{head}{"".join(rows)}</table>'
 
 
@@ -295,14 +344,17 @@ def html_report(
     body = "".join(
         f"<tr><td>{esc(t.topic)}</td>"
         + "".join(f'<td class="n">{t.counts[cls]}</td>' for cls in CLASS_ORDER)
-        + f'<td class="n">{t.total}</td><td class="n">{_pct(t.frontier_share)}'
-        "</td></tr>"
+        + f'<td class="n">{t.total}</td><td class="n">{_pct(t.frontier_share)}</td>'
+        + (f"<td>{esc(findings_cell(t.path_findings))}</td>" if s.paths else "")
+        + "</tr>"
         for t in s.by_topic
     )
+    paths_head = "<th>path findings</th>" if s.paths else ""  # only when some case's paths were analysed
     parts.append(
         f"<h2>Frontier map by topic</h2><table><tr><th>topic</th>{head}<th>total</th>"
-        f"<th>frontier share</th></tr>{body}</table>"
+        f"<th>frontier share</th>{paths_head}</tr>{body}</table>"
     )
+    parts.append(_paths_section(s.records, max_cases))
     for _, name, chosen in report.top_sections(top):
         parts.append(f"<h2>{name}</h2>" + "".join(_case_card(r, prompt_chars) for r in chosen))
     parts.append(_removed_section(s.records, max_cases))

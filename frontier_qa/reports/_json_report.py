@@ -34,6 +34,8 @@ from frontier_qa.store._records import (
     KnobValue,
     LevelPoint,
     ModelSpend,
+    PassK,
+    PathRecord,
     RunRecord,
     ShrunkFailure,
     utc_now,
@@ -54,6 +56,8 @@ class TopicSummary(_Model):
     total: int
     counts: dict[CaseClass, int]
     frontier_share: float | None = Field(description="frontier / valid cases in the topic, in [0, 1]")
+    path_findings: dict[str, int] = Field(default_factory=dict,
+                                          description="the topic's cases by path finding (scatter, wrong, undecided)")
 
 
 class PHatHistogram(_Model):
@@ -62,6 +66,16 @@ class PHatHistogram(_Model):
     edges: list[float]
     counts: list[int]
     by_class: dict[CaseClass, list[int]]
+
+
+class PassKReport(_Model):
+    """pass^k over the cases that count it: the mean of their per-case pass^k (τ-bench), with pass^1."""
+
+    k: int = Field(description="the k asked for (probing.pass_k.k)")
+    cases: int = Field(description="cases with a pass^k value (sampled at least k times)")
+    value: float | None = Field(description="mean pass^k over those cases, in [0, 1]; null when none has one")
+    pass_1: float | None = Field(description="mean share of passing samples over the same cases (pass^1)")
+    short: int = Field(0, description="counted cases whose sampling ended below k samples (no value)")
 
 
 class AnswerCount(_Model):
@@ -111,6 +125,11 @@ class CaseSummary(_Model):
     reason: str | None = Field(None, description="why the case has its class; for an invalid case, why validation "
                                "removed it (near-duplicate, identical copy, bad format, critic...)")
     history: list[Observation] = Field(default_factory=list, description="earlier observations, oldest first")
+    path: PathRecord | None = Field(None, description="whether the samples took one path (majority, clusters, p̂, "
+                                    "band decision) and the path finding: scatter, wrong, undecided or null; null "
+                                    "when the case's paths were not analysed")
+    pass_k: PassK | None = Field(None, description="the case's pass^k: k, samples counted, passed, value, the most "
+                                 "common misses; null when the case does not count it")
 
 
 class GateCheckReport(_Model):
@@ -217,6 +236,11 @@ class JsonReport(_Model):
     frontier_share: float | None = Field(description="frontier / valid (non-invalid) cases, in [0, 1]")
     by_topic: list[TopicSummary]
     p_hat_histogram: PHatHistogram
+    paths: int = Field(0, description="cases whose paths were analysed (tools called, or expectations)")
+    path_findings: dict[str, int] = Field(default_factory=dict,
+                                          description="cases by path finding: scatter, wrong, undecided "
+                                                      "(zeros included)")
+    pass_k: PassKReport | None = Field(None, description="pass^k over the cases that count it; null when none does")
     cost: Cost = Field(description="the cases' own samples (calls not served from the cache, tokens, dollars)")
     spend: dict[str, ModelSpend] = Field(
         default_factory=dict, description="what each model of the run spent, by role (target, curriculum, ...)")
@@ -286,7 +310,8 @@ def build_json_report(
         by_class=s.by_class,
         frontier_share=s.frontier_share,
         by_topic=[
-            TopicSummary(topic=t.topic, total=t.total, counts=t.counts, frontier_share=t.frontier_share)
+            TopicSummary(topic=t.topic, total=t.total, counts=t.counts, frontier_share=t.frontier_share,
+                         path_findings=t.path_findings)
             for t in s.by_topic
         ],
         p_hat_histogram=PHatHistogram(
@@ -294,6 +319,9 @@ def build_json_report(
             counts=list(s.histogram.counts),
             by_class={c: list(v) for c, v in s.histogram.by_class.items()},
         ),
+        paths=s.paths,
+        path_findings=s.path_findings,
+        pass_k=None if s.pass_k is None else PassKReport(**vars(s.pass_k)),
         cost=s.cost,
         spend=dict(report.spend),
         candidates=report.candidates,
@@ -323,6 +351,8 @@ def build_json_report(
                 history=[Observation(run_id=h.run_id, at=h.finished_at, case_class=h.case_class, p_hat=h.p_hat,
                                      k=h.k, target_version=h.target_version)
                          for h in history.get(r.id, ()) if h.run_id != r.run_id],
+                path=r.path,
+                pass_k=r.pass_k,
             )
             for r in s.records
         ],

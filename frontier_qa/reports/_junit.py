@@ -3,8 +3,10 @@
 Layout follows what pytest's ``--junitxml`` writes and Jenkins, GitLab and GitHub
 report actions read: ``<testsuites>`` → ``<testsuite>`` → ``<testcase classname=topic
 name=case-id>``, with ``<properties>`` on the suite and on each case. Failures and replay
-regressions become ``<failure>`` (a regression's text explains it: baseline against now);
-frontier and suspect cases pass (with their p̂ as properties) unless configured to fail;
+regressions become ``<failure>`` (a regression's text explains it: baseline against now), and so
+does a wrong path (type ``wrong-path``: the samples agree on a path that misses the case's
+expectations); frontier and suspect cases pass (with their p̂ as properties) unless configured to
+fail, and so does path scatter (a ``path_finding`` property and a ``path:`` line in its output);
 unresolved and invalid cases are ``<skipped>``. A run that could not judge the agent gets
 one errored test case, ``frontier-qa / run health``, first. All text goes through
 :func:`~frontier_qa.reports._text.clean` because XML 1.0 cannot hold most control characters.
@@ -20,11 +22,12 @@ from typing import Any
 
 from frontier_qa.reports._explain import explain
 from frontier_qa.reports._gate import GateResult
+from frontier_qa.reports._path_findings import case_line, case_misses, finding_word, path_text
 from frontier_qa.reports._report_input import ReportInput
 from frontier_qa.reports._summary import Summary, answer_distribution, sample_errors
 from frontier_qa.reports._text import clean, fmt_p, shorten, write_text
 from frontier_qa.store._comparison import Comparison, RegressionVerdict
-from frontier_qa.store._records import CaseClass, CaseRecord, RunRecord
+from frontier_qa.store._records import CaseClass, CaseRecord, PathRecord, RunRecord
 
 MAX_DETAIL_CHARS = 2000  # prompt characters shown in a failure's details
 
@@ -49,6 +52,10 @@ def _details(r: CaseRecord) -> str:
     lines.append(f"majority: {r.majority}")
     lines.append("answers:")
     lines += [f"  {count:>3} × {shorten(answer, 200)}" for answer, count in answer_distribution(r)]
+    if r.path is not None or r.pass_k is not None:  # scatter is said here, as a frontier case is: the test passes
+        lines.append(f"path: {finding_word(r.path)}: {case_line(r)}")
+        if r.path is not None and r.path.reason:
+            lines.append(f"path reason: {r.path.reason}")
     lines += ["prompt:", shorten(r.case.prompt, MAX_DETAIL_CHARS)]
     return clean("\n".join(lines))
 
@@ -71,6 +78,39 @@ def _message(r: CaseRecord) -> str:
     else:
         text = f"invalid case: {r.reason or 'failed validation'}"
     return clean(shorten(text, 500))
+
+
+def _wrong_path(r: CaseRecord, path: PathRecord) -> str:
+    """The failure message of a wrong path: the path the samples agree on and what it misses."""
+    misses = case_misses(r)
+    text = (f"wrong path: the samples agree on {path_text(path.majority)} (p̂={fmt_p(path.p_hat)}), which misses "
+            f"the expectations" + (": " + ", ".join(misses) if misses else ""))
+    return clean(shorten(text, 500))
+
+
+def _path_props(r: CaseRecord) -> list[tuple[str, object]]:
+    path, pass_k = r.path, r.pass_k
+    items: list[tuple[str, object]] = []
+    if path is not None:
+        items += [("path_finding", path.finding or "stable"), ("path", path_text(path.majority)),
+                  ("path_p_hat", f"{path.p_hat:.4f}")]
+    if pass_k is not None:
+        items += [("pass_k", pass_k.k), ("pass_hat_k", None if pass_k.value is None else f"{pass_k.value:.4f}"),
+                  ("pass_k_passed", f"{pass_k.passed}/{pass_k.n}")]
+    return items
+
+
+def _suite_path_props(s: Summary) -> list[tuple[str, object]]:
+    """The run's paths and pass^k as numbers (the headline words them): :class:`Summary`'s own."""
+    items: list[tuple[str, object]] = []
+    if s.paths:
+        items += [("paths_analysed", s.paths)] + [(f"path_{f}", n) for f, n in s.path_findings.items()]
+    p = s.pass_k
+    if p is not None:
+        items += [("pass_k", p.k), ("pass_hat_k", None if p.value is None else f"{p.value:.4f}"),
+                  ("pass_1", None if p.pass_1 is None else f"{p.pass_1:.4f}"), ("pass_k_cases", p.cases),
+                  ("pass_k_short", p.short)]
+    return items
 
 
 def junit_xml(
@@ -109,10 +149,14 @@ def junit_xml(
     def regressed(r: CaseRecord) -> bool:
         return r.id in verdicts and verdicts[r.id].verdict is RegressionVerdict.REGRESSION
 
+    def wrong_path(r: CaseRecord) -> bool:
+        return r.path is not None and r.path.finding == "wrong"
+
     boundaries = list(report.boundaries)
     moved = {b.axis: [m for m in b.moved if m.direction == "easier"] for b in boundaries}
-    n_fail = sum(1 for r in s.records if r.case_class in failing or regressed(r)) + sum(1 for m in moved.values() if m)
-    n_skip = sum(1 for r in s.records if r.case_class in skipping and not regressed(r))
+    n_fail = (sum(1 for r in s.records if r.case_class in failing or regressed(r) or wrong_path(r))
+              + sum(1 for m in moved.values() if m))
+    n_skip = sum(1 for r in s.records if r.case_class in skipping and not regressed(r) and not wrong_path(r))
     health = gate.health if gate is not None else ()
     seconds = [max((r.finished_at - r.started_at).total_seconds(), 0.0) for r in s.records]
     counts = {
@@ -136,6 +180,7 @@ def junit_xml(
             ("config_hash", run.config_hash or None),
         ]
     items += report.headline()  # the numbers every output shows, worded the same
+    items += _suite_path_props(s)
     items += [(f"next_step_{i}", step) for i, step in enumerate(report.next_steps, start=1)]
     _props(suite, items)
     if health:
@@ -170,6 +215,7 @@ def junit_xml(
                 ("target", r.target_id),
                 ("target_version", r.target_version),
                 ("verdict", verdicts[r.id].verdict.value if r.id in verdicts else None),
+                *_path_props(r),
             ],
         )
         if regressed(r):
@@ -179,6 +225,9 @@ def junit_xml(
             failure.text = clean("\n".join(explain(c, r)))
         elif r.case_class in failing:
             failure = ET.SubElement(case, "failure", message=_message(r), type=r.case_class.value)
+            failure.text = _details(r)
+        elif r.path is not None and wrong_path(r):  # the answer may be right: the way to it is not
+            failure = ET.SubElement(case, "failure", message=_wrong_path(r, r.path), type="wrong-path")
             failure.text = _details(r)
         elif r.case_class in skipping:
             ET.SubElement(case, "skipped", message=_message(r), type=r.case_class.value)

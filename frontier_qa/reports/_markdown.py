@@ -3,7 +3,8 @@
 Sections: header (target, run), why the run could not judge the agent (when it could not),
 the gate, the regressions (first, when there are any: baseline against now, the answers, the
 test, the trend), counts by class, cost, where the ability ends along each difficulty knob (when
-task generators were searched), the frontier map by topic, the top frontier and
+task generators were searched), the frontier map by topic (with the path findings when paths were
+analysed), the cases with a path finding (scatter, wrong path, undecided), the top frontier and
 failure cases with their answer distributions, the cases validation removed with the reason,
 and the other replay verdicts, findings and guards apart. Long lists end with "N more". All user
 and model text is escaped (:func:`~frontier_qa.reports._text.md`), so an answer cannot break a table or inject HTML.
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from frontier_qa.reports import _boundaries as bd
 from frontier_qa.reports._explain import baseline_votes, removal, votes
+from frontier_qa.reports._path_findings import FINDINGS_HEADER, PATHS_NOTE, finding_row, findings_cell, path_cases
 from frontier_qa.reports._report_input import ReportInput, ReportParts
 from frontier_qa.reports._summary import Summary, answer_distribution, invalid_cases
 from frontier_qa.reports._text import clean, fmt_p, md, write_text
@@ -158,11 +160,14 @@ def markdown_report(
     out += [""] + [f"- {label}: {md(text)}" for label, text in report.headline()] + [""]
     out += _boundaries_section(report.boundaries)
     out += ["## Frontier map by topic", ""]
+    paths = ["path findings"] if s.paths else []  # a column only when some case's paths were analysed
     topic_rows = [
         [md(t.topic, 60)] + [t.counts[c] for c in CLASS_ORDER] + [t.total, _share(t.frontier_share)]
+        + ([findings_cell(t.path_findings)] if paths else [])
         for t in s.by_topic
     ]
-    out += _table(["topic", *(c.value for c in CLASS_ORDER), "total", "frontier share"], topic_rows) + [""]
+    out += _table(["topic", *(c.value for c in CLASS_ORDER), "total", "frontier share", *paths], topic_rows) + [""]
+    out += _paths_section(s.records, top_verdicts)
     for cls, title, chosen in report.top_sections(top):
         out += [f"## {title}", ""]
         for r in chosen:
@@ -221,6 +226,20 @@ def _boundaries_section(boundaries: Sequence[BoundaryRecord]) -> list[str]:
         if b.crossings or b.shrunk or b.cases:
             out.append("")
     return out
+
+
+def _paths_section(records: Sequence[CaseRecord], top: int) -> list[str]:
+    """The cases with a path finding, wrong paths first: the finding, the paths with their samples,
+    why, pass^k and the most common misses.
+    """
+    found = path_cases(records)
+    if not found:
+        return []
+    out = [f"## Path findings ({len(found)})", "", md(PATHS_NOTE), ""]
+    rows = ([_code(case_id), f"**{md(finding)}**", *map(md, rest)]
+            for case_id, finding, *rest in map(finding_row, found[:top]))
+    out += _table(list(FINDINGS_HEADER), rows) + [""]
+    return out + _more(len(found) - top, "path findings")
 
 
 def _removed_section(records: Sequence[CaseRecord], top: int) -> list[str]:

@@ -107,19 +107,29 @@ def _answer_of(sample: SampleRecord) -> str:
     return CALL_FAILED + error_text(sample.error) if sample.error is not None else "(no answer)"
 
 
+def cluster_samples(record: CaseRecord) -> dict[str, SampleRecord]:
+    """For each answer of :func:`~frontier_qa.reports._summary.answer_distribution`, the sample that
+    shows it: the first (by index) that recorded steps, else its first sample.
+    """
+    wanted = {answer for answer, _ in answer_distribution(record)}
+    chosen: dict[str, SampleRecord] = {}
+    for sample in sorted(record.samples, key=lambda s: s.sample_index):
+        answer = _answer_of(sample)
+        if answer in wanted and (answer not in chosen or (not _shows_steps(chosen[answer]) and _shows_steps(sample))):
+            chosen[answer] = sample
+    return chosen
+
+
+def _shows_steps(sample: SampleRecord) -> bool:
+    return any(s.kind != "agent" for s in sample.steps)
+
+
 def cluster_steps(record: CaseRecord, chars: int = LINE_CHARS) -> dict[str, str]:
     """For each answer of :func:`~frontier_qa.reports._summary.answer_distribution`, the step line
     of the first sample (by index) that gave it; answers whose samples recorded no steps are left out.
     """
-    wanted = {answer for answer, _ in answer_distribution(record)}
-    lines: dict[str, str] = {}
-    for sample in sorted(record.samples, key=lambda s: s.sample_index):
-        answer = _answer_of(sample)
-        if answer in wanted and answer not in lines:
-            line = step_line(sample, chars)
-            if line is not None:
-                lines[answer] = line
-    return lines
+    lines = {answer: step_line(sample, chars) for answer, sample in cluster_samples(record).items()}
+    return {answer: line for answer, line in lines.items() if line is not None}
 
 
-__all__ = ["ARROW", "LINE_CHARS", "cluster_steps", "step_label", "step_line"]
+__all__ = ["ARROW", "LINE_CHARS", "cluster_samples", "cluster_steps", "step_label", "step_line"]

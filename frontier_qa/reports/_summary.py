@@ -27,12 +27,15 @@ class TopicRow:
         counts: cases per class (every class present, zeros included).
         total: cases in the topic.
         frontier_share: frontier cases / valid cases in the topic, in [0, 1]; ``None`` if none valid.
+        path_findings: the topic's cases by path finding (``scatter``, ``wrong``, ``undecided``, zeros
+            included), as :attr:`Summary.path_findings` counts them over all topics.
     """
 
     topic: str
     counts: dict[CaseClass, int]
     total: int
     frontier_share: float | None
+    path_findings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PATH_FINDINGS, 0))
 
 
 @dataclass(frozen=True)
@@ -189,11 +192,14 @@ def summarize(records: Iterable[CaseRecord], *, bins: int = 10) -> Summary:
     recs = tuple(sorted(latest.values(), key=lambda r: r.id))
     by_class = {c: 0 for c in CLASS_ORDER}
     topics: dict[str, dict[CaseClass, int]] = {}
+    findings: dict[str, list[str]] = {}
     hist = {c: [0] * bins for c in CLASS_ORDER}
     cost = Cost()
     for r in recs:
         by_class[r.case_class] += 1
         topics.setdefault(r.topic, {c: 0 for c in CLASS_ORDER})[r.case_class] += 1
+        if r.path is not None and r.path.finding is not None:
+            findings.setdefault(r.topic, []).append(r.path.finding)
         if r.p_hat is not None:
             hist[r.case_class][histogram_bin(r.p_hat, bins)] += 1
         cost = cost + r.cost
@@ -203,7 +209,8 @@ def summarize(records: Iterable[CaseRecord], *, bins: int = 10) -> Summary:
         total = sum(counts.values())
         rows.append(
             TopicRow(
-                topic, counts, total, _share(counts[CaseClass.FRONTIER], total - counts[CaseClass.INVALID])
+                topic, counts, total, _share(counts[CaseClass.FRONTIER], total - counts[CaseClass.INVALID]),
+                count_each(PATH_FINDINGS, findings.get(topic, ())),
             )
         )
     return Summary(

@@ -140,7 +140,8 @@ def test_show_tells_a_case_s_story(store_dir: Path, capsys: pytest.CaptureFixtur
 def test_show_json_and_the_ways_to_name_a_case(store_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = as_json(capsys, "cases", "show", "add-1", "--store", str(store_dir))
     assert set(data) == {"kind", "version", "store", "case", "latest", "answers", "errors", "history", "baseline",
-                         "accepted"}
+                         "accepted", "path", "pass_k", "samples"}
+    assert (data["path"], data["pass_k"], data["samples"]) == (None, None, [])  # a model without tools
     assert (data["kind"], data["version"], data["case"]["prompt"]) == ("cases.show", 1, "What is 1 plus 10?")
     assert set(data["latest"]) == ROW_KEYS | {"reason"} and data["latest"]["case_class"] == "failure"
     assert data["answers"] == [{"answer": "999", "votes": data["latest"]["k"]}]
