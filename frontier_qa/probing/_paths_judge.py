@@ -11,6 +11,8 @@ trajectories (:func:`~frontier_qa.scoring._paths.view_of`), a refresh the stored
 The path's band decision is the answers' sequential rule (:func:`~frontier_qa.probing._sequential.decide`)
 on the path clusters, with the run's policy and the uninformed prior (the answers' fitted prior
 describes answers, not paths); with fixed k a path is stable when its p̂ reaches the band's high end.
+A stable path is *wrong* when most of the samples that took it miss the case's expectations (at
+``sequence`` granularity they may differ in arguments), whatever the answers say.
 """
 
 from __future__ import annotations

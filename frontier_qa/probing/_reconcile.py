@@ -4,8 +4,8 @@ Before a run replays the stored cases of a cases file, :func:`reconcile` compare
 record of each with the file as it is now (:mod:`frontier_qa.probing._refresh` per case):
 
 * ``unchanged``: the stored inputs are the file's: replay them as they are;
-* ``refreshed``: the reference (or its check, the answer format, the topic, the metadata)
-  changed; the stored samples were judged again, with no target call, into a new record that
+* ``refreshed``: the reference (or its check, the answer format, the trajectory expectations,
+  the topic, the metadata) changed; the stored samples were judged again, with no target call, into a new record that
   says what changed. Written (:func:`write_refreshed`), it is the case's latest record and its
   baseline from then on, and the next run sees the same inputs and says nothing: each change is
   reported once;

@@ -45,7 +45,8 @@ class GateThresholds:
             of their knob since the latest earlier run searched it: the agent now fails easier tasks.
         min_pass_hat_k: least mean pass^k over the cases that count it (``probing.pass_k``); off by
             default. No case with a pass^k value: nothing to check.
-        max_wrong_paths: most cases whose samples agree on a path that misses their expectations.
+        max_wrong_paths: most cases whose samples agree on a path that misses their expectations
+            (this and max_path_scatter are checked when the run analysed a path).
         max_path_scatter: most cases whose samples scatter over different paths (off by default).
     """
 
@@ -132,12 +133,14 @@ def _share(name: str, what: str, part: int, whole: int, limit: float) -> GateChe
 
 
 def _path_checks(summary: Summary, t: GateThresholds) -> list[GateCheck]:
-    """The path findings and pass^k against their limits (the numbers are the summary's, as every report's)."""
+    """The path findings and pass^k against their limits (the numbers are the summary's, as every report's);
+    a run that analysed no path has no path check, as one without generators has no boundary check.
+    """
     checks: list[GateCheck] = []
-    found = summary.path_findings
-    if t.max_wrong_paths is not None:
+    found = summary.path_findings if summary.paths else {}
+    if t.max_wrong_paths is not None and summary.paths:
         checks.append(_count("wrong_paths", "cases on a wrong path", found.get("wrong", 0), t.max_wrong_paths))
-    if t.max_path_scatter is not None:
+    if t.max_path_scatter is not None and summary.paths:
         checks.append(_count("path_scatter", "cases whose paths scatter", found.get("scatter", 0),
                              t.max_path_scatter))
     pass_k = summary.pass_k

@@ -226,6 +226,10 @@ def test_the_gate_checks_wrong_paths_scatter_and_pass_hat_k(four: ProbeResult) -
     assert checks["pass_hat_k"].value == value.value and not checks["pass_hat_k"].passed
     assert checks["pass_hat_k"].message == (f"pass^8 {value.value:.2f} over 4 case(s) is below the minimum of 0.90")
     assert evaluate_gate(four.records, GateThresholds(min_pass_hat_k=0.0, max_wrong_paths=None)).passed
+    # a run whose cases call no tool has no path to check: its gate reads as before
+    plain = [r.model_copy(update={"path": None, "pass_k": None}) for r in four.records]
+    assert {c.name for c in evaluate_gate(plain, strict).checks}.isdisjoint({"wrong_paths", "path_scatter",
+                                                                            "pass_hat_k"})
 
 
 def test_the_pytest_plugin_and_the_cli_judge_with_the_same_gate(four: ProbeResult, tmp_path: Path) -> None:
