@@ -459,8 +459,9 @@ def agent_span(agent: str, ctx: AgentContext) -> Iterator[None]:
     from opentelemetry.trace import SpanKind
 
     tracer = provider.get_tracer("frontier_qa")
-    attributes: dict[str, str | int] = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
-                                        "frontier_qa.case.id": ctx.case.id, "frontier_qa.sample.index": ctx.sample_index}
+    attributes: dict[str, str | int] = {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
+        "frontier_qa.case.id": ctx.case.id, "frontier_qa.sample.index": ctx.sample_index}
     with tracer.start_as_current_span(f"invoke_agent {agent}", kind=SpanKind.INTERNAL, attributes=attributes) as span:
         ctx.span = span_text(span.get_span_context())
         yield

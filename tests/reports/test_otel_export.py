@@ -10,6 +10,7 @@ take the events, and the header's secret in no file and no message.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
 import socket
@@ -162,3 +163,35 @@ def test_a_header_naming_an_unset_variable_is_a_config_error_at_its_key(
         otel_verdicts(load_config(tmp_path / "c.yaml"))
     assert raised.value.key == ("export", "otel", "headers", "Authorization")
     assert "FQA_OTEL_HEADER" in str(raised.value)
+
+
+def test_the_pytest_plugin_sends_the_events_of_each_run_it_ends(pytester: pytest.Pytester,
+                                                                 env: pytest.MonkeyPatch) -> None:
+    pytester.makefile(".jsonl", cases="\n".join(json.dumps(c) for c in CASES[:2]))
+    with OtlpCollector() as collector:
+        pytester.makepyfile(test_agent=f'''
+import pytest
+
+
+@pytest.mark.frontier(target={AGENT!r}, curriculum="cases.jsonl", k=3, sequential=False,
+                      set={{"export.otel.endpoint": {collector.endpoint!r}}})
+def test_agent(frontier_case):
+    frontier_case.assert_no_regression()
+''')
+        plugin = "frontier_qa.plugins.pytest_plugin"  # -p it unless the installed package registers it already
+        registered = any(ep.value == plugin for ep in importlib.metadata.entry_points(group="pytest11"))
+        for mode in ("generate", "replay"):  # the probe for new cases (Session.probe), then the items' replay run
+            result = pytester.runpytest_subprocess(*([] if registered else ["-p", plugin]), "-p", "no:cacheprovider",
+                                                   f"--frontier-mode={mode}")
+            assert result.ret == 0, result.stdout.str()[-3000:]
+    store = CaseStore(pytester.path / ".frontier-qa")
+    runs: dict[str, list[Event]] = {}
+    for event in collector.events:
+        runs.setdefault(event.attributes["frontier_qa.run.id"], []).append(event)
+    assert len(runs) == 2 and all(run.startswith("pytest-") for run in runs)
+    for run_id, events in runs.items():  # each run's end sent its latest records, linked to their samples
+        latest = store.latest(run_id=run_id)
+        assert sorted(e.attributes["frontier_qa.case.id"] for e in events) == sorted(latest)
+        for event in events:
+            record = latest[event.attributes["frontier_qa.case.id"]]
+            assert f"{event.trace_id}-{event.span_id}" == record.samples[0].span
