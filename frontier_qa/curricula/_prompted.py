@@ -333,19 +333,15 @@ class PromptedCurriculum:
         spec: ToolTaskSpec | None = None
         if self.style == "few_shot":
             return self._few_shot_request(seed, topic), seed, topic, None
-        if self.domain in ("math", "general"):
-            system, user = tpl.reasoning_prompt(self.domain, topic, ask_solution=self.ask_solution,
-                                                ask_difficulty=self.ask_difficulty)
-        elif self.domain == "open_ended":
-            system, user = tpl.open_ended_prompt(topic, ask_difficulty=self.ask_difficulty)
-        elif self.domain == "workflow":
-            system, user = tpl.workflow_prompt(self.agent_description or "", self.tools, topic,
-                                               ask_difficulty=self.ask_difficulty)
-        else:
+        if self.domain == "tools":
             spec = sample_tool_spec(random.Random(seed), [tpl.tool_name(t) for t in self.tools])
             menu = [t for name in spec.menu for t in self.tools if tpl.tool_name(t) == name]
             system, user = tpl.tool_prompt(menu, spec.n_calls, spec.context, topic,
                                            ask_difficulty=self.ask_difficulty)
+        else:
+            system, user = tpl.text_prompt(self.domain, topic, ask_solution=self.ask_solution,
+                                           ask_difficulty=self.ask_difficulty,
+                                           agent_description=self.agent_description, tools=self.tools)
         prompt = history + user
         case = Case(id=f"curriculum-{_digest(system, prompt)}", prompt=prompt, system=system,
                     topic=topic or self.domain, answer_format="text")
@@ -388,8 +384,7 @@ class PromptedCurriculum:
             if copied is not None:
                 return self._invalid(copied, raw, topic, metadata, source)
         else:
-            parsed = {"math": tpl.parse_reasoning, "general": tpl.parse_reasoning, "tools": tpl.parse_tool_task,
-                      "open_ended": tpl.parse_open_ended, "workflow": tpl.parse_workflow}[self.domain](raw)
+            parsed = tpl.PARSERS[self.domain](raw)
         if parsed.error is not None or parsed.question is None:
             return self._invalid(parsed.error or "no question", raw, topic, metadata, source)
         tools: tuple[Mapping[str, Any], ...] = ()

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,6 +195,24 @@ def workflow_prompt(
         extras=extras,
     )
     return system, TASK_USER
+
+
+def text_prompt(
+    domain: str, topic: str | None = None, *, ask_solution: bool = True, ask_difficulty: bool = True,
+    agent_description: str | None = None, tools: Sequence[Mapping[str, Any]] = (),
+) -> tuple[str, str]:
+    """(system, user) for a task of a text domain (``math``, ``general``, ``open_ended``, ``workflow``).
+
+    The prompted curriculum and the trainer ask with it, so a trained curriculum is asked as it was
+    trained. ``tools`` is asked for with :func:`tool_prompt`: its menu is drawn per task.
+    """
+    if domain in ("math", "general"):
+        return reasoning_prompt(domain, topic, ask_solution=ask_solution, ask_difficulty=ask_difficulty)
+    if domain == "open_ended":
+        return open_ended_prompt(topic, ask_difficulty=ask_difficulty)
+    if domain == "workflow":
+        return workflow_prompt(agent_description or "", tools, topic, ask_difficulty=ask_difficulty)
+    raise ValueError(f"{domain!r} is not a text domain")
 
 
 def tool_prompt(
@@ -409,6 +427,13 @@ def parse_tool_task(text: str) -> ParsedTask:
         return ParsedTask(question, tool_names=names, error="<tool_call_answer> holds no calls")
     return ParsedTask(question, tool_names=names, gold_calls=tuple(calls),
                       reference=canonical_calls(calls), predicted_pass_rate=_difficulty(tail))
+
+
+PARSERS: dict[str, Callable[[str], ParsedTask]] = {
+    "math": parse_reasoning, "general": parse_reasoning, "tools": parse_tool_task,
+    "open_ended": parse_open_ended, "workflow": parse_workflow,
+}
+"""Each domain's parser of what the curriculum model writes (the instruct style)."""
 
 
 # ----------------------------------------------------------------------------- tool schemas

@@ -18,7 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from frontier_qa.probing._case_prober import CaseProber, answers_of, version_of
+from frontier_qa.probing._paths_judge import judge_paths
 from frontier_qa.probing._settings import ProbeSettings
+from frontier_qa.scoring._paths import view_of
 from frontier_qa.scoring.consistency import Consistency
 from frontier_qa.store import _baselines as baselines
 from frontier_qa.store._case_store import CaseStore
@@ -150,11 +152,16 @@ async def accept_case(
     consistency = await prober.score_answers(case, answers, failed)
     case_class, reason, majority_correct = await _classify(prober, case, consistency, latest.case.reference_verified)
     if new:
-        record = case_record(case, new, answers_of(case, new), await prober.score(case, new),
+        # the top-up is the case's latest observation: its paths and pass^k are judged like a probe's, so
+        # a report after accepting still shows them
+        drawn = answers_of(case, new)
+        found = await judge_paths(case, [view_of(t) for t in new], drawn, settings, prober.policy, prober.judge_answer)
+        record = case_record(case, new, drawn, await prober.score(case, new),
                              case_class=case_class, run_id=run_id, target_id=prober.target_id,
                              target_version=prober.target_version, started_at=utc_now(),
                              reference_verified=latest.case.reference_verified, majority_correct=majority_correct,
-                             reason=f"drawn to strengthen an accepted baseline (pooled: {reason})")
+                             reason=f"drawn to strengthen an accepted baseline (pooled: {reason})",
+                             paths=found.paths, misses=found.misses, path=found.path, pass_k=found.pass_k)
         store.append(record)
         runs.append(run_id)
     top = consistency.clusters[0].size if consistency.clusters else 0

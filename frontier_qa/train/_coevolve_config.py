@@ -79,7 +79,6 @@ class ExecutorTrainingSection(TrainingSection):
     """The executor's ADPO training per iteration (Agent0 A.1: 40 steps of 128 tasks × 16 rollouts)."""
 
     num_generations: int = Field(16, ge=2, description="rollouts per task (Agent0: 16)")
-    prompts_per_step: int = Field(128, ge=1, description="tasks per optimizer step")
     max_steps: int = Field(40, ge=1, description="optimizer steps per iteration (Agent0: 40)")
     updates_per_generation: int = Field(1, ge=1, description="optimizer steps per batch of rollouts (Agent0: 1, "
                                         "on-policy: ε_high(p̂) cannot bind; 2 makes the clip act)")

@@ -30,13 +30,11 @@ from typing import Any
 from frontier_qa.curricula import _few_shot as few_shot
 from frontier_qa.curricula import _templates as tpl
 from frontier_qa.curricula._prompted import FEW_SHOT_SHOWN, derive_seed
-from frontier_qa.curricula._spec import ANSWER_FORMATS
+from frontier_qa.curricula._spec import ANSWER_FORMATS, TRAINED_DOMAINS
 from frontier_qa.errors import ConfigError
 from frontier_qa.target import Case
 
 _DEFAULT = object()  # "the domain's default system prompt for the tasks"
-_PARSERS = {"math": tpl.parse_reasoning, "general": tpl.parse_reasoning, "open_ended": tpl.parse_open_ended,
-            "workflow": tpl.parse_workflow}
 
 
 @dataclass(frozen=True)
@@ -119,8 +117,9 @@ class TaskFormat:
         require_reference: bool = False,
         seed: int = 0,
     ) -> None:
-        if domain not in _PARSERS:
-            raise ConfigError(f"the curriculum trainer has no domain {domain!r}", hint=f"use one of {sorted(_PARSERS)}")
+        if domain not in TRAINED_DOMAINS:
+            raise ConfigError(f"the curriculum trainer has no domain {domain!r}",
+                              hint=f"use one of {sorted(TRAINED_DOMAINS)}")
         if style not in ("instruct", "few_shot", "plain"):
             raise ConfigError(f"unknown curriculum style {style!r}", hint="use instruct, few_shot or plain")
         if style == "plain" and not (prompt and prompt.get("user")):
@@ -168,14 +167,9 @@ class TaskFormat:
             return (Case(id=f"train-{index}", prompt=user, answer_format="text",
                          history=({"role": "assistant", "content": few_shot.PREFILL},)),
                     tuple(e.problem for e in shown))
-        if self.domain in ("math", "general"):
-            system, user = tpl.reasoning_prompt(self.domain, topic, ask_solution=self.ask_solution,
-                                                ask_difficulty=self.ask_difficulty)
-        elif self.domain == "open_ended":
-            system, user = tpl.open_ended_prompt(topic, ask_difficulty=self.ask_difficulty)
-        else:
-            system, user = tpl.workflow_prompt(self.agent_description or "", self.tools, topic,
-                                               ask_difficulty=self.ask_difficulty)
+        system, user = tpl.text_prompt(self.domain, topic, ask_solution=self.ask_solution,
+                                       ask_difficulty=self.ask_difficulty, agent_description=self.agent_description,
+                                       tools=self.tools)
         return Case(id=f"train-{index}", prompt=user, system=system, answer_format="text"), ()
 
     def rows(self, tokenizer: Any, n: int) -> list[PromptRow]:
@@ -208,7 +202,7 @@ class TaskFormat:
             if copied is not None:
                 return Task(None, error=copied)
         else:
-            parsed = _PARSERS[self.domain](completion)
+            parsed = tpl.PARSERS[self.domain](completion)
         if parsed.error is not None or parsed.question is None:
             return Task(None, error=parsed.error or "no question")
         if self.require_reference and not parsed.reference:

@@ -242,26 +242,29 @@ def test_the_answer_is_the_text_of_the_graphs_last_message() -> None:
         final_answer({"messages": [HumanMessage("q"), pending]})
 
 
-def test_spec_errors_say_what_to_fix(tmp_path: Path) -> None:
+GRAPHS = (
+    "from typing_extensions import TypedDict\n"
+    "from langgraph.graph import StateGraph, START, END\n\n\n"
+    "class Odd(TypedDict):\n    numbers: list\n\n\n"
+    "builder = StateGraph(Odd)\nbuilder.add_node('n', lambda s: s)\n"
+    "builder.add_edge(START, 'n')\nbuilder.add_edge('n', END)\n"
+    "graph = builder.compile()\n\n\ndef run(task):\n    return task\n")
+
+
+@pytest.mark.parametrize(("attribute", "options", "message", "hint"), [
+    ("nope", {}, "has no attribute 'nope'", ""),
+    ("builder", {}, "StateGraph builder, not a compiled graph", ".compile()"),
+    ("run", {}, "names a function, not a compiled LangGraph graph", ""),
+    ("graph", {}, r"no key frontier-qa can put the case in \(its keys: \['numbers'\]\)", ""),
+    ("graph", {"streaming": True}, "unknown option.*streaming", ""),
+], ids=["missing", "builder", "function", "state-keys", "option"])
+def test_spec_errors_say_what_to_fix(tmp_path: Path, attribute: str, options: dict[str, Any], message: str,
+                                     hint: str) -> None:
     agent_file = tmp_path / "graphs.py"
-    agent_file.write_text(
-        "from typing_extensions import TypedDict\n"
-        "from langgraph.graph import StateGraph, START, END\n\n\n"
-        "class Odd(TypedDict):\n    numbers: list\n\n\n"
-        "builder = StateGraph(Odd)\nbuilder.add_node('n', lambda s: s)\n"
-        "builder.add_edge(START, 'n')\nbuilder.add_edge('n', END)\n"
-        "graph = builder.compile()\n\n\ndef run(task):\n    return task\n")
-    with pytest.raises(ConfigError, match="has no attribute 'nope'"):
-        create_adapter(f"langgraph:{agent_file}:nope")
-    with pytest.raises(ConfigError, match="StateGraph builder, not a compiled graph") as raised:
-        create_adapter(f"langgraph:{agent_file}:builder")
-    assert ".compile()" in (raised.value.hint or "")
-    with pytest.raises(ConfigError, match="names a function, not a compiled LangGraph graph"):
-        create_adapter(f"langgraph:{agent_file}:run")
-    with pytest.raises(ConfigError, match=r"no key frontier-qa can put the case in \(its keys: \['numbers'\]\)"):
-        create_adapter(f"langgraph:{agent_file}:graph")
-    with pytest.raises(ConfigError, match="unknown option.*streaming"):
-        create_adapter(f"langgraph:{agent_file}:graph", streaming=True)
+    agent_file.write_text(GRAPHS)
+    with pytest.raises(ConfigError, match=message) as raised:
+        create_adapter(f"langgraph:{agent_file}:{attribute}", **options)
+    assert hint in (raised.value.hint or "")
 
 
 # ----- through frontier-qa's runtime: the model gateway ---------------------------------------------------

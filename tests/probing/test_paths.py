@@ -292,3 +292,19 @@ def test_the_config_reference_shows_the_new_keys() -> None:
                 "probing.pass_k.cases", "gate.min_pass_hat_k", "gate.max_wrong_paths", "gate.max_path_scatter"):
         row = next(line for line in table.splitlines() if line.startswith(f"| `{key}` |"))
         assert row.rstrip(" |").split("|")[-1].strip(), f"{key} has no description"
+
+
+def test_accepting_a_case_keeps_its_path_finding_in_the_top_up_record(tmp_path: Path) -> None:
+    """The samples drawn to strengthen a baseline are the case's latest record: judged like a probe's."""
+    from frontier_qa.probing._baseline_accept import accept
+
+    store = CaseStore(tmp_path)
+    settings = ProbeSettings(replay_first=False, baseline_samples=40)
+    run(probe(target(), static_curriculum(cases("wrong")), settings, store=store))
+    (done,) = run(accept(store, ["wrong"], settings, target=target(), run_id="accept-1"))
+    assert done.sampled > 0
+    latest = max((r for r in store.case_records() if r.id == "wrong"), key=lambda r: r.finished_at)
+    assert latest.run_id == "accept-1"
+    assert latest.path is not None and latest.path.finding == "wrong"
+    assert latest.pass_k is not None and latest.pass_k.n == done.sampled and latest.pass_k.value == 0.0
+    assert summarize(store.case_records()).path_findings["wrong"] == 1
