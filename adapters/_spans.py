@@ -338,6 +338,7 @@ class SpanRecorder(_Processor):
 
     def __init__(self, provider: TracerProvider) -> None:
         self.provider = provider
+        self.tracer = provider.get_tracer("frontier_qa")  # the samples' own spans (agent_span)
         self._owners: dict[int, _Capture] = {}  # span id -> the sample it belongs to
         self._lock = threading.Lock()
 
@@ -452,13 +453,12 @@ def agent_span(agent: str, ctx: AgentContext) -> Iterator[None]:
     exception leaving the block marks the span failed. Without ``opentelemetry-sdk``: no span.
     """
     try:
-        provider = span_recorder().provider
+        tracer = span_recorder().tracer
     except MissingExtraError:
         yield
         return
     from opentelemetry.trace import SpanKind
 
-    tracer = provider.get_tracer("frontier_qa")
     attributes: dict[str, str | int] = {
         "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
         "frontier_qa.case.id": ctx.case.id, "frontier_qa.sample.index": ctx.sample_index}

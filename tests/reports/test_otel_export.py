@@ -10,6 +10,7 @@ take the events, and the header's secret in no file and no message.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import json
 import logging
@@ -195,3 +196,33 @@ def test_agent(frontier_case):
         for event in events:
             record = latest[event.attributes["frontier_qa.case.id"]]
             assert f"{event.trace_id}-{event.span_id}" == record.samples[0].span
+
+
+def test_a_samples_span_holds_the_spans_its_agent_starts_and_is_no_step_of_its_own() -> None:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from frontier_qa.adapters._python_agent import PythonAgentAdapter
+    from frontier_qa.adapters._spans import span_recorder
+    from frontier_qa.target import Case, Sampling
+
+    recorder = span_recorder()
+    finished = InMemorySpanExporter()
+    recorder.provider.add_span_processor(SimpleSpanProcessor(finished))
+
+    async def agent(case: Case, ctx: object) -> str:  # a framework's instrumentation, as it would start its spans
+        with recorder.sample(ctx), trace.get_tracer("a-framework").start_as_current_span(  # type: ignore[arg-type]
+                "execute_tool add", attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add"}):
+            return "\\boxed{4}"
+
+    sample = asyncio.run(PythonAgentAdapter(agent, id="python:otel-test").run_sample(Case(id="c-1", prompt="2+2?"),
+                                                                                     Sampling(), 0))
+    finished.shutdown()
+    spans = {s.name: s for s in finished.get_finished_spans() if s.context.trace_id == int(sample.span[:32], 16)}
+    outer, inner = spans["invoke_agent python:otel-test"], spans["execute_tool add"]
+    assert sample.span == f"{outer.context.trace_id:032x}-{outer.context.span_id:016x}"
+    assert inner.parent is not None and inner.parent.span_id == outer.context.span_id
+    assert outer.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert [c.name for c in sample.tool_calls] == ["add"]  # the tool, once; the sample's own span is no step
+    assert not any(m.get("content") == "agent python:otel-test" for m in sample.messages)
