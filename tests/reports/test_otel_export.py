@@ -95,6 +95,9 @@ def test_a_probe_sends_one_event_per_case_parented_to_its_samples_spans(
         assert "gen_ai.response.id" not in attributes
         assert event.resource["service.name"] == "frontier-qa"
     assert events["sum-1"].attributes["gen_ai.evaluation.score.label"] == "pass"
+    path = records["sum-1"].path  # the agent called its calculator: the path was analysed, and goes along
+    assert path is not None and events["sum-1"].attributes["frontier_qa.path.majority"] == path.majority
+    assert events["sum-1"].attributes["frontier_qa.path.p_hat"] == pytest.approx(path.p_hat)
     assert events["words-1"].attributes["error.type"] == "unresolved"  # every sample raised: no verdict
     printed = capsys.readouterr()
     assert redact(SECRET) != SECRET  # registered as a secret: masked wherever text is written
