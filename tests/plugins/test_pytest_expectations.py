@@ -9,7 +9,6 @@ import json
 import pytest
 
 from frontier_qa._expectations import EXPECT_BASE_KEY
-from frontier_qa.reports._gate import GateThresholds
 from frontier_qa.target import Expectations, ToolArguments
 from tests.plugins.test_pytest_plugin import items, run, store_of
 
@@ -20,7 +19,7 @@ version = "1"
 
 def run(case, sample_index):
     calls = [{"name": "lookup", "arguments": {"account": "A-1"}, "result": "found"}]
-    if "close" in case.prompt.lower():
+    if "close" in case.prompt.lower() or ("maybe" in case.prompt and sample_index % 4 == 0):
         calls.append({"name": "delete_account", "arguments": {"account": "A-1"}, "result": "deleted"})
     return {"answer": "\\boxed{%s}" % case.reference, "tool_calls": calls}
 '''
@@ -116,8 +115,6 @@ def test_an_expectations_object_and_its_dict_are_the_same_argument(project: pyte
     result.assert_outcomes(passed=6)
 
 
-@pytest.mark.skipif(not hasattr(GateThresholds(), "min_pass_hat_k"),
-                    reason="needs the prober's path analysis (issue 32) to fill a record's path and pass^k")
 def test_a_wrong_path_fails_assert_trajectory_with_the_misses(project: pytest.Pytester) -> None:
     project.makepyfile(test_agent=marked(body="frontier_case.assert_trajectory()"))
     result = run(project)
@@ -128,3 +125,19 @@ def test_a_wrong_path_fails_assert_trajectory_with_the_misses(project: pytest.Py
         "E*missed: called delete_account, which must not be called (8 of 8)",  # pass^k's k = 8 beats k=6
         "E*prompt: Close account A-1, then tell me its status.",
     ])
+
+
+def test_pass_k_below_the_gates_floor_fails_assert_trajectory(project: pytest.Pytester) -> None:
+    maybe = {"id": "maybe", "prompt": "Check account A-1, maybe tidy it up.", "reference": "ok", "topic": "support"}
+    project.makefile(".jsonl", cases=json.dumps(maybe))
+    project.makepyfile(test_agent=marked(body="frontier_case.assert_trajectory()").replace(
+        "sequential=False", "sequential=False, set={'gate.min_pass_hat_k': 0.5}"))
+    result = run(project)
+    # one sample in four deletes the account: the paths scatter (not wrong), but all 8 of 8 pass 0 times
+    assert items(result) == {"support/maybe": "FAILED"}
+    result.stdout.fnmatch_lines([
+        "E*frontier-qa: support/maybe: the agent's trajectories fail the case",
+        "E*pass^8 = 0.00, below gate.min_pass_hat_k 0.5 (* of * samples passed)",
+        "E*missed: called delete_account, which must not be called (* of *)",
+    ])
+    assert not [line for line in result.stdout.lines if line.startswith("E") and "wrong path" in line]
