@@ -302,9 +302,12 @@ SETTING_KEYS: Final[Mapping[str, str]] = MappingProxyType({
 
 @frozen_value
 class ReplayGateConfig(GateThresholds):
-    """The replay gate: regressions fail it; known failures in a suite do not (by default)."""
+    """The replay gate: regressions fail it; known failures in a suite do not (by default), and neither
+    does a known wrong path (a replay compares answers with the baseline, not paths).
+    """
 
     max_failures: Annotated[int | None, Field(ge=0)] = None
+    max_wrong_paths: Annotated[int | None, Field(ge=0)] = None
 
 
 class ReplayConfig(_Section):

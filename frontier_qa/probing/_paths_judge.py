@@ -17,7 +17,9 @@ A stable path is *wrong* when most of the samples that took it miss the case's e
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import difflib
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from frontier_qa._expectations import EXPECT_BASE_KEY
@@ -198,6 +200,11 @@ async def judge_paths(case: Case, views: Sequence[PathView], answers: Sequence[s
         k, n, passed = settings.pass_k.k, len(rows), sum(1 for r in rows if not r)
         pass_k = PassK(k=k, n=n, passed=passed, value=pass_hat_k(n, passed, k), misses=top_misses(rows))
     record = _path_record(paths, expected, expect, settings, policy) if path_on else None
+    unjudged = None if expect is None else unknown_names(expect, views, _offered(case))
+    if record is not None and unjudged is not None:
+        finding = None if record.finding == "wrong" else record.finding  # a verdict on a misspelt rule is none
+        record = record.model_copy(update={"unjudged": unjudged, "finding": finding,
+                                           "reason": f"{unjudged}; {record.reason}"})
     return CasePaths(paths, tuple(rows), record, pass_k)
 
 
@@ -205,6 +212,43 @@ def _listed(clusters: Sequence[tuple[str, int]], ran: int) -> str:
     shown = ", ".join(f"{path} {n} of {ran}" for path, n in clusters[:SHOWN_PATHS])
     more = len(clusters) - SHOWN_PATHS
     return shown + (f" and {more} more path{'s' if more > 1 else ''}" if more > 0 else "")
+
+
+def _offered(case: Case) -> set[str]:
+    """The tool names the case offers (OpenAI-style schemas)."""
+    names = set()
+    for tool in case.tools:
+        function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if isinstance(name, str):
+            names.add(name)
+    return names
+
+
+def unknown_names(expect: Expectations, views: Sequence[PathView], offered: set[str]) -> str | None:
+    """Why ``expect`` cannot be judged on these samples, with the fix; ``None`` when it can.
+
+    A forbidden tool (``tools_not_used``) that no sample called, that the case does not offer, and whose
+    name is close to a tool that was called is most likely misspelt: ``tools_not_used: [delete_acount]``
+    never misses, whatever the agent does. Such a case is not judged on its expectations: the run says
+    "could not judge" and names the fix, rather than passing a forbidden call. (A misspelt tool in the
+    other keys is never silent: every sample misses it.)
+    """
+    called = Counter(name for v in views for name in dict.fromkeys(c.name for c in v.tools))
+    named = dict.fromkeys(expect.tools_not_used)
+    known = set(called) | offered
+    found = []
+    for name in named:
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+        if close:
+            said = f"called by {called[close[0]]} of {len(views)} samples" if close[0] in called else "offered"
+            found.append(f"{name!r} (did you mean {close[0]!r}, {said}?)")
+    if not found:
+        return None
+    return (f"could not judge the expectations: they name {', '.join(found)}, a tool no sample called; fix the "
+            "name in the case's expect")
 
 
 def _path_record(paths: Sequence[str | None], expected: Sequence[tuple[str, ...]], expect: Expectations | None,

@@ -112,11 +112,26 @@ class GateResult:
         return EXIT_OK if self.passed else EXIT_FINDINGS
 
 
-def _count(name: str, what: str, value: int, limit: int) -> GateCheck:
+COUNTED: dict[str, tuple[str, str]] = {
+    "failures": ("failure", "failures"),
+    "suspects": ("suspect case", "suspect cases"),
+    "unchecked": ("case uncertain on an unchecked task", "cases uncertain on unchecked tasks"),
+    "regressions": ("replay regression", "replay regressions"),
+    "flaky": ("flaky failure", "flaky failures"),
+    "inconclusive": ("inconclusive replay", "inconclusive replays"),
+    "boundary_regressions": ("boundary crossing moved toward the easy end",
+                             "boundary crossings moved toward the easy end"),
+    "wrong_paths": ("case on a wrong path", "cases on a wrong path"),
+    "path_scatter": ("case whose paths scatter", "cases whose paths scatter"),
+}
+"""What each counted check counts, in the singular and the plural."""
+
+
+def _count(name: str, value: int, limit: int) -> GateCheck:
     ok = value <= limit
-    return GateCheck(
-        name, value, limit, ok, f"{value} {what} ({'within' if ok else 'above'} the limit of {limit})"
-    )
+    one, many = COUNTED[name]
+    where = "within" if ok else "above"
+    return GateCheck(name, value, limit, ok, f"{value} {one if value == 1 else many} ({where} the limit of {limit})")
 
 
 def _share(name: str, what: str, part: int, whole: int, limit: float) -> GateCheck:
@@ -139,9 +154,9 @@ def _path_checks(summary: Summary, t: GateThresholds) -> list[GateCheck]:
     checks: list[GateCheck] = []
     found = summary.path_findings if summary.paths else {}
     if t.max_wrong_paths is not None and summary.paths:
-        checks.append(_count("wrong_paths", "cases on a wrong path", found.get("wrong", 0), t.max_wrong_paths))
+        checks.append(_count("wrong_paths", found.get("wrong", 0), t.max_wrong_paths))
     if t.max_path_scatter is not None and summary.paths:
-        checks.append(_count("path_scatter", "cases whose paths scatter", found.get("scatter", 0),
+        checks.append(_count("path_scatter", found.get("scatter", 0),
                              t.max_path_scatter))
     pass_k = summary.pass_k
     if t.min_pass_hat_k is not None and pass_k is not None and pass_k.value is not None:
@@ -176,28 +191,28 @@ def evaluate_gate(
     verdicts = count_verdicts(comparisons)
     checks: list[GateCheck] = []
     if t.max_failures is not None:
-        checks.append(_count("failures", "failures", counts[CaseClass.FAILURE], t.max_failures))
+        checks.append(_count("failures", counts[CaseClass.FAILURE], t.max_failures))
     if t.max_suspects is not None:
-        checks.append(_count("suspects", "suspect cases", counts[CaseClass.SUSPECT], t.max_suspects))
+        checks.append(_count("suspects", counts[CaseClass.SUSPECT], t.max_suspects))
     if t.max_frontier_share is not None:
         checks.append(
             _share("frontier_share", "frontier", counts[CaseClass.FRONTIER], valid, t.max_frontier_share)
         )
     if t.max_unchecked is not None:
-        checks.append(_count("unchecked", "cases uncertain on unchecked tasks", counts[CaseClass.UNCHECKED],
+        checks.append(_count("unchecked", counts[CaseClass.UNCHECKED],
                              t.max_unchecked))
     if t.max_regressions is not None:
         checks.append(
-            _count("regressions", "replay regressions", verdicts[RegressionVerdict.REGRESSION], t.max_regressions)
+            _count("regressions", verdicts[RegressionVerdict.REGRESSION], t.max_regressions)
         )
     if t.max_flaky is not None:
-        checks.append(_count("flaky", "flaky failures", verdicts[RegressionVerdict.FLAKY], t.max_flaky))
+        checks.append(_count("flaky", verdicts[RegressionVerdict.FLAKY], t.max_flaky))
     if t.max_inconclusive is not None:
-        checks.append(_count("inconclusive", "inconclusive replays", verdicts[RegressionVerdict.INCONCLUSIVE],
+        checks.append(_count("inconclusive", verdicts[RegressionVerdict.INCONCLUSIVE],
                              t.max_inconclusive))
     if t.max_boundary_regressions is not None and boundaries:
         moved = sum(1 for b in boundaries for m in b.moved if m.direction == "easier")
-        checks.append(_count("boundary_regressions", "boundary crossings moved toward the easy end", moved,
+        checks.append(_count("boundary_regressions", moved,
                              t.max_boundary_regressions))
     checks += _path_checks(summary, t)
     health = assess(summary, facts or RunFacts(mode="unknown"), max_unresolved_share=t.max_unresolved_share,

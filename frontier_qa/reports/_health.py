@@ -98,6 +98,8 @@ def assess(summary: Summary, facts: RunFacts = RunFacts(), *, max_unresolved_sha
                                      for b in boundaries if b.problem]
     if any(level.samples for b in boundaries for level in b.levels) and not summary.total:
         return tuple(problems)  # the boundaries are what the run judged
+    problems += [HealthProblem("expectations-not-judged", f"case {r.id}: {r.path.unjudged}")
+                 for r in summary.records if r.path is not None and r.path.unjudged]
     counts = summary.by_class
     valid = summary.total - counts[CaseClass.INVALID] + facts.undecided
     samples = [s for r in summary.records for s in r.samples]

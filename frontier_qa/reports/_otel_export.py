@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from frontier_qa._optional import require
+from frontier_qa.errors import ConfigError
 from frontier_qa.redaction import redact, register_secrets, secret_values
 from frontier_qa.scoring.bands import Band
 from frontier_qa.store._records import CaseClass, CaseRecord
@@ -112,6 +113,10 @@ def logs_url(endpoint: str | None) -> str:
             return full
         endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or DEFAULT_ENDPOINT
     base = endpoint.rstrip("/")
+    if not base.startswith(("http://", "https://")):  # caught before the run, not in a warning after it
+        raise ConfigError(f"the OpenTelemetry endpoint {base!r} is not an http:// or https:// URL",
+                          hint=f"write it with its scheme, e.g. http://{base.split('://')[-1]}",
+                          key=("export", "otel", "endpoint"))
     return base if base.endswith(LOGS_PATH) else base + LOGS_PATH
 
 

@@ -17,6 +17,7 @@ No I/O but the import of a user's argument check (``"module:function"``), once p
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 import importlib.util
@@ -219,32 +220,45 @@ def resolve_check(spec: str, base: str | None = None) -> Callable[[Mapping[str, 
             module = importlib.import_module(where)
     except ConfigError:
         raise
+    except ModuleNotFoundError as err:
+        raise ConfigError(f"argument check {spec!r} could not be loaded: {type(err).__name__}: {err}",
+                          hint=f"a file beside the cases file is written '{where.replace('.', '/')}.py:{name}'; a "
+                               "module must be importable (on PYTHONPATH)") from None
     except Exception as err:  # noqa: BLE001 - the user's module: say which and why
         raise ConfigError(f"argument check {spec!r} could not be loaded: {type(err).__name__}: {err}") from None
     found = getattr(module, name, None)
     if not callable(found):
-        raise ConfigError(f"argument check {spec!r}: {where} has no function {name!r}")
+        functions = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                           and getattr(v, "__module__", None) == module.__name__)
+        close = difflib.get_close_matches(name, functions, n=1)
+        hint = f"define def {name}(arguments) -> bool in it"
+        if functions:
+            hint = f"did you mean {where}:{close[0]}?" if close else f"its functions: {', '.join(functions)}"
+        raise ConfigError(f"argument check {spec!r}: {where} has no function {name!r}", hint=hint)
     return found  # type: ignore[no-any-return]
 
 
-def _arguments_match(expected: ToolArguments, call: ToolUse, base: str | None) -> bool:
+def _arguments_match(expected: ToolArguments, call: ToolUse, base: str | None) -> tuple[bool, str | None]:
+    """Whether a call's arguments match, and the check's own error when it raised (shown in the miss:
+    a check that crashes must not pass for the agent calling the tool wrong).
+    """
     args = _arguments(call.arguments)
     if not isinstance(args, Mapping):
-        return False
+        return False, None
     if expected.arguments:
         want, got = _canonical_value(dict(expected.arguments)), _canonical_value(dict(args))
         if expected.match == "exact" and want != got:
-            return False
+            return False, None
         if expected.match == "subset" and any(k not in got or got[k] != v for k, v in want.items()):
-            return False
+            return False, None
     if expected.check is not None:
         try:
-            return bool(resolve_check(expected.check, base)(dict(args)))
+            return bool(resolve_check(expected.check, base)(dict(args))), None
         except ConfigError:
             raise
-        except Exception:  # noqa: BLE001 - the user's check: a crash is "no match"
-            return False
-    return True
+        except Exception as err:  # noqa: BLE001 - the user's check: a crash is "no match", with its error
+            return False, f"{type(err).__name__}: {err}"
+    return True, None
 
 
 def _in_order(wanted: Sequence[str], names: Sequence[str]) -> bool:
@@ -289,11 +303,16 @@ def expectation_misses(view: PathView, expect: Expectations, *, base: str | None
         if not calls:
             if wanted.tool not in expect.tools_used:  # said once, above, when also required
                 misses.append(f"never called {wanted.tool} (its arguments are checked)")
-        elif not any(_arguments_match(wanted, c, base) for c in calls):
-            said = json.dumps(dict(wanted.arguments), ensure_ascii=False, sort_keys=True) if wanted.arguments else ""
-            how = f"{wanted.match} of {said}" if said else ""
-            how = " and ".join(x for x in (how, f"check {wanted.check}" if wanted.check else "") if x)
-            misses.append(f"{wanted.tool} arguments {calls[0].arguments or '{}'} fail {how}")
+        else:
+            results = [_arguments_match(wanted, c, base) for c in calls]
+            if not any(ok for ok, _ in results):
+                said = json.dumps(dict(wanted.arguments), ensure_ascii=False, sort_keys=True) \
+                    if wanted.arguments else ""
+                how = f"{wanted.match} of {said}" if said else ""
+                how = " and ".join(x for x in (how, f"check {wanted.check}" if wanted.check else "") if x)
+                raised = next((e for _, e in results if e), None)
+                why = f" (the check raised {raised}: fix the check if that is its bug)" if raised else ""
+                misses.append(f"{wanted.tool} arguments {calls[0].arguments or '{}'} fail {how}{why}")
     if expect.max_steps is not None and view.steps > expect.max_steps:
         misses.append(f"{view.steps} steps, more than the {expect.max_steps} allowed")
     return tuple(misses)

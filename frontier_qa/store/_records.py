@@ -343,6 +343,9 @@ class PathRecord(_Record):
             on a path that misses the expectations), ``undecided``; ``None``: a stable path and,
             where there are expectations, the right one.
         reason: why, in words.
+        unjudged: why the expectations could not be judged (a tool name no sample called and the
+            case does not offer, close to one that was: most likely a typo), with the fix; the run
+            then could not judge the agent.
     """
 
     granularity: str
@@ -355,6 +358,7 @@ class PathRecord(_Record):
     above: float | None = None
     finding: Literal["scatter", "wrong", "undecided"] | None = None
     reason: str = ""
+    unjudged: str | None = None
 
 
 class PassK(_Record):

@@ -218,7 +218,7 @@ def test_first_run_generates_and_saves_the_cases(project: pytest.Pytester) -> No
     assert "  spent: target 24 calls, 0 tokens, cost unknown" in lines  # 4 cases × k = 6, no cache hit
     assert "  frontier map: weekdays: 2 frontier, 0 failure of 2" in lines
     assert "  frontier map: arithmetic: 0 frontier, 1 failure of 2" in lines
-    assert lines[lines.index("gate: FAILED") + 1] == "  - 1 failures (above the limit of 0)"
+    assert lines[lines.index("gate: FAILED") + 1] == "  - 1 failure (above the limit of 0)"
     assert "  replay the stored cases: pytest test_agent.py::test_agent --frontier-mode=replay" in lines
 
 

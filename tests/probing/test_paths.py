@@ -216,11 +216,11 @@ def test_an_edited_expectation_is_judged_again_from_the_stored_samples_without_c
 def test_the_gate_checks_wrong_paths_scatter_and_pass_hat_k(four: ProbeResult) -> None:
     default = {c.name: c for c in evaluate_gate(four.records).checks}
     assert not default["wrong_paths"].passed and "path_scatter" not in default and "pass_hat_k" not in default
-    assert default["wrong_paths"].message == "1 cases on a wrong path (above the limit of 0)"
+    assert default["wrong_paths"].message == "1 case on a wrong path (above the limit of 0)"
     strict = GateThresholds(max_wrong_paths=1, max_path_scatter=0, min_pass_hat_k=0.9)
     checks = {c.name: c for c in evaluate_gate(four.records, strict).checks}
     assert checks["wrong_paths"].passed
-    assert not checks["path_scatter"].passed and checks["path_scatter"].message.startswith("1 cases whose paths")
+    assert not checks["path_scatter"].passed and checks["path_scatter"].message.startswith("1 case whose paths")
     value = summarize(four.records).pass_k
     assert value is not None and value.value is not None
     assert checks["pass_hat_k"].value == value.value and not checks["pass_hat_k"].passed
@@ -308,3 +308,40 @@ def test_accepting_a_case_keeps_its_path_finding_in_the_top_up_record(tmp_path: 
     assert latest.path is not None and latest.path.finding == "wrong"
     assert latest.pass_k is not None and latest.pass_k.n == done.sampled and latest.pass_k.value == 0.0
     assert summarize(store.case_records()).path_findings["wrong"] == 1
+
+
+def test_a_misspelt_forbidden_tool_is_not_judged_and_the_run_says_so(tmp_path: Path) -> None:
+    """``tools_not_used: [delete_acount]`` would never miss: the run could not judge, and names the fix."""
+    result = probed(tmp_path, cases("wrong", expect=Expectations(tools_not_used=("delete_acount",))))
+    record = by_id(result)["wrong"]
+    assert record.path is not None and record.path.finding is None
+    assert record.path.unjudged is not None and "'delete_acount' (did you mean 'delete_account'" in record.path.unjudged
+    gate = evaluate_gate(summarize(result.records))
+    assert gate.exit_code == 3 and any("delete_acount" in reason for reason in gate.reasons)
+
+
+def test_a_check_that_raises_names_its_own_error_and_a_missing_function_names_the_close_one(tmp_path: Path) -> None:
+    from frontier_qa.scoring._paths import resolve_check
+    from frontier_qa.target import ToolCall, Trajectory
+
+    (tmp_path / "checks.py").write_text("def is_known(args):\n    return args['acount'] == 'A-1'\n")
+    sample = Trajectory(text="done", tool_calls=(ToolCall("lookup", '{"account": "A-1"}', "ok"),))
+    expect = Expectations(arguments=(ToolArguments(tool="lookup", check="checks.py:is_known"),))
+    from frontier_qa import check_trajectory
+
+    (miss,) = check_trajectory(sample, expect, base=str(tmp_path))
+    assert "the check raised KeyError: 'acount'" in miss
+    with pytest.raises(ConfigError) as err:
+        resolve_check("checks.py:is_knwon", str(tmp_path))
+    assert err.value.hint == "did you mean checks.py:is_known?"
+
+
+def test_a_replay_gate_leaves_a_known_wrong_path_known_as_it_does_a_known_failure(four: ProbeResult) -> None:
+    from frontier_qa.config._build import gate_thresholds
+    from frontier_qa.config._schema import ProbeConfig
+
+    config = ProbeConfig()
+    probe_gate = evaluate_gate(summarize(four.records), gate_thresholds(config.gate))
+    replay_gate = evaluate_gate(summarize(four.records), gate_thresholds(config.replay.gate))
+    assert [c.name for c in probe_gate.checks if not c.passed] == ["wrong_paths"]
+    assert "wrong_paths" not in [c.name for c in replay_gate.checks]

@@ -229,3 +229,12 @@ def test_a_samples_span_holds_the_spans_its_agent_starts_and_is_no_step_of_its_o
     assert outer.attributes["gen_ai.operation.name"] == "invoke_agent"
     assert [c.name for c in sample.tool_calls] == ["add"]  # the tool, once; the sample's own span is no step
     assert not any(m.get("content") == "agent python:otel-test" for m in sample.messages)
+
+
+def test_an_endpoint_without_a_scheme_is_a_config_error_before_the_run() -> None:
+    from frontier_qa.errors import ConfigError
+    from frontier_qa.reports._otel_export import OtelVerdicts
+
+    with pytest.raises(ConfigError, match="not an http:// or https:// URL") as err:
+        OtelVerdicts(endpoint="127.0.0.1:4318")
+    assert err.value.hint == "write it with its scheme, e.g. http://127.0.0.1:4318"

@@ -324,9 +324,9 @@ def test_gate_pass_and_fail_with_reasons(records: list[CaseRecord]) -> None:
     assert not bad.passed and bad.exit_code == 1
     assert bad.reasons == (
         "2 failures (above the limit of 1)",
-        "1 suspect cases (above the limit of 0)",
+        "1 suspect case (above the limit of 0)",
         "frontier share 28.6% (2/7) is above the limit of 25.0%",
-        "1 replay regressions (above the limit of 0)",
+        "1 replay regression (above the limit of 0)",
     )
 
 

@@ -273,7 +273,7 @@ def test_a_plain_string_agent_is_read_as_it_answers_and_the_gate_fails_on_its_re
     assert code == result.ret == 1, out
     assert classes(cli_root / ".frontier-qa") == classes(py_root / ".frontier-qa") == {
         "add-1": "pass", "mul-1": "failure", "wd-1": "suspect"}
-    assert lines[lines.index("gate: FAILED") + 1].endswith("failures (above the limit of 0)")
+    assert lines[lines.index("gate: FAILED") + 1].endswith("1 failure (above the limit of 0)")
     assert "  answers: 18 of 18 read in format auto (plain reply 18)" in lines
 
 
