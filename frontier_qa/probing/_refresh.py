@@ -81,6 +81,7 @@ from frontier_qa.store._records import (
     Cost,
     Interval,
     Round,
+    finding_word,
     utc_now,
 )
 from frontier_qa.target import Case, Trajectory
@@ -200,13 +201,6 @@ async def refresh_case(
     return Refresh(record.id, Action.REFRESHED, change, message, proposal, record, refreshed)
 
 
-def _finding(record: CaseRecord) -> str:
-    """The path finding as the text reports word it (``stable``: analysed, no finding)."""
-    if record.path is None:
-        return "not analysed"
-    return {"wrong": "wrong path", None: "stable"}.get(record.path.finding, record.path.finding or "")
-
-
 def _pass_k(record: CaseRecord) -> str:
     return "—" if record.pass_k is None or record.pass_k.value is None else f"{record.pass_k.value:.2f}"
 
@@ -218,8 +212,8 @@ def _moves(old: CaseRecord, new: CaseRecord) -> list[str]:
     """
     said = [f"{old.case_class.value} → {new.case_class.value}" if new.case_class is not old.case_class
             else f"still {new.case_class.value}"]
-    if _finding(old) != _finding(new):
-        said.append(f"path: {_finding(old)} → {_finding(new)}")
+    if finding_word(old.path) != finding_word(new.path):
+        said.append(f"path: {finding_word(old.path)} → {finding_word(new.path)}")
     counted = new.pass_k or old.pass_k
     if counted is not None and _pass_k(old) != _pass_k(new):
         said.append(f"pass^{counted.k} {_pass_k(old)} → {_pass_k(new)}")
