@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from pydantic import TypeAdapter, ValidationError
 
-from frontier_qa.errors import ConfigError, closest_name
+from frontier_qa.errors import ConfigError, closest_name, closest_value
 from frontier_qa.target import ORDERS, Case, Expectations, ToolArguments
 
 EXPECT_BASE_KEY: Final = "expect_base"
@@ -37,6 +37,7 @@ marked test file's, the generator's)."""
 EXPECT_KEYS: Final = tuple(Expectations.__dataclass_fields__)
 ARGUMENT_KEYS: Final = tuple(ToolArguments.__dataclass_fields__)
 _LISTS: Final = frozenset({"tools_used", "tools_not_used", "tool_sequence"})
+_DEFAULT_ORDER: Final = Expectations.__dataclass_fields__["order"].default
 _EXAMPLE: Final = "e.g. expect: {tools_used: [search], tools_not_used: [delete_account], max_steps: 6}"
 _FIXES: Final = {
     "tools_used": "give a list of tool names, e.g. tools_used: [search]",
@@ -67,9 +68,12 @@ def expectations_from(value: Any, where: str) -> Expectations | None:
 
     Raises:
         ConfigError: not a mapping, an unknown key (with the key it most likely means), a value of
-            the wrong kind, or a malformed check; the message names ``where`` and the key.
+            the wrong kind, a malformed check, or an ``order`` without a ``tool_sequence`` to
+            order; the message names ``where`` and the key.
     """
     if value is None or isinstance(value, Expectations):
+        if value is not None and value.order != _DEFAULT_ORDER:
+            _order_needs_a_sequence(value, where)
         return None if value is None or value.empty else value
     if not isinstance(value, Mapping):
         raise ConfigError(f"{where}: expect must be a mapping of keys, not {type(value).__name__}", hint=_EXAMPLE,
@@ -79,6 +83,8 @@ def expectations_from(value: Any, where: str) -> Expectations | None:
         found = _adapter().validate_python(data)
     except ValidationError as err:
         raise _error(err.errors()[0], where) from None
+    if "order" in value and (found.order != _DEFAULT_ORDER or "tool_sequence" not in value):
+        _order_needs_a_sequence(found, where)  # (a stored case writes every key: the default, an empty list)
     for i, wanted in enumerate(found.arguments):
         if wanted.check is not None:
             module, sep, name = wanted.check.rpartition(":")
@@ -87,6 +93,15 @@ def expectations_from(value: Any, where: str) -> Expectations | None:
                                   "'module:function' or 'file.py:function'", hint=_FIXES["check"],
                                   key=("expect", "arguments", i, "check"))
     return None if found.empty else found
+
+
+def _order_needs_a_sequence(found: Expectations, where: str) -> None:
+    """An ``order`` without a ``tool_sequence`` orders nothing: said, not silently ignored."""
+    if not found.tool_sequence:
+        raise ConfigError(f"{where}: expect.order = {found.order!r} is given without expect.tool_sequence, so it "
+                          "checks nothing",
+                          hint="order applies to tool_sequence: add tool_sequence: [...] (the tools in the order "
+                               "expected), or drop order", key=("expect", "order"))
 
 
 def _error(error: Mapping[str, Any], where: str) -> ConfigError:
@@ -104,7 +119,7 @@ def _error(error: Mapping[str, Any], where: str) -> ConfigError:
                            key=key)
     if kind == "literal_error":
         choices = ORDERS if loc[-1] == "order" else ("subset", "exact")
-        close = closest_name(str(given), choices, cutoff=0.5)
+        close = closest_value(str(given), choices)
         said = f"did you mean {close!r}? " if close else ""
         return ConfigError(f"{where}: {path} = {given!r} is not allowed",
                            hint=f"{said}use one of: {', '.join(choices)}", key=key)

@@ -146,3 +146,18 @@ def closest_name(given: str, known: Iterable[str], *, cutoff: float = 0.6) -> st
             return min(started, key=lambda n: (len(n), n))
     close = difflib.get_close_matches(given, names, n=1, cutoff=cutoff)
     return close[0] if close else None
+
+
+def closest_value(given: str, allowed: Iterable[str], *, cutoff: float = 0.5) -> str | None:
+    """The allowed value a wrong ``given`` most likely means, for "did you mean ...?" (or ``None``).
+
+    A value that ``given`` holds (``strict_order`` -> ``strict``, the longest such) beats the rest:
+    a word added to the right value is the commonest slip, and string similarity ranks
+    ``in_order`` above ``strict`` there. Then :func:`closest_name` (a value ``given`` begins, then
+    a merely similar one).
+    """
+    word = given.strip().lower()
+    held = [v for v in sorted(set(allowed)) if len(v) >= 3 and v.lower() in word and v.lower() != word]
+    if held:
+        return max(held, key=lambda v: (len(v), v))
+    return closest_name(given, allowed, cutoff=cutoff)

@@ -4,11 +4,12 @@
 ``--run``, ``--target``), failures first, then suspects, frontier, unresolved, pass and invalid
 cases; ``show CASE`` one case's prompt, reference, answers with their votes (failed samples by
 their error: ``3 × call failed: RuntimeError: flaky backend (at agent.py:3 in run)``) and, for an
-agent, the steps that led to each (``steps: model → search(query="paris") → model → answer "Paris"``) and
-what that sample missed of the case's expectations (``misses: never called convert``), the path
-finding with the paths the samples took and pass^k (``path: scatter · p̂ 0.62 · capital_of 5/8 ·
-lookup_city 3/8``), every observation
-(runs, agent versions, replay verdicts) and its baselines; ``diff [RUN_A RUN_B]`` two runs (the
+agent, the steps that led to each (``steps: model → search(query="paris") → model → answer
+"Paris"``) and what that sample missed of the case's expectations (``misses: never called
+convert``) — one such line per path when the samples took several (``4 × steps: capital_of(…) →
+…`` and ``4 × steps: lookup_city(…) → …`` under ``8 × Paris``), the path finding with the paths
+the samples took and pass^k (``path: scatter · p̂ 0.62 · capital_of 5/8 · lookup_city 3/8``),
+every observation (runs, agent versions, replay verdicts) and its baselines; ``diff [RUN_A RUN_B]`` two runs (the
 last two by default): class changes, p̂ changes beyond the noise (the replay's own test, run A
 as the baseline), new and vanished cases. A case is named by its id, by ``topic/id`` as pytest
 and the reports print it, or by a unique prefix of either; a run by its id or a unique prefix.
@@ -24,7 +25,9 @@ are only ever added). A case row (``list``'s ``cases``, ``diff``'s ``new`` and `
 * ``cases.show``: ``store``, ``case`` (the case as recorded: prompt, system, reference, tools,
   metadata...), ``latest`` (a case row plus ``reason``), ``answers`` [{``answer``, ``votes``, and for an
   agent ``steps`` (its steps to that answer on one line, from one sample that gave it) and, where the
-  expectations were checked, that sample's ``misses`` [str]}],
+  expectations were checked, that sample's ``misses`` [str]; when the case's samples took more
+  than one path, ``paths`` (the answer's samples split by path) [{``path``, ``votes`` (the
+  answer's samples that took it), ``steps`` and ``misses`` of the first of them}]}],
   ``errors`` [{``error``, ``count``}] (the failed samples' errors, most frequent first), ``path`` (the
   path record: ``granularity``, ``p_hat``, ``majority``, ``clusters`` [{``path``, ``count``}],
   ``decision``, ``below``, ``inside``, ``above``, ``finding``, ``reason``; or null), ``pass_k``
@@ -60,7 +63,7 @@ from frontier_qa.errors import ConfigError
 from frontier_qa.exit_codes import EXIT_FINDINGS, EXIT_OK
 from frontier_qa.reports._explain import answer_label, side
 from frontier_qa.reports._path_findings import case_misses, clusters_text, finding_word, pass_k_text, sample_misses
-from frontier_qa.reports._step_line import cluster_samples, cluster_steps
+from frontier_qa.reports._step_line import PathLine, cluster_samples, cluster_steps, path_line_text, path_lines
 from frontier_qa.reports._summary import answer_distribution, sample_errors
 from frontier_qa.reports._text import fmt_p, shorten
 from frontier_qa.store import _views as views
@@ -198,13 +201,13 @@ def show_command(
     source, _ = _store(config, store)
     view = views.case_view(source, views.find_case(source, case))
     last = view.latest
-    steps, shown = cluster_steps(last), cluster_samples(last)
+    steps, shown, split = cluster_steps(last), cluster_samples(last), path_lines(last)
     if as_json:
         _emit({"kind": "cases.show", "version": JSON_VERSION, "store": str(source.root),
                "case": last.model_dump(mode="json", include={"case"})["case"],
                "latest": {**case_row(last), "reason": last.reason},
                "answers": [{"answer": a, "votes": n, **({"steps": steps[a]} if a in steps else {}),
-                            **_misses_of(shown.get(a))}
+                            **_misses_of(shown.get(a)), **_paths_of(split.get(a))}
                            for a, n in answer_distribution(last)],
                "errors": [{"error": e, "count": n} for e, n in sample_errors(last)],
                "path": None if last.path is None else last.path.model_dump(mode="json"),
@@ -224,6 +227,37 @@ def show_command(
 def _misses_of(sample: SampleRecord | None) -> dict[str, list[str]]:
     """``{"misses": [...]}`` of the sample an answer's line shows, when its expectations were checked."""
     return {} if sample is None or sample.misses is None else {"misses": list(sample.misses)}
+
+
+def _paths_of(lines: Sequence[PathLine] | None) -> dict[str, list[dict[str, Any]]]:
+    """``{"paths": [...]}`` of an answer whose samples took more than one path (module docstring)."""
+    if lines is None:
+        return {}
+    return {"paths": [{"path": line.path, "votes": line.count, **({} if line.steps is None else {"steps": line.steps}),
+                       **_misses_of(line.sample)} for line in lines]}
+
+
+def _answer_lines(r: CaseRecord) -> list[str]:
+    """Each answer with its votes, and under it how the agent got there: one step line (and its
+    misses) per path its samples took when the case's samples took more than one, else the line
+    of its first sample.
+    """
+    lines = []
+    steps, shown, split = cluster_steps(r), cluster_samples(r), path_lines(r)
+    for a, n in answer_distribution(r):
+        lines.append(f"    {n:>3} × {answer_label(a, 100)}")
+        if a in split:
+            for line in split[a]:
+                lines.append(f"          {path_line_text(line)}")
+                if (said := sample_misses(line.sample)) is not None:
+                    lines.append(f"              misses: {said}")
+            continue
+        if a in steps:
+            lines.append(f"          steps: {steps[a]}")
+        said = None if a not in shown else sample_misses(shown[a])
+        if said is not None:  # what the same sample missed of the expectations
+            lines.append(f"          misses: {said}")
+    return lines
 
 
 def _path_lines(r: CaseRecord) -> list[str]:
@@ -259,14 +293,7 @@ def _show_lines(view: views.CaseView) -> list[str]:
     lines += _path_lines(last)
     answers = answer_distribution(last)
     lines.append(f"  answers ({last.k} samples, latest run):" if answers else "  answers:    none (never sampled)")
-    steps, shown = cluster_steps(last), cluster_samples(last)
-    for a, n in answers:
-        lines.append(f"    {n:>3} × {answer_label(a, 100)}")
-        if a in steps:
-            lines.append(f"          steps: {steps[a]}")
-        said = None if a not in shown else sample_misses(shown[a])
-        if said is not None:  # what the same sample missed of the expectations
-            lines.append(f"          misses: {said}")
+    lines += _answer_lines(last)
     lines.append(f"  history ({len(view.history)} observation(s), oldest first):")
     rows = [[f"{r.finished_at:%Y-%m-%d %H:%M}", r.run_id, r.case_class.value, _p_cell(r), f"k={r.k}",
              f"agent {_agent(r)}", "" if r.verdict is None else f"replay: {r.verdict.verdict}"] for r in view.history]

@@ -18,7 +18,7 @@ from pydantic.dataclasses import is_pydantic_dataclass
 from pydantic.fields import FieldInfo
 
 from frontier_qa.config._schema import _EXAMPLE_BAND, Path_, ProbeConfig
-from frontier_qa.errors import ConfigError, closest_name
+from frontier_qa.errors import ConfigError, closest_name, closest_value
 
 if TYPE_CHECKING:
     from frontier_qa.config._layers import Sources
@@ -107,7 +107,7 @@ def _describe(error: Mapping[str, Any], data: dict[str, Any], sources: Sources,
         return path, f"{where}: {key}: required key is missing\n  fix: add '{path[-1]}:'"
     if kind == "literal_error" and isinstance(given, str):
         choices = _literals_in(annotation) or [str(error.get("ctx", {}).get("expected", ""))]
-        close = closest_name(given, choices, cutoff=0.5)
+        close = closest_value(given, choices)
         fix = (f"did you mean '{close}'? " if close else "") + f"use one of: {', '.join(choices)}"
         if _models_in(annotation):
             fix += f" (or a mapping such as {_EXAMPLE_BAND})"

@@ -225,8 +225,19 @@ def _from_suite(row: Mapping[str, Any], where: str, source: str, base: str | os.
     )
 
 
+def _entry(path: Path, index: int, row: Any) -> str:
+    """``cases.yaml entry 3 (id close-account)``: a YAML list has no line numbers to name, so the
+    row's id (a suite entry's ``case.id``) says which one, where it has one.
+    """
+    found = row.get("case") if isinstance(row, Mapping) and isinstance(row.get("case"), Mapping) else row
+    cid = found.get("id") if isinstance(found, Mapping) else None
+    named = f" (id {cid})" if isinstance(cid, (str, int)) and not isinstance(cid, bool) and str(cid) else ""
+    return f"{path} entry {index + 1}{named}"
+
+
 def read_rows(path: str | os.PathLike[str]) -> list[tuple[str, Any]]:
-    """``(where, object)`` for every row of a JSONL or YAML file, ``where`` = ``file:line``.
+    """``(where, object)`` for every row of a JSONL or YAML file, ``where`` = ``file:line`` (JSONL) or
+    ``file entry N (id ID)`` (YAML).
 
     Raises:
         ConfigError: the file is missing, not JSONL/YAML by suffix, or malformed.
@@ -254,7 +265,7 @@ def read_rows(path: str | os.PathLike[str]) -> list[tuple[str, Any]]:
             raise ConfigError(f"{path}: not valid YAML: {err}", hint="fix the YAML syntax") from err
         if not isinstance(loaded, list):
             raise ConfigError(f"{path}: the cases must be a YAML list", hint="start each case with '- prompt: ...'")
-        rows = [(f"{path} entry {i + 1}", obj) for i, obj in enumerate(loaded)]
+        rows = [(_entry(path, i, obj), obj) for i, obj in enumerate(loaded)]
         for where, obj in rows:
             check_unicode(obj, where)
         return rows

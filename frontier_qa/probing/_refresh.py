@@ -12,8 +12,10 @@ the latest record of a case with the case as its source has it now (the hashes o
   steps: :mod:`frontier_qa.probing._paths_judge`), with the probe's own equivalence and classification
   (:class:`~frontier_qa.probing._case_prober.CaseProber`, :func:`~frontier_qa.probing._classify.classify_case`)
   and **no target call**: a new :class:`~frontier_qa.store._records.CaseRecord` whose reason says
-  what changed ("reference changed 43 → 42: judged again from the 6 stored samples, no new
-  calls; …"). The band decision does not depend on the reference, so the one the record kept
+  what changed ("reference changed 43 → 42: re-judged from the 6 stored samples without a
+  call; …") and a message that also says what moved (``(still pass; path: wrong path → stable;
+  pass^8 0.00 → 1.00)``). The re-judgement makes no call; the run that asked for it may still
+  replay the case afterwards, which does. The band decision does not depend on the reference, so the one the record kept
   stands; only a changed answer format reads the answers again from the stored texts;
 * only the topic or the source's metadata changed → ``refreshed`` with the class kept;
 * what the target sees changed (prompt, system prompt, tools, history), or the answer format
@@ -79,6 +81,7 @@ from frontier_qa.store._records import (
     Cost,
     Interval,
     Round,
+    finding_word,
     utc_now,
 )
 from frontier_qa.target import Case, Trajectory
@@ -189,15 +192,32 @@ async def refresh_case(
     judged = await _judge(record, case, check, settings, prober, rescore=fmt_changed)
     if isinstance(judged, str):
         return again(judged)
-    how = f"judged again from the {record.k} stored samples, no new calls"
+    how = f"re-judged from the {record.k} stored samples without a call"
     case, case_class, reason, verified, correct, update = judged
     update = {**update, **await _paths(record, case, settings, prober, update)}
     refreshed = _record(record, case, case_class, how, change, reason, run_id, verified=verified,
                         majority_correct=correct, **update)
-    moved = (f"{record.case_class.value} → {case_class.value}" if case_class is not record.case_class
-             else f"still {case_class.value}")
-    message = f"{change}: {how} ({moved})"
+    message = f"{change}: {how} ({'; '.join(_moves(record, refreshed))})"
     return Refresh(record.id, Action.REFRESHED, change, message, proposal, record, refreshed)
+
+
+def _pass_k(record: CaseRecord) -> str:
+    return "—" if record.pass_k is None or record.pass_k.value is None else f"{record.pass_k.value:.2f}"
+
+
+def _moves(old: CaseRecord, new: CaseRecord) -> list[str]:
+    """What a re-judgement changed, in words: the class (``still pass``, ``failure → pass``), and
+    the path finding and pass^k where they moved (``path: wrong path → stable``, ``pass^8 0.00 →
+    1.00``): an edited ``expect`` can turn a wrong path right while the answers' class stays.
+    """
+    said = [f"{old.case_class.value} → {new.case_class.value}" if new.case_class is not old.case_class
+            else f"still {new.case_class.value}"]
+    if finding_word(old.path) != finding_word(new.path):
+        said.append(f"path: {finding_word(old.path)} → {finding_word(new.path)}")
+    counted = new.pass_k or old.pass_k
+    if counted is not None and _pass_k(old) != _pass_k(new):
+        said.append(f"pass^{counted.k} {_pass_k(old)} → {_pass_k(new)}")
+    return said
 
 
 # --- the parts ---------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from frontier_qa.reports._path_findings import (
     sample_misses,
 )
 from frontier_qa.reports._report_input import ReportInput, ReportParts
-from frontier_qa.reports._step_line import cluster_steps
+from frontier_qa.reports._step_line import cluster_steps, path_line_text, path_lines
 from frontier_qa.reports._summary import Summary, answer_distribution, invalid_cases, timeline
 from frontier_qa.reports._svg import COLORS, boundary_svg, frontier_map_svg, histogram_svg, line_svg
 from frontier_qa.reports._text import esc, fmt_p, fmt_usd, shorten, write_text
@@ -89,7 +89,7 @@ def _interval(r: CaseRecord) -> str:
 def _distribution(r: CaseRecord) -> str:
     k = max(r.k, 1)
     rows = []
-    steps = cluster_steps(r)
+    steps, split = cluster_steps(r), path_lines(r)
     for answer, n in answer_distribution(r):
         cls = "bar maj" if answer == r.majority else "bar"
         rows.append(
@@ -97,9 +97,18 @@ def _distribution(r: CaseRecord) -> str:
             f'<div><div class="{cls}" style="width:{100 * n / k:.1f}%"></div></div>'
             f'<div class="n">{n}/{r.k}</div>'
         )
-        if answer in steps:
+        if answer in split:  # the samples took several paths: one line (and its misses) per path
+            rows += [f'<div class="steps">{esc(_said(path_line_text(line), line.sample))}</div>'
+                     for line in split[answer]]
+        elif answer in steps:
             rows.append(f'<div class="steps">{esc(steps[answer])}</div>')
     return f'<div class="dist">{"".join(rows)}</div>' if rows else "<p>No answers.</p>"
+
+
+def _said(line: str, sample: SampleRecord) -> str:
+    """A path's step line with what its sample missed: ``4 × steps: … · misses: never called convert``."""
+    misses = sample_misses(sample)
+    return line if misses is None else f"{line} · misses: {misses}"
 
 
 def _case_card(r: CaseRecord, prompt_chars: int) -> str:

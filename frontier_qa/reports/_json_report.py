@@ -126,8 +126,10 @@ class CaseSummary(_Model):
                                "removed it (near-duplicate, identical copy, bad format, critic...)")
     history: list[Observation] = Field(default_factory=list, description="earlier observations, oldest first")
     path: PathRecord | None = Field(None, description="whether the samples took one path (majority, clusters, p̂, "
-                                    "band decision) and the path finding: scatter, wrong, undecided or null; null "
-                                    "when the case's paths were not analysed")
+                                    "band decision) and the path finding: scatter, wrong, undecided, or null for "
+                                    "a stable path (and, with expectations, the right one), which the text "
+                                    "outputs call 'stable'; path itself is null when the case's paths were not "
+                                    "analysed")
     pass_k: PassK | None = Field(None, description="the case's pass^k: k, samples counted, passed, value, the most "
                                  "common misses; null when the case does not count it")
 
@@ -239,7 +241,8 @@ class JsonReport(_Model):
     paths: int = Field(0, description="cases whose paths were analysed (tools called, or expectations)")
     path_findings: dict[str, int] = Field(default_factory=dict,
                                           description="cases by path finding: scatter, wrong, undecided "
-                                                      "(zeros included)")
+                                                      "(zeros included); the analysed cases with none (stable "
+                                                      "paths) are paths minus their sum")
     pass_k: PassKReport | None = Field(None, description="pass^k over the cases that count it; null when none does")
     cost: Cost = Field(description="the cases' own samples (calls not served from the cache, tokens, dollars)")
     spend: dict[str, ModelSpend] = Field(

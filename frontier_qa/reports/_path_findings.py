@@ -15,10 +15,15 @@ from collections.abc import Iterable, Mapping
 from frontier_qa.reports._summary import Summary
 from frontier_qa.reports._text import fmt_p, shorten
 from frontier_qa.scoring._paths import top_misses
-from frontier_qa.store._records import PATH_FINDINGS, CaseRecord, PassK, PathRecord, SampleRecord
-
-FINDING_WORDS = {"scatter": "scatter", "wrong": "wrong path", "undecided": "undecided"}
-"""A path finding as the outputs word it."""
+from frontier_qa.store._records import (
+    FINDING_WORDS,
+    PATH_FINDINGS,
+    CaseRecord,
+    PassK,
+    PathRecord,
+    SampleRecord,
+    finding_word,
+)
 
 FINDING_ORDER = ("wrong", "scatter", "undecided")
 """The order cases with a path finding are listed in: a wrong path first (the gate fails on it)."""
@@ -81,13 +86,6 @@ def path_cases(records: Iterable[CaseRecord]) -> list[CaseRecord]:
     """The cases with a path finding: wrong paths first, then scatter, then undecided; by id within."""
     found = [(r.path.finding, r) for r in records if r.path is not None and r.path.finding is not None]
     return [r for _, r in sorted(found, key=lambda fr: (FINDING_ORDER.index(fr[0]), fr[1].id))]
-
-
-def finding_word(path: PathRecord | None) -> str:
-    """``wrong path``, ``scatter``, ``undecided``; ``stable`` for an analysed path without a finding."""
-    if path is None:
-        return "not analysed"
-    return "stable" if path.finding is None else FINDING_WORDS[path.finding]
 
 
 def path_text(path: str, chars: int = PATH_CHARS) -> str:

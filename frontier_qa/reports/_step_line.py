@@ -3,15 +3,23 @@
 ``cases show`` and report.html print it under each answer of a case, from one sample that gave
 that answer (the first by index), so a reader sees *how* the agent reached each answer without
 opening the cache. Samples without steps (a plain model, an agent that recorded none) give none.
+
+When the case's path was analysed and its samples took more than one path, one sample per answer
+would hide the others: 4 samples that called ``capital_of`` and 4 that called ``lookup_city``
+(and missed the expectations) all said "Paris". Then :func:`path_lines` gives one line per path
+under each answer, with how many of the answer's samples took it and the first of them (its steps,
+its misses).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from frontier_qa.reports._summary import CALL_FAILED, answer_distribution, error_text
 from frontier_qa.reports._text import shorten
+from frontier_qa.scoring._equivalence import normalize
 from frontier_qa.store._records import CaseRecord, SampleRecord
 from frontier_qa.store._steps import Step
 
@@ -132,4 +140,67 @@ def cluster_steps(record: CaseRecord, chars: int = LINE_CHARS) -> dict[str, str]
     return {answer: line for answer, line in lines.items() if line is not None}
 
 
-__all__ = ["ARROW", "LINE_CHARS", "cluster_samples", "cluster_steps", "step_label", "step_line"]
+@dataclass(frozen=True)
+class PathLine:
+    """The samples of one answer that took one path: how many, and the first of them by index.
+
+    Attributes:
+        path: the path (:attr:`SampleRecord.path`), ``None`` for samples without one.
+        count: the answer's samples that took it.
+        sample: the first of them (its steps and misses are shown).
+        steps: that sample's :func:`step_line`, ``None`` when it recorded no steps.
+    """
+
+    path: str | None
+    count: int
+    sample: SampleRecord
+    steps: str | None
+
+
+def _members(record: CaseRecord) -> dict[str, list[SampleRecord]]:
+    """Each answer's samples by index: the exact form first, else the normalized one (as exact
+    clusters merge ``Paris`` and ``paris.``). Samples of a semantic cluster whose form matches
+    neither are left out: the record does not keep which cluster they joined.
+    """
+    answers = [answer for answer, _ in answer_distribution(record)]
+    forms = {normalize(a): a for a in reversed(answers)}
+    members: dict[str, list[SampleRecord]] = {a: [] for a in answers}
+    for sample in sorted(record.samples, key=lambda s: s.sample_index):
+        answer = _answer_of(sample)
+        found = answer if answer in members else forms.get(normalize(answer))
+        if found is not None:
+            members[found].append(sample)
+    return members
+
+
+def path_lines(record: CaseRecord, chars: int = LINE_CHARS) -> dict[str, tuple[PathLine, ...]]:
+    """For each answer, one :class:`PathLine` per path its samples took, most samples first (ties:
+    the earliest sample); empty when the case's path was not analysed or all its samples took one
+    path (then :func:`cluster_steps` says it all).
+    """
+    if record.path is None or len(record.path.clusters) < 2:
+        return {}
+    lines: dict[str, tuple[PathLine, ...]] = {}
+    for answer, samples in _members(record).items():
+        by_path: dict[str | None, list[SampleRecord]] = {}
+        for sample in samples:
+            by_path.setdefault(sample.path, []).append(sample)
+        ordered = sorted(by_path.items(), key=lambda ps: (-len(ps[1]), ps[1][0].sample_index))
+        if ordered:
+            lines[answer] = tuple(PathLine(path, len(took), took[0], step_line(took[0], chars))
+                                  for path, took in ordered)
+    return lines
+
+
+def path_line_text(line: PathLine) -> str:
+    """``4 × steps: capital_of(country="France") → answer "Paris"``; ``4 × path: capital_of`` when
+    the sample recorded no steps (secrets masked either way).
+    """
+    if line.steps is not None:
+        return f"{line.count} × steps: {line.steps}"
+    path = "(none)" if line.path is None else shorten(" ".join(line.path.split()), _ARGUMENTS_CHARS + 20)
+    return f"{line.count} × path: {path}"
+
+
+__all__ = ["ARROW", "LINE_CHARS", "PathLine", "cluster_samples", "cluster_steps", "path_line_text", "path_lines",
+           "step_label", "step_line"]

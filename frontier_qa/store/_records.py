@@ -361,6 +361,19 @@ class PathRecord(_Record):
     unjudged: str | None = None
 
 
+FINDING_WORDS = {"scatter": "scatter", "wrong": "wrong path", "undecided": "undecided"}
+"""A path finding as the text outputs word it."""
+
+
+def finding_word(path: PathRecord | None) -> str:
+    """``wrong path``, ``scatter``, ``undecided``; ``stable`` for an analysed path without a finding
+    (``"finding": null`` in JSON); ``not analysed`` without a path record (``"path": null``).
+    """
+    if path is None:
+        return "not analysed"
+    return "stable" if path.finding is None else FINDING_WORDS[path.finding]
+
+
 class PassK(_Record):
     """pass^k of a case (τ-bench): the chance that k of its samples all pass.
 

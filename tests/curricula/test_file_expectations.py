@@ -11,13 +11,13 @@ import pytest
 
 from frontier_qa._expectations import EXPECT_BASE_KEY, expectations_from
 from frontier_qa.curricula import FileCurriculum, read_proposals
-from frontier_qa.errors import ConfigError
+from frontier_qa.errors import ConfigError, closest_value
 from frontier_qa.probing._engine import ProbeSettings, probe
 from frontier_qa.scoring._paths import PathView, ToolUse, expectation_misses
 from frontier_qa.store._case_store import CaseStore
 from frontier_qa.store._inputs import recorded_hash
 from frontier_qa.store._suites import export_suite, import_suite
-from frontier_qa.target import Expectations, ToolArguments
+from frontier_qa.target import ORDERS, Expectations, ToolArguments
 from frontier_qa.testing import ScriptedAdapter, always, open_scripted
 
 CHECKS = "def is_city(arguments):\n    return str(arguments.get('city', '')).istitle()\n"
@@ -88,6 +88,13 @@ def test_a_case_without_a_relative_check_file_carries_no_base(tmp_path: Path) ->
         ({"tool_used": ["search"]}, r"cases.jsonl:2: expect.tool_used: unknown key", "did you mean 'tools_used'?"),
         ({"order": "inorder", "tool_sequence": ["a"]}, r"cases.jsonl:2: expect.order = 'inorder' is not allowed",
          "did you mean 'in_order'?"),
+        # a word added to a right value: the value it holds, not the most similar string ('in_order')
+        ({"order": "strict_order", "tool_sequence": ["a"]}, r"expect.order = 'strict_order' is not allowed",
+         "did you mean 'strict'\\?"),
+        # an order with no sequence to order checks nothing: said, with the fix
+        ({"order": "strict", "tools_used": ["a"]}, r"cases.jsonl:2: expect.order = 'strict' is given without "
+         r"expect.tool_sequence", r"order applies to tool_sequence: add tool_sequence: \[\.\.\.\]"),
+        ({"order": "in_order"}, r"expect.order = 'in_order' is given without", "add tool_sequence"),
         ({"arguments": [{"tool": "a", "mach": "exact"}]}, r"expect.arguments\[0\].mach: unknown key",
          "did you mean 'match'?"),
         ({"arguments": [{"tool": "a", "match": "exakt"}]}, r"expect.arguments\[0\].match = 'exakt'",
@@ -115,6 +122,28 @@ def test_the_same_reader_serves_every_way_in() -> None:
     assert expectations_from(given, "x") is given and expectations_from(None, "x") is None
     assert expectations_from({"tools_used": "a"}, "x") == given
     assert expectations_from(Expectations(), "x") is None  # nothing expected: no expectations
+    with pytest.raises(ConfigError, match="x: expect.order = 'any_order' is given without expect.tool_sequence"):
+        expectations_from(Expectations(tools_used=("a",), order="any_order"), "x")  # the Python API alike
+    # a stored case writes every key (the default order, an empty sequence): read back as it was
+    assert expectations_from({"tools_used": ["a"], "tool_sequence": [], "order": "in_order"}, "x") == given
+
+
+def test_a_yaml_entry_is_named_by_its_number_and_its_id(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("- id: fine\n  prompt: x\n- id: close-account\n  prompt: y\n  expect: {order: strict}\n"
+                    "- prompt: z\n  expect: {tool_used: [a]}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"c.yaml entry 2 \(id close-account\): expect.order = 'strict'"):
+        read_proposals(path)
+    path.write_text("- id: fine\n  prompt: x\n- prompt: z\n  expect: {tool_used: [a]}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"c.yaml entry 2: expect.tool_used: unknown key"):
+        read_proposals(path)  # no id: the number alone
+
+
+def test_a_value_suggestion_prefers_the_value_the_slip_holds() -> None:
+    assert closest_value("strict_order", ORDERS) == "strict"
+    assert closest_value("any", ORDERS) == "any_order"  # one it begins
+    assert closest_value("inorder", ORDERS) == "in_order"  # else the most similar
+    assert closest_value("zzz", ORDERS) is None
 
 
 def test_moving_the_cases_file_changes_no_case(tmp_path: Path) -> None:

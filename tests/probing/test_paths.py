@@ -200,6 +200,10 @@ def test_an_edited_expectation_is_judged_again_from_the_stored_samples_without_c
     assert CALLS == []  # judged from the stored steps: no target call
     assert [r.action for r in done.refreshed] == [Action.REFRESHED, Action.REFRESHED] and not done.reprobe
     assert done.refreshed[0].change == "expect changed"
+    # the message says the re-judgement called nothing, and that the path finding and pass^k moved
+    assert done.refreshed[0].message == ("expect changed: re-judged from the 8 stored samples without a call "
+                                         "(still pass; path: wrong path → stable; pass^8 0.00 → 1.00)")
+    assert done.refreshed[1].message == "expect changed: re-judged from the 8 stored samples without a call (still pass)"
     again = {r.id: r for r in done.records}
     assert again["wrong"].path is not None and again["wrong"].path.finding is None
     assert again["wrong"].pass_k is not None and again["wrong"].pass_k.value == 1.0

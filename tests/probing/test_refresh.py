@@ -81,9 +81,9 @@ def test_fixed_reference_turns_a_failure_into_a_pass_without_calling_the_agent(f
     new = found.refreshed[0].record
     assert new is not None and new.case_class is CaseClass.PASS
     assert new.reason is not None and new.reason.startswith(
-        "reference changed 43 → 42: judged again from the 6 stored samples, no new calls; stable majority matches")
-    assert found.messages() == ["mul-1: reference changed 43 → 42: judged again from the 6 stored samples, "
-                                "no new calls (failure → pass)"]
+        "reference changed 43 → 42: re-judged from the 6 stored samples without a call; stable majority matches")
+    assert found.messages() == ["mul-1: reference changed 43 → 42: re-judged from the 6 stored samples "
+                                "without a call (failure → pass)"]
     old = first.records[0]
     assert new.samples == old.samples and new.p_hat == old.p_hat and new.majority == "42"
     assert new.case.reference == "42" and new.case.reference_verified and new.majority_correct is True
@@ -198,9 +198,9 @@ def test_a_changed_answer_format_reads_the_stored_texts_again(tmp_path: Path) ->
 
     (same,) = refresh(cases, store).refreshed
     kept = same.record
-    assert same.message.endswith("no new calls (still pass)")
+    assert same.message.endswith("re-judged from the 6 stored samples without a call (still pass)")
     assert kept is not None and kept.case_class is CaseClass.PASS and [s.answer for s in kept.samples] == ["42"] * 6
-    assert kept.reason is not None and kept.reason.startswith("answer_format changed json:answer → auto: judged again")
+    assert kept.reason is not None and kept.reason.startswith("answer_format changed json:answer → auto: re-judged")
 
     write_cases(cases, {**MUL, "reference": "42", "answer_format": "boxed"})  # no box in '{"answer": "42"}'
     lost = refresh(cases, store).refreshed[0].record
@@ -280,7 +280,7 @@ def test_a_case_cut_short_by_the_budget_stays_unresolved_under_a_fixed_reference
 
     new = changed.record
     assert new is not None and new.case_class is CaseClass.UNRESOLVED and new.majority_correct is True
-    assert new.reason == f"reference changed 43 → 42: judged again from the 3 stored samples, no new calls; {cut.reason}"
+    assert new.reason == f"reference changed 43 → 42: re-judged from the 3 stored samples without a call; {cut.reason}"
     assert changed.message.endswith("(still unresolved)") and len(agent.calls) == 3
 
 

@@ -377,7 +377,7 @@ def test_a_fixed_reference_is_rejudged_without_calls_in_both_ways_in(
         write_cases(root, fixed)
     code, out = cli_at(cli_root, monkeypatch, capsys, "probe", "--out", "out")
     assert code == 0, out
-    assert "changed: mul-1: reference changed 43 → 42: judged again from the 6 stored samples, no new calls " \
+    assert "changed: mul-1: reference changed 43 → 42: re-judged from the 6 stored samples without a call " \
            "(failure → pass)" in out
     monkeypatch.chdir(py_root)
     again = pytest_run(pytester, *PLUGIN)
@@ -416,7 +416,7 @@ def test_the_cli_replay_reads_the_cases_file_as_it_is_now(
     code, out = cli(capsys, "replay", "--out", "out")
     # the fixed reference judged again with no new call, the changed task and the removed one named
     # and not replayed against answers to another question
-    assert "changed: mul-1: reference changed 43 → 42: judged again from the 6 stored samples, no new calls" in out
+    assert "changed: mul-1: reference changed 43 → 42: re-judged from the 6 stored samples without a call" in out
     assert "1 stored case(s) removed from cases.jsonl: not replayed (wd-1)" in out
     assert re.search(r"changed: add-1: .*probed again", out), out
     assert verdicts(root / ".frontier-qa") == {"mul-1": "same"}  # the one case replayed
