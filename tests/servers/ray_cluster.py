@@ -99,10 +99,13 @@ class LocalRayCluster:
         return int(lines[-1]) if out.returncode == 0 and lines and lines[-1].isdigit() else 0
 
     def stop(self) -> None:
-        """End every node's process group: SIGTERM (``ray start --block`` stops its node), then SIGKILL."""
+        """End every node's process group: SIGTERM (``ray start --block`` stops its node), then SIGKILL;
+        then any worker of this cluster still running (workers start sessions of their own).
+        """
+        workers = self._session_pids()
         for proc in reversed(self._procs):
             _signal_group(proc, signal.SIGTERM)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 5
         for proc in reversed(self._procs):
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
@@ -114,6 +117,24 @@ class LocalRayCluster:
             except subprocess.TimeoutExpired:
                 pass
         self._procs.clear()
+        for pid in workers | self._session_pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def _session_pids(self) -> set[int]:
+        """Processes whose command line names this cluster's temp folder (its workers and daemons)."""
+        found = set()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                if self.temp_dir.encode() in (entry / "cmdline").read_bytes():
+                    found.add(int(entry.name))
+            except OSError:
+                continue
+        return found
 
     def __enter__(self) -> LocalRayCluster:
         return self.start()
