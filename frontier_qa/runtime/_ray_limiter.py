@@ -113,10 +113,13 @@ class Governor:
 
     def release(self, grant: int) -> None:
         """A grant that was never used for a call (its caller stopped first): nothing was spent."""
-        held = self._grants.get(grant)
-        if held is not None:
-            self.limiter.refund(held[1])
-        self.settle(grant)
+        held = self._grants.pop(grant, None)
+        if held is None:
+            return
+        self.limiter.refund(held[1])
+        self.budget.cancel(Reservation(grant))
+        if held[2]:
+            self._semaphore().release()
 
     def forget(self, worker: str) -> int:
         """Settle every open grant of a dead worker as an abandoned call; how many there were.
