@@ -110,7 +110,7 @@ def _open_on_ray(config: ProbeConfig, cache: SampleCache | bool) -> tuple[Target
     """The target sampled by Ray workers, and the run's budget as the driver's models share it
     (the governor's: :mod:`frontier_qa.runtime._ray_executor`).
     """
-    from frontier_qa.runtime._ray_executor import RaySettings, open_ray_target
+    from frontier_qa.runtime._ray_executor import RaySettings, open_governed_target, open_ray_target
 
     r, t = config.ray, config.target
     assert r.address is not None and t.spec is not None
@@ -120,10 +120,10 @@ def _open_on_ray(config: ProbeConfig, cache: SampleCache | bool) -> tuple[Target
     settings = RaySettings(r.address, workers=r.workers, slots=tuple(r.slots) if isinstance(r.slots, list) else r.slots,
                            cpus_per_worker=r.cpus_per_worker, limiter=r.limiter)
     options = resolve_options(config, "target", t.options)
+    opener = open_ray_target if r.workers else open_governed_target
     try:
-        target = open_ray_target(t.spec, settings, limits=t.limits, budget=config.budget,
-                                 cache=cache if isinstance(cache, SampleCache) else None, version=t.version,
-                                 options=options)
+        target = opener(t.spec, settings, limits=t.limits, budget=config.budget,
+                        cache=cache if isinstance(cache, SampleCache) else None, version=t.version, options=options)
     except ConfigError as err:
         if err.source is not None:
             raise

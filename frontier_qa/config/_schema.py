@@ -333,7 +333,8 @@ class RayConfig(_Section):
 
     address: str | None = Field(None, min_length=1, description="the cluster: auto, HOST:6379 or ray://HOST:10001 "
                                                                 "(--ray); null: sample in this process")
-    workers: int = Field(2, ge=1, description="sampling workers (Ray actors), spread over the nodes")
+    workers: int = Field(2, ge=0, description="sampling workers (Ray actors), spread over the nodes; 0: sample "
+                                              "in this process, admitted by the cluster's limiter (CI shards)")
     slots: int | list[int] | None = Field(None, description="calls each worker runs at once: one number, or one "
                                                             "per worker; null: target.limits.max_concurrency")
     cpus_per_worker: float = Field(1.0, ge=0, description="CPUs Ray reserves per worker (API targets: 0.25)")

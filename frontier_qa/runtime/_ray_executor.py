@@ -353,6 +353,39 @@ def detach_governor(governor: Any) -> None:
         pass
 
 
+class GovernedTarget(ManagedTarget):
+    """A target sampled in this process whose calls a governor on the cluster admits (``ray.workers: 0``)."""
+
+    def __init__(self, adapter: Adapter, limits: Limits, budget: RemoteBudget, cache: SampleCache | None, *,
+                 governor: Any, secrets: Sequence[str] = (), version: str | None = None) -> None:
+        super().__init__(adapter, limits, budget, cache, secrets=secrets, version=version)
+        self.governor = governor
+        self._limiter = budget.limiter  # type: ignore[assignment]  # every call is admitted by the governor
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        detach_governor(self.governor)
+
+
+def open_governed_target(spec: str, settings: RaySettings, *, limits: Limits, budget: Budget,
+                         cache: SampleCache | None, version: str | None = None,
+                         options: Mapping[str, Any] | None = None) -> GovernedTarget:
+    """The target sampled in this process but admitted by a governor on the cluster: CI shards
+    naming one ``ray.limiter`` share its RPM, concurrency cap and budget.
+    """
+    from frontier_qa.adapters import create_adapter
+
+    if spec.startswith("tools+"):
+        raise ConfigError(f"{spec!r} cannot share a limiter on Ray", hint="drop ray.limiter for tools+ targets")
+    options = dict(options or {})
+    adapter = create_adapter(spec, **options)
+    governor = start_governor(settings.address, limits, budget, shared=settings.limiter)
+    me = f"driver-{os.getpid()}-{os.urandom(3).hex()}"
+    tracker = RemoteBudget(governor, me, budget, RemoteLimiter(governor, me))
+    return GovernedTarget(adapter, limits, tracker, cache, governor=governor, secrets=secret_values(options),
+                          version=version)
+
+
 def open_ray_target(spec: str, settings: RaySettings, *, limits: Limits, budget: Budget,
                     cache: SampleCache | None, version: str | None = None, options: Mapping[str, Any] | None = None,
                     governor: Any = None) -> RayTarget:
@@ -401,4 +434,4 @@ def open_ray_target(spec: str, settings: RaySettings, *, limits: Limits, budget:
 
 
 __all__ = ["RaySettings", "RayTarget", "RayWorkers", "SampleWorker", "TargetRecipe", "WorkerLost",
-           "connect", "detach_governor", "open_ray_target", "start_governor"]
+           "GovernedTarget", "connect", "detach_governor", "open_governed_target", "open_ray_target", "start_governor"]

@@ -62,7 +62,8 @@ class Governor:
         self.limiter = RateLimiter(limits.rpm, limits.tpm, rpm_burst=limits.rpm_burst)
         self.budget = BudgetTracker(budget)
         self._slots: asyncio.Semaphore | None = None  # made in the actor's event loop
-        self._grants: dict[int, tuple[str, int, bool]] = {}  # grant id -> (worker, estimated tokens, holds a slot)
+        # grant id -> (worker, estimated tokens, holds a slot, when granted)
+        self._grants: dict[int, tuple[str, int, bool, float]] = {}
         self._attached = 0
         self._idle_s = idle_s
         self._last = time.monotonic()
@@ -74,7 +75,8 @@ class Governor:
 
     async def admit(self, worker: str, tokens: int = 0) -> Answer:
         """Wait for a slot and the RPM/TPM pacer, then reserve one call of the budget."""
-        self._last = time.monotonic()
+        arrived = self._last = time.monotonic()
+        self._expire()
         slots = self._semaphore()
         await slots.acquire()
         try:
@@ -88,8 +90,21 @@ class Governor:
         except BaseException:  # cancelled while waiting: the slot goes back
             slots.release()
             raise
-        self._grants[reservation.id] = (worker, tokens, True)
-        return ("ok", reservation.id)
+        self._grants[reservation.id] = (worker, tokens, True, time.monotonic())
+        return ("ok", reservation.id, time.monotonic() - arrived, self._interval())
+
+    def _interval(self) -> float:
+        """Seconds between two requests at the RPM limit (0: no limit)."""
+        return 60.0 / self.limits.rpm if self.limits.rpm else 0.0
+
+    async def readmit(self, grant: int) -> Answer:
+        """Pace a granted call again: its grant reached the worker late (a stalled process), and sent
+        now it would arrive right behind the calls granted after it. Keeps its slot and budget.
+        """
+        arrived = time.monotonic()
+        if grant in self._grants and self.limiter.active:
+            await self.limiter.acquire(0)
+        return ("ok", grant, time.monotonic() - arrived, self._interval())
 
     def reserve(self, worker: str) -> Answer:
         """One call of the budget for a model that paces itself (the driver's curriculum, judge)."""
@@ -98,7 +113,7 @@ class Governor:
             reservation = self.budget.reserve()
         except FrontierQAError as err:
             return (type(err).__name__, err.message, err.hint)
-        self._grants[reservation.id] = (worker, 0, False)
+        self._grants[reservation.id] = (worker, 0, False, time.monotonic())
         return ("ok", reservation.id)
 
     def settle(self, grant: int, tokens: int = 0, cost_usd: float | None = None, estimated: bool = False) -> None:
@@ -127,14 +142,26 @@ class Governor:
         Their requests may have reached the server, which bills them: they count as calls, with
         their estimated tokens (what :meth:`ManagedTarget` does for a call it abandons).
         """
-        mine = [(grant, tokens) for grant, (owner, tokens, _) in self._grants.items() if owner == worker]
+        mine = [(grant, tokens) for grant, (owner, tokens, _, _) in self._grants.items() if owner == worker]
         for grant, tokens in mine:
             self.settle(grant, tokens, estimated=bool(tokens))
         return len(mine)
 
+    def _expire(self) -> None:
+        """A shared governor's grants older than any call can be (``Limits.timeout_s`` + 30 s): their
+        driver was killed without a word (no one calls :meth:`forget` for it); abandoned calls.
+        """
+        timeout = self.limits.timeout_s
+        if self._idle_s is None or timeout is None:
+            return
+        now = time.monotonic()
+        for grant, (_, tokens, _, since) in list(self._grants.items()):
+            if now - since > timeout + 30.0:
+                self.settle(grant, tokens, estimated=bool(tokens))
+
     def open_grants(self, worker: str | None = None) -> int:
         """Grants not settled yet (of one worker, or of all)."""
-        return sum(1 for owner, _, _ in self._grants.values() if worker is None or owner == worker)
+        return sum(1 for owner, *_ in self._grants.values() if worker is None or owner == worker)
 
     def reconcile(self, estimated: int, actual: int) -> None:
         self.limiter.reconcile(estimated, actual)
@@ -191,15 +218,24 @@ class RemoteLimiter:
         self.governor = governor
         self.worker = worker
         self._answers: dict[asyncio.Task[Any], Answer] = {}
+        self.late = 0  # grants that arrived late and were paced again
 
     async def acquire(self, tokens: int = 0) -> None:
         self.sweep()
         ref = self.governor.admit.remote(self.worker, tokens)
-        try:
-            answer: Answer = await ref
-        except asyncio.CancelledError:
-            ref.future().add_done_callback(self._give_back)  # granted after all: give it back
-            raise
+        for _ in range(3):  # a grant that keeps arriving late is used anyway
+            sent = time.monotonic()
+            try:
+                answer: Answer = await ref
+            except asyncio.CancelledError:
+                ref.future().add_done_callback(self._give_back)  # granted after all: give it back
+                raise
+            # the way there and back, without the wait at the governor: more than half a request
+            # interval late, the call would land bunched with later grants (the server's 429)
+            if answer[0] != "ok" or time.monotonic() - sent - answer[2] <= answer[3] / 2:
+                break
+            self.late += 1
+            ref = self.governor.readmit.remote(answer[1])
         task = asyncio.current_task()
         if task is None:  # pragma: no cover - acquire always runs in a task
             self._give_back_answer(answer)

@@ -223,3 +223,79 @@ def test_ctrl_c_stops_the_cluster_calls(cluster: LocalRayCluster, tmp_path: Path
     assert proc.returncode == 130, out
     assert "--resume r2" in out
     assert after == stopped_at < 40 * 4  # no worker started a call once the driver stopped
+
+
+# --- on demand (-m ray_cluster): a framework agent's model calls, shards sharing one limiter ----------
+
+
+@pytest.fixture
+def on_demand(request: pytest.FixtureRequest) -> None:
+    if "ray_cluster" not in (request.config.option.markexpr or ""):
+        pytest.skip("on demand: run with -m ray_cluster")
+
+
+GEO_AGENT = '''
+from pydantic_ai import Agent
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+agent = Agent(OpenAIChatModel("fake-model", provider=OpenAIProvider(base_url=%r, api_key="sk-test")), name="geo")
+
+
+@agent.tool_plain
+def double(x: int) -> int:
+    """Twice x."""
+    return 2 * x
+'''
+
+
+def tool_then_answer(body: dict[str, Any], index: int) -> Any:
+    """A tool call first, the answer once the tool's result is in: two model calls a sample."""
+    if body["messages"][-1].get("role") == "tool":
+        return f"\\boxed{{{body['messages'][-1]['content']}}}"
+    return {"content": None, "tool_calls": [{"name": "double", "arguments": json.dumps({"x": 21})}]}
+
+
+@pytest.mark.ray_cluster
+def test_a_framework_agents_model_calls_are_admitted_one_by_one(on_demand: None, cluster: LocalRayCluster,
+                                                                tmp_path: Path, report_measurement: Any) -> None:
+    pytest.importorskip("pydantic_ai")
+    rpm = 300
+    write_cases(tmp_path, 10)
+    with FakeOpenAIServer(answers=tool_then_answer, rpm=rpm, rpm_burst=2, latency_s=0.3) as server:
+        (tmp_path / "geo.py").write_text(GEO_AGENT % server.base_url)
+        cfg = config(tmp_path, server, cluster, k=3, limits={"rpm": rpm}, ray_keys={"slots": [4, 1]},
+                     more={"target.spec": f"pydantic-ai:{tmp_path / 'geo.py'}:agent", "target.options": {}})
+
+        async def main() -> Any:
+            async with Session(cfg) as session:
+                outcome = await session.probe()
+                return outcome, session.parts.target.stats()
+        outcome, stats = asyncio.run(main())
+        share = share_of_rpm(server, rpm)
+    report_measurement("ray_framework_rpm", f"Ray, a pydantic-ai agent on 2 uneven workers, RPM {rpm}: "
+                       f"{share:.3f} of the limit, {server.rate_limited()} 429s, {server.model_calls()} model calls")
+    assert all(r.k == 3 and r.n_failed == 0 for r in outcome.records) and len(outcome.records) == 10
+    assert server.model_calls() == 60 == stats.calls  # two model calls a sample, each admitted
+    assert server.rate_limited() == 0 and share >= 0.95
+
+
+@pytest.mark.ray_cluster
+def test_shards_naming_one_limiter_share_its_rpm(on_demand: None, cluster: LocalRayCluster, tmp_path: Path,
+                                                 report_measurement: Any) -> None:
+    rpm = 240
+    write_cases(tmp_path, 24)
+    with FakeOpenAIServer(rpm=rpm, rpm_burst=2, latency_s=0.2) as server:
+        shards = [_cli(tmp_path, cluster, server, "--shard", f"{i}/2", "--run-id", "n1", "--store", f"s{i}",
+                       "--set", f"target.limits.rpm={rpm}", "--set", "ray.workers=0", "--set", "ray.limiter=nightly")
+                  for i in (1, 2)]
+        outs = [proc.communicate(timeout=240)[0] for proc in shards]
+        share = share_of_rpm(server, rpm)
+        t0 = server.requests[0].at
+        refused = [f"#{i} at {r.at - t0:.2f}s" for i, r in enumerate(server.requests) if r.fault.status == 429]
+    report_measurement("ray_shared_limiter", f"2 shards sharing one Ray limiter at RPM {rpm}: {share:.3f} of it "
+                       f"together, {server.rate_limited()} 429s {refused} ({server.model_calls()} calls)")
+    for proc, out in zip(shards, outs, strict=True):
+        assert proc.returncode in (0, 1) and "stopped: curriculum exhausted" in out, out
+    assert server.model_calls() == 24 * 4 and server.rate_limited() == 0
+    assert share <= 1.05  # together within one limit, not 2 x it
