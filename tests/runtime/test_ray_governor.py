@@ -8,6 +8,7 @@ and what a dead worker's open calls become.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 
 import pytest
@@ -83,3 +84,13 @@ def test_a_grant_given_back_unused_costs_nothing() -> None:
     assert governor.open_grants() == 0
     assert governor.snapshot().calls == 0 and governor.snapshot().in_flight == 0
     granted(run(governor.admit("w0")))  # the slot is free again
+
+
+def test_without_the_ray_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from frontier_qa.errors import MissingExtraError
+    from frontier_qa.runtime._ray_executor import connect
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` meets where the package is absent
+    with pytest.raises(MissingExtraError) as caught:
+        connect("auto")
+    assert caught.value.extra == "ray" and "frontier-qa[ray]" in (caught.value.hint or "")
