@@ -230,9 +230,10 @@ class RemoteLimiter:
             except asyncio.CancelledError:
                 ref.future().add_done_callback(self._give_back)  # granted after all: give it back
                 raise
-            # the way there and back, without the wait at the governor: more than half a request
-            # interval late, the call would land bunched with later grants (the server's 429)
-            if answer[0] != "ok" or time.monotonic() - sent - answer[2] <= answer[3] / 2:
+            # the way there and back, without the wait at the governor: more than a request interval
+            # late, the call would land bunched with two later grants, past what a provider's burst
+            # allowance forgives (the server's 429); re-paced it costs that one interval instead
+            if answer[0] != "ok" or time.monotonic() - sent - answer[2] <= answer[3]:
                 break
             self.late += 1
             ref = self.governor.readmit.remote(answer[1])

@@ -40,7 +40,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalRayCluster]:
-    with LocalRayCluster(nodes=2, num_cpus=1) as running:
+    # the second node's workers are slow (its agents' tools wait, below): workers of uneven speed
+    with LocalRayCluster(nodes=2, num_cpus=1, env=[{}, {"FQA_TEST_SLOW_TOOL_S": "0.6"}]) as running:
         try:
             yield running
         finally:
@@ -179,6 +180,17 @@ def _cli(root: Path, cluster: LocalRayCluster, server: FakeOpenAIServer, *args: 
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
 
 
+def sample_workers() -> int:
+    """Ray worker processes running a SampleWorker now (Ray titles each process after its actor)."""
+    found = 0
+    for entry in Path("/proc").iterdir():
+        try:
+            found += entry.name.isdigit() and b"SampleWorker" in (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+    return found
+
+
 def _wait_for(check: Any, timeout_s: float, proc: subprocess.Popen[str]) -> None:
     deadline = time.monotonic() + timeout_s
     while not check():
@@ -198,6 +210,10 @@ def test_a_killed_driver_leaves_a_run_that_resume_finishes(cluster: LocalRayClus
         _wait_for(lambda: store.runs_dir.is_dir() and len(store.latest(run_id="r1")) >= 3, 240, first)
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while sample_workers() and time.monotonic() < deadline:  # Ray ends a dead driver's actors
+            time.sleep(0.2)
+        assert sample_workers() == 0
         paid_before = server.model_calls()
         done_before = len(store.latest(run_id="r1"))
         second = _cli(tmp_path, cluster, server, "--resume", "r1")
@@ -221,6 +237,7 @@ def test_ctrl_c_stops_the_cluster_calls(cluster: LocalRayCluster, tmp_path: Path
         time.sleep(1.5)
         after = server.model_calls()
     assert proc.returncode == 130, out
+    assert sample_workers() == 0  # the driver ended its workers on the way out
     assert "--resume r2" in out
     assert after == stopped_at < 40 * 4  # no worker started a call once the driver stopped
 
@@ -235,6 +252,7 @@ def on_demand(request: pytest.FixtureRequest) -> None:
 
 
 GEO_AGENT = '''
+import asyncio, os
 from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
@@ -243,8 +261,9 @@ agent = Agent(OpenAIChatModel("fake-model", provider=OpenAIProvider(base_url=%r,
 
 
 @agent.tool_plain
-def double(x: int) -> int:
-    """Twice x."""
+async def double(x: int) -> int:
+    """Twice x (slowly on the cluster's slow node)."""
+    await asyncio.sleep(float(os.environ.get("FQA_TEST_SLOW_TOOL_S", "0")))
     return 2 * x
 '''
 
@@ -261,10 +280,10 @@ def test_a_framework_agents_model_calls_are_admitted_one_by_one(on_demand: None,
                                                                 tmp_path: Path, report_measurement: Any) -> None:
     pytest.importorskip("pydantic_ai")
     rpm = 300
-    write_cases(tmp_path, 10)
+    write_cases(tmp_path, 20)
     with FakeOpenAIServer(answers=tool_then_answer, rpm=rpm, rpm_burst=2, latency_s=0.3) as server:
         (tmp_path / "geo.py").write_text(GEO_AGENT % server.base_url)
-        cfg = config(tmp_path, server, cluster, k=3, limits={"rpm": rpm}, ray_keys={"slots": [4, 1]},
+        cfg = config(tmp_path, server, cluster, k=3, limits={"rpm": rpm}, ray_keys={"slots": [4, 2]},
                      more={"target.spec": f"pydantic-ai:{tmp_path / 'geo.py'}:agent", "target.options": {}})
 
         async def main() -> Any:
@@ -275,8 +294,8 @@ def test_a_framework_agents_model_calls_are_admitted_one_by_one(on_demand: None,
         share = share_of_rpm(server, rpm)
     report_measurement("ray_framework_rpm", f"Ray, a pydantic-ai agent on 2 uneven workers, RPM {rpm}: "
                        f"{share:.3f} of the limit, {server.rate_limited()} 429s, {server.model_calls()} model calls")
-    assert all(r.k == 3 and r.n_failed == 0 for r in outcome.records) and len(outcome.records) == 10
-    assert server.model_calls() == 60 == stats.calls  # two model calls a sample, each admitted
+    assert all(r.k == 3 and r.n_failed == 0 for r in outcome.records) and len(outcome.records) == 20
+    assert server.model_calls() == 120 == stats.calls  # two model calls a sample, each admitted
     assert server.rate_limited() == 0 and share >= 0.95
 
 
