@@ -118,6 +118,21 @@ def test_the_call_budget_holds_across_workers(cluster: LocalRayCluster, tmp_path
     assert spent.calls == server.model_calls() and spent.in_flight == 0
 
 
+def test_the_token_budget_is_overshot_by_at_most_the_calls_in_flight(cluster: LocalRayCluster, tmp_path: Path) -> None:
+    write_cases(tmp_path, 20)
+    with FakeOpenAIServer(latency_s=0.2) as server:
+        cfg = config(tmp_path, server, cluster, more={"budget.max_tokens": 300}, ray_keys={"slots": [4, 4]})
+
+        async def main() -> Any:
+            async with Session(cfg) as session:
+                outcome = await session.probe()
+                return outcome, session.parts.target.snapshot()
+        outcome, spent = asyncio.run(main())
+    per_call = max(len(json.dumps(r.body["messages"]).split()) for r in server.requests) + 10  # prompt + answer
+    assert outcome.stop_reason == "budget" and spent.tokens >= 300
+    assert spent.tokens - 300 <= 8 * per_call  # tokens are known when a call ends: the 8 slots in flight at most
+
+
 def test_a_sigkilled_worker_loses_no_sample_and_repays_at_most_its_calls_in_flight(
         cluster: LocalRayCluster, tmp_path: Path, report_measurement: Any) -> None:
     write_cases(tmp_path, 16)
