@@ -139,6 +139,9 @@ class SampleWorker:
             target = self._open()
         except FrontierQAError as err:
             return {"error": (type(err).__name__, err.message, err.hint)}
+        except Exception as err:  # noqa: BLE001 - reported to the driver as what it is, not a Ray traceback
+            return {"error": ("ConfigError", f"the target failed to open on a Ray worker: {type(err).__name__}: "
+                                             f"{err}", "check that every node has the target's packages and files")}
         adapter = target.adapter
         return {"id": target.id, "adapter_version": adapter.version(), "max_n": adapter.max_n,
                 "supports_prefill": adapter.supports_prefill,
@@ -216,10 +219,7 @@ class RayWorkers(Adapter):
             await self._done(worker)
         worker.stats = _newer(worker.stats, answer[-1])
         if answer[0] == "error":
-            error = getattr(errors, str(answer[1]), None)
-            if not (isinstance(error, type) and issubclass(error, FrontierQAError)):
-                error = errors.TargetError
-            raise error(str(answer[2]), hint=answer[3])
+            raise rebuilt(str(answer[1]), str(answer[2]), answer[3])
         got: list[Trajectory] = answer[1]
         return got
 
@@ -285,6 +285,18 @@ class RayWorkers(Adapter):
                     pass
             ray.kill(worker.handle, no_restart=True)
         self.workers = [replace(w, alive=False) for w in self.workers]
+
+
+def rebuilt(name: str, message: str, hint: str | None, *,
+            default: type[FrontierQAError] = errors.TargetError) -> FrontierQAError:
+    """The error a worker reported as data (class name, message, hint), as that class where it can be."""
+    error = getattr(errors, name, None)
+    if isinstance(error, type) and issubclass(error, FrontierQAError):
+        try:
+            return error(message, hint=hint)
+        except TypeError:  # a class with arguments of its own (MissingExtraError)
+            pass
+    return default(message, hint=hint)
 
 
 def _newer(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
@@ -420,8 +432,7 @@ def open_ray_target(spec: str, settings: RaySettings, *, limits: Limits, budget:
             for w in pool:
                 ray.kill(w.handle, no_restart=True)
             detach_governor(governor)
-            name, message, hint = info["error"]
-            raise getattr(errors, name, ConfigError)(message, hint=hint)
+            raise rebuilt(*info["error"], default=ConfigError)
         worker.pid = int(info["pid"])
     adapter = RayWorkers(pool, governor, infos[0])
     # the driver re-dispatches what a lost worker held; each worker times out and retries its own calls

@@ -315,7 +315,8 @@ class RemoteBudget(BudgetTracker):
         return self.snapshot().in_flight
 
     def can_start(self) -> bool:
-        return self.snapshot().remaining_calls != 0 and not self._stopped
+        left = self.snapshot().remaining().values()
+        return not self._stopped and all(value is None or value > 0 for value in left)
 
     def snapshot(self) -> BudgetSnapshot:
         snap: BudgetSnapshot = _get(self.governor.snapshot.remote())

@@ -94,3 +94,14 @@ def test_without_the_ray_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(MissingExtraError) as caught:
         connect("auto")
     assert caught.value.extra == "ray" and "frontier-qa[ray]" in (caught.value.hint or "")
+
+
+def test_a_workers_error_comes_back_as_its_class_or_a_target_error() -> None:
+    from frontier_qa.errors import TargetError, TargetUnavailableError
+    from frontier_qa.runtime._ray_executor import rebuilt
+
+    stop = rebuilt("TargetUnavailableError", "failed 25 calls in a row", "check the target")
+    assert type(stop) is TargetUnavailableError and stop.hint == "check the target"
+    missing = rebuilt("MissingExtraError", "pydantic-ai is not installed on the worker", "install it")
+    assert type(missing) is TargetError and "pydantic-ai" in missing.message  # its own arguments differ
+    assert type(rebuilt("KeyError", "x", None)) is TargetError
