@@ -39,6 +39,8 @@ class AgentContext:
             the sample index), or ``None`` when no seed was given.
         stop_error: set by the model gateway (:mod:`frontier_qa.runtime._gateway`) when the run
             must stop (budget, unavailable target, fatal reply); raise it after the agent ends.
+        span: the ``invoke_agent`` span the sample runs in, ``"<trace id>-<span id>"`` in hex
+            (:func:`~frontier_qa.adapters._spans.agent_span`); ``None`` without one.
     """
 
     def __init__(self, case: Case, sample_index: int, sampling: Sampling) -> None:
@@ -53,6 +55,7 @@ class AgentContext:
         # a stop the model gateway met inside the agent's HTTP client (which would wrap and retry
         # it as a connection error): the adapter raises it once the agent returns or raises
         self.stop_error: BaseException | None = None
+        self.span: str | None = None
 
     def tool_call(self, name: str, arguments: Any, result: Any = None, error: str | None = None) -> ToolCall:
         """Record one executed tool call (arguments/result that are not text become JSON)."""
@@ -225,8 +228,11 @@ class InProcessAgent(Adapter):
         ctx = AgentContext(case, index, sampling)
         token = _CONTEXT.set(ctx)  # record_tool records into it (sync agents' threads copy the context)
         started = time.monotonic()
+        from frontier_qa.adapters._spans import agent_span
+
         try:
-            with self.sample_scope(ctx):
+            # the sample's own span outside the capture: the framework's spans nest under it, it is no step
+            with agent_span(self.id, ctx), self.sample_scope(ctx):
                 result = await self.invoke(case, ctx)
         except Exception as exc:  # noqa: BLE001 - classified below
             if ctx.stop_error is not None:
@@ -249,7 +255,7 @@ def failed_sample(ctx: AgentContext, latency_s: float, error: str) -> Trajectory
     """A sample the agent failed (it raised): what it recorded up to the failure, and why."""
     return Trajectory(text=None, messages=(*ctx.case.messages, *ctx.events), tool_calls=tuple(ctx.tool_calls),
                       usage=ctx.usage, cost_usd=ctx.cost_usd, latency_s=latency_s, error=error,
-                      sample_index=ctx.sample_index)
+                      sample_index=ctx.sample_index, span=ctx.span)
 
 
 def to_trajectory(result: Any, ctx: AgentContext, latency_s: float) -> Trajectory:
@@ -296,6 +302,7 @@ def to_trajectory(result: Any, ctx: AgentContext, latency_s: float) -> Trajector
         latency_s=latency_s,
         error=None if error is None else f"the agent reported an error: {error}",
         sample_index=index,
+        span=ctx.span,
     )
 
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from frontier_qa._optional import require
 from frontier_qa.adapters._agents import AgentContext, _text
+from frontier_qa.errors import MissingExtraError
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -337,6 +338,7 @@ class SpanRecorder(_Processor):
 
     def __init__(self, provider: TracerProvider) -> None:
         self.provider = provider
+        self.tracer = provider.get_tracer("frontier_qa")  # the samples' own spans (agent_span)
         self._owners: dict[int, _Capture] = {}  # span id -> the sample it belongs to
         self._lock = threading.Lock()
 
@@ -437,6 +439,34 @@ def _install() -> SpanRecorder:
     return recorder
 
 
+def span_text(span_context: Any) -> str:
+    """A span's ids as frontier-qa stores them: ``"<trace id>-<span id>"`` in hex (W3C traceparent's parts)."""
+    return f"{span_context.trace_id:032x}-{span_context.span_id:016x}"
+
+
+@contextlib.contextmanager
+def agent_span(agent: str, ctx: AgentContext) -> Iterator[None]:
+    """The ``invoke_agent <agent>`` span one sample runs in (the OpenTelemetry GenAI conventions), on
+    the recorder's provider, so the framework's spans nest under it; ``ctx.span`` gets its ids.
+
+    The exported verdict of the case (:mod:`frontier_qa.reports._otel_export`) names these spans. An
+    exception leaving the block marks the span failed. Without ``opentelemetry-sdk``: no span.
+    """
+    try:
+        tracer = span_recorder().tracer
+    except MissingExtraError:
+        yield
+        return
+    from opentelemetry.trace import SpanKind
+
+    attributes: dict[str, str | int] = {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
+        "frontier_qa.case.id": ctx.case.id, "frontier_qa.sample.index": ctx.sample_index}
+    with tracer.start_as_current_span(f"invoke_agent {agent}", kind=SpanKind.INTERNAL, attributes=attributes) as span:
+        ctx.span = span_text(span.get_span_context())
+        yield
+
+
 # ----- turning each framework's instrumentation on ---------------------------------------------
 
 
@@ -519,5 +549,5 @@ def instrument(framework: str) -> SpanRecorder:
     return recorder
 
 
-__all__ = ["MAX_CHARS", "Found", "SpanRecorder", "instrument", "keep_agents_traces_local", "normalise",
-           "span_kind", "span_recorder"]
+__all__ = ["MAX_CHARS", "Found", "SpanRecorder", "agent_span", "instrument", "keep_agents_traces_local", "normalise",
+           "span_kind", "span_recorder", "span_text"]

@@ -34,7 +34,9 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.scoring.consistency": ("self_consistency", "consistency_of", "Consistency"),
     "frontier_qa.scoring._semantic": ("semantic_consistency", "semantic_consistency_of"),
     "frontier_qa.scoring._embedders": ("get_embedder",),
-    "frontier_qa.scoring.rewards": ("uncertainty_reward", "tool_reward", "format_reward", "composite_reward"),
+    "frontier_qa.scoring.rewards": ("uncertainty_reward", "tool_reward", "format_reward", "composite_reward",
+                                    "path_reward"),
+    "frontier_qa.scoring._paths": ("check_trajectory", "pass_hat_k"),
     "frontier_qa.scoring._repetition": ("repetition_penalty",),
     "frontier_qa.scoring.bands": ("in_band", "soft_band"),
 }
@@ -98,6 +100,8 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.scoring._equivalence import Comparator as Comparator
     from frontier_qa.scoring._equivalence import equivalent as equivalent
     from frontier_qa.scoring._equivalence import normalize as normalize
+    from frontier_qa.scoring._paths import check_trajectory as check_trajectory
+    from frontier_qa.scoring._paths import pass_hat_k as pass_hat_k
     from frontier_qa.scoring._repetition import repetition_penalty as repetition_penalty
     from frontier_qa.scoring._semantic import semantic_consistency as semantic_consistency
     from frontier_qa.scoring._semantic import semantic_consistency_of as semantic_consistency_of
@@ -111,6 +115,7 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.scoring.consistency import self_consistency as self_consistency
     from frontier_qa.scoring.rewards import composite_reward as composite_reward
     from frontier_qa.scoring.rewards import format_reward as format_reward
+    from frontier_qa.scoring.rewards import path_reward as path_reward
     from frontier_qa.scoring.rewards import tool_reward as tool_reward
     from frontier_qa.scoring.rewards import uncertainty_reward as uncertainty_reward
     from frontier_qa.session._outcome import Outcome as Outcome

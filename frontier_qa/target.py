@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from frontier_qa._frozen import frozen_value
 
@@ -116,6 +116,14 @@ class Case:
     metadata: Mapping[str, Any] = Field(default_factory=dict)
     history: tuple[Message, ...] = ()
     expect: Expectations | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_expect(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a case without expectations keeps the 0.1 shape in every store, suite and cases file
+        data: dict[str, Any] = handler(self)
+        if data.get("expect") is None:
+            data.pop("expect", None)
+        return data
 
     @classmethod
     def from_case(cls, case: Case, *, reference_verified: bool = False) -> Case:
@@ -249,6 +257,9 @@ class Trajectory:
         error: why the sample failed, ``None`` when it succeeded.
         sample_index: the index of this sample for its case (0-based; part of the cache key).
         cached: whether it was served from the on-disk cache.
+        span: the OpenTelemetry span the sample ran in, ``"<trace id>-<span id>"`` in hex (an
+            in-process agent's ``invoke_agent`` span); ``None`` for targets without spans and for
+            cached samples (they did not run in this run).
     """
 
     text: str | None
@@ -260,6 +271,7 @@ class Trajectory:
     error: str | None = None
     sample_index: int = 0
     cached: bool = False
+    span: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from frontier_qa._expectations import with_expect
 from frontier_qa.config import Override, ProbeConfig, load_config
 from frontier_qa.config._keywords import SuiteSpec, absolute_target, suite_key, target_label
 from frontier_qa.errors import FrontierQAError
@@ -88,6 +89,10 @@ class Suite:
 
     def where(self) -> str:
         return f"@pytest.mark.frontier on {self.spec.where}"
+
+    def tag(self, case: Case) -> Case:
+        """A case of this suite: tagged with its name, and given the marker's ``expect=`` when it has none."""
+        return with_expect(tag(case, self.spec.name), self.spec.expect, self.spec.base)
 
     def _names_curriculum(self) -> bool:
         c = self.config.curriculum
@@ -153,7 +158,7 @@ class Suite:
         if self.spec.curriculum is not None or self.session.cases_file() is None:
             return
         try:
-            found = run_sync(self.session.refresh(tag=lambda case: tag(case, self.spec.name)))
+            found = run_sync(self.session.refresh(tag=self.tag))
         except FrontierQAError as err:
             raise FrontierUsageError(f"{self.where()}: {err}") from None
         if found is not None:
@@ -176,6 +181,10 @@ class Suite:
         view = read_suite(self.store, self.spec.name, classes=self.spec.classes, guards=count, entries=entries,
                           earlier=self._earlier, now=now, exclude=self.removed, repick=self.owner.options.repick,
                           request=self.owner.uid)
+        if self.spec.expect is not None:  # a case stored before the marker had expect= is held to it too
+            given = {cid: r.model_copy(update={"case": self.tag(r.case)})
+                     for cid, r in view.stored.items() if r.case.expect is None}
+            view = replace(view, stored={**view.stored, **given})
         if not self.reprobe:
             return view
         # a case whose prompt changed is asked as it is now, held to no baseline (its old one was for the old task)
@@ -195,7 +204,7 @@ class Suite:
         except FrontierQAError as err:
             raise FrontierUsageError(f"{self.where()}: {err}") from None
         known = view.ids - set(self.reprobe)  # a changed prompt is probed again, as a new observation
-        curriculum = SuiteCurriculum.of(inner, self.spec.name, known)
+        curriculum = SuiteCurriculum.of(inner, self.spec.name, known, self.tag)
         olds = [view.stored[i] for i in sorted(known) if i in view.stored]
         try:
             run_sync(self.session.probe(run_id=self.prefix + "gen", curriculum=curriculum,
@@ -265,7 +274,10 @@ class Suite:
                 self._replayer = Replayer(self.session, f"{self.prefix}r-{self.owner.worker}", [],
                                           size=len(self.items), settings=self.settings())
             accepted = self._accepted[case_id] = run_sync(self._replayer.accept(case_id))
-        case = FrontierCase(self, base, new, comparison, guard=case_id in view.guards, accepted=accepted)
+        # the gate the suite is judged by (the probe's when this session probed): its pass^k floor, if set
+        gate = self.session.thresholds("probe" if self.generated else "replay")
+        case = FrontierCase(self, base, new, comparison, guard=case_id in view.guards, accepted=accepted,
+                            min_pass_hat_k=getattr(gate, "min_pass_hat_k", None))
         self.cases[case_id] = case
         return case
 

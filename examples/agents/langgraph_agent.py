@@ -1,4 +1,7 @@
-"""A LangGraph agent with two tools: a capital lookup and a unit converter.
+"""A LangGraph agent with three tools: a capital lookup, a fact search and a unit converter.
+
+The fact search is a plausible alternative to the capital lookup for a capital question (its facts
+name the capitals too): ``examples/agents/trajectory_cases.yaml`` says which tool a case expects.
 
 The graph is LangGraph's tool loop built by hand: a model node (``ChatOpenAI`` with the tools
 bound) and a ``ToolNode``, joined by ``tools_condition``. The model comes from the environment:
@@ -25,6 +28,8 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 CAPITALS = {"france": "Paris", "japan": "Tokyo", "kenya": "Nairobi", "peru": "Lima", "canada": "Ottawa"}
+FACTS = (*(f"{city} is the capital of {country.title()}." for country, city in CAPITALS.items()),
+         "The Seine flows through Paris.", "The Nile flows through Cairo.", "Mount Kenya is in Kenya.")
 FACTORS = {("km", "mi"): 0.621371, ("mi", "km"): 1.609344, ("kg", "lb"): 2.204623, ("lb", "kg"): 0.453592}
 SYSTEM = "Use the tools when they help. End with the final answer as \\boxed{...}."
 
@@ -33,6 +38,18 @@ SYSTEM = "Use the tools when they help. End with the final answer as \\boxed{...
 def capital(country: str) -> str:
     """The capital city of a country."""
     return CAPITALS.get(country.strip().lower(), f"no capital known for {country!r}")
+
+
+@tool
+def search_facts(query: str) -> str:
+    """The geography facts that share the most words with the query, one per line."""
+
+    def words(text: str) -> set[str]:
+        return set(text.lower().replace("?", "").replace(".", "").split())
+
+    shared = {fact: len(words(query) & words(fact)) for fact in FACTS}
+    best = max(shared.values())
+    return "\n".join(f for f, n in shared.items() if n == best) if best else f"no facts found for {query!r}"
 
 
 @tool
@@ -48,7 +65,7 @@ def convert(value: float, from_unit: str, to_unit: str) -> str:
     return f"{value * FACTORS[pair]:.2f}"
 
 
-TOOLS = [capital, convert]
+TOOLS = [capital, search_facts, convert]
 # ChatOpenAI refuses to be built without a key; the placeholder lets this file import without one
 # (a call made with it is refused by the server, which stops the probe with a clear 401)
 model = ChatOpenAI(model=os.environ.get("OPENAI_MODEL", "gpt-4o-mini"), temperature=0,

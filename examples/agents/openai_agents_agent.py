@@ -1,5 +1,8 @@
-"""A small OpenAI Agents SDK agent: a triage agent with a capital lookup, handing unit questions
-to a units agent with a converter.
+"""A small OpenAI Agents SDK agent: a triage agent with a capital lookup and a fact search,
+handing unit questions to a units agent with a converter.
+
+The fact search is a plausible alternative to the capital lookup for a capital question (its facts
+name the capitals too): ``examples/agents/trajectory_cases.yaml`` says which tool a case expects.
 
 The model is ``OPENAI_MODEL`` (default ``gpt-4o-mini``), reached the SDK's default way: a model
 name, so the SDK's OpenAI provider builds its client at the first call from ``OPENAI_BASE_URL``
@@ -20,6 +23,8 @@ from agents import Agent, function_tool
 MODEL = os.environ.get("OPENAI_MODEL", "gpt-4o-mini")
 
 _CAPITALS = {"france": "Paris", "japan": "Tokyo", "kenya": "Nairobi", "peru": "Lima", "canada": "Ottawa"}
+_FACTS = (*(f"{city} is the capital of {country.title()}." for country, city in _CAPITALS.items()),
+          "The Seine flows through Paris.", "The Nile flows through Cairo.", "Mount Kenya is in Kenya.")
 _TO_METRES = {"m": 1.0, "km": 1000.0, "mi": 1609.344, "ft": 0.3048, "in": 0.0254}
 
 
@@ -34,6 +39,21 @@ def capital_of(country: str) -> str:
     if capital is None:
         raise ValueError(f"no capital known for {country!r}; known: {', '.join(sorted(_CAPITALS))}")
     return capital
+
+
+@function_tool
+def search_facts(query: str) -> str:
+    """The geography facts that share the most words with the query, one per line.
+
+    Args:
+        query: a few words to look for.
+    """
+    def words(text: str) -> set[str]:
+        return set(text.lower().replace("?", "").replace(".", "").split())
+
+    shared = {fact: len(words(query) & words(fact)) for fact in _FACTS}
+    best = max(shared.values())
+    return "\n".join(f for f, n in shared.items() if n == best) if best else f"no facts found for {query!r}"
 
 
 @function_tool
@@ -59,11 +79,11 @@ units_agent = Agent(
 triage_agent = Agent(
     name="triage_agent",
     instructions=(
-        "Answer geography questions with the capital_of tool. Hand questions about converting "
-        "lengths to the units agent. Answer in one short sentence."
+        "Answer questions about capitals with the capital_of tool and other geography questions with "
+        "search_facts. Hand questions about converting lengths to the units agent. Answer in one short sentence."
     ),
     model=MODEL,
-    tools=[capital_of],
+    tools=[capital_of, search_facts],
     handoffs=[units_agent],
 )
 

@@ -1,4 +1,7 @@
-"""A Pydantic AI agent with two tools: a capital lookup and a unit converter.
+"""A Pydantic AI agent with three tools: a capital lookup, a fact search and a unit converter.
+
+The fact search is a plausible alternative to the capital lookup for a capital question (its facts
+name the capitals too): ``examples/agents/trajectory_cases.yaml`` says which tool a case expects.
 
 The model is named the way Pydantic AI names models: ``"openai:<OPENAI_MODEL>"`` (default
 ``gpt-4o-mini``), whose provider reads ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` when the agent
@@ -17,9 +20,11 @@ import os
 
 from pydantic_ai import Agent
 
-version = "1"  # part of the target's version: bump it when the agent's behaviour changes
+version = "2"  # part of the target's version: bump it when the agent's behaviour changes
 
 _CAPITALS = {"france": "Paris", "japan": "Tokyo", "kenya": "Nairobi", "peru": "Lima", "canada": "Ottawa"}
+_FACTS = (*(f"{city} is the capital of {country.title()}." for country, city in _CAPITALS.items()),
+          "The Seine flows through Paris.", "The Nile flows through Cairo.", "Mount Kenya is in Kenya.")
 _METRES = {"m": 1.0, "km": 1000.0, "mi": 1609.344, "ft": 0.3048, "in": 0.0254}
 
 agent = Agent(
@@ -34,6 +39,18 @@ agent = Agent(
 def capital(country: str) -> str:
     """The capital city of ``country``."""
     return _CAPITALS[country.strip().lower()]
+
+
+@agent.tool_plain
+def search_facts(query: str) -> str:
+    """The geography facts that share the most words with ``query``, one per line."""
+
+    def words(text: str) -> set[str]:
+        return set(text.lower().replace("?", "").replace(".", "").split())
+
+    shared = {fact: len(words(query) & words(fact)) for fact in _FACTS}
+    best = max(shared.values())
+    return "\n".join(f for f, n in shared.items() if n == best) if best else f"no facts found for {query!r}"
 
 
 @agent.tool_plain

@@ -90,6 +90,7 @@ FLAGS: dict[str, FlagRule] = {
     "max_failures": to_key("gate.max_failures", "--max-failures"),
     "max_frontier_share": to_key("gate.max_frontier_share", "--max-frontier-share"),
     "max_regressions": to_key("gate.max_regressions", "--max-regressions"),
+    "otel_endpoint": to_key("export.otel.endpoint", "--otel-endpoint"),
 }
 # ``replay`` has a gate of its own (regressions fail it; known failures in a suite do not).
 REPLAY_FLAGS: dict[str, FlagRule] = {
@@ -151,6 +152,9 @@ class RunOptions:
     progress: str = _option(typer.Option(
         "auto", "--progress", help="auto | rich | plain | off (auto: a bar on a terminal, lines in CI)."))
     show_config: bool = _option(typer.Option(False, "--show-config", help="Print the resolved configuration and exit."))
+    otel_endpoint: str | None = _option(typer.Option(
+        None, "--otel-endpoint", help="Send each case's verdict to this OTLP/HTTP endpoint as an OpenTelemetry event "
+        "(export.otel; off by default)."))
 
 
 def with_options(table: Mapping[str, FlagRule], order: Sequence[str]) -> Callable[[Callable[..., Any]], Any]:

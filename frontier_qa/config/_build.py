@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
@@ -35,6 +36,9 @@ from frontier_qa.store._case_store import CaseStore
 from frontier_qa.store._comparison import RegressionPolicy
 from frontier_qa.store._shards import Shard
 from frontier_qa.target import Target
+
+if TYPE_CHECKING:
+    from frontier_qa.reports._otel_export import OtelVerdicts
 
 # --- wiring: config → the engine's parts --------------------------------------------------------
 
@@ -61,12 +65,12 @@ class ProbeParts(NamedTuple):
                 await close()
 
 
-def resolve_options(config: Any, section: str, options: Mapping[str, Any]) -> dict[str, Any]:
+def resolve_options(config: Any, section: str, options: Mapping[str, Any], *, key: str = "options") -> dict[str, Any]:
     """Adapter options with ``${VAR}`` resolved from the environment (top-level strings only:
     nested mappings such as HTTP headers are resolved by their adapter).
 
     ``config`` is any loaded config with ``error(key, message, hint)`` (the probe's or the
-    trainer's), so an unset variable is reported by key and where it was set.
+    trainer's), so an unset variable is reported by key (``section.key.NAME``) and where it was set.
     """
     out: dict[str, Any] = {}
     for name, value in options.items():
@@ -74,7 +78,7 @@ def resolve_options(config: Any, section: str, options: Mapping[str, Any]) -> di
             try:
                 value = expand_env(value)
             except UnsetVariableError as err:
-                raise config.error(f"{section}.options.{name}", err.message, err.hint) from None
+                raise config.error(f"{section}.{key}.{name}", err.message, err.hint) from None
         out[name] = value
     return out
 
@@ -141,6 +145,22 @@ def build_settings(config: ProbeConfig) -> ProbeSettings:
         regression=regression_policy(config),
         baseline_samples=config.regression.baseline_samples,
     )
+
+
+def otel_verdicts(config: ProbeConfig) -> OtelVerdicts:
+    """``export.otel`` as the run's verdict sink, its headers' ``${VAR}`` resolved (secrets, masked from now on).
+
+    Raises:
+        ConfigError: a header refers to an unset variable (named with where it was set).
+        MissingExtraError: the OTLP exporter is not installed (the ``otel`` extra).
+    """
+    from frontier_qa.reports._otel_export import OtelVerdicts
+
+    otel = config.export.otel
+    assert otel is not None
+    headers = resolve_options(config, "export.otel", otel.headers, key="headers")
+    return OtelVerdicts(endpoint=otel.endpoint, headers=tuple((k, str(v)) for k, v in headers.items()),
+                        service_name=otel.service_name, timeout_s=otel.timeout_s)
 
 
 def regression_policy(config: ProbeConfig) -> RegressionPolicy:
@@ -337,6 +357,8 @@ def build_probe(config: ProbeConfig, *, curriculum: bool = True) -> ProbeParts:
         raise config.error("target.spec", "no target to probe",
                            "pass --target SPEC, set 'target:' in the config, or export FRONTIER_QA_TARGET")
     settings = build_settings(config)
+    if config.export.otel is not None:
+        settings = replace(settings, verdicts=otel_verdicts(config))
     cache = sample_cache(config)
     if config.ray.address:
         target, tracker = _open_on_ray(config, cache)

@@ -11,6 +11,7 @@ Python imports resolve against the module); they are made absolute here.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -19,11 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from frontier_qa._expectations import expectations_from
 from frontier_qa.config._layers import Override, python_file
+from frontier_qa.curricula._file import find_checks
 from frontier_qa.curricula._spec import DOMAINS
 from frontier_qa.errors import ConfigError, closest_name
 from frontier_qa.scoring.bands import AGENT0_BAND
 from frontier_qa.store._records import CLASS_ORDER, CaseClass
+from frontier_qa.target import Expectations
 
 DEFAULT_CLASSES = ("failure", "suspect", "frontier")
 """Cases that become test items by default (what ``frontier-qa export`` commits)."""
@@ -55,6 +59,8 @@ KEYWORDS: dict[str, str] = {
     "classes": f"case classes that become test items (default {list(DEFAULT_CLASSES)})",
     "guards": "pass cases kept as guard items, spread over topics (default replay.guards: 10; 0: none)",
     "suite": "a committed suite file (*.yaml / *.jsonl): replayed too, and updated when generating",
+    "expect": "trajectory expectations for every case that has none: an Expectations or a dict, e.g. "
+              "{'tools_used': ['search'], 'tools_not_used': ['delete_account'], 'max_steps': 6}",
 }
 
 # marker arguments that are plain config keys
@@ -115,6 +121,8 @@ class SuiteSpec:
         guards: pass cases kept as guard items (``None``: the config's ``replay.guards``).
         suite_file: a committed suite file, absolute.
         fingerprint: equal for equal arguments (two tests may share a suite name only then).
+        expect: the trajectory expectations given to every case of the suite that has none.
+        base: the folder relative paths start from (a relative check file of ``expect``).
     """
 
     name: str
@@ -127,6 +135,8 @@ class SuiteSpec:
     suite_file: str | None
     fingerprint: str
     guards: int | None = None
+    expect: Expectations | None = None
+    base: str | None = None
 
 
 def _bad(where: str, message: str, fix: str) -> ConfigError:
@@ -296,6 +306,10 @@ def parse_suite(args: tuple[Any, ...], kwargs: Mapping[str, Any], where: str, ba
     guards = kwargs.get("guards")
     if guards is not None and (isinstance(guards, bool) or not isinstance(guards, int) or guards < 0):
         raise _bad(where, f"guards={guards!r} must be a count >= 0", "write guards=10 (0: no guard cases)")
+    expect = expectations_from(kwargs.get("expect"), f"@pytest.mark.frontier on {where}")
+    if expect is not None:  # an Expectations object and its dict are the same argument
+        kwargs = {**kwargs, "expect": dataclasses.asdict(expect)}
+        find_checks(expect, str(base), f"@pytest.mark.frontier on {where}")  # a missing check: a usage error now
     config = kwargs.get("config")
     suite = kwargs.get("suite")
     return SuiteSpec(
@@ -309,6 +323,8 @@ def parse_suite(args: tuple[Any, ...], kwargs: Mapping[str, Any], where: str, ba
         suite_file=None if suite is None else _path(suite, "suite", where, base, (".yaml", ".yml", ".jsonl", ".json")),
         fingerprint=_fingerprint(kwargs),
         guards=guards,
+        expect=expect,
+        base=str(base),
     )
 
 

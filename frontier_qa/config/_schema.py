@@ -349,6 +349,27 @@ class RayConfig(_Section):
         return value
 
 
+class OtelExportConfig(_Section):
+    """``export.otel``: each run's case verdicts as OpenTelemetry ``gen_ai.evaluation.result`` events."""
+
+    endpoint: str | None = Field(
+        None, min_length=1, description="the collector's OTLP/HTTP base URL, e.g. http://127.0.0.1:4318 (/v1/logs is "
+                                        "added); null: OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="HTTP headers sent with the events (values may say ${VAR}; masked "
+                                          "wherever text is written)")
+    protocol: Literal["http/protobuf"] = Field("http/protobuf", description="OTLP over HTTP with protobuf bodies")
+    service_name: str = Field("frontier-qa", min_length=1, description="the events' service.name")
+    timeout_s: float = Field(10.0, gt=0, description="most seconds sending may take, retries included")
+
+
+class ExportConfig(_Section):
+    """Where each run's verdicts go besides the store and the reports (nowhere unless a key is set)."""
+
+    otel: OtelExportConfig | None = Field(
+        None, description="an OTLP endpoint (off when absent: the OTEL_* variables never turn it on; --otel-endpoint)")
+
+
 class ProbeConfig(_Section):
     """Everything ``frontier-qa probe`` and ``replay`` need (YAML layout, version 1)."""
 
@@ -363,6 +384,7 @@ class ProbeConfig(_Section):
     gate: GateThresholds = Field(default_factory=GateThresholds)
     regression: RegressionPolicy = Field(default_factory=RegressionPolicy)
     replay: ReplayConfig = Field(default_factory=ReplayConfig)
+    export: ExportConfig = Field(default_factory=ExportConfig)
     shard: str | None = Field(None, description="CI shard i/n, e.g. 2/4")
     ray: RayConfig = Field(default_factory=RayConfig)
 

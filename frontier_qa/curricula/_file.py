@@ -32,11 +32,18 @@ field                     meaning
 ``predicted_pass_rate``    your own guess of p̂ in [0, 1] (difficulty prediction)
 ``metadata``               anything else (JSON object)
 ``history``                messages after the task (earlier turns)
+``expect``                 what every sample's trajectory must do: ``tools_used``,
+                           ``tools_not_used``, ``tool_sequence`` with ``order`` (``strict``,
+                           ``in_order``, ``any_order``), ``arguments`` (``[{"tool", "arguments",
+                           "match": "subset"|"exact", "check": "checks.py:fn"}]``), ``max_steps``
+                           (docs/how-to/trajectories.md); a check file is relative to this file
 ========================  ================================================================
 
 **Suite entries**, as :func:`frontier_qa.store.export_suite` writes them (``{"case": {...},
-"observed": {...}}``): the case is taken as recorded, with its verified flag and, when the
-engine kept one, its solution program (``case.metadata.solution``).
+"observed": {...}}``): the case is taken as recorded, with its verified flag, its expectations
+and, when the engine kept one, its solution program (``case.metadata.solution``). A relative
+check file is found where the case was first read (``case.metadata.expect_base``, which the suite
+keeps relative to itself), else next to the suite file.
 """
 
 from __future__ import annotations
@@ -49,14 +56,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from frontier_qa._expectations import EXPECT_BASE_KEY, anchored, expectations_from, rooted
 from frontier_qa.errors import ConfigError, check_unicode, read_text
 from frontier_qa.probing._curriculum_seam import History, Outcome, Proposal
 from frontier_qa.probing._verify import SOLUTION_KEY, TRUSTED_KEY
-from frontier_qa.target import Case
+from frontier_qa.target import Case, Expectations
 
 ROW_FIELDS = frozenset(
     {"id", "prompt", "question", "system", "topic", "answer_format", "reference", "answer",
-     "reference_verified", "solution", "tools", "gold_calls", "predicted_pass_rate", "metadata", "history"}
+     "reference_verified", "solution", "tools", "gold_calls", "predicted_pass_rate", "metadata", "history",
+     "expect"}
 )  # fmt: skip
 SUITE_FIELDS = frozenset({"schema_version", "case", "baseline", "observed", "role", "run_id", "finished_at", "cost"})
 
@@ -85,17 +94,26 @@ def _objects(row: Mapping[str, Any], key: str, where: str) -> tuple[Mapping[str,
     return tuple(dict(v) for v in value)
 
 
-def proposal_from_row(row: Mapping[str, Any], where: str = "row", *, source: str = "file") -> Proposal:
+def proposal_from_row(row: Mapping[str, Any], where: str = "row", *, source: str = "file",
+                      base: str | os.PathLike[str] | None = None) -> Proposal:
     """One row (flat or suite entry) as a :class:`Proposal`.
 
+    Args:
+        row: the row's object.
+        where: file and line, for messages.
+        source: the proposal's source label.
+        base: the folder of the file the row is in: a relative argument-check file
+            (``expect.arguments[].check``) is found there (default: the working directory).
+
     Raises:
-        ConfigError: a missing prompt, an unknown field, or a field of the wrong type; the
-            message names ``where`` (file and line).
+        ConfigError: a missing prompt, an unknown field, a field of the wrong type, or an
+            expectation that is malformed or names a check that cannot be found; the message
+            names ``where`` (file and line).
     """
     if not isinstance(row, Mapping):
         raise _fail(where, f"a row must be an object, not {type(row).__name__}", "one JSON object per line")
     if "case" in row and isinstance(row["case"], Mapping):
-        return _from_suite(row, where, source)
+        return _checked(_from_suite(row, where, source, base), where)
     unknown = sorted(set(row) - ROW_FIELDS)
     if unknown:
         raise _fail(where, f"unknown field(s) {', '.join(map(repr, unknown))}",
@@ -127,19 +145,44 @@ def proposal_from_row(row: Mapping[str, Any], where: str = "row", *, source: str
         reference=reference,
         metadata=metadata,
         history=_objects(row, "history", where),
+        expect=expectations_from(row.get("expect"), where),
     )
-    return Proposal(
-        case=case,
+    return _checked(Proposal(
+        case=case if base is None else anchored(case, base),
         solution=_text(row, "solution", where),
         gold_calls=_objects(row, "gold_calls", where),
         predicted_pass_rate=None if pass_rate is None else float(pass_rate),
         source=source,
         raw=json.dumps(row, ensure_ascii=False, default=str),
         written=True,
-    )
+    ), where)
 
 
-def _from_suite(row: Mapping[str, Any], where: str, source: str) -> Proposal:
+def _checked(proposal: Proposal, where: str) -> Proposal:
+    """``proposal``, once every argument check its expectations name is found."""
+    base = proposal.case.metadata.get(EXPECT_BASE_KEY)
+    find_checks(proposal.case.expect, base if isinstance(base, str) else None, where)
+    return proposal
+
+
+def find_checks(expect: Expectations | None, base: str | None, where: str) -> None:
+    """Load every argument check ``expect`` names (a relative file under ``base``), so that a missing
+    one is an error naming where it was written, not a crash at the first sample that needs it.
+
+    Raises:
+        ConfigError: a check's file, module or function cannot be found; the message starts with ``where``.
+    """
+    from frontier_qa.scoring._paths import resolve_check
+
+    for i, wanted in enumerate(() if expect is None else expect.arguments):
+        if wanted.check is not None:
+            try:
+                resolve_check(wanted.check, base)
+            except ConfigError as err:
+                raise _fail(where, f"expect.arguments[{i}].check: {err.message}", err.hint or "fix the check") from None
+
+
+def _from_suite(row: Mapping[str, Any], where: str, source: str, base: str | os.PathLike[str] | None) -> Proposal:
     from pydantic import TypeAdapter, ValidationError
 
     from frontier_qa.store._records import StoredCase
@@ -155,14 +198,21 @@ def _from_suite(row: Mapping[str, Any], where: str, source: str) -> Proposal:
     if missing:
         raise _fail(where, f"the case's inputs hold the secret ${missing[0]}, which is not set here",
                     f"export {missing[0]}=... (the suite keeps a reference to it, never its value)")
+    if isinstance(stored, Mapping) and stored.get("expect") is not None:
+        expectations_from(stored["expect"], f"{where}: case")  # its own words for a bad key, not pydantic's
     try:
         spec = TypeAdapter(StoredCase).validate_python(stored)
     except ValidationError as err:
         first = err.errors()[0]
         loc = ".".join(str(p) for p in first.get("loc", ()))
         raise _fail(where, f"case.{loc}: {first.get('msg')}", "fix that field of the suite entry") from err
-    case = spec.to_case()
+    case = spec.to_case() if base is None else rooted(spec.to_case(), base)  # kept relative to the suite file
     metadata = dict(case.metadata)
+    kept = metadata.get(EXPECT_BASE_KEY)
+    if base is not None and not (isinstance(kept, str) and Path(kept).is_dir()):
+        metadata.pop(EXPECT_BASE_KEY, None)  # written on another machine: next to the suite file instead
+        case = anchored(replace(case, metadata=metadata), base)
+        metadata = dict(case.metadata)
     if spec.reference_verified and spec.reference is not None:
         metadata[TRUSTED_KEY] = True
     solution = metadata.get(SOLUTION_KEY)
@@ -223,7 +273,7 @@ def read_proposals(path: str | os.PathLike[str]) -> list[Proposal]:
     out: list[Proposal] = []
     seen: dict[str, str] = {}
     for where, row in read_rows(path):
-        proposal = proposal_from_row(row, where, source=source)
+        proposal = proposal_from_row(row, where, source=source, base=Path(path).parent)
         if not proposal.case.id:
             proposal = replace(proposal, case=replace(proposal.case, id=case_id_for(proposal.case)),
                                aliases=(legacy_case_id(proposal.case),))
@@ -308,6 +358,7 @@ __all__ = [
     "ROW_FIELDS",
     "FileCurriculum",
     "StaticCurriculum",
+    "find_checks",
     "proposal_from_row",
     "read_proposals",
     "read_rows",

@@ -16,6 +16,11 @@ the agent's P(correct) falls through 0.8 and 0.3::
         a, b = (rng.randrange(10 ** (digits - 1), 10 ** digits) for _ in range(2))
         return Task(f"What is {a} {op} {b}?", reference=str(a + b if op == "+" else a * b))
 
+A generator whose tasks are done with tools can say what every sample's trajectory must do:
+``Task(..., expect={"tools_used": ["calculator"]})`` per instance (it may depend on the knobs), or
+``@generator(..., expect=...)`` for every instance that gives none; a check file named by a
+relative path is found next to the generator's own file.
+
 Values only: nothing here imports an I/O or ML library; a generator is checked when it is
 registered (knobs) and every time it runs (what it returns), and every error names it.
 """
@@ -24,15 +29,17 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import os
 import random
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import product
 from typing import Any, Literal
 
+from frontier_qa._expectations import anchored, expectations_from
 from frontier_qa.errors import ConfigError
-from frontier_qa.target import Case
+from frontier_qa.target import Case, Expectations
 
 GENERATOR_KEY = "generator"
 """Case metadata: ``{"name", "knobs", "seed"}`` of the generator instance a case is (replays rebuild it)."""
@@ -108,6 +115,9 @@ class Task:
             JSON or a short reply).
         system: optional system prompt.
         metadata: anything else to keep with the case (JSON-serialisable).
+        expect: what every sample's trajectory must do (:class:`~frontier_qa.target.Expectations`
+            or its mapping, ``{"tools_used": ["calculator"], "max_steps": 4}``); ``None``: the
+            generator's ``expect``, if it gave one.
     """
 
     prompt: str
@@ -116,6 +126,7 @@ class Task:
     answer_format: str = "auto"
     system: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    expect: Expectations | Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +141,7 @@ class Generator:
         shrink: optional ``(rng, task_knobs) -> Task`` drawing the *simplest* instance at
             those knob values (smallest operands, no carries...); shrinking uses it for the
             minimal failing case when given.
+        expect: the trajectory expectations of every instance whose task gives none.
     """
 
     name: str
@@ -137,6 +149,7 @@ class Generator:
     knobs: tuple[Knob, ...]
     description: str = ""
     shrink: Callable[..., Task] | None = None
+    expect: Expectations | None = None
 
     def knob(self, name: str) -> Knob:
         for knob in self.knobs:
@@ -208,7 +221,11 @@ class Generator:
         if task.reference is not None and not isinstance(task.reference, str):
             raise GeneratorError(f"{where}: the reference must be a string, not {type(task.reference).__name__}",
                                  hint="return reference=str(answer)")
-        return task
+        try:
+            expect = expectations_from(task.expect, where)
+        except ConfigError as err:
+            raise GeneratorError(err.message, hint=err.hint, key=err.key) from None
+        return task if expect is task.expect else replace(task, expect=expect)
 
     def case(self, seed: int, knobs: Mapping[str, Any], *, simplest: bool = False) -> Case:
         """The instance as a :class:`~frontier_qa.target.Case` with a verified reference.
@@ -224,7 +241,7 @@ class Generator:
         digest = hashlib.sha256(f"{self.name}|{sorted(_plain(values).items())}|{seed}|{simplest}|{task.prompt}"
                                 .encode()).hexdigest()[:8]
         slug = "-".join(f"{k}{_slug(v)}" for k, v in values.items())
-        return Case(
+        case = Case(
             id=f"{self.name}-{slug}-s{seed}-{digest}",
             prompt=task.prompt,
             system=task.system,
@@ -233,7 +250,9 @@ class Generator:
             reference=task.reference,
             reference_verified=task.reference is not None,
             metadata=meta,
+            expect=task.expect if isinstance(task.expect, Expectations) else self.expect,  # task() read a mapping
         )
+        return case if case.expect is None else anchored(case, _folder_of(self.fn))
 
     def checks(self, case: Case) -> Check | None:
         """The check function of ``case``'s instance, if its generator gave one."""
@@ -263,6 +282,15 @@ def check_for(case: Case) -> Check | None:
         return gen.checks(case)
     except GeneratorError:  # a generator changed since the case was stored: the reference decides
         return None
+
+
+def _folder_of(fn: Callable[..., Any]) -> str:
+    """The folder of the file that defines ``fn`` (the working directory when it has none)."""
+    try:
+        file = inspect.getsourcefile(fn)
+    except TypeError:
+        file = None
+    return os.path.dirname(os.path.abspath(file)) if file else os.getcwd()
 
 
 def _plain(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -347,19 +375,28 @@ def validate(gen: Generator) -> Generator:
 
 
 def generator(*, knobs: Sequence[Knob], name: str | None = None, description: str = "",
-              shrink: Callable[..., Task] | None = None, register: bool = True
+              shrink: Callable[..., Task] | None = None, register: bool = True,
+              expect: Expectations | Mapping[str, Any] | None = None,
               ) -> Callable[[Callable[..., Task]], Generator]:
     """Decorator: make ``(rng, **knobs) -> Task`` a :class:`Generator` (registered by name).
 
+    ``expect`` (an :class:`~frontier_qa.target.Expectations` or its mapping) is what every
+    instance's trajectory must do unless its :class:`Task` says otherwise.
+
     Raises:
-        GeneratorError: the declaration is wrong (see :func:`validate`), or another generator
-            of that name is registered from different code.
+        GeneratorError: the declaration is wrong (see :func:`validate`), its ``expect`` is
+            malformed, or another generator of that name is registered from different code.
     """
 
     def wrap(fn: Callable[..., Task]) -> Generator:
         doc = (fn.__doc__ or "").strip().splitlines()
-        gen = validate(Generator(name or fn.__name__, fn, tuple(knobs), description or (doc[0] if doc else ""),
-                                 shrink))
+        gen_name = name or fn.__name__
+        try:
+            expected = expectations_from(expect, f"generator {gen_name!r}")
+        except ConfigError as err:
+            raise GeneratorError(err.message, hint=err.hint, key=err.key) from None
+        gen = validate(Generator(gen_name, fn, tuple(knobs), description or (doc[0] if doc else ""),
+                                 shrink, expected))
         if register:
             add(gen)
         return gen

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
+from frontier_qa._expectations import EXPECT_BASE_KEY
 from frontier_qa.generators._core import check_for
 from frontier_qa.probing._sequential import (
     DEFAULT_PRIOR,
@@ -40,9 +41,6 @@ from frontier_qa.scoring._paths import (
 )
 from frontier_qa.store._records import PassK, PathCluster, PathRecord
 from frontier_qa.target import Case, Expectations
-
-EXPECT_BASE_KEY = "expect_base"
-"""Case metadata key of the directory relative argument-check files are found in (the cases file's)."""
 
 SHOWN_PATHS = 3
 """Paths a reason names before it says how many more there were."""

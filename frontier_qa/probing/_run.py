@@ -334,7 +334,8 @@ class ProbeRun:
 
     def finish(self, spend: Mapping[str, ModelSpend] | None = None) -> RunRecord:
         """Record the run's end (unless it stays open to resume) with its totals: counts, what each
-        model spent (``spend``, by role), and what became of the curriculum's proposals.
+        model spent (``spend``, by role), and what became of the curriculum's proposals; then send
+        the latest record of each case to ``settings.verdicts``, if any (the OpenTelemetry events).
         """
         records = self.records()
         totals = run_totals(records, spend=spend, candidates=self.proposals() if self.generated else None)
@@ -342,11 +343,14 @@ class ProbeRun:
             update: dict[str, Any] = {"totals": totals, "written_at": utc_now()}
             if self.boundaries:
                 update["boundaries"] = self.boundaries
-            kept = self.store.run(self.run_id, self.shard.index).model_copy(update=update)
-            self.store.append(kept)
-            return kept
-        return self.store.finish_run(self.run_id, shard_index=self.shard.index, totals=totals,
-                                     boundaries=self.boundaries or None)
+            ended = self.store.run(self.run_id, self.shard.index).model_copy(update=update)
+            self.store.append(ended)
+        else:
+            ended = self.store.finish_run(self.run_id, shard_index=self.shard.index, totals=totals,
+                                          boundaries=self.boundaries or None)
+        if self.settings.verdicts is not None and records:  # every way in ends its run here
+            self.settings.verdicts.send(records, self.settings.band)
+        return ended
 
     def records(self) -> list[CaseRecord]:
         return sorted(self.recorded.values(), key=lambda r: (r.finished_at, r.id))

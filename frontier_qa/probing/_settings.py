@@ -75,6 +75,9 @@ class ProbeSettings:
             the path is decided too (:class:`~frontier_qa.scoring._paths.PathSettings`).
         pass_k: which cases count pass^k and its k; every counted case is sampled at least k
             times (:class:`~frontier_qa.scoring._paths.PassKSettings`).
+        verdicts: where the run's case verdicts go as it ends, besides the store: an object with
+            ``send(records, band)`` that never raises (config ``export.otel`` makes a
+            :class:`~frontier_qa.reports._otel_export.OtelVerdicts`); ``None``: nowhere else.
     """
 
     band: InstanceOf[Band] = AGENT0_BAND
@@ -114,6 +117,7 @@ class ProbeSettings:
         "until the path is decided too"))
     pass_k: PassKSettings = Field(default_factory=PassKSettings, description=(
         "pass^k: which cases count it and its k (every counted case is sampled at least k times)"))
+    verdicts: Annotated[Any, Field(description="where the run's verdicts go as it ends (send(records, band))")] = None
 
     def policy(self) -> SequentialConfig | None:
         """The sequential policy with this run's band and k (``None`` for fixed k)."""

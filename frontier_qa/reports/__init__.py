@@ -17,6 +17,7 @@ from frontier_qa.reports._html import html_report, write_html
 from frontier_qa.reports._json_report import JsonReport, build_json_report, write_json_report
 from frontier_qa.reports._junit import junit_xml, write_junit
 from frontier_qa.reports._markdown import markdown_report, write_markdown
+from frontier_qa.reports._otel_export import OtelVerdicts
 from frontier_qa.reports._report_input import ReportInput, ReportParts
 from frontier_qa.reports._summary import Summary, summarize
 from frontier_qa.store._comparison import Comparison, RegressionVerdict, compare, compare_all, count_verdicts
@@ -103,6 +104,7 @@ __all__ = [
     "HealthProblem",
     "RunFacts",
     "JsonReport",
+    "OtelVerdicts",
     "ReportInput",
     "ReportParts",
     "Summary",

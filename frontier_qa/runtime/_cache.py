@@ -90,7 +90,7 @@ _RECORD_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=_pla
 
 
 def trajectory_from_json(text: str) -> Trajectory:
-    """Inverse of :func:`trajectory_to_json`."""
+    """Inverse of :func:`trajectory_to_json`; the span is not read back (a hit runs in no span of this run)."""
     record: dict[str, Any] = json.loads(text)
     version = record.pop("v", None)
     if version != FORMAT_VERSION:

@@ -299,6 +299,26 @@ def expectation_misses(view: PathView, expect: Expectations, *, base: str | None
     return tuple(misses)
 
 
+def check_trajectory(trajectory: Trajectory, expect: Expectations | Mapping[str, Any], *,
+                     base: str | None = None) -> tuple[str, ...]:
+    """What one trajectory misses of ``expect``, one line per miss (``()``: it meets them all).
+
+    The check every probed sample gets, for a trajectory in hand: an agent's unit test, a notebook.
+
+    Args:
+        trajectory: one sample (its tool calls; its recorded model calls count as steps).
+        expect: the expectations, or their mapping as a cases file writes it.
+        base: the directory a relative argument-check file is found in (default: the working directory).
+
+    Raises:
+        ConfigError: ``expect`` is malformed, or names a check that cannot be found.
+    """
+    from frontier_qa._expectations import expectations_from
+
+    expected = expectations_from(expect, "check_trajectory")
+    return () if expected is None else expectation_misses(view_of(trajectory), expected, base=base)
+
+
 def pass_hat_k(n: int, passed: int, k: int) -> float | None:
     """τ-bench's pass^k of one case: the chance that k of its n samples, drawn without replacement,
     all pass (``C(passed, k) / C(n, k)``); ``None`` when there are fewer than k samples.
@@ -326,6 +346,7 @@ __all__ = [
     "PathSettings",
     "PathView",
     "ToolUse",
+    "check_trajectory",
     "expectation_misses",
     "pass_hat_k",
     "path_counts",

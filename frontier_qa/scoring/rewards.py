@@ -1,4 +1,5 @@
-"""Curriculum rewards (Agent0 §3.2): uncertainty, tool use, repetition, format, composite.
+"""Curriculum rewards (Agent0 §3.2): uncertainty, tool use, repetition, format, composite, and
+the path term (issue 32): the uncertainty reward of the executor's majority *path* share.
 
 Each reward is a pure function of numbers and strings, and each is also offered in TRL's
 reward-function shape ``(prompts, completions, **columns) -> list[float | None]`` (see
@@ -30,6 +31,7 @@ from pydantic import Field
 
 from frontier_qa._frozen import frozen_value
 from frontier_qa.errors import ConfigError
+from frontier_qa.scoring._paths import path_counts
 from frontier_qa.scoring._repetition import DEFAULT_THRESHOLD, TextEncoder, repetition_penalty
 from frontier_qa.scoring.bands import check_p_hat
 
@@ -179,6 +181,25 @@ def tool_reward(
 
 
 # ---------------------------------------------------------------------------------------------
+# Path (issue 32): a task whose samples split between paths is at the frontier of *how* the agent works
+
+
+def path_reward(paths: Sequence[str | None], *, compat: bool = False) -> float | None:
+    """R_path in [0, 1]: :func:`uncertainty_reward` of the majority path's share of the task's samples
+    (1: they split evenly between two paths; 0: all take one, so the task says nothing about tool choice).
+
+    Args:
+        paths: each sample's path (:func:`frontier_qa.scoring._paths.path_key`); ``None`` for a
+            failed sample, left out as from the path's p̂. ``None`` is returned when none has a path.
+        compat: min(p̂, 1 − p̂) instead of Eq. 2's form, as for R_unc.
+    """
+    counts = path_counts(paths)
+    if not counts:
+        return None
+    return uncertainty_reward(counts[0][1] / sum(n for _, n in counts), compat=compat)
+
+
+# ---------------------------------------------------------------------------------------------
 # Format (Agent0 Table 7: "<question>…</question>" then "\boxed{answer}")
 
 _QUESTION_RE = re.compile(r"<question>(.*?)</question>", re.DOTALL)
@@ -228,8 +249,11 @@ def composite_reward(
     *,
     lambda_unc: float = 1.0,
     lambda_tool: float = 0.6,
+    path: float = 0.0,
+    lambda_path: float = 0.0,
 ) -> float:
-    """R_C = R_format·max(0, λ_unc·R_unc + λ_tool·R_tool − R_rep) (Agent0 Eq. 5).
+    """R_C = R_format·max(0, λ_unc·R_unc + λ_tool·R_tool + λ_path·R_path − R_rep) (Agent0 Eq. 5,
+    with the path term; λ_path = 0 by default: Eq. 5 as published).
 
     Args:
         format_score: R_format, 1 or 0 (any gate value in [0, 1] is accepted).
@@ -238,13 +262,14 @@ def composite_reward(
         repetition: R_rep, already scaled by λ_rep.
         lambda_unc: λ_unc.
         lambda_tool: λ_tool.
+        path: R_path (:func:`path_reward`).
+        lambda_path: λ_path.
 
-    Returns:
-        A reward >= 0.
+    Returns: a reward >= 0.
     """
     if not 0.0 <= format_score <= 1.0:
         raise ConfigError(f"format_score must be in [0, 1]; got {format_score!r}")
-    return format_score * max(0.0, lambda_unc * uncertainty + lambda_tool * tool - repetition)
+    return format_score * max(0.0, lambda_unc * uncertainty + lambda_tool * tool + lambda_path * path - repetition)
 
 
 _Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -267,7 +292,8 @@ class RewardConfig:
         lambda_rep: λ_rep in Eq. 4.
         rep_threshold: τ, the clustering distance threshold (BLEU distance unless an
             embedder/embeddings are used).
-        compat_uncertainty: use min(p̂, 1 − p̂) instead of Eq. 2.
+        compat_uncertainty: use min(p̂, 1 − p̂) instead of Eq. 2 (for R_path too).
+        lambda_path: λ_path, weight of R_path (:func:`path_reward`; 0: Eq. 5 as published).
         require_reference: the format gate also needs a ``\\boxed{}`` reference answer.
         canonical_order: make repetition penalties independent of batch order.
     """
@@ -284,6 +310,8 @@ class RewardConfig:
     compat_uncertainty: Annotated[bool, Field(description="min(p̂, 1 − p̂) instead of Eq. 2")] = False
     require_reference: Annotated[bool, Field(description="the format gate also needs a \\boxed{} answer")] = False
     canonical_order: Annotated[bool, Field(description="repetition penalties independent of batch order")] = True
+    lambda_path: Annotated[_Weight, Field(description="λ_path, weight of R_path: uncertainty of the "
+                                                      "executor's majority path share (0: off)")] = 0.0
 
     @property
     def needs_tool_calls(self) -> bool:
@@ -293,6 +321,15 @@ class RewardConfig:
     def uncertainty(self, p_hat: float) -> float:
         """R_unc under this config."""
         return uncertainty_reward(p_hat, compat=self.compat_uncertainty)
+
+    def path(self, paths: Sequence[str | None] | None) -> float | None:
+        """R_path under this config (unweighted by λ_path); ``None`` without paths or when it is off."""
+        return None if paths is None or not self.lambda_path else path_reward(paths, compat=self.compat_uncertainty)
+
+    def composite(self, uncertainty: float, tool: float | None, repetition: float, path: float | None) -> float:
+        """R_C of a task that passed the format gate, with this config's weights."""
+        return composite_reward(1.0, uncertainty, tool or 0.0, repetition, lambda_unc=self.lambda_unc,
+                                lambda_tool=self.lambda_tool, path=path or 0.0, lambda_path=self.lambda_path)
 
     def tool(self, tool_calls: ToolCounts | None, task_text: str | None = None) -> float:
         """R_tool under this config (unweighted by λ_tool)."""
@@ -360,6 +397,7 @@ class CurriculumScore:
         repetition: R_rep (already times λ_rep) over the whole batch.
         reward: R_C (Eq. 5); 0.0 when the format gate fails, ``None`` when a needed input is
             missing (TRL reads ``None`` as "not applicable").
+        path: R_path (before λ_path), ``None`` when λ_path is 0 or no sample has a path.
     """
 
     question: str | None
@@ -369,6 +407,7 @@ class CurriculumScore:
     tool: float | None
     repetition: float
     reward: float | None
+    path: float | None = None
 
 
 def score_curriculum_batch(
@@ -379,6 +418,7 @@ def score_curriculum_batch(
     config: RewardConfig = PAPER,
     embeddings: Any | None = None,
     embedder: TextEncoder | None = None,
+    paths: Sequence[Sequence[str | None] | None] | None = None,
 ) -> list[CurriculumScore]:
     """Score B curriculum completions with Agent0 Eq. 2–5.
 
@@ -386,6 +426,7 @@ def score_curriculum_batch(
         texts: the B completions (``<question>…</question>`` then ``\\boxed{…}``).
         p_hats: the executor's p̂ per completion, ``None`` where the executor did not run.
         tool_calls: executed tool calls per completion (see :data:`ToolCounts`), or ``None``.
+        paths: the executor samples' paths per completion (for R_path), or ``None``.
         config: the constants.
         embeddings: ``(B, dim)`` vectors of the parsed questions: cosine distance replaces BLEU.
         embedder: an object with ``.encode(texts)``, used on the parsed questions instead.
@@ -396,11 +437,11 @@ def score_curriculum_batch(
     """
     n = len(texts)
     tool_calls = [None] * n if tool_calls is None else list(tool_calls)
-    if len(p_hats) != n or len(tool_calls) != n:
-        raise ConfigError(
-            f"got {n} completions, {len(p_hats)} p_hat values and {len(tool_calls)} tool-call entries",
-            hint="pass one p_hat and one tool-call entry per completion (None where missing)",
-        )
+    path_lists = [None] * n if paths is None else list(paths)
+    if len(p_hats) != n or len(tool_calls) != n or len(path_lists) != n:
+        raise ConfigError(f"got {n} completions, {len(p_hats)} p_hat values, {len(tool_calls)} tool-call entries "
+                          f"and {len(path_lists)} path lists",
+                          hint="pass one p_hat, tool-call entry and path list per completion (None where missing)")
     parsed = [parse_curriculum_output(text) for text in texts]
     questions = [question or "" for question, _ in parsed]
     penalties = repetition_penalty(
@@ -412,21 +453,21 @@ def score_curriculum_batch(
         canonical_order=config.canonical_order,
     )
     scores = []
-    for (question, reference), p_hat, calls, rep in zip(parsed, p_hats, tool_calls, penalties, strict=True):
+    for (question, reference), p_hat, calls, rep, sample_paths in zip(parsed, p_hats, tool_calls, penalties,
+                                                                      path_lists, strict=True):
         ok = question is not None and (reference is not None or not config.require_reference)
         unc = None if p_hat is None else config.uncertainty(p_hat)
         # Without the executor's tool calls R_tool is unknown, unless it carries no weight.
         missing_calls = calls is None and config.tool_executor_weight > 0
         tool = None if missing_calls else config.tool(calls, question or "")
+        path = config.path(sample_paths)
         if not ok:
             reward: float | None = 0.0  # Eq. 5's gate: no valid task, no reward, whatever else is known
         elif unc is None or (tool is None and config.needs_tool_calls):
             reward = None
         else:
-            reward = composite_reward(
-                1.0, unc, tool or 0.0, rep, lambda_unc=config.lambda_unc, lambda_tool=config.lambda_tool
-            )
-        scores.append(CurriculumScore(question, reference, 1.0 if ok else 0.0, unc, tool, rep, reward))
+            reward = config.composite(unc, tool, rep, path)
+        scores.append(CurriculumScore(question, reference, 1.0 if ok else 0.0, unc, tool, rep, reward, path))
     return scores
 
 
@@ -484,7 +525,8 @@ class CurriculumRewardFunction:
         texts = [completion_text(c) for c in completions]
         p_hats = column(columns, "p_hat", len(texts))
         calls = column(columns, "tool_calls", len(texts))
-        scores = score_curriculum_batch(texts, p_hats, calls, config=self.config, embedder=self.embedder)
+        scores = score_curriculum_batch(texts, p_hats, calls, config=self.config, embedder=self.embedder,
+                                        paths=column(columns, "paths", len(texts)))
         log_metric = columns.get("log_metric")
         if self.component == "curriculum" and callable(log_metric):
             for term in ("format", "uncertainty", "tool", "repetition"):

@@ -8,6 +8,7 @@ sample the agent again::
 
     def test_agent(frontier_case):
         frontier_case.assert_no_regression()                # held to its baseline, statistically
+        frontier_case.assert_trajectory()                   # the right path, pass^k above the gate's
         assert frontier_case.case_class != "failure"        # the replay's class
         texts = [t.text for t in frontier_case.sample(2)]   # two more fresh samples
 
@@ -29,7 +30,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, cast, overload
 
 from frontier_qa.store._comparison import Comparison, RegressionVerdict
-from frontier_qa.store._records import Baseline, CaseClass, CaseRecord, Interval
+from frontier_qa.store._records import Baseline, CaseClass, CaseRecord, Interval, PassK, PathRecord
 from frontier_qa.target import Case, Sampling, Trajectory
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ class FrontierCase:
         accepted: the baseline ``--frontier-accept`` recorded for it in this session, if any.
         flaky_reason: why the finding did not reproduce, ``None`` when it did.
         command: the pytest command that replays just this item.
+        min_pass_hat_k: the suite gate's ``gate.min_pass_hat_k`` (``None``: off), which
+            :meth:`assert_trajectory` holds the case's pass^k to.
     """
 
     _suite: Sampler
@@ -96,6 +99,7 @@ class FrontierCase:
     _: KW_ONLY
     guard: bool = False
     accepted: Baseline | None = None
+    min_pass_hat_k: float | None = None
     case: Case = field(init=False)
     id: str = field(init=False)
     command: str = field(default="", init=False)
@@ -131,6 +135,11 @@ class FrontierCase:
     interval = _Part[Interval | None](
         "replayed", "The replay's confidence interval on p̂ (``.low``, ``.high``, in [0, 1]).")
     majority = _Part[str | None]("replayed", "The replay's majority answer (pseudo-label).")
+    path = _Part[PathRecord | None](
+        "replayed", "Whether the replay's samples took one path, and its finding (``scatter``, ``wrong``, "
+                    "``undecided``); ``None`` when paths were not analysed.")
+    pass_k = _Part[PassK | None](
+        "replayed", "The replay's pass^k (``.k``, ``.value``, ``.misses``); ``None`` when the case is not counted.")
 
     @property
     def stored_class(self) -> CaseClass | None:
@@ -170,6 +179,45 @@ class FrontierCase:
         __tracebackhide__ = True
         if self.verdict == RegressionVerdict.REGRESSION.value and self.accepted is None:
             raise AssertionError("frontier-qa: " + "\n".join(self.explanation()))
+
+    def trajectory_problems(self) -> list[str]:
+        """Why the replay's trajectories fail the case: a ``wrong`` path (the samples agree on a path that
+        misses the expectations), pass^k below :attr:`min_pass_hat_k`; ``[]`` when neither.
+        """
+        path, pass_k, out = self.path, self.pass_k, []
+        if path is not None and path.finding == "wrong":
+            out.append(f"wrong path: {path.majority} in {path.p_hat:.0%} of the samples")
+        floor = self.min_pass_hat_k
+        if pass_k is not None and pass_k.value is not None and floor is not None and pass_k.value < floor:
+            out.append(f"pass^{pass_k.k} = {pass_k.value:.2f}, below gate.min_pass_hat_k {floor:g} "
+                       f"({pass_k.passed} of {pass_k.n} samples passed)")
+        return out
+
+    def misses(self) -> list[str]:
+        """The replay's most common misses of the expectations, with how many samples had each."""
+        from frontier_qa.scoring._paths import top_misses
+
+        if self.pass_k is not None and self.pass_k.misses:
+            return list(self.pass_k.misses)
+        return top_misses(s.misses for s in self.replayed.samples if s.misses is not None)
+
+    def assert_trajectory(self) -> None:
+        """Fail the test when the agent takes the wrong path on this case, or its pass^k is below the
+        gate's ``min_pass_hat_k``.
+
+        Raises:
+            AssertionError: the message names each problem, the samples' most common misses of the
+                case's expectations, the prompt and the command that replays the item.
+        """
+        __tracebackhide__ = True
+        problems = self.trajectory_problems()
+        if problems:
+            lines = [f"frontier-qa: {self.topic}/{self.id}: the agent's trajectories fail the case",
+                     *(f"  {p}" for p in problems), *(f"  missed: {m}" for m in self.misses()),
+                     f"  prompt: {self.prompt}"]
+            if self.command:
+                lines.append(f"  replay: {self.command}")
+            raise AssertionError("\n".join(lines))
 
     # -- run the agent again ---------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ the sampling over its workers.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Coroutine, Sequence
+from collections.abc import Callable, Collection, Coroutine, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
@@ -59,12 +59,16 @@ class SuiteCurriculum:
         inner: the user's curriculum.
         suite: the suite's name.
         known: case ids to skip.
+        tagger: what is done to each case (default: :func:`tag` with the suite's name; the pytest
+            plugin also gives the marker's expectations to cases without their own).
     """
 
-    def __init__(self, inner: Any, suite: str, known: frozenset[str]) -> None:
+    def __init__(self, inner: Any, suite: str, known: frozenset[str],
+                 tagger: Callable[[Case], Case] | None = None) -> None:
         self.inner = inner
         self.suite = suite
         self.known = known
+        self.tag: Callable[[Case], Case] = tagger or (lambda case: tag(case, suite))
         self.name = getattr(inner, "name", type(inner).__name__)
         self.model = getattr(inner, "model", None)  # what the session's meter reads
         self.skipped = 0
@@ -81,7 +85,7 @@ class SuiteCurriculum:
                 if p.case.id in self.known or any(a in self.known for a in p.aliases):
                     self.skipped += 1
                 else:
-                    fresh.append(replace(p, case=tag(p.case, self.suite)))
+                    fresh.append(replace(p, case=self.tag(p.case)))
             if fresh:
                 return fresh
         return []
@@ -90,9 +94,10 @@ class SuiteCurriculum:
         self.inner.observe(outcomes)
 
     @classmethod
-    def of(cls, inner: Any, suite: str, known: frozenset[str]) -> SuiteCurriculum:
+    def of(cls, inner: Any, suite: str, known: frozenset[str],
+           tagger: Callable[[Case], Case] | None = None) -> SuiteCurriculum:
         """The suite's curriculum around ``inner``; one that drives the run (task generators) stays one."""
-        return (SuiteGenerators if isinstance(inner, DrivesRun) else cls)(inner, suite, known)
+        return (SuiteGenerators if isinstance(inner, DrivesRun) else cls)(inner, suite, known, tagger)
 
     async def aclose(self) -> None:
         close = getattr(self.inner, "aclose", None)
@@ -106,7 +111,7 @@ class SuiteGenerators(SuiteCurriculum):
     """
 
     async def drive(self, run: Any) -> Sequence[Any]:
-        self.inner.tag = lambda case: tag(case, self.suite)
+        self.inner.tag = self.tag
         return list(await self.inner.drive(run))
 
 

@@ -40,6 +40,7 @@ from typing import Any, Final
 
 from pydantic import TypeAdapter
 
+from frontier_qa._expectations import EXPECT_BASE_KEY
 from frontier_qa.redaction import protect, redact
 from frontier_qa.target import Case, Expectations
 
@@ -62,7 +63,7 @@ ENGINE_KEYS: Final = frozenset({
     "source", SOLUTION_KEY, "solution_output", "verification", PASS_RATE_KEY, "critic", "validity",  # run._prepared
     "judge", "stated_reference", "band_posterior", "answer_format_from",  # probing.case.CaseProber.probe
     INPUT_HASH_KEY, REFRESHED_KEY, TRUSTED_KEY,
-    "expect_base",  # where the cases file lies (its argument checks' files): not the author's, moves with a checkout
+    EXPECT_BASE_KEY,  # where the cases file lies (its argument checks' files): not the author's, moves with a checkout
 })  # fmt: skip
 """Metadata keys the engine writes (or that carry a field of the inputs): not the source's metadata."""
 

@@ -181,6 +181,8 @@ class SampleRecord(_Record):
         misses: what the sample missed of the case's expectations (and its answer, when pass^k
             counts answers), one line each: ``()`` when it passed, ``None`` when nothing was
             checked (left out of the line).
+        span: the OpenTelemetry span the sample ran in, ``"<trace id>-<span id>"`` in hex
+            (:attr:`~frontier_qa.target.Trajectory.span`); ``None``: none (left out of the line).
     """
 
     sample_index: int = Field(ge=0)
@@ -198,6 +200,7 @@ class SampleRecord(_Record):
     steps: tuple[Step, ...] = ()
     path: str | None = None
     misses: tuple[str, ...] | None = None
+    span: str | None = None
 
     @property
     def truncated(self) -> bool:
@@ -214,7 +217,7 @@ class SampleRecord(_Record):
         data: dict[str, Any] = handler(self)
         if not data.get("steps"):
             data.pop("steps", None)
-        for key in ("path", "misses"):
+        for key in ("path", "misses", "span"):
             if data.get(key) is None:
                 data.pop(key, None)
         return data
@@ -867,6 +870,7 @@ def sample_record(
         steps=steps_of(trajectory),
         path=path,
         misses=misses,
+        span=trajectory.span,
     )
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from frontier_qa._expectations import portable, rooted
 from frontier_qa.redaction import restore
 from frontier_qa.store import _baselines as baselines
 from frontier_qa.store._case_store import CaseStore
@@ -238,6 +239,8 @@ def export_suite(
     entries = [e for e in items if isinstance(e, SuiteCase)]
     entries += suite_entries([r for r in items if isinstance(r, CaseRecord)], volatile=volatile)
     entries.sort(key=lambda e: e.case.id)
+    # where a check file lies, relative to the suite file: the committed file is the same in every checkout
+    entries = [e.model_copy(update={"case": portable(e.case, path.parent)}) for e in entries]
     # which runs a baseline pooled, and the frontier-qa that wrote it, would churn a committed file
     churn = None if volatile else {"baseline": {"run_ids", "frontier_qa_version"}}
     dumped = [stored_form(e.model_dump(mode="json", exclude_none=True, exclude=churn)) for e in entries]
@@ -312,5 +315,5 @@ def import_suite(path: str | os.PathLike[str]) -> list[SuiteCase]:
                 f"{where}: case id {entry.case.id!r} appears twice", hint="give each case a unique id"
             )
         seen.add(entry.case.id)
-        entries.append(entry)
+        entries.append(entry.model_copy(update={"case": rooted(entry.case, path.parent)}))
     return entries

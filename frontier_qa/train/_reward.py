@@ -11,7 +11,8 @@ For a batch of B completions, :class:`TargetReward`:
    merged, or embedding clusters for open-ended answers) → p̂ → R_unc (Agent0 Eq. 2);
 4. counts the tool calls the target actually executed, plus the task text's tool demand when
    weighted (Eq. 3, QA notes open problem 3), and the BLEU repetition penalty over the whole
-   batch, all processes together (Eq. 4);
+   batch, all processes together (Eq. 4); with ``reward.lambda_path`` > 0, the uncertainty of the
+   samples' majority path (R_path, issue 32: a task whose samples split between tool paths);
 5. returns R_C (Eq. 5) per completion, logs every term per step (TRL metrics) and appends the
    batch to ``tasks.jsonl``.
 
@@ -34,10 +35,11 @@ from typing import Any
 from frontier_qa.errors import BudgetExceededError, ConfigError, TargetError
 from frontier_qa.runtime._aio import gather_or_cancel
 from frontier_qa.scoring._case_scoring import score_case
+from frontier_qa.scoring._paths import path_key, view_of
 from frontier_qa.scoring._repetition import repetition_penalty
 from frontier_qa.scoring.bands import AGENT0_BAND
 from frontier_qa.scoring.consistency import Consistency
-from frontier_qa.scoring.rewards import PAPER, CurriculumScore, RewardConfig, column, completion_text, composite_reward
+from frontier_qa.scoring.rewards import PAPER, CurriculumScore, RewardConfig, column, completion_text
 from frontier_qa.target import Case, Sampling, Target, Trajectory
 from frontier_qa.train._prompts import Task, TaskFormat
 from frontier_qa.train._tasks import TaskLog, TaskRecord
@@ -54,6 +56,7 @@ def curriculum_rewards(
     config: RewardConfig = PAPER,
     batch_questions: Sequence[str | None] | None = None,
     offset: int = 0,
+    paths: Sequence[Sequence[str | None] | None] | None = None,
 ) -> list[CurriculumScore]:
     """R_C for parsed tasks (Agent0 Eq. 2-5): the pure part of :class:`TargetReward`.
 
@@ -68,13 +71,16 @@ def curriculum_rewards(
         batch_questions: the whole batch the repetition penalty runs over (every process's
             tasks); default ``questions``. ``questions`` is the slice at ``offset`` in it.
         offset: where ``questions`` starts in ``batch_questions``.
+        paths: per task, its samples' paths (R_path; read only when ``config.lambda_path`` > 0).
 
     Returns:
         One :class:`~frontier_qa.scoring.rewards.CurriculumScore` per task (``reference`` unset).
     """
     n = len(questions)
-    if len(p_hats) != n or len(tool_calls) != n:
-        raise ConfigError(f"got {n} tasks, {len(p_hats)} p_hat values and {len(tool_calls)} tool-call entries")
+    path_lists = [None] * n if paths is None else list(paths)
+    if len(p_hats) != n or len(tool_calls) != n or len(path_lists) != n:
+        raise ConfigError(f"got {n} tasks, {len(p_hats)} p_hat values, {len(tool_calls)} tool-call entries and "
+                          f"{len(path_lists)} path lists")
     batch = list(questions) if batch_questions is None else list(batch_questions)
     if list(batch[offset:offset + n]) != list(questions):
         raise ConfigError("the tasks are not the slice of the batch at the given offset",
@@ -83,17 +89,19 @@ def curriculum_rewards(
     penalties = repetition_penalty([q or "" for q in batch], weight=config.lambda_rep,
                                    threshold=config.rep_threshold, canonical_order=config.canonical_order)
     scores = []
-    for question, p_hat, calls, rep in zip(questions, p_hats, tool_calls, penalties[offset:offset + n], strict=True):
+    rows = zip(questions, p_hats, tool_calls, penalties[offset:offset + n], path_lists, strict=True)
+    for question, p_hat, calls, rep, sample_paths in rows:
         unc = None if p_hat is None else config.uncertainty(p_hat)
         tool = None if calls is None and config.tool_executor_weight > 0 else config.tool(calls, question or "")
+        path = config.path(sample_paths)
         if question is None:
             reward: float | None = 0.0  # Eq. 5's gate
         elif unc is None or (tool is None and config.needs_tool_calls):
             reward = None  # not scored: TRL gives it no advantage
         else:
-            reward = composite_reward(1.0, unc, tool or 0.0, rep, lambda_unc=config.lambda_unc,
-                                      lambda_tool=config.lambda_tool)
-        scores.append(CurriculumScore(question, None, 1.0 if question is not None else 0.0, unc, tool, rep, reward))
+            reward = config.composite(unc, tool, rep, path)
+        scores.append(CurriculumScore(question, None, 1.0 if question is not None else 0.0, unc, tool, rep, reward,
+                                      path))
     return scores
 
 
@@ -184,6 +192,8 @@ class TargetReward:
             [s.consistency.p_hat if s and s.consistency else None for s in sampled],
             [s.trajectories if s and s.consistency else None for s in sampled],
             config=self.config, batch_questions=batch, offset=offset,
+            paths=[_paths(s.trajectories) if s and s.consistency and self.config.lambda_path else None
+                   for s in sampled],
         )
         self._report(columns, tasks, sampled, scores, step, _stat(self.target, "calls") - calls_before)
         if self.log is not None:
@@ -239,6 +249,7 @@ class TargetReward:
                 "curriculum/uncertainty": mean([s.uncertainty for s in scores]),
                 "curriculum/tool": mean([s.tool for s in scores]),
                 "curriculum/repetition": mean([s.repetition for s in scores]),
+                "curriculum/path": mean([s.path for s in scores]),
                 "curriculum/p_hat": mean(p_hats),
                 "curriculum/frontier_share": (sum(map(AGENT0_BAND.contains, p_hats)) / len(p_hats)) if p_hats else None,
                 "curriculum/distinct_share": len(set(valid)) / len(tasks) if tasks else None,
@@ -275,6 +286,11 @@ class TargetReward:
                 reward=score.reward, skipped=got.skipped if got is not None else None,
             ))
         return out
+
+
+def _paths(trajectories: Sequence[Trajectory]) -> list[str | None]:
+    """Each sample's path (tools in call order; ``None`` for a failed sample), as a probe reads it."""
+    return [path_key(view_of(t)) for t in trajectories]
 
 
 def _stat(target: Any, name: str) -> int:

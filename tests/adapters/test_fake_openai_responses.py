@@ -15,7 +15,7 @@ from typing import Any
 import openai
 import pytest
 
-from tests.servers.fake_openai import CHAT_PATH, RESPONSES_PATH, FakeOpenAIServer
+from tests.servers.fake_openai import CHAT_PATH, RESPONSES_PATH, FakeOpenAIServer, ToolScript, ToolTurn, call
 
 TOOL_THEN_TEXT = {"weather in Paris?": [{"content": None, "tool_calls": [
     {"name": "get_weather", "arguments": '{"city": "Paris"}'}]}]}
@@ -178,3 +178,59 @@ def test_openai_agents_tool_loop(api: str, streamed: bool) -> None:
         answer = asyncio.run(go(server))
         assert server.count(RESPONSES_PATH if api == "responses" else CHAT_PATH) == 2
     assert calls == ["Paris"] and answer == "It is sunny."
+
+
+SCRIPT = ToolScript((
+    ToolTurn("capital of Kenya", (call("capital", country="Kenya"), call("search_facts", query="Kenya")),
+             "The capital of Kenya is Nairobi."),
+    ToolTurn("capital of Peru", (call("search_facts", query="Peru"),), "The capital of Peru is Lima."),
+))
+
+
+async def _scripted_run(client: openai.AsyncOpenAI, api: str, streamed: bool, task: str,
+                        seed: int | None) -> tuple[str, str]:
+    """One tool loop as an SDK runs it: (the tool the model called, the text it answered after its result)."""
+    if api == "chat":
+        messages: list[Any] = [{"role": "user", "content": task}]
+        extra = {"seed": seed} if seed is not None else {}
+        first = await client.chat.completions.create(model="m", messages=messages, tools=TOOLS_CHAT, **extra)
+        (tool_call,) = first.choices[0].message.tool_calls or []
+        messages += [first.choices[0].message.model_dump(exclude_none=True),
+                     {"role": "tool", "tool_call_id": tool_call.id, "content": "a result"}]
+        if streamed:
+            chunks = await client.chat.completions.create(model="m", messages=messages, stream=True)
+            text = "".join([c.choices[0].delta.content or "" async for c in chunks if c.choices])
+        else:
+            text = (await client.chat.completions.create(model="m", messages=messages)).choices[0].message.content
+        return tool_call.function.name, text or ""
+    first_response = await client.responses.create(model="m", input=task, tools=TOOLS_RESPONSES)
+    (fc,) = first_response.output
+    assert fc.type == "function_call"
+    follow = [{"role": "user", "content": task}, fc.model_dump(exclude_none=True),
+              {"type": "function_call_output", "call_id": fc.call_id, "output": "a result"}]
+    if streamed:
+        async with client.responses.stream(model="m", input=follow) as stream:  # type: ignore[arg-type]
+            text = (await stream.get_final_response()).output_text
+    else:
+        text = (await client.responses.create(model="m", input=follow)).output_text  # type: ignore[arg-type]
+    return fc.name, text
+
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_tool_script_splits_its_random_turn_evenly_and_answers_the_same_after_either_tool(
+        api: str, streamed: bool) -> None:
+    async def go(server: FakeOpenAIServer) -> None:
+        client = _client(server)
+        kenya = [await _scripted_run(client, api, streamed, "What is the capital of Kenya?", None) for _ in range(8)]
+        assert sorted(tool for tool, _ in kenya) == ["capital"] * 4 + ["search_facts"] * 4  # the per-prompt counter
+        assert {text for _, text in kenya} == {"The capital of Kenya is Nairobi."}
+        peru = [await _scripted_run(client, api, streamed, "What is the capital of Peru?", None) for _ in range(3)]
+        assert peru == [("search_facts", "The capital of Peru is Lima.")] * 3
+        if api == "chat":  # a seed picks the tool: the same seed, the same tool; consecutive seeds alternate
+            seeded = [(await _scripted_run(client, api, streamed, "capital of kenya", s))[0] for s in (7, 7, 8, 9)]
+            assert seeded == ["search_facts", "search_facts", "capital", "search_facts"]
+
+    with FakeOpenAIServer(answers=SCRIPT) as server:
+        asyncio.run(go(server))
+    assert SCRIPT({"input": "Hello?"}, 0) == "I cannot help with that."  # a task no turn matches

@@ -127,7 +127,7 @@ def test_the_example_agent_from_a_spec_uses_both_tools(tmp_path: Path, monkeypat
     assert (t.text, t.error) == ("Tokyo; 100 km is \\boxed{62.14} mi.", None)
     assert adapter.id == f"langgraph:{agent_file}:graph" and "src." in (adapter.version() or "")
     assert [m["content"] for m in bodies[-1]["messages"] if m["role"] == "tool"] == ["Tokyo", "62.14"]
-    assert {t["function"]["name"] for t in bodies[0]["tools"]} == {"capital", "convert"}
+    assert {t["function"]["name"] for t in bodies[0]["tools"]} == {"capital", "search_facts", "convert"}
     # the trajectory, from LangChain's OpenTelemetry spans: each tool call with its arguments and result,
     # in order, between the model calls (a one-argument tool's arguments named too)
     assert [(c.name, json.loads(c.arguments), c.result, c.error) for c in t.tool_calls] == [

@@ -187,7 +187,7 @@ def test_a_handoff_runs_the_units_agent_and_its_tool_and_the_trajectory_shows_it
     (out,) = sample(SPEC, "Convert 5 km to mi, please.")
     assert out.text == "That is \\boxed{3.106856} mi."
     offered = [{t["name"] for t in r.body["tools"]} for r in server.requests]
-    assert offered == [{"capital_of", "transfer_to_units_agent"}, {"convert_units"}, {"convert_units"}]
+    assert offered == [{"capital_of", "search_facts", "transfer_to_units_agent"}, {"convert_units"}, {"convert_units"}]
     assert [(c.name, json.loads(c.arguments), c.result) for c in out.tool_calls] == [
         ("convert_units", {"value": 5.0, "from_unit": "km", "to_unit": "mi"}, "3.106856")]
     assert _steps(out) == ["agent triage_agent", "model call", "handoff to units_agent", "agent units_agent",

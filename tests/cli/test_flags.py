@@ -46,6 +46,7 @@ PROBE_CASES: dict[str, tuple[list[str], str, object]] = {
     "max_frontier_share": (["--max-frontier-share", "0.5"], "gate.max_frontier_share", 0.5),
     "max_regressions": (["--max-regressions", "2"], "gate.max_regressions", 2),
     "formats": (["--format", "md", "--format", "json"], "output.formats", ["md", "json"]),
+    "otel_endpoint": (["--otel-endpoint", "http://127.0.0.1:4318"], "export.otel.endpoint", "http://127.0.0.1:4318"),
 }
 REPLAY_CASES: dict[str, tuple[list[str], str, object]] = {
     "suite": (["--suite", "suite.yaml"], "replay.suite", "suite.yaml"),

@@ -431,7 +431,7 @@ def test_committed_schema_is_current_and_the_example_validates() -> None:
     documented = present(example)
     missing = {k for k in keys(ProbeConfig) if k not in documented
                and not k.startswith(("curriculum.model.", "validation.critic.", "validation.validity.model.",
-                                                 "probing.judge."))}
+                                                 "probing.judge.", "export.otel."))}
     assert not missing, f"configs/example.yaml does not show: {sorted(missing)}"
 
 
@@ -542,7 +542,8 @@ def test_the_probing_section_states_no_setting_twice() -> None:
     own = set(section) - set(SETTING_KEYS) - spelt  # what only the file says: a policy and its numbers, a judge
     assert own == {"policy", "confidence", "confidence_out", "rounds", "judge"}
     elsewhere = {"shard", "regression", "baseline_samples"}  # other sections of the config
-    python_only = {"prior_refit_every", "prior_smoothing", "judge_sampling", "seen_window", "max_text_chars"}
+    python_only = {"prior_refit_every", "prior_smoothing", "judge_sampling", "seen_window", "max_text_chars",
+                   "verdicts"}  # verdicts: export.otel makes one when the models open
     assert set(settings) == set(SETTING_KEYS.values()) | spelt | elsewhere | python_only
 
 

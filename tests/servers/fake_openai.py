@@ -21,6 +21,24 @@ sends ``Sampling.seed_for(case, start)``, so sample *i* of a case always gets th
 per-prompt arrival counter is used. ``answers`` may also be a callable
 ``(request_body, index) -> str | dict``. Unknown prompts get ``default_answer``.
 
+*Scripted tool choice* (:class:`ToolScript`, an ``answers`` callable): per kind of request
+(a :class:`ToolTurn`, matched on a substring of the user's task) the model's first turn is a tool
+call, the turn after a tool result a final text that is the same whichever tool ran (answers
+agree while paths differ). A turn with one call always makes it (the right tool, or the wrong
+one, as the case's expectations see it); a turn with several makes call ``index % len(calls)``:
+on chat completions carrying a ``seed`` that is the seed, so each sample keeps its tool (and
+consecutive seeds, as frontier-qa's own chat targets send, alternate; the seeds frontier-qa's model
+gateway gives a framework agent's calls are hashes, so there the split is a fixed draw for a given
+probe seed); without one (the Responses API, a client that sends none) it is the per-prompt
+arrival counter, which splits every 2m samples exactly m / m. It works on both APIs, streamed or not::
+
+    script = ToolScript((
+        ToolTurn("capital of Kenya", (call("capital", country="Kenya"), call("search_facts", query="Kenya")),
+                 "The capital of Kenya is \\boxed{Nairobi}."),
+        ToolTurn("capital of Peru", (call("search_facts", query="capital of Peru"),), "\\boxed{Lima}"),
+    ))
+    with FakeOpenAIServer(answers=script) as srv: ...
+
 *Streaming* (``"stream": true``) answers the same content as server-sent events: chat
 completions as ``chat.completion.chunk`` deltas (text, then tool-call deltas, then the finish
 reason, then a usage chunk when ``stream_options.include_usage`` is set, then ``[DONE]``); the
@@ -150,6 +168,63 @@ def served(options: Sequence[Any], case: Any, sampling: Any, n: int, start: int 
     (frontier-qa seeds sample ``i`` with ``sampling.seed_for(case, i)``).
     """
     return [options[sampling.seed_for(case, i) % len(options)] for i in range(start, start + n)]
+
+
+def call(name: str, **arguments: Any) -> Mapping[str, Any]:
+    """One scripted tool call: ``{"name": name, "arguments": <arguments as JSON>}``."""
+    return {"name": name, "arguments": json.dumps(arguments)}
+
+
+@dataclass(frozen=True)
+class ToolTurn:
+    """How the scripted model answers one kind of request.
+
+    Attributes:
+        match: a substring of the user's task (case-insensitive) that picks this turn.
+        calls: the tool calls it may make first (:func:`call`); one: always that one; several: one
+            of them per request, ``index % len(calls)`` (see the module docstring).
+        answer: the final text once a tool result is in the conversation, whichever tool ran.
+    """
+
+    match: str
+    calls: tuple[Mapping[str, Any], ...]
+    answer: str
+
+
+@dataclass(frozen=True)
+class ToolScript:
+    """An ``answers`` callable that scripts tool choice per kind of request (:class:`ToolTurn`).
+
+    A task no turn matches gets ``default``. The call is chosen from the request's ``index``
+    (its seed, or the per-prompt counter), so the same request gets the same tool.
+    """
+
+    turns: tuple[ToolTurn, ...]
+    default: str = "I cannot help with that."
+
+    def turn_for(self, body: Mapping[str, Any]) -> ToolTurn | None:
+        """The turn whose ``match`` the request's user task contains (the first one), if any."""
+        task = _last_user_text(body).lower()
+        return next((t for t in self.turns if t.match.lower() in task), None)
+
+    def __call__(self, body: dict[str, Any], index: int) -> AnswerItem:
+        turn = self.turn_for(body)
+        if turn is None:
+            return self.default
+        if _after_tool_result(body) or not turn.calls:
+            return turn.answer
+        return {"content": None, "tool_calls": [dict(turn.calls[index % len(turn.calls)])]}
+
+
+def _after_tool_result(body: Mapping[str, Any]) -> bool:
+    """Whether the request's last item is a tool's result (chat: a ``tool`` message; Responses: a
+    ``function_call_output`` item).
+    """
+    items = body.get("messages", body.get("input"))
+    if not isinstance(items, Sequence) or isinstance(items, str) or not items:
+        return False
+    last = items[-1]
+    return isinstance(last, Mapping) and (last.get("role") == "tool" or last.get("type") == "function_call_output")
 
 
 def _words(text: Any) -> int:
@@ -636,4 +711,5 @@ def _fake_openai() -> Iterator[FakeOpenAIServer]:
 fake_openai = pytest.fixture(_fake_openai, name="fake_openai") if pytest is not None else _fake_openai
 
 
-__all__ = ["CHAT_PATH", "MODEL_PATHS", "RESPONSES_PATH", "Fault", "FakeOpenAIServer", "RecordedRequest", "fake_openai"]
+__all__ = ["CHAT_PATH", "MODEL_PATHS", "RESPONSES_PATH", "Fault", "FakeOpenAIServer", "RecordedRequest", "ToolScript",
+           "ToolTurn", "call", "fake_openai"]

@@ -21,12 +21,24 @@ import scipy.special  # noqa: F401
 import sklearn.cluster  # noqa: F401
 
 # In-process pytester runs drop every module first imported during the run: load what a probe uses first.
+import frontier_qa.adapters._agent_source  # noqa: F401
+import frontier_qa.adapters._spans  # noqa: F401
 import frontier_qa.adapters.workflow  # noqa: F401
+import frontier_qa.cli._accept  # noqa: F401
+import frontier_qa.cli._cases  # noqa: F401
+import frontier_qa.cli._probe  # noqa: F401
+import frontier_qa.cli._suite  # noqa: F401
 import frontier_qa.curricula._file  # noqa: F401
 import frontier_qa.plugins._pytest_suite  # noqa: F401
 import frontier_qa.probing._baseline_accept  # noqa: F401
+import frontier_qa.probing._engine  # noqa: F401
+import frontier_qa.probing._paths_judge  # noqa: F401
+import frontier_qa.probing._progress  # noqa: F401
 import frontier_qa.probing._reconcile  # noqa: F401
 import frontier_qa.reports._explain  # noqa: F401
+import frontier_qa.reports._otel_export  # noqa: F401
+import frontier_qa.reports._path_findings  # noqa: F401
+import frontier_qa.runtime._from_spec  # noqa: F401
 from frontier_qa.cli.app import main
 from frontier_qa.store._case_store import CaseStore
 
@@ -279,8 +291,20 @@ def test_json_and_short_text_agents_are_read_as_they_answer_in_both_ways_in(
     assert f"  answers: 18 of 18 read in format auto ({forms})" in out.splitlines()
 
 
+@pytest.fixture
+def embedder_loaded() -> None:
+    """The embedding model's modules (torch among them) loaded before pytester's snapshot: imported inside
+    it, they were dropped after the test, and a later ``import torch`` in the same process crashed.
+    """
+    import sentence_transformers  # noqa: F401
+
+    import frontier_qa.scoring._embedders  # noqa: F401
+    import frontier_qa.scoring._semantic  # noqa: F401
+
+
 def test_an_open_text_agent_is_clustered_by_meaning(
-        both: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+        embedder_loaded: None, both: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     cli_root, _ = both
     (cli_root / "agent.py").write_text(AGENTS["open"])
     # no answer_format: `auto` sees open text in the first samples and compares by meaning from then on
