@@ -103,31 +103,30 @@ def test_uneven_workers_share_one_rpm_limit_without_429(cluster: LocalRayCluster
         assert calls[0] > 2 * calls[1] > 0  # both worked, the fast one most
 
 
-def test_the_call_budget_holds_across_workers(cluster: LocalRayCluster, tmp_path: Path) -> None:
+def probe_on_budget(cluster: LocalRayCluster, tmp_path: Path, budget: Mapping[str, Any]) -> Any:
+    """A probe of 20 cases on two workers of 4 slots under ``budget``: its outcome, spending and server."""
     write_cases(tmp_path, 20)
     with FakeOpenAIServer(latency_s=0.2) as server:
-        cfg = config(tmp_path, server, cluster, more={"budget.max_calls": 23}, ray_keys={"slots": [4, 4]})
+        cfg = config(tmp_path, server, cluster, more={f"budget.{k}": v for k, v in budget.items()},
+                     ray_keys={"slots": [4, 4]})
 
         async def main() -> Any:
             async with Session(cfg) as session:
                 outcome = await session.probe()
                 return outcome, session.parts.target.snapshot()
         outcome, spent = asyncio.run(main())
+    return outcome, spent, server
+
+
+def test_the_call_budget_holds_across_workers(cluster: LocalRayCluster, tmp_path: Path) -> None:
+    outcome, spent, server = probe_on_budget(cluster, tmp_path, {"max_calls": 23})
     assert outcome.stop_reason == "budget"
     assert server.model_calls() <= 23  # calls in flight count against max_calls: never over
     assert spent.calls == server.model_calls() and spent.in_flight == 0
 
 
 def test_the_token_budget_is_overshot_by_at_most_the_calls_in_flight(cluster: LocalRayCluster, tmp_path: Path) -> None:
-    write_cases(tmp_path, 20)
-    with FakeOpenAIServer(latency_s=0.2) as server:
-        cfg = config(tmp_path, server, cluster, more={"budget.max_tokens": 300}, ray_keys={"slots": [4, 4]})
-
-        async def main() -> Any:
-            async with Session(cfg) as session:
-                outcome = await session.probe()
-                return outcome, session.parts.target.snapshot()
-        outcome, spent = asyncio.run(main())
+    outcome, spent, server = probe_on_budget(cluster, tmp_path, {"max_tokens": 300})
     per_call = max(len(json.dumps(r.body["messages"]).split()) for r in server.requests) + 10  # prompt + answer
     assert outcome.stop_reason == "budget" and spent.tokens >= 300
     assert spent.tokens - 300 <= 8 * per_call  # tokens are known when a call ends: the 8 slots in flight at most
