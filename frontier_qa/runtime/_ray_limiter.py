@@ -32,7 +32,7 @@ from typing import Any
 from frontier_qa.errors import BudgetExceededError, FrontierQAError, RunInterruptedError
 from frontier_qa.runtime._budget import BudgetSnapshot, BudgetTracker, Reservation
 from frontier_qa.runtime._limits import Budget, Limits
-from frontier_qa.runtime._rate_limit import RateLimiter
+from frontier_qa.runtime._rate_limit import Pacer, RateLimiter
 
 Answer = tuple[Any, ...]  # ("ok", grant id) or (error class name, message, hint): errors travel as data
 _ERRORS: dict[str, type[BudgetExceededError]] = {
@@ -219,6 +219,7 @@ class RemoteLimiter:
         self.worker = worker
         self._answers: dict[asyncio.Task[Any], Answer] = {}
         self.late = 0  # grants that arrived late and were paced again
+        self._pacer: Pacer | None = None
 
     async def acquire(self, tokens: int = 0) -> None:
         self.sweep()
@@ -237,11 +238,22 @@ class RemoteLimiter:
                 break
             self.late += 1
             ref = self.governor.readmit.remote(answer[1])
+        if answer[0] == "ok" and answer[3]:
+            await self._spaced(answer[3])
         task = asyncio.current_task()
         if task is None:  # pragma: no cover - acquire always runs in a task
             self._give_back_answer(answer)
             return
         self._answers[task] = answer
+
+    async def _spaced(self, interval: float) -> None:
+        """Keep this worker's own sends an interval apart: grants the governor spaced can reach a busy
+        worker together (its event loop was answering), and sent together they would bunch at the server.
+        """
+        if self._pacer is None or self._pacer.interval_s != interval:
+            self._pacer = Pacer(1.0 / interval, 1)
+        while (wait := self._pacer.admit()) > 0:
+            await asyncio.sleep(wait)
 
     def take(self) -> Answer | None:
         """The answer ``acquire`` got for the current task (once), or ``None``."""
