@@ -83,6 +83,7 @@ FLAGS: dict[str, FlagRule] = {
     "out": to_key("output.dir", "--out"),
     "store": to_key("store", "--store"),
     "shard": to_key("shard", "--shard"),
+    "ray": to_key("ray.address", "--ray"),
     "suite": to_key("replay.suite", "--suite"),
     "formats": lambda value: [Override("output.formats", list(value), "--format")],
     "frontier_as_failure": fixed("output.frontier_as_failure", True, "--frontier-as-failure"),
@@ -140,6 +141,8 @@ class RunOptions:
     wait: bool = _option(typer.Option(
         False, "--wait", help="If another process is writing this run, wait for it instead of exit 2."))
     shard: str | None = _option(typer.Option(None, "--shard", help="Run shard i of n: --shard 2/4."))
+    ray: str | None = _option(typer.Option(
+        None, "--ray", help="Sample on this Ray cluster (auto, HOST:6379); needs the ray extra."))
     frontier_as_failure: bool = _option(FRONTIER_FAIL)
     max_regressions: int | None = _option(typer.Option(
         None, "--max-regressions", help="Gate: most replay regressions."))

@@ -177,8 +177,8 @@ def _finish(session: Session, outcome: Outcome, replay: Callable[[str], str]) ->
 @with_options(FLAGS, (
     "resume_run", "config", "target", "curriculum", "domain", "topic", "tools", "budget_calls", "budget_tokens",
     "max_cost_usd", "k", "policy", "band", "max_candidates", "concurrency", "seed", "judge", "critic", "out", "store",
-    "run_id", "resume", "wait", "shard", "no_replay", "frontier_as_failure", "max_failures", "max_frontier_share",
-    "max_regressions", "no_cache", "formats", "otel_endpoint", "sets", "progress", "show_config"))
+    "run_id", "resume", "wait", "shard", "ray", "no_replay", "frontier_as_failure", "max_failures",
+    "max_frontier_share", "max_regressions", "no_cache", "formats", "otel_endpoint", "sets", "progress", "show_config"))
 def probe_command(
     opts: RunOptions,
     flags: Mapping[str, Any],
@@ -229,8 +229,8 @@ def probe_command(
 
 @with_options(REPLAY_FLAGS, (
     "config", "target", "suite", "scope", "max_replay", "budget_calls", "max_cost_usd", "k", "policy", "seed", "judge",
-    "out", "store", "run_id", "wait", "shard", "frontier_as_failure", "max_failures", "max_regressions", "max_flaky",
-    "max_inconclusive", "case", "no_cache", "formats", "otel_endpoint", "sets", "progress", "show_config"))
+    "out", "store", "run_id", "wait", "shard", "ray", "frontier_as_failure", "max_failures", "max_regressions",
+    "max_flaky", "max_inconclusive", "case", "no_cache", "formats", "otel_endpoint", "sets", "progress", "show_config"))
 def replay_command(
     opts: RunOptions,
     flags: Mapping[str, Any],

@@ -110,6 +110,31 @@ def _open(config: ProbeConfig, section: str, model: ModelConfig | TargetConfig, 
         raise config.error(f"{section}.spec", err.message, err.hint or "check the spec and its options") from None
 
 
+def _open_on_ray(config: ProbeConfig, cache: SampleCache | bool) -> tuple[Target, BudgetTracker]:
+    """The target sampled by Ray workers, and the run's budget as the driver's models share it
+    (the governor's: :mod:`frontier_qa.runtime._ray_executor`).
+    """
+    from frontier_qa.runtime._ray_executor import RaySettings, open_governed_target, open_ray_target
+
+    r, t = config.ray, config.target
+    assert r.address is not None and t.spec is not None
+    if t.tool_options:
+        raise config.error("ray.address", "tools+ targets cannot be sampled on Ray workers",
+                           "probe them without --ray, or shard the run (--shard i/n)")
+    settings = RaySettings(r.address, workers=r.workers, slots=tuple(r.slots) if isinstance(r.slots, list) else r.slots,
+                           cpus_per_worker=r.cpus_per_worker, limiter=r.limiter)
+    options = resolve_options(config, "target", t.options)
+    opener = open_ray_target if r.workers else open_governed_target
+    try:
+        target = opener(t.spec, settings, limits=t.limits, budget=config.budget,
+                        cache=cache if isinstance(cache, SampleCache) else None, version=t.version, options=options)
+    except ConfigError as err:
+        if err.source is not None:
+            raise
+        raise config.error("ray.address", err.message, err.hint or "check the ray section") from None
+    return target, target.budget
+
+
 def build_settings(config: ProbeConfig) -> ProbeSettings:
     """The engine's :class:`~frontier_qa.probing._settings.ProbeSettings`: the ``probing`` section
     (:meth:`~frontier_qa.config._schema.ProbingConfig.to_settings`), its ``prior`` file, ``shard`` and ``regression``.
@@ -334,12 +359,15 @@ def build_probe(config: ProbeConfig, *, curriculum: bool = True) -> ProbeParts:
     settings = build_settings(config)
     if config.export.otel is not None:
         settings = replace(settings, verdicts=otel_verdicts(config))
-    tracker = budget_tracker(config)
     cache = sample_cache(config)
-    extra: dict[str, Any] = {"tool_options": config.target.tool_options} if config.target.tool_options else {}
-    if config.target.version:
-        extra["version"] = config.target.version
-    target = _open(config, "target", config.target, tracker, cache, **extra)
+    if config.ray.address:
+        target, tracker = _open_on_ray(config, cache)
+    else:
+        tracker = budget_tracker(config)
+        extra: dict[str, Any] = {"tool_options": config.target.tool_options} if config.target.tool_options else {}
+        if config.target.version:
+            extra["version"] = config.target.version
+        target = _open(config, "target", config.target, tracker, cache, **extra)
     opened: list[Any] = [target]
     try:
         cur = build_curriculum(config, tracker, cache) if curriculum else None

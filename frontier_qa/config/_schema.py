@@ -329,6 +329,29 @@ class OutputConfig(_Section):
     frontier_as_failure: bool = Field(False, description="junit.xml: frontier cases fail")
 
 
+class RayConfig(_Section):
+    """Sampling on a Ray cluster (the ``ray`` extra; docs/how-to/scaling.md): the driver keeps the
+    curriculum, decisions, store and cache; workers draw the samples under one rate limit and budget.
+    """
+
+    address: str | None = Field(None, min_length=1, description="the cluster: auto, HOST:6379 or ray://HOST:10001 "
+                                                                "(--ray); null: sample in this process")
+    workers: int = Field(2, ge=0, description="sampling workers (Ray actors), spread over the nodes; 0: sample "
+                                              "in this process, admitted by the cluster's limiter (CI shards)")
+    slots: int | list[int] | None = Field(None, description="calls each worker runs at once: one number, or one "
+                                                            "per worker; null: target.limits.max_concurrency")
+    cpus_per_worker: float = Field(1.0, ge=0, description="CPUs Ray reserves per worker (API targets: 0.25)")
+    limiter: str | None = Field(None, min_length=1, description="a name: drivers giving the same one (CI shards) "
+                                                                "share one rate limiter and one budget")
+
+    @field_validator("slots")
+    @classmethod
+    def _positive(cls, value: int | list[int] | None) -> int | list[int] | None:
+        if value is not None and min([value] if isinstance(value, int) else value or [0]) < 1:
+            raise ValueError("slots must be >= 1 (one number, or a non-empty list of them)")
+        return value
+
+
 class OtelExportConfig(_Section):
     """``export.otel``: each run's case verdicts as OpenTelemetry ``gen_ai.evaluation.result`` events."""
 
@@ -366,6 +389,7 @@ class ProbeConfig(_Section):
     replay: ReplayConfig = Field(default_factory=ReplayConfig)
     export: ExportConfig = Field(default_factory=ExportConfig)
     shard: str | None = Field(None, description="CI shard i/n, e.g. 2/4")
+    ray: RayConfig = Field(default_factory=RayConfig)
 
     _sources: Any = PrivateAttr(default=None)  # Sources, set by load_config
 

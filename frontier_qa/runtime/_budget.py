@@ -189,6 +189,11 @@ class BudgetTracker:
                 self._cost += max(float(cost_usd), 0.0)
                 self._priced += 1
 
+    def cancel(self, reservation: Reservation) -> None:
+        """Drop a reservation whose call never started (its caller stopped first): nothing is counted."""
+        with self._lock:
+            self._open.discard(reservation.id)
+
     def can_start(self) -> bool:
         """Whether a new call would be granted now."""
         with self._lock:

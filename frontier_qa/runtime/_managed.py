@@ -161,8 +161,10 @@ class ManagedTarget:
         self._halted: str | None = None
         self._slow_reported = False
         # an agent whose own model calls come through the runtime: each is a call, the sample is not
-        self._routed = bool(getattr(adapter, "routes_model_calls", False))
-        if self._routed:
+        # an adapter whose calls take the limits and budget elsewhere (a Ray worker's own runtime,
+        # :mod:`frontier_qa.runtime._ray_executor`) is treated the same way, with no gateway here
+        self._routed = bool(getattr(adapter, "routes_model_calls", False) or getattr(adapter, "calls_elsewhere", False))
+        if getattr(adapter, "routes_model_calls", False):
             from frontier_qa.runtime._gateway import ModelGateway  # httpx, only for such agents
 
             adapter.gateway = ModelGateway(self)  # type: ignore[attr-defined]

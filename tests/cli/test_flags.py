@@ -39,6 +39,7 @@ PROBE_CASES: dict[str, tuple[list[str], str, object]] = {
     "out": (["--out", "reports"], "output.dir", "reports"),
     "store": (["--store", "cases"], "store", "cases"),
     "shard": (["--shard", "2/4"], "shard", "2/4"),
+    "ray": (["--ray", "127.0.0.1:6379"], "ray.address", "127.0.0.1:6379"),
     "no_replay": (["--no-replay"], "probing.replay_first", False),
     "frontier_as_failure": (["--frontier-as-failure"], "output.frontier_as_failure", True),
     "max_failures": (["--max-failures", "3"], "gate.max_failures", 3),

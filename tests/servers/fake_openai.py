@@ -65,6 +65,11 @@ Faults are injected per model request (chat or Responses), in arrival order: fir
 ``"fewer"``        a normal answer with a single choice whatever ``n`` asked for
 =================  =====================================================================
 
+``rpm=R`` makes the server meter model requests like a provider: a request that would exceed R
+requests per minute (a GCRA token bucket of ``rpm_burst`` requests, refilled at R/60 per second)
+gets a 429 with the ``Retry-After`` seconds until it would have fit, and is not counted against
+the limit; :meth:`FakeOpenAIServer.rate_limited` counts them.
+
 ``api_key="k"`` makes the server demand ``Authorization: Bearer k`` (401 otherwise).
 Usage is counted in whitespace-separated words: prompt tokens = words in all messages (input
 texts, instructions and tool outputs on the Responses API), completion tokens = words in each
@@ -242,6 +247,8 @@ class FakeOpenAIServer:
         supports_n: when ``False`` the server ignores ``n`` and returns one choice.
         reject_n: when ``True`` a request with ``n > 1`` gets a 400 "n must be 1" (llama.cpp style).
         model: the model name listed by ``/v1/models``.
+        rpm: requests per minute the server accepts (over it: 429 with Retry-After); ``None``: no limit.
+        rpm_burst: requests that may arrive back to back within ``rpm`` (the bucket's size).
     """
 
     def __init__(
@@ -257,7 +264,12 @@ class FakeOpenAIServer:
         supports_n: bool = True,
         reject_n: bool = False,
         model: str = "fake-model",
+        rpm: float | None = None,
+        rpm_burst: int = 1,
     ) -> None:
+        self.rpm = rpm
+        self.rpm_burst = rpm_burst
+        self._tat = 0.0  # the rate limit's theoretical arrival time (GCRA)
         self.answers = answers or {}
         self.default_answer = default_answer
         self.fault_rates = [(Fault.parse(k), float(p)) for k, p in (fault_rates or {}).items()]
@@ -334,6 +346,22 @@ class FakeOpenAIServer:
         with self._lock:
             return sum(self._counters[path] for path in MODEL_PATHS)
 
+    def rate_limited(self) -> int:
+        """Model requests refused for going over ``rpm``."""
+        with self._lock:
+            return self._counters["rate_limited"]
+
+    def _over_rate(self, now: float) -> float | None:
+        """Seconds until a request arriving ``now`` fits the ``rpm`` limit; ``None``: it fits (counted)."""
+        if not self.rpm:
+            return None
+        interval = 60.0 / self.rpm
+        tat = max(self._tat, now)
+        if tat - now > (self.rpm_burst - 1) * interval + 1e-9:
+            return tat - now - (self.rpm_burst - 1) * interval
+        self._tat = tat + interval
+        return None
+
     def push(self, *faults: str | Fault | None) -> None:
         """Append faults to the script (they apply to the next requests)."""
         with self._lock:
@@ -350,7 +378,11 @@ class FakeOpenAIServer:
     def _record(self, method: str, path: str, headers: Mapping[str, str], body: Any) -> Fault:
         with self._lock:
             fault = Fault()
-            if path in MODEL_PATHS:
+            wait = self._over_rate(time.monotonic()) if path in MODEL_PATHS else None
+            if wait is not None:
+                fault = Fault("status", status=429, retry_after=round(max(wait, 0.001), 3))
+                self._counters["rate_limited"] += 1
+            elif path in MODEL_PATHS:
                 if self._script:
                     fault = self._script.pop(0)
                 else:
