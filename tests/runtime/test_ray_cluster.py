@@ -35,7 +35,8 @@ ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 
 from tests.servers.ray_cluster import LocalRayCluster  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# one cluster for the module: under `pytest -n 2 --dist loadgroup` all its tests go to one xdist worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray_cluster")]
 
 
 @pytest.fixture(scope="module")
