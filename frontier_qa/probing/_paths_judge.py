@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
 from frontier_qa._expectations import EXPECT_BASE_KEY
@@ -33,6 +33,7 @@ from frontier_qa.probing._sequential import (
     decide,
 )
 from frontier_qa.probing._settings import ProbeSettings
+from frontier_qa.probing._validation import tool_menu
 from frontier_qa.scoring._paths import (
     PathView,
     expectation_misses,
@@ -200,7 +201,7 @@ async def judge_paths(case: Case, views: Sequence[PathView], answers: Sequence[s
         k, n, passed = settings.pass_k.k, len(rows), sum(1 for r in rows if not r)
         pass_k = PassK(k=k, n=n, passed=passed, value=pass_hat_k(n, passed, k), misses=top_misses(rows))
     record = _path_record(paths, expected, expect, settings, policy) if path_on else None
-    unjudged = None if expect is None else unknown_names(expect, views, _offered(case))
+    unjudged = None if expect is None else unknown_names(expect, views, set(tool_menu(case.tools)))
     if record is not None and unjudged is not None:
         finding = None if record.finding == "wrong" else record.finding  # a verdict on a misspelt rule is none
         record = record.model_copy(update={"unjudged": unjudged, "finding": finding,
@@ -212,17 +213,6 @@ def _listed(clusters: Sequence[tuple[str, int]], ran: int) -> str:
     shown = ", ".join(f"{path} {n} of {ran}" for path, n in clusters[:SHOWN_PATHS])
     more = len(clusters) - SHOWN_PATHS
     return shown + (f" and {more} more path{'s' if more > 1 else ''}" if more > 0 else "")
-
-
-def _offered(case: Case) -> set[str]:
-    """The tool names the case offers (OpenAI-style schemas)."""
-    names = set()
-    for tool in case.tools:
-        function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
-        name = function.get("name") if isinstance(function, Mapping) else None
-        if isinstance(name, str):
-            names.add(name)
-    return names
 
 
 def unknown_names(expect: Expectations, views: Sequence[PathView], offered: set[str]) -> str | None:
