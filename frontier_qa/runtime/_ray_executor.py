@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -328,10 +329,30 @@ class RayTarget(ManagedTarget):
 # --- opening ------------------------------------------------------------------------------
 
 
+def _unreachable(address: str, timeout_s: float = 3.0) -> str | None:
+    """Why a ``HOST:PORT`` cluster address takes no connection (``None``: it does, or the address is
+    ``auto``, ``ray://…`` or another form Ray resolves itself). Ray's own ``init`` retries an unreachable
+    GCS for minutes with warnings; a refused port is said at once instead.
+    """
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or "://" in address or not port.isdigit():
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as err:
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
 def connect(address: str) -> Any:
     """The ``ray`` module, connected to ``address`` (once per process)."""
     ray = require("ray", extra="ray", purpose=PURPOSE)
     if not ray.is_initialized():
+        refused = _unreachable(address)
+        if refused is not None:
+            raise ConfigError(f"cannot reach the Ray cluster at {address!r}: {refused}",
+                              hint="start one (ray start --head --port PORT) or give its address: --ray HOST:6379, "
+                                   "ray.address in the config")
         try:
             ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING)
         except (ConnectionError, RuntimeError, ValueError) as err:

@@ -105,3 +105,19 @@ def test_a_workers_error_comes_back_as_its_class_or_a_target_error() -> None:
     missing = rebuilt("MissingExtraError", "pydantic-ai is not installed on the worker", "install it")
     assert type(missing) is TargetError and "pydantic-ai" in missing.message  # its own arguments differ
     assert type(rebuilt("KeyError", "x", None)) is TargetError
+
+
+def test_a_cluster_address_that_refuses_connections_is_a_config_error_at_once() -> None:
+    """Ray's own init retries an unreachable GCS for minutes; a refused HOST:PORT is said before it starts."""
+    import socket
+
+    from frontier_qa.errors import ConfigError
+    from frontier_qa.runtime._ray_executor import connect
+
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(ConfigError, match=f"cannot reach the Ray cluster at '127.0.0.1:{port}'") as err:
+        connect(f"127.0.0.1:{port}")  # before ray.init: nothing was started
+    assert "ray start --head" in (err.value.hint or "")
