@@ -22,6 +22,15 @@ never do (70–100 %).
 Mixes: ``realistic`` (60 % easy, 15 % hard, 25 % band), ``balanced`` (p ~ U(0, 1)) and
 ``frontier-heavy`` (15 % easy, 15 % hard, 70 % band): the three the sampling benchmarks probe.
 
+The mixes are *fair*: nothing a policy can read gives the kind away. A case's ``topic`` is
+drawn from :data:`TOPICS` independently of its kind (before, the kind itself was the topic,
+and a topic-aware prior or predictor read the answer off it), and its ``hint`` is a noisy
+difficulty signal, the kind a curriculum's own estimate is: the right answer's probability
+moved by N(0, :data:`HINT_NOISE`) on the logit scale. Written into a cases file as
+``predicted_pass_rate`` only when asked (``row(stream, hint=True)``), so a benchmark measures
+what the signal is worth. Topics and hints come from their own random stream: the answer
+distributions are the same as the leaky mixes' were, case for case.
+
 Sample ``i`` of a case is a pure function of (stream seed, case id, i): every policy sees the
 same sample stream (common random numbers), and re-sampling with a new stream seed gives
 fresh, independent samples.
@@ -32,8 +41,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -45,15 +55,25 @@ MIXES: dict[str, dict[str, float]] = {
     "frontier-heavy": {"easy": 0.15, "hard": 0.15, "band": 0.70},
 }
 RIGHT = "7"
+TOPICS = ("arithmetic", "dates", "units", "geometry", "logic", "strings")
+HINT_NOISE = 1.0
+TUNING_SEEDS = (1, 2, 3)
+HELD_OUT_SEEDS = (4, 5, 6)
 
 
 @dataclass(frozen=True)
 class SimCase:
-    """A simulated case: its id, kind and answer distribution (``None``: unparseable)."""
+    """A simulated case: its id, kind, answer distribution (``None``: unparseable), topic and hint.
+
+    ``topic`` is independent of ``kind``; ``hint`` is a noisy guess of the right answer's
+    probability (see the module docstring). Neither enters the truth.
+    """
 
     id: str
     kind: str
     answers: tuple[tuple[str | None, float], ...]
+    topic: str = "arithmetic"
+    hint: float = 0.5
 
     @property
     def p_star(self) -> float:
@@ -66,12 +86,20 @@ class SimCase:
         lo, hi = BAND
         return "below" if self.p_star < lo else "above" if self.p_star > hi else "in"
 
-    def row(self, stream: int) -> dict[str, object]:
-        """The case as a line of a cases file, its distribution and stream in the metadata."""
-        return {"id": self.id, "prompt": f"Scripted case {self.id} (stream {stream}): what is the answer?",
-                "topic": self.kind,
-                "reference": RIGHT, "metadata": {"answers": [list(a) for a in self.answers], "stream": stream,
-                                                 "p_star": self.p_star, "truth": self.truth}}
+    def row(self, stream: int, *, hint: bool = False) -> dict[str, object]:
+        """The case as a line of a cases file, its distribution and stream in the metadata.
+
+        The kind is kept in the metadata for scoring only (the probe never reads metadata to
+        decide); ``hint=True`` adds the noisy difficulty signal as ``predicted_pass_rate``.
+        """
+        line: dict[str, object] = {
+            "id": self.id, "prompt": f"Scripted case {self.id} (stream {stream}): what is the answer?",
+            "topic": self.topic, "reference": RIGHT,
+            "metadata": {"answers": [list(a) for a in self.answers], "stream": stream, "p_star": self.p_star,
+                         "truth": self.truth, "kind": self.kind}}
+        if hint:
+            line["predicted_pass_rate"] = round(self.hint, 4)
+        return line
 
 
 def _uniform(seed: int | str, case_id: str, index: int) -> float:
@@ -114,17 +142,33 @@ def make_case(kind: str, rng: np.random.Generator, case_id: str) -> SimCase:
     return SimCase(case_id, kind, tuple(answers))
 
 
+def right_share(case: SimCase) -> float:
+    """The right answer's probability (what a pass rate estimates)."""
+    return sum(p for a, p in case.answers if a == RIGHT)
+
+
 def make_cases(mix: str, n: int, seed: int) -> list[SimCase]:
-    """``n`` cases of ``mix`` (ids ``mix-seed-i``), reproducible from ``seed``."""
+    """``n`` cases of ``mix`` (ids ``mix-seed-i``), reproducible from ``seed``.
+
+    Topics and hints are drawn from a stream of their own (see the module docstring).
+    """
     rng = np.random.default_rng([seed, 7])
+    side = np.random.default_rng([seed, 11])
     kinds, weights = zip(*MIXES[mix].items(), strict=True)
     chosen = rng.choice(kinds, size=n, p=weights)
-    return [make_case(str(kind), rng, f"{mix}-{seed}-{i}") for i, kind in enumerate(chosen)]
+    cases = []
+    for i, kind in enumerate(chosen):
+        case = make_case(str(kind), rng, f"{mix}-{seed}-{i}")
+        p = min(max(right_share(case), 1e-3), 1 - 1e-3)
+        logit = math.log(p / (1 - p)) + float(side.normal(0.0, HINT_NOISE))
+        topic = TOPICS[int(side.integers(len(TOPICS)))]
+        cases.append(replace(case, topic=topic, hint=1.0 / (1.0 + math.exp(-logit))))
+    return cases
 
 
-def write_cases(cases: Sequence[SimCase], path: Path, stream: int) -> Path:
-    """A cases file for ``frontier-qa probe --curriculum``."""
-    path.write_text("".join(json.dumps(c.row(stream)) + "\n" for c in cases), encoding="utf-8")
+def write_cases(cases: Sequence[SimCase], path: Path, stream: int, *, hint: bool = False) -> Path:
+    """A cases file for ``frontier-qa probe --curriculum`` (``hint``: with ``predicted_pass_rate``)."""
+    path.write_text("".join(json.dumps(c.row(stream, hint=hint)) + "\n" for c in cases), encoding="utf-8")
     return path
 
 
