@@ -133,7 +133,7 @@ def print_table(tallies: dict[str, Tally], *, truth: bool) -> None:
 
 
 def _sim_case(sim: SimCase):  # noqa: ANN202 - a frontier_qa Case
-    return case(sim.id, f"Scripted task {sim.id}: what is the answer?", topic=sim.kind, reference=RIGHT)
+    return case(sim.id, f"Scripted task {sim.id}: what is the answer?", topic=sim.topic, reference=RIGHT)
 
 
 async def scripted_run(mix: str, n: int, seed: int, settings: ProbeSettings, store: Path) -> list[dict]:
