@@ -23,6 +23,7 @@ from frontier_qa._frozen import field_of, frozen_value
 from frontier_qa.curricula._spec import CURRICULUM_SAMPLING, Domain
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing._sequential import DEFAULT_POLICY, MajorityPrior, policy
+from frontier_qa.probing._set_labels import Labelling
 from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.reports._gate import GateThresholds
 from frontier_qa.runtime._limits import Backoff, Budget, Limits  # noqa: F401 (re-exported: the config's sections)
@@ -234,6 +235,7 @@ class ProbingConfig(_Section):
         None, gt=0.5, lt=1, description="posterior confidence a frontier needs; null: the policy's")
     confidence_out: float | None = Field(
         None, gt=0.5, lt=1, description="posterior confidence of the other classes; null: the policy's")
+    labels: Labelling = setting("labels")
     rounds: list[Annotated[int, Field(ge=1)]] | None = Field(
         None, min_length=1,
         description="samples per round, the last size repeating ([6]: 6 at a time); null: the policy's. Larger "

@@ -12,6 +12,7 @@
 ``_refresh``          a stored case against its edited source: judged again without calls, or re-probed
 ``_reconcile``        a suite's stored cases against its cases file: refreshed, re-probed, removed, new
 ``_sequential``       when to stop sampling a case (Beta-binomial band decision)
+``_set_labels``       which stopped cases are frontier: the run's frontier set keeps its expected error ≤ α
 ``_progress``         the progress callback of ``frontier-qa probe`` (a bar, or lines in CI)
 ====================  ===================================================================================
 
@@ -35,6 +36,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     "frontier_qa.probing._classify": ("CaseEvidence", "classify_case"),
     "frontier_qa.probing._validation": ("Validator", "ValidationResult"),
     "frontier_qa.probing._sequential": ("SequentialConfig",),
+    "frontier_qa.probing._set_labels": ("Labelling",),
     "frontier_qa.probing._progress": ("ProbeProgress",),
 }
 
@@ -50,6 +52,7 @@ if TYPE_CHECKING:  # what type checkers see (py.typed); at run time each name is
     from frontier_qa.probing._run import ProgressEvent as ProgressEvent
     from frontier_qa.probing._run import case_id_for as case_id_for
     from frontier_qa.probing._sequential import SequentialConfig as SequentialConfig
+    from frontier_qa.probing._set_labels import Labelling as Labelling
     from frontier_qa.probing._settings import ProbeSettings as ProbeSettings
     from frontier_qa.probing._validation import ValidationResult as ValidationResult
     from frontier_qa.probing._validation import Validator as Validator

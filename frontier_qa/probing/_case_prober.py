@@ -43,6 +43,7 @@ from frontier_qa.probing._sequential import (
     fit_prior,
     wilson_interval,
 )
+from frontier_qa.probing._set_labels import Claim, Ledger
 from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.probing._validity import ModelJudge, task_checked, unchecked_why
 from frontier_qa.redaction import redact
@@ -177,6 +178,7 @@ class CaseProber:
         self.prior: MajorityPrior = self._start_prior
         self.band = (settings.band.low, settings.band.high)
         self.level = FIXED_K_LEVEL if self.policy is None else self.policy.level
+        self.ledger = Ledger(settings.labels)  # the run's frontier labels (set-level: their error budget)
         self.observations: dict[str, tuple[tuple[int, ...], int]] = {}
         self._fitted_at = 0
         self._embedder: Any = None
@@ -313,14 +315,18 @@ class CaseProber:
         views = [view_of(t) for t in trajectories]
         return max(path_need(case, views, self.settings, self.policy), pass_k_need(case, len(views), self.settings))
 
-    def _decision(self, consistency: Consistency, k: int) -> Decision | None:
-        """The band decision of the samples so far (fixed k: ``None`` until k samples)."""
+    def _decision(self, consistency: Consistency, k: int, claim: Claim | None) -> Decision | None:
+        """The band decision of the samples so far (fixed k: ``None`` until k samples); with a ``claim``
+        its in-band stop is a label the run's ledger admits (``None``: the policy's own confidence).
+        """
         if self.policy is not None:
+            if claim is not None:
+                return self.ledger.decide(consistency, self.policy, claim)
             return decide_consistency(consistency, self.policy)
         return self.fixed_decision(consistency) if k >= self.settings.k else None
 
     async def _sample(self, case: Case, draw: Draw, start: int, prediction: float | None,
-                      judge: ReplayJudge | None = None
+                      judge: ReplayJudge | None = None, claim: Claim | None = None
                       ) -> tuple[Case, list[Trajectory], list[Round], Decision | None, Consistency | None, str | None]:
         """Sample a case round by round until its decision (and the judge's) stops it; the case (read
         as open text when ``auto`` found this target answers so), the samples,
@@ -354,7 +360,7 @@ class CaseProber:
                 rounds.append(self._round(consistency))
                 if self.on_round is not None:
                     self.on_round(case, len(trajectories), consistency.p_hat)
-                decision = self._decision(consistency, len(trajectories))
+                decision = self._decision(consistency, len(trajectories), claim)
         except BudgetExceededError as err:
             stop = StopReason.INTERRUPTED if isinstance(err, RunInterruptedError) else StopReason.BUDGET
             self.stop_detail = err.message
@@ -432,7 +438,10 @@ class CaseProber:
         started = utc_now()
         if case.answer_format == "auto" and self.auto_reads == "text" and GENERATOR_KEY not in case.metadata:
             case = as_open_text(case)
-        case, trajectories, rounds, decision, scored, stop = await self._sample(case, draw, start, prediction, judge)
+        # a replay keeps the per-case rule its regression test reads; a new case's label is the ledger's
+        claim = Claim()
+        case, trajectories, rounds, decision, scored, stop = await self._sample(
+            case, draw, start, prediction, judge, None if judge is not None else claim)
         verdict = None if decision is None else decision.verdict
         # the last round scored every sample already (text answers: embedded once, not twice)
         consistency = scored if scored is not None and scored.k == len(trajectories) else await self.score(
@@ -472,7 +481,7 @@ class CaseProber:
             stopped_by=stop,
             forced=decision is not None and decision.forced,
             posterior=posterior,
-            confidence=self._confidence(verdict),
+            confidence=self._confidence(verdict, claim),
             k=consistency.k - consistency.n_failed,
             fixed=self.policy is None,
             answer_format=case.answer_format,
@@ -481,11 +490,15 @@ class CaseProber:
         ))
         if case_class is CaseClass.FRONTIER and self.readings is not None and len(consistency.clusters) >= 2:
             case, case_class, reason = await self._unclear(case, consistency, case_class, reason)
+        rule = self.settings.labels.rule(claim)
+        if case_class is CaseClass.FRONTIER and rule is not None:
+            reason = f"{reason}; {rule}"
+        self.ledger.settle(claim, None if posterior is None else posterior.inside, case_class is CaseClass.FRONTIER)
         if posterior is not None:
             meta = dict(case.metadata)
             meta[POSTERIOR_KEY] = posterior_note(
                 posterior, BandDecision.leaning_of(posterior) if decision is None else decision.verdict,
-                forced=decision is None or decision.forced, confidence=self._confidence(verdict))
+                forced=decision is None or decision.forced, confidence=self._confidence(verdict, claim))
             case = replace(case, metadata=meta)
         answers = (
             list(consistency.answers)
@@ -536,8 +549,10 @@ class CaseProber:
         return case, CaseClass.UNCHECKED, (f"unclear task: the answers split along readings of the task ({first!r} vs "
                                            f"{second!r}; {self.readings.name}: {why or 'unclear'}); {reason}")
 
-    def _confidence(self, verdict: BandDecision | None) -> float | None:
-        return confidence_of(self.policy, verdict)
+    def _confidence(self, verdict: BandDecision | None, claim: Claim) -> float | None:
+        """The confidence the verdict had to reach: the ledger's threshold for an in-band one."""
+        asked = confidence_of(self.policy, verdict)
+        return claim.asked if claim.asked is not None and verdict in (BandDecision.IN_BAND, None) else asked
 
     def invalid(self, proposal: Proposal, reason: str, *, run_id: str) -> CaseRecord:
         """The record of a proposal that failed validation (never sampled)."""

@@ -13,7 +13,7 @@ from typing import Any
 from frontier_qa.probing._sequential import BandDecision, BandPosterior, SequentialConfig
 from frontier_qa.probing._validity import UNCHECKED_REASON
 from frontier_qa.scoring.bands import AGENT0_BAND, in_band
-from frontier_qa.store._records import CaseClass
+from frontier_qa.store._records import POSTERIOR_KEY, CaseClass
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,10 +138,6 @@ def unreadable_reason(n_unparseable: int, n_answered: int, answer_format: str | 
     return (f"{UNREADABLE} {fmt}: {n_unparseable} of {n_unparseable + n_answered} gave none; set the case's "
             "answer_format (a cases file's `answer_format` key): `auto` reads a box, a 'Final answer:' line, "
             "JSON `answer` or a short plain reply; `json:<field>` a field; `text` compares open answers by meaning")
-
-
-POSTERIOR_KEY = "band_posterior"
-"""Case metadata key under which a record keeps where its band decision put p* (:func:`posterior_note`)."""
 
 
 def posterior_note(posterior: BandPosterior, verdict: BandDecision, *, forced: bool,

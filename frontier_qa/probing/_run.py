@@ -87,7 +87,7 @@ def config_hash(settings: ProbeSettings, target_id: str, curriculum_name: str = 
     """
     keep = {
         name: getattr(settings, name)
-        for name in ("band", "k", "sequential", "sampling", "batch_size", "seed", "predict_difficulty",
+        for name in ("band", "k", "sequential", "labels", "sampling", "batch_size", "seed", "predict_difficulty",
                      "explore_rate", "verify_references", "prior_refit_every", "prior_smoothing", "prior",
                      "prior_from_store", "judge_sampling")
     }  # fmt: skip
@@ -303,6 +303,9 @@ class ProbeRun:
                     if record.case_class is not CaseClass.INVALID:
                         self.prober.observe(record)
                         self._learn_difficulty(record, None)
+            # the frontier labels the run gave stay given: the ledger charges them again
+            self.prober.ledger.restore(r.band_inside for r in self.recorded.values()
+                                       if r.case_class is CaseClass.FRONTIER and r.band_inside is not None)
         else:
             self.created = True
             self.store.start_run(

@@ -16,13 +16,17 @@ and a resumed run restores the ledger from the run's own frontier records.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import Annotated, Literal
 
-from frontier_qa.errors import ConfigError
+from pydantic import Field
+
+from frontier_qa._frozen import frozen_value
+from frontier_qa.probing._sequential import Decision, SequentialConfig, decide_consistency
+from frontier_qa.scoring.consistency import Consistency
 
 
-@dataclass(frozen=True)
+@frozen_value
 class Labelling:
     """How a run decides which stopped cases are frontier (config ``probing.labels``).
 
@@ -33,18 +37,22 @@ class Labelling:
         floor: no case is labelled frontier with P(in band) below this (``"set"`` mode).
     """
 
-    mode: Literal["set", "case"] = "set"
-    alpha: float = 0.07
-    floor: float = 0.7
+    mode: Annotated[Literal["set", "case"], Field(
+        description="set: the run's frontier set keeps its expected share of wrong labels <= alpha; "
+                    "case: every frontier case reaches the policy's confidence on its own")] = "set"
+    alpha: Annotated[float, Field(gt=0.0, lt=0.5, description=(
+        "set mode: the expected share of wrong labels the frontier set may hold"))] = 0.07
+    floor: Annotated[float, Field(gt=0.5, lt=1.0, description=(
+        "set mode: no case is labelled frontier with P(in band) below this"))] = 0.7
 
-    def __post_init__(self) -> None:
-        if self.mode not in ("set", "case"):
-            raise ConfigError(f"labels mode {self.mode!r} is not one of 'set', 'case'",
-                              hint="'set' (the default) or 'case' (every label at the policy's confidence)")
-        if not 0.0 < self.alpha < 0.5:
-            raise ConfigError(f"labels alpha={self.alpha} must be in (0, 0.5)", hint="0.07 holds 0.9 precision")
-        if not 0.5 < self.floor < 1.0:
-            raise ConfigError(f"labels floor={self.floor} must be in (0.5, 1)", hint="0.7 is the default")
+    def rule(self, claim: Claim) -> str | None:
+        """The set-level rule a case's frontier label met, for its reason; ``None`` when it holds no
+        label the ledger admitted, and in ``"case"`` mode (the policy's confidence, as before).
+        """
+        if self.mode == "case" or claim.held is None or claim.asked is None:
+            return None
+        return (f"P(in band) = {claim.held:.2f} ≥ {claim.asked:.2f} (set-level labels: the run's frontier set "
+                f"holds ≤ {self.alpha:.0%} expected wrong labels)")
 
 
 @dataclass
@@ -90,10 +98,60 @@ class Ledger:
             self.labelled += 1
             self.expected_wrong += 1.0 - inside
 
+    def release(self, inside: float) -> None:
+        """Give a label's charge back: its case is decided again, or did not end frontier after all."""
+        self.labelled -= 1
+        self.expected_wrong = self.expected_wrong - (1.0 - inside) if self.labelled else 0.0
+
+    def decide(self, consistency: Consistency, policy: SequentialConfig, claim: Claim) -> Decision:
+        """The policy's band decision with this ledger's threshold as the in-band confidence; an in-band
+        stop is admitted (charged) at once, in the same step as the threshold it met.
+
+        Args:
+            consistency: the case's samples so far.
+            policy: the run's sequential policy (its ``confidence`` is what ``"case"`` mode asks).
+            claim: the case's standing, updated: a label it held is decided again with the new samples.
+        """
+        if claim.held is not None:  # sampled on after a stop (its path, pass^k): the label is decided again
+            self.release(claim.held)
+            claim.held = None
+        claim.asked = self.threshold(policy.confidence)
+        asked = policy if claim.asked == policy.confidence else replace(policy, confidence=claim.asked)
+        decision = decide_consistency(consistency, asked)
+        if decision.in_band:
+            admitted = self.admit(decision.posterior.inside, policy.confidence)
+            assert admitted, "admitted in the step that read the threshold: no other case moved it"
+            claim.held = decision.posterior.inside
+        return decision
+
+    def settle(self, claim: Claim, inside: float | None, frontier: bool) -> None:
+        """Make the ledger hold the case's final label: a charge given back when the case did not end
+        frontier (an unclear task, sampling cut short), a frontier label decided without the ledger
+        (a replay, fixed k) charged as given.
+        """
+        if claim.held is not None and not frontier:
+            self.release(claim.held)
+        elif claim.held is None and frontier and inside is not None:
+            self.restore([inside])
+        claim.held = inside if frontier else None
+
     @property
     def expected_precision(self) -> float | None:
         """1 − the mean posterior error of the labels given (``None`` before the first)."""
         return None if not self.labelled else 1.0 - self.expected_wrong / self.labelled
 
 
-__all__ = ["Labelling", "Ledger"]
+@dataclass
+class Claim:
+    """One case's standing with the run's :class:`Ledger` while it is sampled.
+
+    Attributes:
+        asked: the least P(in band) its last band decision asked (``None``: not decided with the ledger).
+        held: the P(in band) charged for its frontier label (``None``: not labelled).
+    """
+
+    asked: float | None = None
+    held: float | None = None
+
+
+__all__ = ["Claim", "Labelling", "Ledger"]

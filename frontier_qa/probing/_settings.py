@@ -14,6 +14,7 @@ from pydantic import Field, InstanceOf
 
 from frontier_qa._frozen import frozen_value
 from frontier_qa.probing._sequential import MajorityPrior, SequentialConfig
+from frontier_qa.probing._set_labels import Labelling
 from frontier_qa.scoring._paths import PassKSettings, PathSettings
 from frontier_qa.scoring.bands import AGENT0_BAND, Band
 from frontier_qa.store._comparison import RegressionPolicy
@@ -37,6 +38,9 @@ class ProbeSettings:
         k: samples per case with fixed k; the most samples (k_max) with sequential sampling.
         sequential: the sequential policy (its band and k_max are replaced by ``band`` and
             ``k``); ``None`` samples every case exactly ``k`` times.
+        labels: which stopped cases are frontier (:class:`~frontier_qa.probing._set_labels.Labelling`):
+            ``"set"``, the run's frontier set keeps its expected share of wrong labels ≤ alpha; ``"case"``,
+            each case reaches the policy's confidence on its own (sequential policies only).
         sampling: target sampling; its ``seed`` defaults to ``seed`` (sample i of a case uses
             ``Sampling.seed_for(case, i)``).
         batch_size: proposals asked of the curriculum per round.
@@ -83,6 +87,8 @@ class ProbeSettings:
     band: InstanceOf[Band] = AGENT0_BAND
     k: Annotated[int, Field(ge=1, description="samples per case (fixed) or the most (sequential)")] = 30
     sequential: InstanceOf[SequentialConfig] | None = Field(default_factory=SequentialConfig)
+    labels: Labelling = Field(default_factory=Labelling, description=(
+        "frontier labels: set (the run's frontier set keeps its expected wrong labels <= alpha) or case"))
     sampling: Sampling = Field(default_factory=Sampling)  # T = 1, 512 tokens
     batch_size: Annotated[int, Field(ge=1, description="proposals asked per round")] = 8
     max_candidates: Annotated[int | None, Field(

@@ -236,6 +236,8 @@ class JsonReport(_Model):
     total: int
     by_class: dict[CaseClass, int]
     frontier_share: float | None = Field(description="frontier / valid (non-invalid) cases, in [0, 1]")
+    frontier_precision: float | None = Field(None, description=(
+        "the frontier labels' expected precision: the mean of their P(p* in band); null without one"))
     by_topic: list[TopicSummary]
     p_hat_histogram: PHatHistogram
     paths: int = Field(0, description="cases whose paths were analysed (tools called, or expectations)")
@@ -312,6 +314,7 @@ def build_json_report(
         total=s.total,
         by_class=s.by_class,
         frontier_share=s.frontier_share,
+        frontier_precision=s.frontier_precision,
         by_topic=[
             TopicSummary(topic=t.topic, total=t.total, counts=t.counts, frontier_share=t.frontier_share,
                          path_findings=t.path_findings)

@@ -181,6 +181,8 @@ def junit_xml(
         ]
     items += report.headline()  # the numbers every output shows, worded the same
     items += _suite_path_props(s)
+    if s.frontier_precision is not None:  # the headline's "frontier precision" as a number
+        items.append(("frontier_precision", f"{s.frontier_precision:.4f}"))
     items += [(f"next_step_{i}", step) for i, step in enumerate(report.next_steps, start=1)]
     _props(suite, items)
     if health:

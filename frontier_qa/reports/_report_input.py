@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, TypedDict
 
 from frontier_qa.reports._gate import GateResult
 from frontier_qa.reports._path_findings import headline_lines
-from frontier_qa.reports._summary import Summary, answers_line, class_counts, spend_line, summarize, top_cases
+from frontier_qa.reports._summary import (
+    Summary,
+    answers_line,
+    class_counts,
+    precision_line,
+    spend_line,
+    summarize,
+    top_cases,
+)
 from frontier_qa.store._comparison import Comparison, RegressionVerdict, count_verdicts
 from frontier_qa.store._records import BoundaryRecord, Candidates, CaseClass, CaseRecord, ModelSpend, RunRecord
 
@@ -123,12 +131,15 @@ class ReportInput:
 
     def headline(self) -> list[tuple[str, str]]:
         """The run's numbers as every output words them, ``(label, text)`` in order: the cases by
-        class, how the answers were read, the paths and pass^k (when analysed), what became of the
-        proposals, what each model spent, the replay verdicts. The console, report.md/.html/.json,
-        junit.xml and the pytest summary all show these lines.
+        class, the frontier labels' expected precision, how the answers were read, the paths and
+        pass^k (when analysed), what became of the proposals, what each model spent, the replay
+        verdicts. The console, report.md/.html/.json, junit.xml and the pytest summary all show these lines.
         """
         s = self.summary
         lines = [("cases", class_counts(s))]
+        precision = precision_line(s)
+        if precision is not None:
+            lines.append(("frontier precision", precision))
         read = answers_line(s)
         if read is not None:
             lines.append(("answers", read))

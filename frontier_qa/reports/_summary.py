@@ -85,7 +85,9 @@ class Summary:
 
     ``path_findings`` counts the cases by path finding (``scatter``, ``wrong``, ``undecided``,
     zeros included) and ``paths`` the cases whose paths were analysed; ``pass_k`` is ``None``
-    when no case counts pass^k.
+    when no case counts pass^k. ``frontier_precision`` is the frontier labels' expected precision,
+    the mean of their P(p* in band) (``None`` without a frontier case that kept its posterior);
+    ``frontier_labels`` how many labels it is the mean of.
     """
 
     records: tuple[CaseRecord, ...]
@@ -99,6 +101,19 @@ class Summary:
     path_findings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PATH_FINDINGS, 0))
     paths: int = 0
     pass_k: PassKSummary | None = None
+    frontier_precision: float | None = None
+    frontier_labels: int = 0
+
+
+def precision_line(summary: Summary) -> str | None:
+    """``0.94 expected over 12 frontier cases (the mean of their P(in band): about 0.7 wrong labels)``:
+    the one wording of the frontier labels' expected precision; ``None`` without one.
+    """
+    p, n = summary.frontier_precision, summary.frontier_labels
+    if p is None:
+        return None
+    cases = "case" if n == 1 else "cases"
+    return f"{p:.2f} expected over {n} frontier {cases} (the mean of their P(in band): about {n * (1 - p):.1f} wrong)"
 
 
 def pass_k_summary(records: Iterable[CaseRecord]) -> PassKSummary | None:
@@ -213,6 +228,7 @@ def summarize(records: Iterable[CaseRecord], *, bins: int = 10) -> Summary:
                 count_each(PATH_FINDINGS, findings.get(topic, ())),
             )
         )
+    insides = [x for r in recs if r.case_class is CaseClass.FRONTIER and (x := r.band_inside) is not None]
     return Summary(
         records=recs,
         total=len(recs),
@@ -229,6 +245,8 @@ def summarize(records: Iterable[CaseRecord], *, bins: int = 10) -> Summary:
         path_findings=count_each(PATH_FINDINGS, (r.path.finding for r in recs if r.path and r.path.finding)),
         paths=sum(1 for r in recs if r.path is not None),
         pass_k=pass_k_summary(recs),
+        frontier_precision=sum(insides) / len(insides) if insides else None,
+        frontier_labels=len(insides),
     )
 
 

@@ -58,6 +58,10 @@ READ_VERSIONS = (1, 2)
 DEFAULT_MAX_TEXT_CHARS = 4000
 """Raw sample text kept per sample (characters); longer text keeps its head and tail."""
 
+POSTERIOR_KEY: Final = "band_posterior"
+"""Case metadata key under which a record keeps where its band decision put p*
+(:func:`frontier_qa.probing._classify.posterior_note`)."""
+
 
 class CaseClass(str, enum.Enum):
     """What the probe engine concluded about a case.
@@ -470,6 +474,13 @@ class CaseRecord(_Record):
     @property
     def k(self) -> int:
         return len(self.samples)
+
+    @property
+    def band_inside(self) -> float | None:
+        """P(p* in band) where its band decision stopped (kept under :data:`POSTERIOR_KEY`); ``None`` if not kept."""
+        note = self.case.metadata.get(POSTERIOR_KEY)
+        inside = note.get("inside") if isinstance(note, Mapping) else None
+        return float(inside) if isinstance(inside, (int, float)) else None
 
     def observed(self) -> Observed:
         """The part of this record that a replay is compared against."""

@@ -22,6 +22,7 @@ from frontier_qa.probing._classify import CaseEvidence, classify_case
 from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.probing._engine import ProbeSettings, ProgressEvent, case_id_for, config_hash, probe, replay
 from frontier_qa.probing._sequential import DEFAULT_PRIOR, BandDecision, SequentialConfig
+from frontier_qa.probing._set_labels import Labelling
 from frontier_qa.reports import RegressionVerdict as ReplayRecord
 from frontier_qa.reports import summarize
 from frontier_qa.runtime import Budget
@@ -47,8 +48,10 @@ from frontier_qa.testing import (
 from tests.factories import REPO, arithmetic_cases, run, weekday_cases
 
 # these tests count rounds and calls as they were written: at most 10 samples, rounds of 3 then 2
-# (the calibrated policy goes on to 30 in rounds of 3)
-K10: dict[str, Any] = {"k": 10, "sequential": SequentialConfig(k_max=10, rounds=(3, 2))}
+# (the calibrated policy goes on to 30 in rounds of 3), each frontier label at the policy's 90 %
+# (the default set-level labels: tests/probing/test_set_labels.py)
+K10: dict[str, Any] = {"k": 10, "sequential": SequentialConfig(k_max=10, rounds=(3, 2)),
+                       "labels": Labelling(mode="case")}
 QUIET = ProbeSettings(replay_first=False, **K10)
 
 
