@@ -489,8 +489,9 @@ class Explorer:
         async with self.run.gate:
             if self._stopped():
                 return None
+            # per-case labels: the boundary bench's figures are per-case (issue 33 item 8)
             record, stop = await self.run.prober.probe(case, self.run.draw, run_id=self.run.run_id,
-                                                       verified=case.reference_verified)
+                                                       verified=case.reference_verified, per_case=True)
         if stop is not None:
             self.run.stop(stop, self.run.prober.stop_detail, "target")
             return None

@@ -418,7 +418,7 @@ class CaseProber:
                         "fixed k")
 
     async def probe(self, case: Case, draw: Draw, *, run_id: str, verified: bool, start: int = 0,
-                    prediction: float | None = None, judge: ReplayJudge | None = None
+                    prediction: float | None = None, judge: ReplayJudge | None = None, per_case: bool = False
                     ) -> tuple[CaseRecord, str | None]:
         """Sample, score and classify one case.
 
@@ -430,6 +430,8 @@ class CaseProber:
             start: the first sample index (replays use indices no earlier run drew).
             prediction: the case's predicted p̂, if any (sizes the first round).
             judge: a replay's regression test; sampling goes on until it decides too.
+            per_case: decide an in-band stop at the policy's own confidence, not the run's
+                set-level threshold (replays always do; the boundary search's probes ask it).
 
         Returns:
             The record (not yet stored), and ``"budget"`` / ``"target unavailable"`` when
@@ -441,7 +443,7 @@ class CaseProber:
         # a replay keeps the per-case rule its regression test reads; a new case's label is the ledger's
         claim = Claim()
         case, trajectories, rounds, decision, scored, stop = await self._sample(
-            case, draw, start, prediction, judge, None if judge is not None else claim)
+            case, draw, start, prediction, judge, None if judge is not None or per_case else claim)
         verdict = None if decision is None else decision.verdict
         # the last round scored every sample already (text answers: embedded once, not twice)
         consistency = scored if scored is not None and scored.k == len(trajectories) else await self.score(
@@ -493,7 +495,8 @@ class CaseProber:
         rule = self.settings.labels.rule(claim)
         if case_class is CaseClass.FRONTIER and rule is not None:
             reason = f"{reason}; {rule}"
-        self.ledger.settle(claim, None if posterior is None else posterior.inside, case_class is CaseClass.FRONTIER)
+        if not per_case:  # the boundary search keeps only some of its probes: they stay out of the ledger
+            self.ledger.settle(claim, None if posterior is None else posterior.inside, case_class is CaseClass.FRONTIER)
         if posterior is not None:
             meta = dict(case.metadata)
             meta[POSTERIOR_KEY] = posterior_note(
