@@ -106,14 +106,14 @@ class Summary:
 
 
 def precision_line(summary: Summary) -> str | None:
-    """``0.94 expected: the mean P(in band) of the 12 frontier cases, about 0.7 of them wrong``: the
+    """``expected 0.94: the mean P(in band) of the 12 frontier cases, about 0.7 of them wrong``: the
     one wording of the frontier labels' expected precision; ``None`` without one.
     """
     p, n = summary.frontier_precision, summary.frontier_labels
     if p is None:
         return None
     cases = "case" if n == 1 else "cases"
-    return f"{p:.2f} expected: the mean P(in band) of the {n} frontier {cases}, about {n * (1 - p):.1f} of them wrong"
+    return f"expected {p:.2f}: the mean P(in band) of the {n} frontier {cases}, about {n * (1 - p):.1f} of them wrong"
 
 
 def pass_k_summary(records: Iterable[CaseRecord]) -> PassKSummary | None:

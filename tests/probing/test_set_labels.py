@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from frontier_qa.config import Override, build_settings, load_config
+from frontier_qa.config import Override, build_settings, load_config, parse_set
 from frontier_qa.errors import ConfigError
 from frontier_qa.probing import ProbeResult, ProbeSettings, probe
 from frontier_qa.probing._sequential import SequentialConfig, decide
@@ -127,7 +127,7 @@ def test_the_summary_reports_the_frontier_sets_expected_precision_everywhere(tmp
     assert summary.frontier_precision == pytest.approx(expected) and summary.frontier_labels == COINS + 1
     assert summary.frontier_precision >= 0.93
     line = precision_line(summary)
-    assert line == f"{expected:.2f} expected: the mean P(in band) of the {COINS + 1} frontier cases, about " \
+    assert line == f"expected {expected:.2f}: the mean P(in band) of the {COINS + 1} frontier cases, about " \
                    f"{(COINS + 1) * (1 - expected):.1f} of them wrong"
     report = ReportInput.of(result.records, result.run)
     assert ("frontier precision", line) in report.headline()
@@ -135,8 +135,7 @@ def test_the_summary_reports_the_frontier_sets_expected_precision_everywhere(tmp
     assert data["frontier_precision"] == pytest.approx(expected) and f"frontier precision: {line}" in data["headline"]
     props = {p.get("name"): p.get("value") for p in ET.fromstring(junit_xml(result.records, result.run)).iter("property")}
     assert props["frontier_precision"] == f"{expected:.4f}" and props["frontier precision"] == line
-    assert f"expected: the mean P(in band) of the {COINS + 1} frontier cases" in markdown_report(result.records,
-                                                                                                result.run)
+    assert f"- frontier precision: {line}" in markdown_report(result.records, result.run)
     assert precision_line(summarize([r for r in result.records if r.case_class is not CaseClass.FRONTIER])) is None
 
 
@@ -161,5 +160,5 @@ def test_a_bad_labels_setting_names_the_key_and_the_fix() -> None:
     assert "did you mean 'case'?" in str(info.value)
     with pytest.raises(ConfigError, match=r"probing\.labels\.alpha: Input should be less than 0\.5"):
         load_config(None, [Override("probing.labels.alpha", 0.6, "--set probing.labels.alpha=0.6")], env={})
-    case_mode = build_settings(load_config(None, [Override("probing.labels.mode", "case", "--set")], env={}))
+    case_mode = build_settings(load_config(None, [parse_set("probing.labels.mode=case")], env={}))  # the CLI's --set
     assert case_mode.labels == Labelling(mode="case") and build_settings(load_config(None, env={})).labels == Labelling()
