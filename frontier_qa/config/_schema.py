@@ -240,6 +240,8 @@ class ProbingConfig(_Section):
                     "rounds batch better on local models, smaller ones stop clear cases sooner")
     prior: str | None = Field(None, description="a population prior to start from (JSON, MajorityPrior.to_json)")
     prior_from_store: bool = setting("prior_from_store")
+    prior_versions: Literal["same", "any", "discount"] = setting("prior_versions")
+    prior_topic_min: int | None = setting("prior_topic_min")
     band: Literal["agent0", "tool-r0"] | BandRange = Field(
         "agent0", description=f"agent0 ({AGENT0_BAND.low} ≤ p̂ ≤ {AGENT0_BAND.high}), tool-r0 "
                              f"({TOOL_R0_BAND.low}–{TOOL_R0_BAND.high}) or {{low, high}}"
