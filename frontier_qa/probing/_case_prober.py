@@ -175,7 +175,8 @@ class CaseProber:
         self.policy: SequentialConfig | None = settings.policy()
         # the population prior: the target's and its topics', refitted as cases come in (issue 33 item 2)
         self.book = PriorBook(settings.prior or (DEFAULT_PRIOR if self.policy is None else self.policy.prior),
-                              smoothing=settings.prior_smoothing, topic_min=settings.prior_topic_min)
+                              smoothing=settings.prior_smoothing, topic_min=settings.prior_topic_min,
+                              band=(settings.band.low, settings.band.high))
         self.prior: MajorityPrior = self.book.prior
         self.band = (settings.band.low, settings.band.high)
         self.level = FIXED_K_LEVEL if self.policy is None else self.policy.level
@@ -197,8 +198,9 @@ class CaseProber:
         """Start from the store's earlier cases (:func:`~frontier_qa.probing._priors.carried`);
         the cases observed already (a resumed run's own) keep their records.
         """
-        self.book.start = earlier.start
+        self.book.start = self.book.prior = earlier.start  # the prior until the first refit
         self.book.observations = {**earlier.observations, **self.book.observations}
+        self._adopt()
 
     def refit(self, *, force: bool = False) -> None:
         """Refit the prior when ``prior_refit_every`` new cases came in (or now, if ``force``)."""
@@ -208,10 +210,13 @@ class CaseProber:
             return
         if force or seen - self._fitted_at >= every:
             self.book.refit()
-            self.prior = self.book.prior
-            if self.policy is not None:
-                self.policy = replace(self.policy, prior=self.prior)
+            self._adopt()
             self._fitted_at = seen
+
+    def _adopt(self) -> None:
+        self.prior = self.book.prior
+        if self.policy is not None:
+            self.policy = replace(self.policy, prior=self.prior)
 
     def policy_for(self, topic: str) -> SequentialConfig | None:
         """The sequential policy for a case of ``topic``: with its topic's prior when it has one."""

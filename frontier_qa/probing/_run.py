@@ -40,7 +40,7 @@ from typing import Any
 from frontier_qa.errors import BudgetExceededError, ConfigError, RunInterruptedError, TargetUnavailableError
 from frontier_qa.probing._case_prober import CaseProber, version_of
 from frontier_qa.probing._curriculum_seam import Curriculum, DrivesRun, Outcome, Proposal
-from frontier_qa.probing._priors import carried
+from frontier_qa.probing._priors import carried, observation
 from frontier_qa.probing._regression import ReplayJudge
 from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.probing._validation import ValidationResult, Validator
@@ -335,12 +335,15 @@ class ProbeRun:
         mine = latest_by((r for r in earlier if baselines.base_target_id(r.target_id, r.target_version)
                           == self.target.id), lambda r: r.id)
         s = self.settings
-        found = carried(mine.values(), target_id=self.target.id, version=version, start=self.prober.book.start,
-                        versions=s.prior_versions, smoothing=s.prior_smoothing, topic_min=s.prior_topic_min)
+        found = carried(((r.id, r.target_version, observation(r)) for r in mine.values()), target_id=self.target.id,
+                        version=version, start=self.prober.book.start, versions=s.prior_versions,
+                        smoothing=s.prior_smoothing, topic_min=s.prior_topic_min)
         self.prober.carry(found)
+        self.prober.refit(force=True)  # which topics start from their own prior
+        source = found.source.model_copy(update={"topics": sorted(self.prober.book.topics)})
         run = self.store.run(self.run_id, self.shard.index)
-        if run.prior != found.source:
-            self.store.append(run.model_copy(update={"prior": found.source, "written_at": utc_now()}))
+        if run.prior != source:
+            self.store.append(run.model_copy(update={"prior": source, "written_at": utc_now()}))
 
     def finish(self, spend: Mapping[str, ModelSpend] | None = None) -> RunRecord:
         """Record the run's end (unless it stays open to resume) with its totals: counts, what each

@@ -61,8 +61,9 @@ class ProbeSettings:
         prior_from_store: start from the store's earlier cases of this target (their latest
             records): a second run of a target decides its first cases as well as its last.
         prior_versions: what the store's cases of *other* versions of the target count for:
-            ``same``: nothing; ``any``: as much as this version's; ``discount``: their fitted prior
-            is the start, worth ``prior_smoothing`` cases (:mod:`frontier_qa.probing._priors`).
+            ``same`` (default): nothing; ``any``: as much as this version's; ``discount``: their
+            fitted prior is the start, worth ``prior_smoothing`` cases. After a changed version both
+            cost the realistic mix its 0.9 precision (``benchmarks/prior_carry_bench.py``).
         prior_topic_min: cases a topic needs for a prior of its own, shrunk towards the
             target's (``None``: one prior for every topic).
         replay_scope: ``"target"``: replay cases recorded for this target id; ``"all"``: for
@@ -110,7 +111,7 @@ class ProbeSettings:
         description="start the prior from the store's earlier cases of this target")] = True
     prior_versions: Annotated[PriorVersions, Field(description=(
         "earlier cases of other versions of the target: same (left out), any (counted alike), discount (a start "
-        "worth prior_smoothing cases)"))] = "discount"
+        "worth prior_smoothing cases)"))] = "same"
     prior_topic_min: Annotated[int | None, Field(ge=1, description=(
         "cases a topic needs for a prior of its own, shrunk towards the target's; null: one prior for all"))] = 20
     replay_scope: Literal["target", "all"] = "target"

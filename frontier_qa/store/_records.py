@@ -717,7 +717,7 @@ class PriorSource(_Record):
 
     target_id: str
     version: str | None = None
-    versions: PriorVersions = "discount"
+    versions: PriorVersions = "same"
     same: int = Field(default=0, ge=0)
     other: int = Field(default=0, ge=0)
     other_versions: list[str | None] = Field(default_factory=list)
