@@ -27,7 +27,7 @@ store's records into what the book starts from and says so in a
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from frontier_qa.probing._posterior import AGENT0_LIMITS, MajorityPrior, fit_prior, share_regions
@@ -138,7 +138,7 @@ def _votes(observations: Iterable[Observation]) -> list[tuple[tuple[int, ...], i
     return [(counts, unparseable) for counts, unparseable, _ in observations]
 
 
-def _elsewhere(observed: Sequence[float], expected: Sequence[float], level: float) -> bool:
+def _elsewhere(observed: Iterable[float], expected: Iterable[float], level: float) -> bool:
     """G-test: do a topic's cases fall below / in / above the band unlike the target's, at ``level``?"""
     g = 2 * sum(o * math.log(o / e) for o, e in zip(observed, expected, strict=True) if o > 0 and e > 0)
     return math.exp(-g / 2) < level  # chi-square with 2 degrees of freedom: P(X > g) = exp(-g/2)
