@@ -30,6 +30,7 @@ from frontier_qa.runtime._limits import Backoff, Budget, Limits  # noqa: F401 (r
 from frontier_qa.scoring._paths import PassKSettings, PathSettings
 from frontier_qa.scoring.bands import AGENT0_BAND, NAMED_BANDS, TOOL_R0_BAND, Band
 from frontier_qa.store._comparison import RegressionPolicy
+from frontier_qa.store._records import PriorVersions
 from frontier_qa.store._shards import Shard
 from frontier_qa.store._store_error import StoreError
 from frontier_qa.target import Sampling
@@ -242,6 +243,8 @@ class ProbingConfig(_Section):
                     "rounds batch better on local models, smaller ones stop clear cases sooner")
     prior: str | None = Field(None, description="a population prior to start from (JSON, MajorityPrior.to_json)")
     prior_from_store: bool = setting("prior_from_store")
+    prior_versions: PriorVersions = setting("prior_versions")
+    prior_topic_min: int | None = setting("prior_topic_min")
     band: Literal["agent0", "tool-r0"] | BandRange = Field(
         "agent0", description=f"agent0 ({AGENT0_BAND.low} ≤ p̂ ≤ {AGENT0_BAND.high}), tool-r0 "
                              f"({TOOL_R0_BAND.low}–{TOOL_R0_BAND.high}) or {{low, high}}"

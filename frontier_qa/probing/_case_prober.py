@@ -30,6 +30,7 @@ from frontier_qa.generators._core import GENERATOR_KEY, check_for
 from frontier_qa.probing._classify import POSTERIOR_KEY, CaseEvidence, classify_case, confidence_of, posterior_note
 from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.probing._paths_judge import judge_paths, pass_k_need, path_need
+from frontier_qa.probing._priors import Carried, PriorBook, observation
 from frontier_qa.probing._regression import ReplayJudge, band_of
 from frontier_qa.probing._sequential import (
     DEFAULT_PRIOR,
@@ -40,7 +41,6 @@ from frontier_qa.probing._sequential import (
     band_posterior,
     checkpoint_after,
     decide_consistency,
-    fit_prior,
     wilson_interval,
 )
 from frontier_qa.probing._set_labels import Claim, Ledger
@@ -174,12 +174,14 @@ class CaseProber:
         self.on_round = on_round
         self.sampling = settings.run_sampling()
         self.policy: SequentialConfig | None = settings.policy()
-        self._start_prior = settings.prior or (DEFAULT_PRIOR if self.policy is None else self.policy.prior)
-        self.prior: MajorityPrior = self._start_prior
+        # the population prior: the target's and its topics', refitted as cases come in (issue 33 item 2)
+        self.book = PriorBook(settings.prior or (DEFAULT_PRIOR if self.policy is None else self.policy.prior),
+                              smoothing=settings.prior_smoothing, topic_min=settings.prior_topic_min,
+                              band=(settings.band.low, settings.band.high))
+        self.prior: MajorityPrior = self.book.prior
         self.band = (settings.band.low, settings.band.high)
         self.level = FIXED_K_LEVEL if self.policy is None else self.policy.level
         self.ledger = Ledger(settings.labels)  # the run's frontier labels (set-level: their error budget)
-        self.observations: dict[str, tuple[tuple[int, ...], int]] = {}
         self._fitted_at = 0
         self._embedder: Any = None
         self.stop_detail: str | None = None  # the error that stopped sampling (budget, unavailable target)
@@ -191,21 +193,39 @@ class CaseProber:
     # -- the population prior (empirical Bayes on this target's cases) ---------------------------
 
     def observe(self, record: CaseRecord) -> None:
-        """Remember a scored case's cluster sizes for the next prior refit (latest record per case)."""
-        if record.k - record.n_failed > 0:
-            self.observations[record.id] = (tuple(c.count for c in record.clusters), record.n_unparseable)
+        """Remember a scored case's cluster sizes and topic for the next prior refit (latest record per case)."""
+        self.book.observe(record.id, observation(record))
+
+    def carry(self, earlier: Carried) -> None:
+        """Start from the store's earlier cases (:func:`~frontier_qa.probing._priors.carried`);
+        the cases observed already (a resumed run's own) keep their records.
+        """
+        self.book.start = self.book.prior = earlier.start  # the prior until the first refit
+        self.book.observations = {**earlier.observations, **self.book.observations}
+        self._adopt()
 
     def refit(self, *, force: bool = False) -> None:
         """Refit the prior when ``prior_refit_every`` new cases came in (or now, if ``force``)."""
         every = self.settings.prior_refit_every
-        if every <= 0 or not self.observations:
+        seen = len(self.book.observations)
+        if every <= 0 or not seen:
             return
-        if force or len(self.observations) - self._fitted_at >= every:
-            self.prior = fit_prior(self.observations.values(), start=self._start_prior,
-                                   smoothing=self.settings.prior_smoothing)
-            if self.policy is not None:
-                self.policy = replace(self.policy, prior=self.prior)
-            self._fitted_at = len(self.observations)
+        if force or seen - self._fitted_at >= every:
+            self.book.refit()
+            self._adopt()
+            self._fitted_at = seen
+
+    def _adopt(self) -> None:
+        self.prior = self.book.prior
+        if self.policy is not None:
+            self.policy = replace(self.policy, prior=self.prior)
+
+    def policy_for(self, topic: str) -> SequentialConfig | None:
+        """The sequential policy for a case of ``topic``: with its topic's prior when it has one."""
+        prior = self.book.prior_for(topic)
+        if self.policy is None or prior is self.prior:
+            return self.policy
+        return replace(self.policy, prior=prior)
 
     def first_round(self, prediction: float | None) -> int:
         """Samples in a case's first round: one look later for cases predicted near the band.
@@ -315,14 +335,16 @@ class CaseProber:
         views = [view_of(t) for t in trajectories]
         return max(path_need(case, views, self.settings, self.policy), pass_k_need(case, len(views), self.settings))
 
-    def _decision(self, consistency: Consistency, k: int, claim: Claim | None) -> Decision | None:
-        """The band decision of the samples so far (fixed k: ``None`` until k samples); with a ``claim``
-        its in-band stop is a label the run's ledger admits (``None``: the policy's own confidence).
+    def _decision(self, consistency: Consistency, k: int, claim: Claim | None, topic: str = "") -> Decision | None:
+        """The band decision of the samples so far (fixed k: ``None`` until k samples), under the prior of
+        the case's topic; with a ``claim`` its in-band stop is a label the run's ledger admits (``None``:
+        the policy's own confidence).
         """
-        if self.policy is not None:
+        policy = self.policy_for(topic)
+        if policy is not None:
             if claim is not None:
-                return self.ledger.decide(consistency, self.policy, claim)
-            return decide_consistency(consistency, self.policy)
+                return self.ledger.decide(consistency, policy, claim)
+            return decide_consistency(consistency, policy)
         return self.fixed_decision(consistency) if k >= self.settings.k else None
 
     async def _sample(self, case: Case, draw: Draw, start: int, prediction: float | None,
@@ -360,7 +382,7 @@ class CaseProber:
                 rounds.append(self._round(consistency))
                 if self.on_round is not None:
                     self.on_round(case, len(trajectories), consistency.p_hat)
-                decision = self._decision(consistency, len(trajectories), claim)
+                decision = self._decision(consistency, len(trajectories), claim, case.topic)
         except BudgetExceededError as err:
             stop = StopReason.INTERRUPTED if isinstance(err, RunInterruptedError) else StopReason.BUDGET
             self.stop_detail = err.message

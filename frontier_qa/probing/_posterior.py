@@ -414,17 +414,7 @@ def fit_prior(
     if not obs:
         return start
     base = start.table().ravel()
-    # a store repeats cluster patterns ((30,), (3,) ...): each distinct one is computed once and
-    # weighted by how often it occurs (the EM below is the same sum, grouped)
-    seen = Counter(counts for counts, _ in obs)
-    patterns = list(seen)
-    times = np.array([seen[counts] for counts in patterns], dtype=float)
-    loglik = np.empty((len(patterns), base.size))
-    for row, counts in enumerate(patterns):
-        terms = _likelihood(counts, start)[1].reshape(-1, base.size)
-        top = terms.max(axis=0)
-        loglik[row] = top + np.log(np.exp(terms - top).sum(axis=0))
-    lik = np.exp(loglik - loglik.max(axis=1, keepdims=True))
+    times, lik = _pattern_likelihoods([counts for counts, _ in obs], start)
     w = base.copy()
     for _ in range(iterations):
         resp = lik * w
@@ -432,6 +422,44 @@ def fit_prior(
         w = (times @ resp + smoothing * base) / (len(obs) + smoothing)
     return MajorityPrior(start.shares, start.thetas, tuple(float(x) for x in w), _fit_unparseable(obs),
                          scatter=start.scatter)
+
+
+def _pattern_likelihoods(counts: Sequence[tuple[int, ...]], prior: MajorityPrior) -> tuple[np.ndarray, np.ndarray]:
+    """How often each distinct cluster pattern occurs, and its likelihood on the grid (rows scaled to max 1).
+
+    A store repeats cluster patterns ((30,), (3,) ...): each distinct one is computed once and
+    weighted by how often it occurs (an EM over them is the same sum, grouped).
+    """
+    seen = Counter(counts)
+    patterns = list(seen)
+    cells = len(prior.shares) * prior.columns
+    loglik = np.empty((len(patterns), cells))
+    for row, pattern in enumerate(patterns):
+        terms = _likelihood(pattern, prior)[1].reshape(-1, cells)
+        top = terms.max(axis=0)
+        loglik[row] = top + np.log(np.exp(terms - top).sum(axis=0))
+    times = np.array([seen[pattern] for pattern in patterns], dtype=float)
+    return times, np.exp(loglik - loglik.max(axis=1, keepdims=True))
+
+
+def share_regions(observations: Iterable[tuple[Sequence[int], int]], prior: MajorityPrior,
+                  band: tuple[float, float] = AGENT0_LIMITS) -> np.ndarray:
+    """Posterior mass of the dominant share V below, inside and above ``band``, summed over the cases.
+
+    A cheap summary of where a group of cases lies under ``prior``: what a test of "this topic's
+    cases lie elsewhere than the target's" compares (:mod:`frontier_qa.probing._priors`).
+    """
+    obs = [canonical_counts(c, u) for c, u in observations]
+    if not obs:
+        return np.zeros(3)
+    times, lik = _pattern_likelihoods(obs, prior)
+    resp = lik * prior.table().ravel()
+    resp /= resp.sum(axis=1, keepdims=True)
+    by_share = (times @ resp).reshape(len(prior.shares), prior.columns).sum(axis=1)
+    v = np.asarray(prior.shares)
+    regions = np.array([by_share[v < band[0]].sum(), by_share[(v >= band[0]) & (v <= band[1])].sum(),
+                        by_share[v > band[1]].sum()])
+    return regions
 
 
 def _fit_unparseable(obs: list[tuple[tuple[int, ...], int]]) -> tuple[float, float]:
@@ -460,4 +488,5 @@ __all__ = [
     "band_posterior",
     "canonical_counts",
     "fit_prior",
+    "share_regions",
 ]

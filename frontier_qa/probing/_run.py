@@ -40,6 +40,7 @@ from typing import Any
 from frontier_qa.errors import BudgetExceededError, ConfigError, RunInterruptedError, TargetUnavailableError
 from frontier_qa.probing._case_prober import CaseProber, version_of
 from frontier_qa.probing._curriculum_seam import Curriculum, DrivesRun, Outcome, Proposal
+from frontier_qa.probing._priors import carried, observation
 from frontier_qa.probing._regression import ReplayJudge
 from frontier_qa.probing._settings import ProbeSettings
 from frontier_qa.probing._validation import ValidationResult, Validator
@@ -89,7 +90,7 @@ def config_hash(settings: ProbeSettings, target_id: str, curriculum_name: str = 
         name: getattr(settings, name)
         for name in ("band", "k", "sequential", "labels", "sampling", "batch_size", "seed", "predict_difficulty",
                      "explore_rate", "verify_references", "prior_refit_every", "prior_smoothing", "prior",
-                     "prior_from_store", "judge_sampling")
+                     "prior_from_store", "prior_versions", "prior_topic_min", "judge_sampling")
     }  # fmt: skip
     keep["shards"] = settings.shard.count if settings.shard else 1
     payload = json.dumps(
@@ -322,11 +323,9 @@ class ProbeRun:
         earlier = [r for r in self.store.case_records() if r.run_id != self.run_id]
         self.known = frozenset(r.id for r in earlier)
         if self.settings.prior_from_store:
-            # the population prior starts from this target's earlier cases (their latest records)
-            mine = latest_by((r for r in earlier if r.target_id == self.target.id), lambda r: r.id)
-            for record in mine.values():
-                if record.case_class is not CaseClass.INVALID and record.id not in self.recorded:
-                    self.prober.observe(record)
+            # the population prior starts from this target's earlier cases (their latest records),
+            # other versions' as probing.prior_versions says; the run record says where it came from
+            self._carry_prior(earlier, target_version)
         # the prior from the resumed run's cases (and, with prior_from_store, the target's earlier ones): fitted once
         self.prober.refit(force=self.settings.prior_from_store)
         # near-duplicate memory as the interrupted run had it: replayed cases now; generated
@@ -334,6 +333,20 @@ class ProbeRun:
         for record in self.records():
             if record.id in self.known and record.case_class is not CaseClass.INVALID:
                 self.seen.append(record.case.prompt)
+
+    def _carry_prior(self, earlier: Sequence[CaseRecord], version: str | None) -> None:
+        mine = latest_by((r for r in earlier if baselines.base_target_id(r.target_id, r.target_version)
+                          == self.target.id), lambda r: r.id)
+        s = self.settings
+        found = carried(((r.id, r.target_version, observation(r)) for r in mine.values()), target_id=self.target.id,
+                        version=version, start=self.prober.book.start, versions=s.prior_versions,
+                        smoothing=s.prior_smoothing, topic_min=s.prior_topic_min)
+        self.prober.carry(found)
+        self.prober.refit(force=True)  # which topics start from their own prior
+        source = found.source.model_copy(update={"topics": sorted(self.prober.book.topics)})
+        run = self.store.run(self.run_id, self.shard.index)
+        if run.prior != source:
+            self.store.append(run.model_copy(update={"prior": source, "written_at": utc_now()}))
 
     def finish(self, spend: Mapping[str, ModelSpend] | None = None) -> RunRecord:
         """Record the run's end (unless it stays open to resume) with its totals: counts, what each

@@ -18,6 +18,7 @@ from frontier_qa.probing._set_labels import Labelling
 from frontier_qa.scoring._paths import PassKSettings, PathSettings
 from frontier_qa.scoring.bands import AGENT0_BAND, Band
 from frontier_qa.store._comparison import RegressionPolicy
+from frontier_qa.store._records import PriorVersions
 from frontier_qa.store._shards import Shard
 from frontier_qa.target import Sampling
 
@@ -63,6 +64,12 @@ class ProbeSettings:
         prior: the starting population prior (``None``: the policy's, uninformed).
         prior_from_store: start from the store's earlier cases of this target (their latest
             records): a second run of a target decides its first cases as well as its last.
+        prior_versions: what the store's cases of *other* versions of the target count for:
+            ``same`` (default): nothing; ``any``: as much as this version's; ``discount``: their
+            fitted prior is the start, worth ``prior_smoothing`` cases. After a changed version both
+            cost the realistic mix its 0.9 precision (``benchmarks/prior_carry_bench.py``).
+        prior_topic_min: cases a topic needs for a prior of its own, shrunk towards the
+            target's (``None``: one prior for every topic).
         replay_scope: ``"target"``: replay cases recorded for this target id; ``"all"``: for
             any target (a new agent version usually has a new id).
         max_replay: replay at most this many cases (failures first); ``None``: all.
@@ -108,6 +115,11 @@ class ProbeSettings:
     prior: InstanceOf[MajorityPrior] | None = None
     prior_from_store: Annotated[bool, Field(
         description="start the prior from the store's earlier cases of this target")] = True
+    prior_versions: Annotated[PriorVersions, Field(description=(
+        "earlier cases of other versions of the target: same (left out), any (counted alike), discount (a start "
+        "worth prior_smoothing cases)"))] = "same"
+    prior_topic_min: Annotated[int | None, Field(ge=1, description=(
+        "cases a topic needs for a prior of its own, shrunk towards the target's; null: one prior for all"))] = 20
     replay_scope: Literal["target", "all"] = "target"
     max_replay: Annotated[int | None, Field(ge=0)] = None
     judge_sampling: Sampling = Sampling(temperature=0.0, max_tokens=512)

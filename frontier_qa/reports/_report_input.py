@@ -132,8 +132,9 @@ class ReportInput:
     def headline(self) -> list[tuple[str, str]]:
         """The run's numbers as every output words them, ``(label, text)`` in order: the cases by
         class, the frontier labels' expected precision, how the answers were read, the paths and
-        pass^k (when analysed), what became of the proposals, what each model spent, the replay
-        verdicts. The console, report.md/.html/.json, junit.xml and the pytest summary all show these lines.
+        pass^k (when analysed), what became of the proposals, what each model spent, where the
+        population prior came from, the replay verdicts. The console, report.md/.html/.json,
+        junit.xml and the pytest summary all show these lines.
         """
         s = self.summary
         lines = [("cases", class_counts(s))]
@@ -147,6 +148,8 @@ class ReportInput:
         if self.candidates is not None:
             lines.append(("candidates", self.candidates.describe()))
         lines.append(("spent", spend_line(self.spend, s.cost)))
+        if self.run is not None and self.run.prior is not None:
+            lines.append(("prior", self.run.prior.describe()))
         if self.boundaries:
             lines.append(("boundaries", boundaries_line(self.boundaries)))
         if self.comparisons:

@@ -707,6 +707,59 @@ class BoundaryRecord(_Record):
         return f"{self.generator} · {self.knob}" + (f" ({ctx})" if ctx else "")
 
 
+PriorVersions = Literal["same", "any", "discount"]
+"""How a run's prior counts the store's earlier cases of *other* versions of its target
+(``probing.prior_versions``): not at all, like its own version's, or as a start worth
+``probing.prior_smoothing`` cases that the run's own cases soon outweigh."""
+
+
+class PriorSource(_Record):
+    """Where a run's population prior started from: the store's earlier cases of its target.
+
+    Attributes:
+        target_id: the run's target; ``version`` its version (``None``: unknown).
+        versions: how other versions' cases counted (:data:`PriorVersions`).
+        same: earlier cases of this version, fitted in full.
+        other: earlier cases of other versions; ``other_versions`` those versions.
+        smoothing: what a discounted start weighs, in cases.
+        topics: topics whose cases start from a prior of their own (fitted on theirs, shrunk
+            towards the target's); ``topic_min`` the earlier cases a topic needs for one.
+    """
+
+    target_id: str
+    version: str | None = None
+    versions: PriorVersions = "same"
+    same: int = Field(default=0, ge=0)
+    other: int = Field(default=0, ge=0)
+    other_versions: list[str | None] = Field(default_factory=list)
+    smoothing: float = Field(default=10.0, gt=0)
+    topics: list[str] = Field(default_factory=list)
+    topic_min: int = Field(default=20, ge=1)
+
+    def describe(self) -> str:
+        """``fitted on 240 earlier cases of agent version 3; 80 cases of version 2 left out (version
+        changed)``: the one wording every output uses.
+        """
+        target = self.target_id + (f" version {self.version}" if self.version else "")
+        olds = ", ".join(v or "unknown" for v in self.other_versions) or "unknown"
+        older = f"{self.other} case(s) of version {olds}"
+        if self.versions == "any" and self.other:
+            line = (f"fitted on {self.same + self.other} earlier case(s) of {self.target_id}, "
+                    f"{older} counted alike (probing.prior_versions: any)")
+        elif self.same:
+            line = f"fitted on {self.same} earlier case(s) of {target}"
+        else:
+            line = f"no earlier cases of {target}" + ("" if self.other else ": uninformed, learnt from this run")
+        if self.other and self.versions == "same":
+            line += f"; {older} left out (version changed)"
+        elif self.other and self.versions == "discount":
+            line += f"; {older} only as a start worth {self.smoothing:g} cases (version changed)"
+        if self.topics:
+            line += (f"; {len(self.topics)} topic(s) with >= {self.topic_min} earlier cases start from their own: "
+                     f"{', '.join(self.topics)}")
+        return line
+
+
 class RunRecord(_Record):
     """One probe run, or one CI shard of it.
 
@@ -725,6 +778,8 @@ class RunRecord(_Record):
         totals: counts and cost when it ended.
         boundaries: where the target's ability ends along each knob of the task generators the
             run searched (a generators curriculum), with the measured curves.
+        prior: where its population prior started from (``probing.prior_from_store``); ``None``
+            when it did not look in the store.
         written_at: when this record was written (UTC); the latest wins.
         frontier_qa_version: the frontier-qa version that wrote it.
     """
@@ -742,6 +797,7 @@ class RunRecord(_Record):
     finished_at: AwareDatetime | None = None
     totals: RunTotals = RunTotals()
     boundaries: list[BoundaryRecord] = Field(default_factory=list)
+    prior: PriorSource | None = None
     written_at: AwareDatetime = Field(default_factory=utc_now)
     frontier_qa_version: str = __version__
 

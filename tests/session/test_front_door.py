@@ -229,14 +229,18 @@ def test_every_output_of_a_run_gives_the_same_counts(
     cli_root, py_root = both
     code, out = cli_at(cli_root, monkeypatch, capsys, "probe", "--out", "out")
     headline = [line.strip() for line in out.splitlines()
-                if line.startswith(("  cases: ", "  frontier precision: ", "  answers: ", "  candidates: ", "  spent: "))]
-    assert headline == ["cases: 3 (failure 1, frontier 1, pass 1)",
-                        # the frontier set's expected precision (set-level labels)
-                        "frontier precision: expected 0.84: the mean P(in band) of the 1 frontier case, about 0.2 of "
-                        "them wrong",
-                        "answers: 18 of 18 read in format auto (boxed 18)",  # how the agent's answers were read
-                        "candidates: 3 = 3 cases + 0 invalid",
-                        "spent: target 18 calls, 0 tokens, cost unknown"]  # 3 cases × k = 6
+                if line.startswith(("  cases: ", "  frontier precision: ", "  answers: ", "  candidates: ", "  spent: ",
+                                     "  prior: "))]
+    assert headline[:5] == ["cases: 3 (failure 1, frontier 1, pass 1)",
+                            # the frontier set's expected precision (set-level labels)
+                            "frontier precision: expected 0.84: the mean P(in band) of the 1 frontier case, about 0.2 "
+                            "of them wrong",
+                            "answers: 18 of 18 read in format auto (boxed 18)",  # how the agent's answers were read
+                            "candidates: 3 = 3 cases + 0 invalid",
+                            "spent: target 18 calls, 0 tokens, cost unknown"]  # 3 cases × k = 6
+    # where the population prior came from (a first run: nothing earlier in the store)
+    assert re.fullmatch(r"prior: no earlier cases of python:agent\.py:run version \S+: uninformed, learnt from this run",
+                        headline[5])
     report = json.loads((cli_root / "out" / "report.json").read_text())
     assert report["headline"] == headline
     assert report["spend"]["target"]["calls"] == 18 and report["spend"]["target"]["usd"] is None
@@ -256,8 +260,8 @@ def test_every_output_of_a_run_gives_the_same_counts(
     monkeypatch.chdir(py_root)
     result = pytest_run(pytester, *PLUGIN)
     assert [line.strip() for line in summary(result)
-            if line.startswith(("  cases: ", "  frontier precision: ", "  answers: ", "  candidates: ", "  spent: "))
-            ] == headline
+            if line.startswith(("  cases: ", "  frontier precision: ", "  answers: ", "  candidates: ", "  spent: ",
+                                 "  prior: "))] == headline
     # next steps everywhere
     assert "next steps:" in out and "## Next steps" in markdown and report["next_steps"]
     assert any("frontier-qa cases show mul-1" in s for s in report["next_steps"])
