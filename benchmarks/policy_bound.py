@@ -124,10 +124,11 @@ def part_b(mix: str, prior: MajorityPrior, seeds: list[int], n: int) -> None:
 
 # --- C. the oracle-prior labeller (issue 33) ---------------------------------------------------
 
-ALPHAS = (0.05, 0.075, 0.1)
+ALPHAS = (0.03, 0.05, 0.075, 0.1)
 ORACLE_FAMILY = tuple(
     SequentialConfig(confidence=inside, confidence_out=out, k_min=size, k_max=k_max, rounds=(size,))
-    for size, inside, out, k_max in itertools.product((1, 2), (0.7, 0.8, 0.9, 0.95), (0.8, 0.9, 0.95), (10, 20, 30, 40))
+    for size, inside, out, k_max in itertools.product(
+        (1, 2), (0.7, 0.8, 0.85, 0.9, 0.95, 0.975), (0.8, 0.9, 0.95), (10, 20, 30, 40))
 )
 
 
