@@ -28,7 +28,7 @@ posterior P(p* in band) it labels with is as good as the evidence allows.
   picks one labeller per call budget, scored on the held-out seeds. ``sequential_bench.py`` reads
   the oracle's held-out recall at each policy's own calls off this frontier.
 
-Run (about a minute for A and B, two more for C, on 2 cores)::
+Run (about a minute for A and B on 2 cores, about three more of CPU for C)::
 
     python benchmarks/policy_bound.py [--cases 100] [--seeds 1 2 3]
 """

@@ -33,8 +33,9 @@ held-out seeds:
   given the mix's exact prior, chosen on the tuning seeds): its held-out recall at the row's own
   calls, and the share of the gap between ``today`` and the oracle the row closes (:func:`gap_closed`).
 
-A goals checklist for the ``default`` row ends the output. Run (the full run took about N
-minutes on the shared 2-core machine; ``--quick``: 30 cases, seeds 1 and 4, about a minute)::
+A goals checklist for the first variant's row ends the output. Run (the full run: 610 s of CPU,
+about 5 minutes on 2 idle cores; 29 minutes on 2 cores shared with a dozen busy processes, 2026-11-28;
+``--quick``: 30 cases, seeds 1 and 4, about 100 s of CPU)::
 
     python benchmarks/sequential_bench.py [--quick] [--markdown] [--cases 100] [--mixes ...] \\
         [--variant NAME="--set probing.labels.alpha=0.07"] [--jobs 2]
