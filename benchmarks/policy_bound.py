@@ -18,23 +18,37 @@ posterior P(p* in band) it labels with is as good as the evidence allows.
   alone take, as a share of fixed k's calls on *all* cases, and the share found. Every other case
   is free here, and the labeller is told which cases to sample: a lower bound on any policy's
   calls for that recall.
+* **C. The oracle-prior labeller** (issue 33): the best labeller of a small family given the exact
+  prior, chosen on the tuning seeds and scored on the held-out ones (:data:`mixes.TUNING_SEEDS`,
+  :data:`mixes.HELD_OUT_SEEDS`). The family: rounds of 1 or 2 samples, the in-band confidence,
+  the out-of-band confidence and k_max on a grid (:data:`ORACLE_FAMILY`), each with per-case labels
+  (stopped in band at the confidence) or set labels (after the run, the largest set by P(in band)
+  whose mean posterior error is ≤ alpha, :data:`ALPHAS`). Every labeller with precision ≥ 0.9 on
+  the tuning seeds is a candidate; the recall-vs-calls frontier of the candidates (tuning seeds)
+  picks one labeller per call budget, scored on the held-out seeds. ``sequential_bench.py`` reads
+  the oracle's held-out recall at each policy's own calls off this frontier.
 
-Run (about a minute on 2 cores)::
+Run (about a minute for A and B on 2 cores, about three more of CPU for C)::
 
     python benchmarks/policy_bound.py [--cases 100] [--seeds 1 2 3]
 """
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from mixes import MIXES, draw, make_cases, mix_arguments  # noqa: E402
+from mixes import HELD_OUT_SEEDS, MIXES, TUNING_SEEDS, draw, make_cases, mix_arguments  # noqa: E402
 from policy_sweep import fixed_in_band, sequential  # noqa: E402
 
 from frontier_qa.probing._posterior import MajorityPrior, band_posterior, fit_prior  # noqa: E402
@@ -51,12 +65,12 @@ def oracle_prior(mix: str) -> MajorityPrior:
     return fit_prior(observed, smoothing=1.0)
 
 
-def labelled_as_set(inside: list[float]) -> set[int]:
-    """Indices of the largest prefix (by P(in band)) whose mean P(in band) is ≥ the target precision."""
+def labelled_as_set(inside: list[float], alpha: float = 1 - TARGET_PRECISION) -> set[int]:
+    """Indices of the largest prefix (by P(in band)) whose mean posterior error 1 − P(in band) is ≤ ``alpha``."""
     chosen: set[int] = set()
     error = 0.0
     for rank, i in enumerate(sorted(range(len(inside)), key=lambda j: -inside[j])):
-        if inside[i] < 0.5 or (error + 1 - inside[i]) / (rank + 1) > 1 - TARGET_PRECISION:
+        if inside[i] < 0.5 or (error + 1 - inside[i]) / (rank + 1) > alpha + 1e-12:
             break
         error += 1 - inside[i]
         chosen.add(i)
@@ -108,6 +122,124 @@ def part_b(mix: str, prior: MajorityPrior, seeds: list[int], n: int) -> None:
               f"{found / max(inside, 1):.3f} |")
 
 
+# --- C. the oracle-prior labeller (issue 33) ---------------------------------------------------
+
+ALPHAS = (0.03, 0.05, 0.075, 0.1)
+ORACLE_FAMILY = tuple(
+    SequentialConfig(confidence=inside, confidence_out=out, k_min=size, k_max=k_max, rounds=(size,))
+    for size, inside, out, k_max in itertools.product(
+        (1, 2), (0.7, 0.8, 0.85, 0.9, 0.95, 0.975), (0.8, 0.9, 0.95), (10, 20, 30, 40))
+)
+
+
+@dataclass(frozen=True)
+class Stop:
+    """One case under one configuration: its calls, whether it stopped in band, its last P(in band), its truth."""
+
+    calls: int
+    in_band: bool
+    inside: float
+    truth: bool
+
+
+@dataclass(frozen=True)
+class Point:
+    """A labeller on some seeds, pooled: calls as a share of fixed k = 10's, recall and precision against p*."""
+
+    calls: float
+    recall: float
+    precision: float
+
+
+@dataclass(frozen=True)
+class Labeller:
+    """A configuration of :data:`ORACLE_FAMILY` and its labels: per case (``alpha=None``) or as a set."""
+
+    config: SequentialConfig
+    alpha: float | None
+
+    @property
+    def name(self) -> str:
+        c = self.config
+        labels = "per-case labels" if self.alpha is None else f"set labels, alpha {self.alpha}"
+        return f"rounds of {c.rounds[0]}, in {c.confidence}, out {c.confidence_out}, k_max {c.k_max}, {labels}"
+
+
+def stops(mix: str, prior: MajorityPrior, seed: int, n: int) -> list[list[Stop]]:
+    """Every configuration of :data:`ORACLE_FAMILY` on one seed's cases.
+
+    The cases are the outer loop so that a case's posteriors stay in the posterior cache across configurations.
+    """
+    runs: list[list[Stop]] = [[] for _ in ORACLE_FAMILY]
+    for case in make_cases(mix, n, seed):
+        for run, config in zip(runs, ORACLE_FAMILY, strict=True):
+            decision, drawn = sequential(case, replace(config, prior=prior), seed)
+            run.append(Stop(len(drawn), decision.in_band, decision.posterior.inside, case.truth == "in"))
+    return runs
+
+
+def labelled(run: Sequence[Stop], alpha: float | None) -> list[bool]:
+    """Per-case labels (stopped in band at the confidence), or the run's set at mean posterior error ≤ alpha."""
+    if alpha is None:
+        return [s.in_band for s in run]
+    chosen = labelled_as_set([s.inside for s in run], alpha)
+    return [i in chosen for i in range(len(run))]
+
+
+def pooled(runs: Sequence[Sequence[Stop]], alpha: float | None) -> Point:
+    """One labeller's runs (one per seed) pooled: each run is labelled on its own, then the counts are added."""
+    said = [label for run in runs for label in labelled(run, alpha)]
+    truth = [s.truth for run in runs for s in run]
+    recall, precision = recall_precision(said, truth)
+    return Point(sum(s.calls for run in runs for s in run) / (10 * len(truth)), recall, precision)
+
+
+@dataclass(frozen=True)
+class Frontier:
+    """The tuning seeds' recall-vs-calls frontier of the calibrated labellers, each with its held-out score."""
+
+    chosen: tuple[tuple[str, Point, Point], ...]  # (labeller, tuning, held-out), cheapest first
+
+    def recall_at(self, calls: float) -> float:
+        """Held-out recall of the labeller the tuning seeds pick for ``calls`` (a share of fixed k's), interpolated.
+
+        Linear between the frontier's labellers by their tuning calls, from (0, 0) below the cheapest
+        and flat above the dearest.
+        """
+        xs = [0.0, *(t.calls for _, t, _ in self.chosen)]
+        ys = [0.0, *(h.recall for _, _, h in self.chosen)]
+        return float(np.interp(calls, xs, ys))
+
+
+def frontier(candidates: Sequence[tuple[str, Point, Point]], precision: float = TARGET_PRECISION) -> Frontier:
+    """The candidates with tuning precision ≥ ``precision`` that no cheaper one beats on tuning recall."""
+    chosen: list[tuple[str, Point, Point]] = []
+    for name, tuning, held_out in sorted(candidates, key=lambda c: (c[1].calls, -c[1].recall)):
+        if tuning.precision >= precision and (not chosen or tuning.recall > chosen[-1][1].recall):
+            chosen.append((name, tuning, held_out))
+    return Frontier(tuple(chosen))
+
+
+def oracle_frontier(mix: str, n: int, tuning: Sequence[int] = TUNING_SEEDS,
+                    held_out: Sequence[int] = HELD_OUT_SEEDS) -> Frontier:
+    """Part C for one mix: every labeller of the family scored on both seed sets, the tuning frontier kept."""
+    prior = oracle_prior(mix)
+    by_seed = {seed: stops(mix, prior, seed, n) for seed in (*tuning, *held_out)}
+    candidates = []
+    for j, config in enumerate(ORACLE_FAMILY):
+        for alpha in (None, *ALPHAS):
+            label = Labeller(config, alpha).name
+            candidates.append((label, pooled([by_seed[s][j] for s in tuning], alpha),
+                               pooled([by_seed[s][j] for s in held_out], alpha)))
+    return frontier(candidates)
+
+
+def part_c(mix: str, n: int) -> None:
+    for name, tuning, held in oracle_frontier(mix, n).chosen:
+        print(f"| {mix} | {name} | {tuning.calls:.2f} / {held.calls:.2f} | {tuning.recall:.3f} / {held.recall:.3f} "
+              f"| {tuning.precision:.3f} / {held.precision:.3f} |", flush=True)
+
+
 def main() -> None:
     args = mix_arguments(__doc__).parse_args()
     began = time.perf_counter()
@@ -123,6 +255,11 @@ def main() -> None:
     print("| mix | stop rule | calls on in-band cases / fixed k's calls on all | share found |\n|---|---|---|---|")
     for mix in MIXES:
         part_b(mix, priors[mix], args.seeds, args.cases)
+    print(f"\nC. the oracle-prior labeller: the tuning seeds' frontier of labellers with precision ≥ "
+          f"{TARGET_PRECISION:.0%} (tuning seeds {list(TUNING_SEEDS)} / held-out {list(HELD_OUT_SEEDS)})\n")
+    print("| mix | labeller | calls vs fixed k = 10 | recall | precision |\n|---|---|---|---|---|")
+    for mix in MIXES:
+        part_c(mix, args.cases)
     print(f"\n({time.perf_counter() - began:.0f} s)")
 
 
