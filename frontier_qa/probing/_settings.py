@@ -34,7 +34,8 @@ class ProbeSettings:
 
     Attributes:
         band: the frontier band on p̂ (Agent0: 0.3 ≤ p̂ ≤ 0.8, inclusive).
-        k: samples per case with fixed k; the most samples (k_max) with sequential sampling.
+        k: samples per case: exactly ``k`` with fixed k; the cap (k_max) of a sequential policy, and a cap
+            too low to decide most cases warns as the run starts (:mod:`~frontier_qa.probing._k_cap`).
         sequential: the sequential policy (its band and k_max are replaced by ``band`` and
             ``k``); ``None`` samples every case exactly ``k`` times.
         sampling: target sampling; its ``seed`` defaults to ``seed`` (sample i of a case uses
@@ -81,7 +82,8 @@ class ProbeSettings:
     """
 
     band: InstanceOf[Band] = AGENT0_BAND
-    k: Annotated[int, Field(ge=1, description="samples per case (fixed) or the most (sequential)")] = 30
+    k: Annotated[int, Field(ge=1, description="samples per case: exactly k (fixed) or the cap "
+                                              "(sequential; a cap too low to decide most cases warns)")] = 30
     sequential: InstanceOf[SequentialConfig] | None = Field(default_factory=SequentialConfig)
     sampling: Sampling = Field(default_factory=Sampling)  # T = 1, 512 tokens
     batch_size: Annotated[int, Field(ge=1, description="proposals asked per round")] = 8

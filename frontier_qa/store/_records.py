@@ -696,6 +696,23 @@ class BoundaryRecord(_Record):
         return f"{self.generator} · {self.knob}" + (f" ({ctx})" if ctx else "")
 
 
+class RunWarning(_Record):
+    """What a run warned of as it started, kept so that its reports and its gate say it too.
+
+    Attributes:
+        code: what kind of warning (``"k-cap"``: ``probing.k`` caps a sequential policy below what
+            it needs to decide most cases).
+        message: the warning in one line, with the fix.
+        cap: the sample cap it is about (``"k-cap"``), so the gate can tell the cases it cut off.
+        fix: what to do about it, for the gate's message when the warning came true.
+    """
+
+    code: str
+    message: str
+    cap: int | None = None
+    fix: str = ""
+
+
 class RunRecord(_Record):
     """One probe run, or one CI shard of it.
 
@@ -714,6 +731,7 @@ class RunRecord(_Record):
         totals: counts and cost when it ended.
         boundaries: where the target's ability ends along each knob of the task generators the
             run searched (a generators curriculum), with the measured curves.
+        warnings: what the run warned of as it started (:class:`RunWarning`).
         written_at: when this record was written (UTC); the latest wins.
         frontier_qa_version: the frontier-qa version that wrote it.
     """
@@ -731,6 +749,7 @@ class RunRecord(_Record):
     finished_at: AwareDatetime | None = None
     totals: RunTotals = RunTotals()
     boundaries: list[BoundaryRecord] = Field(default_factory=list)
+    warnings: list[RunWarning] = Field(default_factory=list)
     written_at: AwareDatetime = Field(default_factory=utc_now)
     frontier_qa_version: str = __version__
 
