@@ -8,6 +8,15 @@ in a queue, and each time the model is free the worker takes everything that arr
 rows, runs it, and hands each caller its own result. While a batch runs, new requests pile
 up and form the next one, so a busy model batches without any timing luck.
 
+A batch's callers come back one by one: the probe scores each case's samples and decides on
+it before it asks again (milliseconds a case, so 16 cases take tens of milliseconds, past
+``wait_s``). Taking only the first few of them would split one round of cases into two
+batches, each a full ``generate`` (rounds of 1–2 samples would pay it every round). So while
+fewer requests are queued than the last batch held, the worker waits for the rest as long as
+they keep arriving (each within :attr:`MicroBatcher.REGROUP_GAP_S` of the one before), at most
+:attr:`MicroBatcher.REGROUP_SHARE` of the last batch's run time (and
+:attr:`MicroBatcher.REGROUP_MAX_S`): a short wait against a whole extra batch.
+
 A batch that nobody waits for any more (every caller was cancelled: a Ctrl-C, a timeout)
 or that runs while the batcher closes is *stopped*: ``run_batch`` polls
 :meth:`MicroBatcher.should_stop` between generation steps and gives up, and its callers get
@@ -76,6 +85,10 @@ class MicroBatcher(Generic[R, S]):
         requests: how many requests were submitted.
     """
 
+    REGROUP_GAP_S = 0.05  # the last batch's callers still coming back: each within this of the one before
+    REGROUP_SHARE = 0.1  # wait for them at most this share of the last batch's run time ...
+    REGROUP_MAX_S = 0.25  # ... and at most this
+
     def __init__(
         self,
         run_batch: Callable[[list[R]], Sequence[S | BaseException]],
@@ -99,6 +112,7 @@ class MicroBatcher(Generic[R, S]):
         self._closed = False
         self._stopping = threading.Event()  # close() was called: the running batch ends early
         self._running: list[_Item] = []  # the batch on the worker now
+        self._last: tuple[int, float] = (0, 0.0)  # the last batch: its requests, its run time (s)
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
         _LIVE.add(self)
@@ -181,10 +195,10 @@ class MicroBatcher(Generic[R, S]):
             if self._pending[0].is_call:
                 return [self._pending.popleft()]
             # Wait for stragglers: until wait_s after the *oldest* request arrived, so requests
-            # that queued while the previous batch ran are taken at once.
-            deadline = self._pending[0].arrived + self.wait_s
+            # that queued while the previous batch ran are taken at once; longer while the last
+            # batch's callers are still coming back (module docstring).
             while not self._closed and self._queued_weight() < self.max_weight:
-                remaining = deadline - time.monotonic()
+                remaining = self._deadline() - time.monotonic()
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)
@@ -198,6 +212,16 @@ class MicroBatcher(Generic[R, S]):
                 batch.append(item)
                 weight += item.weight
             return batch
+
+    def _deadline(self) -> float:
+        """When the worker stops waiting for more requests to join the oldest queued one."""
+        oldest = self._pending[0].arrived
+        deadline = oldest + self.wait_s
+        size, run_s = self._last
+        if sum(1 for item in self._pending if not item.is_call) < size:
+            regroup = oldest + min(self.REGROUP_SHARE * run_s, self.REGROUP_MAX_S)
+            deadline = max(deadline, min(regroup, self._pending[-1].arrived + self.REGROUP_GAP_S))
+        return deadline
 
     def _queued_weight(self) -> int:
         total = 0
@@ -218,7 +242,9 @@ class MicroBatcher(Generic[R, S]):
             if live[0].is_call:
                 _settle(live[0].future, live[0].payload)
             else:
+                began = time.monotonic()
                 self._run(live)
+                self._last = (len(live), time.monotonic() - began)
 
     def _run(self, items: list[_Item]) -> None:
         self.batches += 1

@@ -130,7 +130,9 @@ class RunOptions:
     target: str | None = _option(TARGET)
     budget_calls: int | None = _option(typer.Option(None, "--budget-calls", help="Most model calls of the run."))
     max_cost_usd: float | None = _option(typer.Option(None, "--max-cost-usd", help="Most US dollars of the run."))
-    k: int | None = _option(typer.Option(None, "--k", help="Samples per case (the most, with sequential sampling)."))
+    k: int | None = _option(typer.Option(None, "--k", help=(
+        "Samples per case: exactly k with --policy fixed, else the cap (default: the policy's own; a cap too low "
+        "to decide most cases warns).")))
     policy: str | None = _option(typer.Option(None, "--policy", help=_POLICY_HELP))
     seed: int | None = _option(typer.Option(None, "--seed", help="The run's seed."))
     judge: str | None = _option(typer.Option(None, "--judge", help="Judge model spec for stable answers."))

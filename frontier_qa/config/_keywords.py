@@ -44,7 +44,7 @@ KEYWORDS: dict[str, str] = {
     "topics": "topics for a prompted curriculum (a string or a list)",
     "agent_description": "what the agent does (workflow domain)",
     "tools": "JSON/YAML file of OpenAI tool schemas (tools domain)",
-    "k": "samples per case (the most, with sequential sampling)",
+    "k": "samples per case: exactly k with sequential=False, else the cap (too low a cap warns)",
     "band": "frontier band: 'agent0', 'tool-r0', 'LOW:HIGH' or (low, high)",
     "seed": "the probe seed",
     "sequential": "stop sampling a case once its band is clear (default True)",

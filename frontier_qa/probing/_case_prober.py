@@ -236,10 +236,10 @@ class CaseProber:
         """
         assert self.policy is not None
         c = self.policy
-        first = checkpoint_after(0, c.rounds, c.k_max)
+        first = checkpoint_after(0, c.rounds, c.k_max, c.k_min)
         lo, hi = self.band
         if prediction is not None and lo - 0.05 <= prediction <= hi + 0.05:
-            first = checkpoint_after(first, c.rounds, c.k_max)
+            first = checkpoint_after(first, c.rounds, c.k_max, c.k_min)
         return first
 
     # -- scoring -------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import logging
 import random
 import time
 from collections import deque
@@ -40,6 +41,7 @@ from typing import Any
 from frontier_qa.errors import BudgetExceededError, ConfigError, RunInterruptedError, TargetUnavailableError
 from frontier_qa.probing._case_prober import CaseProber, version_of
 from frontier_qa.probing._curriculum_seam import Curriculum, DrivesRun, Outcome, Proposal
+from frontier_qa.probing._k_cap import cap_warning
 from frontier_qa.probing._priors import carried, observation
 from frontier_qa.probing._regression import ReplayJudge
 from frontier_qa.probing._settings import ProbeSettings
@@ -76,6 +78,7 @@ from frontier_qa.store._stop_reason import StopReason
 from frontier_qa.store._store_error import StoreError
 from frontier_qa.target import Case, Target, Trajectory
 
+log = logging.getLogger(__name__)
 _OPEN_ENDED = tuple(reason for reason in StopReason if reason.leaves_run_open)  # resume the run to go on
 
 
@@ -290,6 +293,9 @@ class ProbeRun:
             self.store.run(self.run_id, self.shard.index)
         except StoreError:
             exists = False
+        capped = cap_warning(self.settings)  # a --k below what the policy needs: said now, kept in the run record
+        if capped is not None:
+            log.warning("warning: %s", capped.message)
         if exists and not resume:
             raise ConfigError(
                 f"run {self.run_id!r} (shard {self.shard}) is already in the store at {self.store.root}",
@@ -318,6 +324,7 @@ class ProbeRun:
                     shard_count=self.shard.count,
                     target_id=self.target.id,
                     target_version=target_version,
+                    warnings=[capped] if capped is not None else [],
                 )
             )
         earlier = [r for r in self.store.case_records() if r.run_id != self.run_id]

@@ -228,10 +228,13 @@ def wilson_interval(successes: int, n: int, level: float = 0.9) -> tuple[float, 
     return (max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half)))
 
 
-def checkpoint_after(k: int, rounds: Sequence[int], k_max: int) -> int:
-    """The next checkpoint above ``k``: r1, r1 + r2, ... (last size repeating), capped at k_max."""
+def checkpoint_after(k: int, rounds: Sequence[int], k_max: int, k_min: int = 1) -> int:
+    """The next checkpoint above ``k``: r1, r1 + r2, ... (last size repeating), capped at k_max, and
+    never below k_min: no case stops before k_min, so a round that ends short of it is a round trip
+    for nothing (rounds of 1 with k_min 3 would wait three times for what one batch gives).
+    """
     target, i = 0, 0
-    while target <= k:
+    while target <= k or target < k_min:
         target += rounds[min(i, len(rounds) - 1)]
         i += 1
     return min(target, k_max)
@@ -263,7 +266,7 @@ def decide(
     max_failed = c.k_max if c.max_failed is None else c.max_failed
 
     def made(verdict: BandDecision, forced: bool, reason: str) -> Decision:
-        next_n = 0 if verdict is not BandDecision.CONTINUE else checkpoint_after(k, c.rounds, c.k_max) - k
+        next_n = 0 if verdict is not BandDecision.CONTINUE else checkpoint_after(k, c.rounds, c.k_max, c.k_min) - k
         interval = wilson_interval(top, k, c.level)
         return Decision(verdict, next_n, k, n_failed, top / k if k else 0.0, interval, post, forced, reason)
 

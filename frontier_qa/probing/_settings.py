@@ -36,7 +36,8 @@ class ProbeSettings:
 
     Attributes:
         band: the frontier band on p̂ (Agent0: 0.3 ≤ p̂ ≤ 0.8, inclusive).
-        k: samples per case with fixed k; the most samples (k_max) with sequential sampling.
+        k: samples per case: exactly ``k`` with fixed k; the cap (k_max) of a sequential policy, and a cap
+            too low to decide most cases warns as the run starts (:mod:`~frontier_qa.probing._k_cap`).
         sequential: the sequential policy (its band and k_max are replaced by ``band`` and
             ``k``); ``None`` samples every case exactly ``k`` times.
         labels: which stopped cases are frontier (:class:`~frontier_qa.probing._set_labels.Labelling`):
@@ -92,7 +93,8 @@ class ProbeSettings:
     """
 
     band: InstanceOf[Band] = AGENT0_BAND
-    k: Annotated[int, Field(ge=1, description="samples per case (fixed) or the most (sequential)")] = 30
+    k: Annotated[int, Field(ge=1, description="samples per case: exactly k (fixed) or the cap "
+                                              "(sequential; a cap too low to decide most cases warns)")] = 30
     sequential: InstanceOf[SequentialConfig] | None = Field(default_factory=SequentialConfig)
     labels: Labelling = Field(default_factory=Labelling, description=(
         "frontier labels: set (the run's frontier set keeps its expected wrong labels <= alpha) or case"))

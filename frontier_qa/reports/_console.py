@@ -48,6 +48,7 @@ def console_lines(report: ReportInput, title: str, *, written: Mapping[str, Path
         out.append("could not judge the agent (exit 3):")
         out += [f"  - {problem.message}" for problem in gate.health]
     out.append(title)
+    out += [f"  warning: {warning}" for warning in report.warnings]
     out += [f"  changed: {change}" for change in report.changes]
     out += [f"  {label}: {text}" for label, text in report.headline()]
     if budget:

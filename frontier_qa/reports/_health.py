@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from frontier_qa.reports._summary import Summary
-from frontier_qa.store._records import BoundaryRecord, CaseClass
+from frontier_qa.store._records import BoundaryRecord, CaseClass, CaseRecord, RunWarning
 from frontier_qa.store._stop_reason import StopReason
 
 _TIMEOUT = re.compile(r"(local_)?timeout_s = ([0-9.]+) s|timed? ?out", re.IGNORECASE)
@@ -48,6 +48,8 @@ class RunFacts:
         target: the target's id, for messages.
         undecided: cases set out to judge that the run stopped before deciding and never recorded
             (a pytest item whose replay the budget cut off): counted as unresolved.
+        warnings: what the runs warned of as they started (a ``k`` that caps the policy too low:
+            when that leaves too many cases unresolved, the problem names it as the cause).
     """
 
     mode: str = "probe"
@@ -58,6 +60,7 @@ class RunFacts:
     planned: int | None = None
     target: str = ""
     undecided: int = 0
+    warnings: tuple[RunWarning, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -148,15 +151,32 @@ def assess(summary: Summary, facts: RunFacts = RunFacts(), *, max_unresolved_sha
         why = f" ({facts.stop_reason})" if facts.stop_reason else ""
         among = (f" ({len(unreadable)} of them with answers not in their answer_format: see their reasons)"
                  if unreadable else "")
+        capped = _cap_cause(summary.records, facts.warnings)
+        fix = capped or "raise the budget or k, or resume the run"
+        fix += " (gate.max_unresolved_share sets the limit)"
         problems.append(HealthProblem(
             "unresolved-share", f"{unresolved} of {valid} cases ({unresolved / valid:.0%}) stayed unresolved{why}"
-            f"{among}, above the limit of {max_unresolved_share:.0%}: raise the budget or k, or resume the run "
-            "(gate.max_unresolved_share sets the limit)"))
+            f"{among}, above the limit of {max_unresolved_share:.0%}: {fix}"))
     elif valid and unresolved == valid:  # the limit is off (or 100 %), but a run that decided nothing judged nothing
+        capped = _cap_cause(summary.records, facts.warnings)
         problems.append(HealthProblem(
             "nothing-judged", f"all {valid} cases stayed unresolved: no case was decided, so the agent was not "
-            "judged; raise the budget or k, or resume the run"))
+            "judged; " + (capped or "raise the budget or k, or resume the run")))
     return tuple(problems)
+
+
+def _cap_cause(records: Sequence[CaseRecord], warnings: Sequence[RunWarning]) -> str | None:
+    """The cause and fix, when the runs warned of a ``k-cap`` and most unresolved cases stopped at that
+    cap (not a budget stop): the cap is then why the run could not judge the agent.
+    """
+    cap = next((w for w in warnings if w.code == "k-cap" and w.cap is not None), None)
+    if cap is None or cap.cap is None:
+        return None
+    stuck = [r for r in records if r.case_class is CaseClass.UNRESOLVED]
+    at_cap = sum(1 for r in stuck if r.k - r.n_failed >= cap.cap)
+    if not stuck or 2 * at_cap <= len(stuck):
+        return None
+    return f"k = {cap.cap} capped the sampling at {cap.cap} samples per case (the run warned as it started); {cap.fix}"
 
 
 def _clip(text: str, width: int = 80) -> str:

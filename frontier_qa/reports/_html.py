@@ -313,6 +313,8 @@ def html_report(
     )
     parts.append('<ul class="headline">' + "".join(f"<li><b>{esc(label)}</b>: {esc(text)}</li>"
                                                     for label, text in report.headline()) + "</ul>")
+    if report.warnings:
+        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{esc(w)}</li>" for w in report.warnings) + "</ul>")
     if report.changes:
         parts.append("<h2>Changed since stored</h2><ul>" + "".join(f"<li>{esc(c)}</li>" for c in report.changes)
                      + "</ul>")

@@ -258,6 +258,8 @@ class JsonReport(_Model):
                                   description="commands that keep, replay, accept and inspect the findings")
     changes: list[str] = Field(
         default_factory=list, description="what changed in the cases' source since they were stored, and what was done")
+    warnings: list[str] = Field(
+        default_factory=list, description="what the run warned of as it started (a k that caps the policy too low)")
     boundaries: list[BoundaryReport] = Field(
         default_factory=list, description="where the agent's ability ends along each knob of the task generators the "
         "run searched, with the measured curves (the run record's boundaries)")
@@ -336,6 +338,7 @@ def build_json_report(
         replay=replay,
         next_steps=list(report.next_steps),
         changes=list(report.changes),
+        warnings=list(report.warnings),
         boundaries=[BoundaryReport.of(b) for b in report.boundaries],
         cases=[
             CaseSummary(

@@ -138,6 +138,8 @@ def markdown_report(
         out.append(f"**Gate: {'PASSED' if gate.passed else 'FAILED'}**")
         out += [f"- {md(c.message)}{'' if c.passed else ' ❌'}" for c in gate.checks]
         out.append("")
+    if report.warnings:
+        out += ["## Warnings", ""] + [f"- {md(warning)}" for warning in report.warnings] + [""]
     if report.changes:
         out += ["## Changed since stored", ""] + [f"- {md(change)}" for change in report.changes] + [""]
     regressions = [c for c in comparisons if c.verdict is RegressionVerdict.REGRESSION]

@@ -67,6 +67,7 @@ class ReportParts(TypedDict, total=False):
     candidates: Candidates | None
     next_steps: Sequence[str]
     changes: Sequence[str]
+    warnings: Sequence[str]
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,8 @@ class ReportInput:
         candidates: what became of the curriculum's proposals; when not given, the run record's.
         next_steps: the commands that keep, replay, accept and inspect the run's findings.
         changes: what changed in the cases' source since they were stored, and what was done.
+        warnings: what the run warned of as it started (a ``k`` that caps the policy too low); when
+            not given, the run record's.
     """
 
     summary: Summary
@@ -95,6 +98,7 @@ class ReportInput:
     candidates: Candidates | None = None
     next_steps: Sequence[str] = ()
     changes: Sequence[str] = ()
+    warnings: Sequence[str] = ()
 
     @classmethod
     def of(cls, records: ReportInput | Summary | Iterable[CaseRecord], run: RunRecord | None = None,
@@ -116,11 +120,14 @@ class ReportInput:
         summary = records if isinstance(records, Summary) else summarize(records)
         spend = parts.get("spend")
         candidates = parts.get("candidates")
+        warnings = parts.get("warnings")
         if run is not None:  # the run record keeps them: a report written later shows the same numbers
             spend = run.totals.spend if spend is None else spend
             candidates = run.totals.candidates if candidates is None else candidates
+            warnings = [w.message for w in run.warnings] if warnings is None else warnings
         return cls(summary, run, parts.get("gate"), parts.get("comparisons", ()), parts.get("history") or {},
-                   spend or {}, candidates, tuple(parts.get("next_steps", ())), tuple(parts.get("changes", ())))
+                   spend or {}, candidates, tuple(parts.get("next_steps", ())), tuple(parts.get("changes", ())),
+                   tuple(warnings or ()))
 
     @property
     def boundaries(self) -> tuple[BoundaryRecord, ...]:

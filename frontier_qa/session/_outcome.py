@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +89,7 @@ class Outcome:
         """The input every report format and the console render."""
         return ReportInput.of(self.summary, self.run, gate=self.gate, comparisons=self.comparisons, history=history,
                               spend=self.spend, candidates=self.candidates, next_steps=self.next_steps,
-                              changes=self.changes)
+                              changes=self.changes, warnings=[w.message for w in self.facts.warnings])
 
     def lines(self, written: Mapping[str, Path] | None = None, replay: Callable[[str], str] | None = None) -> list[str]:
         """The console summary (:func:`~frontier_qa.reports._console.console_lines`)."""
@@ -240,6 +240,8 @@ def judge(mode: str, records: Iterable[CaseRecord], thresholds: GateThresholds, 
     verdicts = tuple(sorted(comparisons, key=lambda c: c.case_id))
     summary = summarize(latest)
     facts = facts or RunFacts(mode=mode)
+    if not facts.warnings:  # what the runs warned of as they started (shards of one run warn alike: once)
+        facts = replace(facts, warnings=tuple({w.message: w for r in runs for w in r.warnings}.values()))
     gate = evaluate_gate(summary, thresholds, verdicts, facts, boundaries=[b for r in runs for b in r.boundaries])
     spend, candidates = combine(runs)
     return Outcome(mode=mode, title=title or f"frontier-qa {mode}", records=latest, comparisons=verdicts,

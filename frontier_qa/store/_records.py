@@ -758,6 +758,21 @@ class PriorSource(_Record):
             line += (f"; {len(self.topics)} topic(s) with >= {self.topic_min} earlier cases start from their own: "
                      f"{', '.join(self.topics)}")
         return line
+class RunWarning(_Record):
+    """What a run warned of as it started, kept so that its reports and its gate say it too.
+
+    Attributes:
+        code: what kind of warning (``"k-cap"``: ``probing.k`` caps a sequential policy below what
+            it needs to decide most cases).
+        message: the warning in one line, with the fix.
+        cap: the sample cap it is about (``"k-cap"``), so the gate can tell the cases it cut off.
+        fix: what to do about it, for the gate's message when the warning came true.
+    """
+
+    code: str
+    message: str
+    cap: int | None = None
+    fix: str = ""
 
 
 class RunRecord(_Record):
@@ -780,6 +795,7 @@ class RunRecord(_Record):
             run searched (a generators curriculum), with the measured curves.
         prior: where its population prior started from (``probing.prior_from_store``); ``None``
             when it did not look in the store.
+        warnings: what the run warned of as it started (:class:`RunWarning`).
         written_at: when this record was written (UTC); the latest wins.
         frontier_qa_version: the frontier-qa version that wrote it.
     """
@@ -798,6 +814,7 @@ class RunRecord(_Record):
     totals: RunTotals = RunTotals()
     boundaries: list[BoundaryRecord] = Field(default_factory=list)
     prior: PriorSource | None = None
+    warnings: list[RunWarning] = Field(default_factory=list)
     written_at: AwareDatetime = Field(default_factory=utc_now)
     frontier_qa_version: str = __version__
 
