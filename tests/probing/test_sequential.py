@@ -140,7 +140,7 @@ def test_unparseable_counts_in_k_and_failed_does_not():
 
 
 def test_failure_budget_forces_a_stop():
-    cfg = SequentialConfig(max_failed=2)
+    cfg = SequentialConfig(max_failed=2, rounds=(3, 3))  # the counts below are rounds of 3
     d = decide([1], 0, 2, cfg)
     assert d.stopped and d.forced and "failure budget" in d.reason
     decision, labels = run_sequential(_sampler([FAILED] * 5), cfg)
