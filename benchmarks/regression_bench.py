@@ -41,12 +41,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Callable
+import math
 import random
 import shutil
 import tempfile
 import time
-import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -167,7 +167,7 @@ def floor(counts: dict[str, int], level: float) -> dict[str, float]:
 def show_floor(counts: dict[str, int], level: float) -> dict[str, float]:
     out = floor(counts, level)
     print(f"floor at the per-case level alpha/N = {level:.2g}, power >= {POWER:.0%} per planted change:")
-    for kind, n in counts.items():
+    for kind in counts:
         for b, a in CHANGES.get(kind, ()):
             print(f"  {kind} {b:.1f} -> {a:.1f}: {fewest(np_power, b, a, level)} samples (known rates, NP), "
                   f"{fewest(fisher_power, b, a, level)} (Fisher on the 40-sample baseline), "
