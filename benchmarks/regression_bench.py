@@ -21,6 +21,18 @@ left at the first observation (no ``accept``: at most k = 10 samples), and the r
 used before (class change or p̂ outside the last interval, k = 10, the baseline overwritten by
 every replay), with the target calls per replay and their ratio to fixed k = 10 (300).
 
+**The floor** (printed first, exact binomial sums): the fewest new samples per case with which
+*any* one-sided test at the suite's per-case level (alpha / 30) detects each planted change in
+at least 95 % of suites. The most powerful test there is the Neyman-Pearson test for the known
+before and after rates (randomised at the boundary), i.e. the baseline's rate taken as known, the
+most generous assumption: a test that only has the accepted 40 samples can do no better. Every
+stored case stays in every replay, so the suite's floor is the sum over cases of the most any
+change that case can undergo needs (a stable-right case: 0.9 → 0 and 0.9 → 0.4; a frontier case:
+0.5 → 0); a case no planted change can hit counts 1 sample, the least a replay that keeps the
+case can draw (any more would only flatter the ratio). Also printed: the same with the Fisher
+test on the accepted 40 samples (fixed n), and Wald's bound on the expected samples of any
+*sequential* test on an unchanged case (the floor a sequential replay could approach).
+
 Run: ``python benchmarks/regression_bench.py [--replays R] [--seed S]`` (R = 50: about 3 minutes
 on 2 cores; ``--skip-old`` leaves out the old rule).
 """
@@ -29,10 +41,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import random
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +55,7 @@ from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.probing._engine import ProbeSettings, probe, replay
 from frontier_qa.probing._validation import Validator
 from frontier_qa.store._case_store import CaseStore
-from frontier_qa.store._comparison import RegressionVerdict
+from frontier_qa.store._comparison import RegressionPolicy, RegressionVerdict
 from frontier_qa.store._records import CaseClass, CaseRecord
 from frontier_qa.target import Case
 from frontier_qa.testing import ScriptedAdapter, case, open_scripted, static_curriculum
@@ -92,6 +106,75 @@ PLANTS = {
     "frontier → stably wrong": ("frontier", {"29": 1.0}),
     "correctness 0.9 → 0.4": ("right", {RIGHT: 0.4, "11": 0.3, "13": 0.3}),
 }
+
+
+RATES = {"frontier": 0.5, "scatter": 1 / 3, "right": 0.9, "wrong": 0.95}
+"""The anchor's share of each kind (wrong: its majority; the verified half's right share is 0.05)."""
+CHANGES = {"right": ((0.9, 0.0), (0.9, 0.4)), "frontier": ((0.5, 0.0),)}
+"""The planted changes each kind can undergo, as (before, after) anchor shares."""
+POWER = 0.95
+
+
+def _binom(n: int, k: int, p: float) -> float:
+    return math.comb(n, k) * p**k * (1 - p) ** (n - k)
+
+
+def np_power(n: int, before: float, after: float, level: float) -> float:
+    """Power of the most powerful level-``level`` test of ``before`` against a lower ``after`` with
+    n samples: reject for few anchor answers, randomised at the boundary (Neyman-Pearson).
+    """
+    size = power = 0.0
+    for k in range(n + 1):
+        p0, p1 = _binom(n, k, before), _binom(n, k, after)
+        if size + p0 > level:
+            return power + (p1 * (level - size) / p0 if p0 else p1)
+        size, power = size + p0, power + p1
+    return power
+
+
+def fisher_power(n: int, before: float, after: float, level: float, k: int = 40) -> float:
+    """Power of the one-sided Fisher test at ``level`` with n new samples against a baseline of k."""
+    from frontier_qa.scoring._two_sample import fisher_less
+
+    return sum(_binom(k, sb, before) * _binom(n, s, after) for sb in range(k + 1) for s in range(n + 1)
+               if fisher_less(sb, k, s, n) <= level)
+
+
+def fewest(power: Callable[[int, float, float, float], float], before: float, after: float, level: float) -> int:
+    """The fewest new samples with which ``power`` reaches :data:`POWER`."""
+    return next(n for n in range(1, 1000) if power(n, before, after, level) >= POWER)
+
+
+def wald(before: float, after: float, miss: float = 1 - POWER) -> float:
+    """Wald's bound on the expected samples any sequential test needs on an unchanged case (rate
+    ``before``) to miss a change to ``after`` at most ``miss`` of the time (false alarms ~ 0).
+    """
+    kl = before * math.log(before / after) + (1 - before) * math.log((1 - before) / (1 - after)) if after else math.inf
+    return math.log(1 / miss) / kl
+
+
+def floor(counts: dict[str, int], level: float) -> dict[str, float]:
+    """The suite's floor, summed over cases: NP (known rates), Fisher on 40, Wald (sequential)."""
+    out = {"np": 0.0, "fisher": 0.0, "wald": 0.0}
+    for kind, n in counts.items():
+        changes = CHANGES.get(kind, ())
+        out["np"] += n * max((fewest(np_power, b, a, level) for b, a in changes), default=1)
+        out["fisher"] += n * max((fewest(fisher_power, b, a, level) for b, a in changes), default=1)
+        out["wald"] += n * max((1.0, *(wald(b, a) for b, a in changes)))
+    return out
+
+
+def show_floor(counts: dict[str, int], level: float) -> dict[str, float]:
+    out = floor(counts, level)
+    print(f"floor at the per-case level alpha/N = {level:.2g}, power >= {POWER:.0%} per planted change:")
+    for kind in counts:
+        for b, a in CHANGES.get(kind, ()):
+            print(f"  {kind} {b:.1f} -> {a:.1f}: {fewest(np_power, b, a, level)} samples (known rates, NP), "
+                  f"{fewest(fisher_power, b, a, level)} (Fisher on the 40-sample baseline), "
+                  f"{wald(b, a):.1f} expected (Wald, sequential)")
+    print(f"  suite floor: {out['np']:.0f} calls (known rates; 1 per case no planted change hits), "
+          f"{out['fisher']:.0f} (Fisher, fixed n), {out['wald']:.0f} (Wald's sequential bound)")
+    return out
 
 
 def old_regression(old: CaseRecord, new: CaseRecord) -> bool:
@@ -221,22 +304,30 @@ async def old_rule(work: Path, replays: int, seed: int) -> dict[str, Tally]:
     return out
 
 
-def show(title: str, tallies: dict[str, Tally], setup_calls: int | None = None, *, accepted: bool = False) -> None:
+def show(title: str, tallies: dict[str, Tally], setup_calls: int | None = None, *, accepted: bool = False,
+         floors: dict[str, float] | None = None) -> None:
     fixed = 30 * FIXED_K
+
+    def ratio(per: float) -> str:
+        if floors is None:
+            return ""
+        return (f"; {per / floors['np']:.2f} x the floor (goal <= 1.2), {per / floors['wald']:.1f} x Wald's "
+                f"sequential bound")
+
     print(f"\n{title}")
     u = tallies["unchanged"]
     per = u.calls / u.replays
     high = clopper_pearson(u.failed, u.replays)[1]
     print(f"  unchanged agent: {u.failed}/{u.replays} replays fail ({u.failed / u.replays:.1%}, 95% upper bound "
           f"{high:.1%}; goal <= 2%); {per:.0f} target calls per replay = {per / fixed:.2f} x fixed k = {FIXED_K} "
-          f"({fixed}); {u.inconclusive / u.replays:.1f} inconclusive cases per replay")
+          f"({fixed}){ratio(per)}; {u.inconclusive / u.replays:.1f} inconclusive cases per replay")
     for name in PLANTS:
         t = tallies[name]
         per = t.calls / t.replays
         low = clopper_pearson(t.detected, t.replays)[0]
         print(f"  {name:<24s} detected {t.detected}/{t.replays} ({t.detected / t.replays:.0%}, 95% lower bound "
               f"{low:.0%}; goal >= 95%); suite fails {t.failed / t.replays:.0%}; {per:.0f} calls per replay "
-              f"({per / fixed:.2f} x fixed k)")
+              f"({per / fixed:.2f} x fixed k{ratio(per)})")
     if setup_calls is not None:
         what = "probing the suite and accepting its baselines" if accepted else "probing the suite"
         print(f"  one-time: {what} cost {setup_calls} target calls")
@@ -249,11 +340,15 @@ def main() -> None:
     parser.add_argument("--skip-old", action="store_true", help="leave out the old rule's runs")
     args = parser.parse_args()
     started = time.perf_counter()
+    _, _, ids = suite()
+    policy = RegressionPolicy().for_cases(sum(len(v) for v in ids.values()))
+    floors = show_floor({kind: len(v) for kind, v in ids.items()}, policy.alpha / policy.n_cases)
     with tempfile.TemporaryDirectory(prefix="regression-bench-") as tmp:
         work = Path(tmp)
         new, setup_calls = asyncio.run(new_rule(work, args.replays, args.seed, accept_baselines=True))
-        show("default: sequential looks (5, 10, 20, 40, 80), alpha 0.01 over the suite, baselines of 40 (accept)",
-             new, setup_calls, accepted=True)
+        show(f"default: Fisher looks {policy.looks}, 'same' checked every {policy.same_every} samples from "
+             f"{policy.same_from}, alpha {policy.alpha} over the suite, baselines of 40 (accept)",
+             new, setup_calls, accepted=True, floors=floors)
         weak, weak_setup = asyncio.run(new_rule(work, args.replays, args.seed, accept_baselines=False))
         show("the same test, baselines left at the first observation (no accept: k <= 10)", weak, weak_setup)
         if not args.skip_old:

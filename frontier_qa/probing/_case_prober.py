@@ -31,7 +31,7 @@ from frontier_qa.probing._classify import POSTERIOR_KEY, CaseEvidence, classify_
 from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.probing._paths_judge import judge_paths, pass_k_need, path_need
 from frontier_qa.probing._priors import Carried, PriorBook, observation
-from frontier_qa.probing._regression import ReplayJudge, band_of
+from frontier_qa.probing._regression import ReplayJudge, band_of, carried_class
 from frontier_qa.probing._sequential import (
     DEFAULT_PRIOR,
     BandDecision,
@@ -368,6 +368,8 @@ class CaseProber:
                     if len(answers) != len(trajectories):
                         answers = answers_of(case, trajectories)
                     need = max(need, await judge.want(trajectories, answers, consistency, band_of(decision)))
+                    if judge.settled:  # "same": the class is not decided again (the baseline's is carried)
+                        need = self._more(case, trajectories)
                 if need == 0:
                     break
                 got = await draw(case, need, start + len(trajectories))
@@ -466,6 +468,9 @@ class CaseProber:
         claim = Claim()
         case, trajectories, rounds, decision, scored, stop = await self._sample(
             case, draw, start, prediction, judge, None if judge is not None or per_case else claim)
+        carried = judge is not None and judge.settled and stop is None and not (decision and decision.stopped)
+        if carried:  # the test said "same" first: the band's leaning so far is no decision
+            decision = None
         verdict = None if decision is None else decision.verdict
         # the last round scored every sample already (text answers: embedded once, not twice)
         consistency = scored if scored is not None and scored.k == len(trajectories) else await self.score(
@@ -512,7 +517,9 @@ class CaseProber:
             task_checked=task_checked(case, verified),
             unchecked_why=unchecked_why(case),
         ))
-        if case_class is CaseClass.FRONTIER and self.readings is not None and len(consistency.clusters) >= 2:
+        if carried and judge is not None and judge.baseline is not None:
+            case_class, reason = carried_class(judge.baseline, consistency.k, consistency.p_hat)
+        elif case_class is CaseClass.FRONTIER and self.readings is not None and len(consistency.clusters) >= 2:
             case, case_class, reason = await self._unclear(case, consistency, case_class, reason)
         rule = self.settings.labels.rule(claim)
         if case_class is CaseClass.FRONTIER and rule is not None:

@@ -1,12 +1,16 @@
-"""Replaying one case: sample in looks until the regression test decides, up to a cap.
+"""Replaying one case: sample until the regression test decides, up to a cap.
 
 :class:`ReplayJudge` rides along :class:`~frontier_qa.probing._case_prober.CaseProber`'s sampling
-loop. After every round it takes each look it has reached (``policy.looks``: 5, 10, 20, 40,
-80 new samples by default) on *exactly* the first ``looks[i]`` new samples, so each look's
-Fisher test has a fixed sample size whatever the band decision sampled beyond it, and the
-Bonferroni bound over looks holds. It asks for the samples the next look needs, and says 0
-once :func:`~frontier_qa.store._comparison.judge` decided; the prober keeps sampling while the
-case's class is undecided too.
+loop. After every round it takes each check it has reached (``policy.checks``: every 2 new
+samples from 5 on, and the looks 8, 16, 32, 64, 128 where the Fisher tests spend ``alpha``) on
+*exactly* the first ``checks[i]`` new samples, so each look's test has a fixed sample size
+whatever the band decision sampled beyond it, and the Bonferroni bound over looks holds. It
+asks for the samples the next check needs, and says 0 once
+:func:`~frontier_qa.store._comparison.judge` decided. Once it said ``same`` the prober stops
+too, band undecided or not (:attr:`ReplayJudge.settled`): re-deciding the class of a case the
+test calls unchanged would cost samples without telling the replay anything; the record then
+carries the baseline's class, marked as carried. Other verdicts sample on until the class is
+decided, since a case that changed needs its new class.
 
 Matching a sample to the baseline's anchor uses the prober's own equivalence (numbers and
 symbols for math, embeddings for open-ended answers, exact calls for tool use), memoised per
@@ -20,8 +24,16 @@ from dataclasses import dataclass, field
 
 from frontier_qa.probing._sequential import Decision
 from frontier_qa.scoring.consistency import Consistency
-from frontier_qa.store._comparison import Evidence, Look, Outcome, RegressionPolicy, judge, was_frequent
-from frontier_qa.store._records import Baseline
+from frontier_qa.store._comparison import (
+    Evidence,
+    Look,
+    Outcome,
+    RegressionPolicy,
+    RegressionVerdict,
+    judge,
+    was_frequent,
+)
+from frontier_qa.store._records import Baseline, CaseClass
 from frontier_qa.target import Case, Trajectory
 
 
@@ -30,6 +42,24 @@ def band_of(decision: Decision | None) -> str | None:
     if decision is None or not decision.stopped or decision.forced:
         return None
     return decision.verdict.value  # "in_band", "below" or "above"
+
+
+CARRIED = "class carried from the baseline"
+"""How the reason of a replayed case whose class was not decided again begins (:func:`carried_class`)."""
+
+
+def carried_class(baseline: Baseline, samples: int, p_hat: float) -> tuple[CaseClass, str]:
+    """The class a replay records for a case the regression test called ``same`` before its band
+    was decided: the baseline's, with a reason that says so and what the new samples showed.
+
+    Args:
+        baseline: the baseline the case was held to.
+        samples: new samples drawn.
+        p_hat: their majority share.
+    """
+    return baseline.case_class, (f"{CARRIED} ({baseline.source}, {baseline.k} samples): the regression test "
+                                 f"called the case the same after {samples} new samples (p̂ = {p_hat:.2f}), so "
+                                 "its band was not decided again")
 
 
 @dataclass(eq=False)  # a judge is a running test: compared by identity
@@ -84,7 +114,7 @@ class ReplayJudge:
         same = {c.answer: bool(await self.matches(majority, c.answer, fmt)) for c in base.clusters}  # type: ignore[operator]
         return was_frequent(base, anchor.__getitem__, same.__getitem__)
 
-    async def _decide(self, index: int, answers: Sequence[str | None], band: str | None, final: bool,
+    async def _decide(self, index: int | None, answers: Sequence[str | None], band: str | None, final: bool,
                       consistency: Consistency | None) -> Outcome | None:
         evidence = await self._evidence(answers)
         majority = None if consistency is None else consistency.majority
@@ -96,6 +126,11 @@ class ReplayJudge:
             self.evidence = evidence
         return outcome
 
+    @property
+    def settled(self) -> bool:
+        """Whether the test said ``same``: the replay needs no more samples of the case."""
+        return self.outcome is not None and self.outcome.verdict is RegressionVerdict.SAME
+
     async def want(
         self,
         trajectories: Sequence[Trajectory],
@@ -103,7 +138,7 @@ class ReplayJudge:
         consistency: Consistency | None,
         band: str | None,
     ) -> int:
-        """Take every look the samples reached; the samples the next look needs (0: decided).
+        """Take every check the samples reached; the samples the next check needs (0: decided).
 
         Args:
             trajectories: the new samples so far, in sample-index order.
@@ -116,25 +151,28 @@ class ReplayJudge:
         if self.baseline is None:
             self.outcome = judge(None, Look(0, Evidence(0, 0)), self.policy)
             return 0
-        looks = self.policy.looks
+        checks, looks = self.policy.checks, self.policy.looks
         hits = [None if not t.ok else a for t, a in zip(trajectories, answers, strict=True)]
-        while self.look < len(looks) and len(hits) >= looks[self.look]:
-            last = self.look == len(looks) - 1
-            decided = await self._decide(self.look, hits[: looks[self.look]], band, last, consistency)
+        while self.look < len(checks) and len(hits) >= checks[self.look]:
+            n = checks[self.look]
+            index = looks.index(n) if n in looks else None  # a check between looks spends no level
+            decided = await self._decide(index, hits[:n], band, n == looks[-1], consistency)
             if decided is not None:
                 self.outcome = decided
                 return 0
             self.look += 1
         self._answers = list(hits)
-        return 0 if self.look >= len(looks) else looks[self.look] - len(hits)
+        return 0 if self.look >= len(checks) else checks[self.look] - len(hits)
 
     async def finish(self, consistency: Consistency | None, band: str | None) -> Outcome:
         """The verdict once sampling ended: the decided one, or a final look on what came."""
-        if self.outcome is None:
-            index = min(self.look, len(self.policy.looks) - 1)
+        if self.outcome is None:  # a final look on what came, at the level of the first look not taken
+            looks = self.policy.looks
+            taken = self.policy.checks[self.look - 1] if self.look else 0
+            index = next((i for i, n in enumerate(looks) if n > taken), len(looks) - 1)
             self.outcome = await self._decide(index, self._answers, band, True, consistency)
         assert self.outcome is not None
         return self.outcome
 
 
-__all__ = ["ReplayJudge", "band_of"]
+__all__ = ["CARRIED", "ReplayJudge", "band_of", "carried_class"]

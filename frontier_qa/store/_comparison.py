@@ -21,8 +21,12 @@ unparseable samples are misses.
    frontier case: the same agent cannot have got better, the finding did not reproduce.
 3. ``same`` when a drop of ``min_drop`` or more has posterior probability below
    ``futility`` (Jeffreys priors), unless a rise that large is more likely than not (then
-   sampling goes on to show it). Stopping early this way never adds false regressions.
-4. otherwise sample more (the next look), and ``inconclusive`` at the cap.
+   sampling goes on to show it). Stopping early this way never adds false regressions and
+   spends no level, so it is checked often: at every ``same_every`` new samples from
+   ``same_from`` on (:attr:`RegressionPolicy.checks`), between the looks whose tests spend
+   ``alpha``. An unchanged case is thus let go after a few samples, and only a case whose
+   evidence is close is sampled on to the next look.
+4. otherwise sample more (the next check), and ``inconclusive`` at the cap.
 
 Scattered answers without a verified reference have no anchor: such a case is ``same``
 unless its answers became consistent (``improved``). A case without a baseline is ``new``.
@@ -45,8 +49,11 @@ from frontier_qa.scoring.bands import AGENT0_BAND
 from frontier_qa.store._records import Baseline, CaseClass, CaseRecord, Observed, ReplayRecord, SuiteCase, count_each
 from frontier_qa.target import Case
 
-DEFAULT_LOOKS = (5, 10, 20, 40, 80)
-"""New samples at each look of a replayed case; the last is the cap."""
+DEFAULT_LOOKS = (8, 16, 32, 64, 128)
+"""New samples at each look of a replayed case (where the Fisher tests spend ``alpha``); the last
+is the cap. Few looks keep each one's level high, and a cap of 128 lets a drop from 0.9 to 0.4 be
+shown in 99 % of cases (80: 98 %, ``benchmarks/regression_bench.py`` computes both); an unchanged
+case rarely gets near it, since it stops as ``same`` at a check between the looks."""
 
 
 class RegressionVerdict(str, enum.Enum):
@@ -72,7 +79,11 @@ class RegressionPolicy:
             suite a regression (family-wise, in (0, 1)).
         n_cases: cases in the suite (Bonferroni); each case's own level is ``alpha / n_cases``.
             The replay sets it to the suite's size (:meth:`for_cases`), so it is no config key.
-        looks: new samples at each look, increasing; the last is the cap.
+        looks: new samples at each look (a Fisher test spends part of the level), increasing; the
+            last is the cap.
+        same_from: the fewest new samples at which a case may stop as ``same``.
+        same_every: new samples between two checks for ``same`` after ``same_from`` (checks
+            spend no level, so they can be frequent).
         min_drop: the drop in the anchor's share that matters, in (0, 1).
         futility: stop as ``same`` once a drop of ``min_drop`` has posterior probability below this.
         baseline_samples: samples an accepted baseline holds (``frontier-qa accept``).
@@ -83,6 +94,10 @@ class RegressionPolicy:
     n_cases: Annotated[int, Field(ge=1, exclude=True, description="cases replayed (set by the replay)")] = 1
     looks: Annotated[tuple[int, ...], Field(min_length=1, description="new samples at each look of a replayed "
                                                                       "case; the last is the cap")] = DEFAULT_LOOKS
+    same_from: Annotated[int, Field(ge=1, description="the fewest new samples at which a case may stop as "
+                                                      "'same'")] = 5
+    same_every: Annotated[int, Field(ge=1, description="new samples between two checks for 'same' (they "
+                                                       "spend no alpha)")] = 2
     min_drop: Annotated[float, Field(gt=0, lt=1, description="the drop in the share of right (or baseline) "
                                                              "answers that matters")] = 0.3
     futility: Annotated[float, Field(gt=0, lt=1, description="stop as 'same' once that drop is less likely "
@@ -101,6 +116,13 @@ class RegressionPolicy:
     def cap(self) -> int:
         """The most new samples a case gets."""
         return self.looks[-1]
+
+    @property
+    def checks(self) -> tuple[int, ...]:
+        """The sample counts at which a replayed case is judged: every look, and every
+        ``same_every`` samples from ``same_from`` on (up to the cap).
+        """
+        return tuple(sorted({*self.looks, *range(self.same_from, self.cap + 1, self.same_every)}))
 
     @property
     def levels(self) -> tuple[float, ...]:
@@ -128,7 +150,8 @@ class Look:
     """What the new samples say at one look.
 
     Attributes:
-        index: which look (0-based) of :attr:`RegressionPolicy.looks`.
+        index: which look (0-based) of :attr:`RegressionPolicy.looks`; ``None`` at a check between
+            looks, where only ``same`` (or nothing) is decided and no level is spent.
         evidence: anchor answers among the first ``looks[index]`` new samples (fewer at a final look).
         band: the band decision on all new samples so far, when confident: ``"in_band"``,
             ``"above"``, ``"below"``; ``None`` when undecided.
@@ -139,7 +162,7 @@ class Look:
             anchor that held at least ``MIN_ANCHOR_SHARE`` of the baseline's samples.
     """
 
-    index: int
+    index: int | None
     evidence: Evidence
     band: str | None = None
     final: bool = False
@@ -232,7 +255,8 @@ def judge(
             return Outcome(RegressionVerdict.SAME,
                            "scattered answers and no verified reference: nothing to hold the agent to")
         return None
-    e, level = look.evidence, policy.levels[look.index]
+    # a check between looks spends no level: it can only let an unchanged case go as same
+    e, level = look.evidence, None if look.index is None else policy.levels[look.index]
     counts = f"{_what(base)}: {base.successes}/{base.k} in the baseline, {e} now"
     if base.k == 0:
         return Outcome(RegressionVerdict.INCONCLUSIVE,
@@ -245,7 +269,7 @@ def judge(
     flaky = same_target and base.case_class in (CaseClass.FAILURE, CaseClass.SUSPECT, CaseClass.FRONTIER)
     better = RegressionVerdict.FLAKY if flaky else RegressionVerdict.IMPROVED
     why = "; the same agent no longer reproduces the finding" if flaky else ""
-    if down <= level and not noise:
+    if level is not None and down <= level and not noise:
         test = f"one-sided Fisher p = {_p(down)} ≤ {_p(level)}"
         if base.anchor_kind == "majority" and look.majority_is_reference:
             return Outcome(better, f"{counts}; the majority moved to the unverified reference ({test}){why}",
@@ -255,7 +279,7 @@ def judge(
                            f"answers (no verified reference says which is right; {test}){why}", down, level)
         return Outcome(RegressionVerdict.REGRESSION, f"{counts} ({test})", down, level)
     up = fisher_greater(base.successes, base.k, e.successes, e.n)
-    if up <= level:
+    if level is not None and up <= level:
         return Outcome(better, f"{counts} (one-sided Fisher p = {_p(up)} ≤ {_p(level)}){why}", up, level)
     if noise:
         return Outcome(RegressionVerdict.SAME, f"{counts}; still in the frontier band, p̂ moves within the noise",
@@ -267,9 +291,10 @@ def judge(
         return Outcome(RegressionVerdict.SAME,
                        f"{counts}; a drop of {policy.min_drop:.2f} or more has probability {drop:.3f}", down, level)
     if look.final:
+        last = policy.levels[-1] if level is None else level
         return Outcome(RegressionVerdict.INCONCLUSIVE,
-                       f"{counts} after {e.n} samples: Fisher p = {_p(down)} is above {_p(level)}, and a drop of "
-                       f"{policy.min_drop:.2f} or more still has probability {drop:.2f}", down, level)
+                       f"{counts} after {e.n} samples: Fisher p = {_p(down)} is above {_p(last)}, and a drop of "
+                       f"{policy.min_drop:.2f} or more still has probability {drop:.2f}", down, last)
     return None
 
 

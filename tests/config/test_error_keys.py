@@ -77,7 +77,8 @@ def test_the_regression_section_is_the_replays_policy_with_its_errors_located(tm
     """)
     config = load_config(path, env={})
     assert config.regression == RegressionPolicy(alpha=0.05, looks=(4, 8))
-    assert config.model_dump(mode="json")["regression"] == {"alpha": 0.05, "looks": [4, 8], "min_drop": 0.3,
+    assert config.model_dump(mode="json")["regression"] == {"alpha": 0.05, "looks": [4, 8], "same_from": 5,
+                                                            "same_every": 2, "min_drop": 0.3,
                                                             "futility": 0.1, "baseline_samples": 40}
     bad = write(tmp_path, """
         target: mock:echo

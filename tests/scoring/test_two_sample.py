@@ -72,8 +72,9 @@ def test_spend_splits_the_level_by_look_size() -> None:
 
 def decide(base: Baseline, rate: float, policy: RegressionPolicy, rng: random.Random) -> RegressionVerdict:
     draws = [rng.random() < rate for _ in range(policy.cap)]
-    for index, n in enumerate(policy.looks):
-        outcome = judge(base, Look(index, Evidence(sum(draws[:n]), n), final=index == len(policy.looks) - 1), policy)
+    for n in policy.checks:  # as the replay takes them: the looks, and the checks for "same" between
+        index = policy.looks.index(n) if n in policy.looks else None
+        outcome = judge(base, Look(index, Evidence(sum(draws[:n]), n), final=n == policy.cap), policy)
         if outcome is not None:
             return outcome.verdict
     raise AssertionError("the last look always decides")
