@@ -277,12 +277,12 @@ def test_a_regression_fails_every_replay_until_someone_accepts(project: pytest.P
                            "E         reference:  Monday (unverified)"]
     assert re.fullmatch(r"E         baseline:   frontier, p̂ 0\.67 \[0\.35, 0\.88\], k=6, agent 1\+src\.[0-9a-f]{8}, "
                         r"\d{4}-\d\d-\d\d \(first observation\)", message[3])
-    assert re.fullmatch(r"E         now:        suspect, p̂ 1\.00 \[0\.\d\d, 1\.00\], k=40, agent 1\+src\.[0-9a-f]{8}",
+    assert re.fullmatch(r"E         now:        suspect, p̂ 1\.00 \[0\.\d\d, 1\.00\], k=32, agent 1\+src\.[0-9a-f]{8}",
                         message[4])
     assert message[5:] == [
-        "E         why:        answers 'Monday' (the baseline's majority): 4/6 in the baseline, 0/40 now "
-        "(one-sided Fisher p = 9.2e-05 ≤ 6.5e-04)",
-        "E         answers now:       40 × Sunday",
+        "E         why:        answers 'Monday' (the baseline's majority): 4/6 in the baseline, 0/32 now "
+        "(one-sided Fisher p = 2.0e-04 ≤ 3.2e-04)",  # decided at the look of 32 (looks 8, 16, 32, ...)
+        "E         answers now:       32 × Sunday",
         "E         answers baseline:  4 × Monday, 2 × Friday",
         "E         replay it:  pytest 'test_agent.py::test_agent[weekdays/wd-1]' --frontier-mode=replay"]
     lines = summary(result)
@@ -311,12 +311,12 @@ def test_a_guard_case_catches_breaking_what_used_to_pass(project: pytest.Pyteste
     (project.path / "mode.txt").write_text("wrong-add")  # the stable, correct add-1 now answers 41
     result = run(project, "--frontier-mode=replay", "--junitxml=out.xml")
     assert items(result) == {"arithmetic/add-1": "FAILED", **{i: "PASSED" for i in FINDINGS}}
-    result.stdout.fnmatch_lines(["*why:        right answers (verified reference '42'): 6/6 in the baseline, 0/10 now*"])
+    result.stdout.fnmatch_lines(["*why:        right answers (verified reference '42'): 6/6 in the baseline, 0/16 now*"])
     props = junit(project.path / "out.xml")["test_agent[arithmetic/add-1]"]
     assert (props["frontier_role"], props["frontier_stored_class"], props["frontier_class"]) == (
         "guard", "pass", "failure")
-    assert "    why:        right answers (verified reference '42'): 6/6 in the baseline, 0/10 now " \
-           "(one-sided Fisher p = 1.2e-04 ≤ 1.6e-04)" in summary(result)  # the regression explained, as the CLI does
+    assert "    why:        right answers (verified reference '42'): 6/6 in the baseline, 0/16 now " \
+           "(one-sided Fisher p = 1.3e-05 ≤ 1.6e-04)" in summary(result)  # the regression explained, as the CLI does
 
 
 def test_a_case_that_no_longer_reproduces_is_reported_flaky(project: pytest.Pytester) -> None:
@@ -329,7 +329,7 @@ def test_a_case_that_no_longer_reproduces_is_reported_flaky(project: pytest.Pyte
                              "weekdays/wd-2": "XFAIL"}
     lines = summary(result)
     assert any(line.startswith("  flaky: mul-1: right answers (verified reference '43'): 0/6 in the baseline, "
-                               "10/10 now") for line in lines)
+                               "16/16 now") for line in lines)  # decided at the look of 16 (looks 8, 16, ...)
     result.stdout.fnmatch_lines(["XFAIL*test_agent*mul-1* - flaky: *the same agent no longer reproduces the finding"])
     strict = run(project, "--frontier-mode=replay", "--frontier-flaky=fail")
     assert items(strict)["weekdays/wd-2"] == "FAILED" and items(strict)["arithmetic/mul-1"] == "FAILED"

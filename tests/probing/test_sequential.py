@@ -255,6 +255,7 @@ def test_frontier_labels_are_mostly_right_on_a_scattered_mix_and_cost_less_than_
     import asyncio
 
     from frontier_qa.probing import ProbeSettings, probe
+    from frontier_qa.probing._set_labels import Labelling
     from frontier_qa.probing._validation import Validator
     from frontier_qa.store._case_store import CaseStore
     from frontier_qa.testing import ScriptedAdapter, case, open_scripted, static_curriculum
@@ -264,7 +265,8 @@ def test_frontier_labels_are_mostly_right_on_a_scattered_mix_and_cost_less_than_
     adapter = ScriptedAdapter(lambda c, i: mixes.draw(sims[c.id].answers, 5, c.id, i))
     cases = static_curriculum([case(s.id, f"Scripted task {s.id}?", reference=mixes.RIGHT) for s in sims.values()])
     # at most 10 samples (the calibrated policy's 30 pay more than fixed k on this mix, for recall)
-    at_most_10 = ProbeSettings(replay_first=False, max_candidates=None, k=10, sequential=SequentialConfig(rounds=(3, 2)))
+    at_most_10 = ProbeSettings(replay_first=False, max_candidates=None, k=10, sequential=SequentialConfig(rounds=(3, 2)),
+                               labels=Labelling(mode="set"))
     result = asyncio.run(probe(open_scripted(adapter), cases, at_most_10,
                                store=CaseStore(tmp_path), validator=Validator(dedupe_threshold=None)))
     frontier = [r for r in result.records if r.case_class.value == "frontier"]

@@ -33,7 +33,7 @@ def test_case_mode_asks_the_policys_confidence() -> None:
 
 
 def test_set_mode_lets_sure_labels_pay_for_a_less_sure_one() -> None:
-    ledger = Ledger(Labelling(alpha=0.1, floor=0.6))
+    ledger = Ledger(Labelling(mode="set", alpha=0.1, floor=0.6))
     assert ledger.threshold(0.9) == pytest.approx(0.9)  # the first label: 1 - alpha
     assert ledger.admit(0.99, 0.9) and ledger.admit(0.99, 0.9)
     # room = 0.1 * 3 - 0.02 = 0.28: a label at 0.72 keeps the set's expected error at 0.1
@@ -45,7 +45,7 @@ def test_set_mode_lets_sure_labels_pay_for_a_less_sure_one() -> None:
 
 
 def test_the_floor_holds_however_much_room_is_left() -> None:
-    ledger = Ledger(Labelling(alpha=0.3, floor=0.8))
+    ledger = Ledger(Labelling(mode="set", alpha=0.3, floor=0.8))
     ledger.restore([1.0] * 10)
     assert ledger.threshold(0.9) == 0.8
 
