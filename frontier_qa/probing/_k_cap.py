@@ -78,8 +78,8 @@ def cap_warning(settings: ProbeSettings) -> RunWarning | None:
     if high <= WARN_ABOVE or high < expected_unresolved(name, sequential.k_max)[1] + MARGIN:
         return None
     k, needs = settings.k, sequential.k_max
-    fix = (f"use --policy fixed --k {k} (probing.policy: fixed) for Agent0's rule of exactly {k} samples, or drop "
-           f"--k (probing.k) so the {name} policy samples up to {needs}")
+    fix = (f"use --policy fixed --k {k} (probing.policy: fixed) for Agent0's rule (exactly k samples per case), "
+           f"or drop --k (probing.k) so the {name} policy samples up to {needs}")
     message = (f"k = {k} caps the {name} policy at {k} samples per case, below the {needs} it needs to decide most "
                f"cases: expect {low * 100:.0f}-{high:.0%} of cases unresolved, and above {WARN_ABOVE:.0%} the run "
                f"cannot judge the agent (exit 3); fix: {fix}")

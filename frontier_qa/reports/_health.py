@@ -148,7 +148,9 @@ def assess(summary: Summary, facts: RunFacts = RunFacts(), *, max_unresolved_sha
     if mostly_unreadable:
         pass  # the unreadable answers are the run's problem, not its budget
     elif max_unresolved_share is not None and valid and unresolved / valid > max_unresolved_share + 1e-12:
-        why = f" ({facts.stop_reason})" if facts.stop_reason else ""
+        # a run cut short says why (budget, interrupted); a run that ended as runs end adds nothing
+        normal = (StopReason.EXHAUSTED, StopReason.SATURATED, StopReason.MAX_CANDIDATES, StopReason.DONE)
+        why = f" ({facts.stop_reason})" if facts.stop_reason and facts.stop_reason not in normal else ""
         among = (f" ({len(unreadable)} of them with answers not in their answer_format: see their reasons)"
                  if unreadable else "")
         capped = _cap_cause(summary.records, facts.warnings)

@@ -106,14 +106,15 @@ class Summary:
 
 
 def precision_line(summary: Summary) -> str | None:
-    """``expected 0.94: the mean P(in band) of the 12 frontier cases, about 0.7 of them wrong``: the
-    one wording of the frontier labels' expected precision; ``None`` without one.
+    """``expected 0.94: the mean P(in band) of the 12 frontier cases (0.7 wrong labels expected among them)``:
+    the one wording of the frontier labels' expected precision; ``None`` without one.
     """
     p, n = summary.frontier_precision, summary.frontier_labels
     if p is None:
         return None
     cases = "case" if n == 1 else "cases"
-    return f"expected {p:.2f}: the mean P(in band) of the {n} frontier {cases}, about {n * (1 - p):.1f} of them wrong"
+    return (f"expected {p:.2f}: the mean P(in band) of the {n} frontier {cases} "
+            f"({n * (1 - p):.1f} wrong labels expected among them)")
 
 
 def pass_k_summary(records: Iterable[CaseRecord]) -> PassKSummary | None:

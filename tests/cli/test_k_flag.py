@@ -25,7 +25,8 @@ def answer(case, sample_index):
 
 WARNING = ("warning: k = 10 caps the calibrated policy at 10 samples per case, below the 30 it needs to decide "
            "most cases: expect ")
-FIX = ("use --policy fixed --k 10 (probing.policy: fixed) for Agent0's rule of exactly 10 samples, or drop --k "
+FIX = ("use --policy fixed --k 10 (probing.policy: fixed) for Agent0's rule (exactly k samples per "
+       "case), or drop --k "
        "(probing.k) so the calibrated policy samples up to 30")
 
 
@@ -50,7 +51,7 @@ def test_a_k_below_the_policy_s_need_warns_at_start_and_exit_3_names_it(
     assert err.splitlines()[0].startswith(f"frontier-qa: {WARNING}") and err.rstrip().endswith(FIX)
     lines = out.splitlines()
     assert lines[0] == "could not judge the agent (exit 3):"
-    assert lines[1] == ("  - 4 of 4 cases (100%) stayed unresolved (curriculum exhausted), above the limit of 20%: "
+    assert lines[1] == ("  - 4 of 4 cases (100%) stayed unresolved, above the limit of 20%: "
                         f"k = 10 capped the sampling at 10 samples per case (the run warned as it started); {FIX} "
                         "(gate.max_unresolved_share sets the limit)")
     assert f"  {WARNING}" in out  # the summary says it again, and so does every report

@@ -127,8 +127,8 @@ def test_the_summary_reports_the_frontier_sets_expected_precision_everywhere(tmp
     assert summary.frontier_precision == pytest.approx(expected) and summary.frontier_labels == COINS + 1
     assert summary.frontier_precision >= 0.93
     line = precision_line(summary)
-    assert line == f"expected {expected:.2f}: the mean P(in band) of the {COINS + 1} frontier cases, about " \
-                   f"{(COINS + 1) * (1 - expected):.1f} of them wrong"
+    assert line == f"expected {expected:.2f}: the mean P(in band) of the {COINS + 1} frontier cases " \
+                   f"({(COINS + 1) * (1 - expected):.1f} wrong labels expected among them)"
     report = ReportInput.of(result.records, result.run)
     assert ("frontier precision", line) in report.headline()
     data = json.loads(build_json_report(result.records, result.run).model_dump_json())

@@ -233,8 +233,8 @@ def test_every_output_of_a_run_gives_the_same_counts(
                                      "  prior: "))]
     assert headline[:5] == ["cases: 3 (failure 1, frontier 1, pass 1)",
                             # the frontier set's expected precision (set-level labels)
-                            "frontier precision: expected 0.84: the mean P(in band) of the 1 frontier case, about 0.2 "
-                            "of them wrong",
+                            "frontier precision: expected 0.84: the mean P(in band) of the 1 frontier case (0.2 wrong "
+                            "labels expected among them)",
                             "answers: 18 of 18 read in format auto (boxed 18)",  # how the agent's answers were read
                             "candidates: 3 = 3 cases + 0 invalid",
                             "spent: target 18 calls, 0 tokens, cost unknown"]  # 3 cases × k = 6
