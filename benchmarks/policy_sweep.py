@@ -44,8 +44,11 @@ labels at 0.93 (a case stops as soon as it crosses the threshold, so each label 
 own share of the budget and the floor never binds below alpha 0.1); alpha 0.1 breaks 0.9
 precision on the tuning seeds. Rounds of 2 then 1 stop each case at the sample that decides it:
 8-12 % fewer calls than rounds of 3 at the same precision and recall (rounds of 1 decide the same,
-with one more round trip; k_min 1 or 2 alike: no case stops on one sample). The chosen default
-is set labels (alpha 0.07, floor 0.7) with rounds of 2 then 1. Item 5: the curriculum's hint alone
+with one more round trip; k_min 1 or 2 alike: no case stops on one sample). Its choice was set
+labels (alpha 0.07, floor 0.7) with rounds of 2 then 1, but end to end (``sequential_bench.py``,
+the real prober with 8 cases at once) rounds of 2 then 1 dropped frontier precision on the
+realistic mix to 0.86 (0.90 with rounds of 3), which this simulator does not reproduce (it scores
+0.93 for both): the default kept per-case labels and rounds of 3. Item 5: the curriculum's hint alone
 (first-round size) changes calls by under 4 %; the online predictor with the hint as a feature
 saves 3-12 % of the calls at equal precision (its skips), without the hint it loses in-band cases
 (realistic recall 0.59 -> 0.44): worth it only where cases carry a ``predicted_pass_rate``.
