@@ -149,7 +149,7 @@ POLICIES: dict[str, Policy] = {
     for p in (
         # up to 30 samples: an in-band case near an edge needs them to reach 90 %; at k_max = 10 a
         # quarter to half of the cases ended unresolved (the gate's limit is a fifth). Rounds of 3 (issue 33
-        # item 4): rounds of 2 then 1 took 0.75 / 1.02 / 1.11x fixed k = 10's calls on the fair mixes
+        # item 4): rounds of 2 then 1 took 0.76 / 1.02 / 1.11x fixed k = 10's calls on the fair mixes
         # (realistic / balanced / frontier-heavy, held-out seeds, benchmarks/sequential_bench.py) against
         # 0.83 / 1.25 / 1.34x, but more looks cross 0.9 by chance more often: frontier precision fell to
         # 0.862 on the realistic mix (0.902 with rounds of 3), below the 0.9 these labels promise
