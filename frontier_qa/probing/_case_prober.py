@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,7 @@ from frontier_qa.errors import BudgetExceededError, FrontierQAError, RunInterrup
 from frontier_qa.generators._core import GENERATOR_KEY, check_for
 from frontier_qa.probing._classify import POSTERIOR_KEY, CaseEvidence, classify_case, confidence_of, posterior_note
 from frontier_qa.probing._curriculum_seam import Proposal
+from frontier_qa.probing._judge_verdict import judge_prompt, parse_judge_verdict
 from frontier_qa.probing._paths_judge import judge_paths, pass_k_need, path_need
 from frontier_qa.probing._priors import Carried, PriorBook, observation
 from frontier_qa.probing._regression import ReplayJudge, band_of, carried_class
@@ -101,34 +101,6 @@ def as_open_text(case: Case) -> Case:
     meta = {**case.metadata, AUTO_TEXT_KEY: "auto: this target's first answers were open text, compared by meaning "
                                             "(set answer_format to pin a format)"}
     return replace(case, answer_format="text", metadata=meta)
-
-
-# --- the judge ---------------------------------------------------------------------------
-
-_VERDICT = re.compile(r"verdict\s*[:：]?\s*[*_`\"']*\s*(yes|no|correct|incorrect)\b", re.IGNORECASE)
-_LEADING = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
-
-
-def judge_prompt(case: Case, answer: str) -> str:
-    """The question put to a judge target about a case's majority answer."""
-    return (
-        "You are grading an answer to a task.\n\n"
-        f"Task:\n{case.prompt.strip()}\n\n"
-        f"Proposed answer:\n{answer.strip()}\n\n"
-        "Is the proposed answer correct? Reason briefly, then end with exactly one line: "
-        '"Verdict: yes" or "Verdict: no".'
-    )
-
-
-def parse_judge_verdict(text: str | None) -> bool | None:
-    """The judge's yes/no: the last ``Verdict: yes|no`` line, else a leading yes/no; ``None`` otherwise."""
-    if not text:
-        return None
-    found = _VERDICT.findall(text)
-    if found:
-        return found[-1].lower() in ("yes", "correct")
-    lead = _LEADING.match(text.strip())
-    return None if lead is None else lead.group(1).lower() == "yes"
 
 
 # --- the prober --------------------------------------------------------------------------

@@ -37,9 +37,9 @@ import contextlib
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from frontier_qa.probing._case_prober import judge_prompt, parse_judge_verdict
 from frontier_qa.probing._classify import classify_case
 from frontier_qa.probing._curriculum_seam import Curriculum, DrivesRun
+from frontier_qa.probing._judge_verdict import judge_prompt, parse_judge_verdict
 from frontier_qa.probing._run import ProbeRun, ProgressEvent, case_id_for, config_hash
 from frontier_qa.probing._sequential import MajorityPrior
 from frontier_qa.probing._settings import ProbeSettings

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from frontier_qa.errors import ConfigError
-from frontier_qa.probing._case_prober import parse_judge_verdict
 from frontier_qa.probing._classify import CaseEvidence, classify_case
 from frontier_qa.probing._curriculum_seam import Proposal
 from frontier_qa.probing._engine import ProbeSettings, ProgressEvent, case_id_for, config_hash, probe, replay
+from frontier_qa.probing._judge_verdict import parse_judge_verdict
 from frontier_qa.probing._sequential import DEFAULT_PRIOR, BandDecision, SequentialConfig
 from frontier_qa.probing._set_labels import Labelling
 from frontier_qa.reports import RegressionVerdict as ReplayRecord
